@@ -1,0 +1,222 @@
+"""proto3 JSON mapping for pydantic models.
+
+Google's wire format: camelCase names, unset fields omitted, enums by name, int64 as strings,
+Timestamps in RFC 3339 normalised to ``Z`` with 0, 3, 6 or 9 fractional digits, Durations as
+``"3.5s"``, ``google.protobuf.Struct`` as a plain JSON object and bytes as base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, JsonValue
+from pydantic.alias_generators import to_camel
+from pydantic.functional_validators import AfterValidator, BeforeValidator
+from pydantic.functional_serializers import PlainSerializer
+from pydantic_core import PydanticCustomError, core_schema
+
+_NANOS = 1_000_000_000
+_EPOCH = datetime(1970, 1, 1)
+_MIN_SECONDS = -62_135_596_800  # 0001-01-01T00:00:00Z
+_MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
+
+_RFC3339 = re.compile(
+    r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?"
+    r"(?P<tz>[Zz]|[+-]\d{2}:\d{2})$"
+)
+_DURATION = re.compile(r"^(?P<sign>-)?(?P<seconds>\d+)(?:\.(?P<frac>\d{1,9}))?s$")
+
+
+def _fraction_digits(nanos: int) -> str:
+    """Shortest of the 0/3/6/9-digit renderings that loses nothing."""
+    if nanos == 0:
+        return ""
+    if nanos % 1_000_000 == 0:
+        return f".{nanos // 1_000_000:03d}"
+    if nanos % 1_000 == 0:
+        return f".{nanos // 1_000:06d}"
+    return f".{nanos:09d}"
+
+
+@dataclass(frozen=True, order=True)
+class Timestamp:
+    """google.protobuf.Timestamp: seconds since the epoch (UTC) and non-negative nanos."""
+
+    seconds: int
+    nanos: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        match = _RFC3339.match(text)
+        if match is None:
+            raise ValueError(f'"{_clip(text)}" is not an RFC 3339 timestamp such as "2014-10-02T15:01:23Z"')
+        tz = match["tz"].upper()
+        try:
+            wall = datetime.fromisoformat(f"{match['date']}T{match['time']}{'+00:00' if tz == 'Z' else tz}")
+        except ValueError:
+            raise ValueError(f'"{_clip(text)}" is not a valid date and time') from None
+        seconds = (wall - _EPOCH.replace(tzinfo=UTC)) // timedelta(seconds=1)
+        nanos = int((match["frac"] or "").ljust(9, "0"))
+        if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
+            raise ValueError(f'"{_clip(text)}" is outside 0001-01-01 to 9999-12-31')
+        return cls(seconds, nanos)
+
+    @classmethod
+    def from_micros(cls, micros: int) -> Self:
+        seconds, micro = divmod(micros, 1_000_000)
+        return cls(seconds, micro * 1_000)
+
+    @classmethod
+    def now(cls) -> Self:
+        return cls.from_micros(int(datetime.now(UTC).timestamp() * 1_000_000))
+
+    def to_micros(self) -> int:
+        return self.seconds * 1_000_000 + self.nanos // 1_000
+
+    def __add__(self, other: Duration) -> Timestamp:
+        total = self.seconds * _NANOS + self.nanos + other.total_nanos
+        return Timestamp(*divmod(total, _NANOS))
+
+    def __sub__(self, other: Timestamp) -> Duration:
+        return Duration((self.seconds - other.seconds) * _NANOS + self.nanos - other.nanos)
+
+    def __str__(self) -> str:
+        moment = _EPOCH + timedelta(seconds=self.seconds)
+        return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}{_fraction_digits(self.nanos)}Z"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def validate(value: Any) -> Timestamp:
+            if isinstance(value, Timestamp):
+                return value
+            if not isinstance(value, str):
+                raise PydanticCustomError("timestamp", "expected an RFC 3339 timestamp string")
+            try:
+                return cls.parse(value)
+            except ValueError as error:
+                raise PydanticCustomError("timestamp", str(error)) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            json_schema_input_schema=core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="always"),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string", "format": "date-time"}
+
+
+@dataclass(frozen=True, order=True)
+class Duration:
+    """google.protobuf.Duration, held as signed nanoseconds; JSON form ``"3.5s"``."""
+
+    total_nanos: int
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        match = _DURATION.match(text)
+        if match is None:
+            raise ValueError(f'"{_clip(text)}" is not a duration such as "3.5s"')
+        nanos = int(match["seconds"]) * _NANOS + int((match["frac"] or "").ljust(9, "0"))
+        return cls(-nanos if match["sign"] else nanos)
+
+    @classmethod
+    def from_seconds(cls, seconds: float) -> Self:
+        return cls(round(seconds * _NANOS))
+
+    def __str__(self) -> str:
+        sign = "-" if self.total_nanos < 0 else ""
+        seconds, nanos = divmod(abs(self.total_nanos), _NANOS)
+        return f"{sign}{seconds}{_fraction_digits(nanos)}s"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def validate(value: Any) -> Duration:
+            if isinstance(value, Duration):
+                return value
+            if not isinstance(value, str):
+                raise PydanticCustomError("duration", 'expected a duration string such as "3.5s"')
+            try:
+                return cls.parse(value)
+            except ValueError as error:
+                raise PydanticCustomError("duration", str(error)) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            json_schema_input_schema=core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="always"),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string", "pattern": r"^-?\d+(\.\d{1,9})?s$"}
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _check_base64(value: str) -> str:
+    try:
+        base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise PydanticCustomError("base64", "expected base64-encoded bytes") from None
+    return value
+
+
+Bytes = Annotated[str, AfterValidator(_check_base64)]
+"""``bytes`` fields travel as base64 text; kept as text, checked on input."""
+
+Int64 = Annotated[int, BeforeValidator(lambda v: int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v),
+                  PlainSerializer(str, return_type=str)]
+"""int64 fields are JSON strings on the wire but accepted as numbers too."""
+
+Struct = dict[str, JsonValue]
+"""google.protobuf.Struct in its JSON form: an ordinary object."""
+
+
+class ProtoModel(BaseModel):
+    """Base of every wire model: camelCase aliases, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+        frozen=False,
+        ser_json_inf_nan="strings",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        """The proto3 JSON object: aliases, unset and empty repeated fields omitted."""
+        return _omit_empty_repeated(self.model_dump(mode="json", by_alias=True, exclude_none=True), self)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        return cls.model_json_schema(by_alias=True, mode="validation")
+
+
+def _omit_empty_repeated(data: dict[str, Any], model: BaseModel) -> dict[str, Any]:
+    """Drop ``[]`` of the model's own repeated fields (proto3 omits them), recursing into sub-messages.
+
+    Struct contents are left alone: an empty list inside ``args`` is data, not an unset field.
+    """
+    for field_name, info in type(model).model_fields.items():
+        key = info.alias or field_name
+        if key not in data:
+            continue
+        value = getattr(model, field_name)
+        if isinstance(value, list):
+            if not value:
+                del data[key]
+            elif isinstance(value[0], BaseModel):
+                data[key] = [_omit_empty_repeated(d, m) for d, m in zip(data[key], value, strict=True)]
+        elif isinstance(value, BaseModel):
+            data[key] = _omit_empty_repeated(data[key], value)
+    return data

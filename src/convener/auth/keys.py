@@ -1,0 +1,78 @@
+"""API keys: created by the operator, presented by HTTP callers as ``Authorization: Bearer <key>``.
+
+Only a SHA-256 of each key is stored, so a copy of the store does not leak working keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert, select
+
+from convener.api.errors import InvalidArgument, NotFound
+from convener.api.protojson import Timestamp
+from convener.auth.caller import ALL_SCOPES, Caller
+from convener.auth.tables import api_keys
+from convener.store.database import Database
+
+PRINCIPAL = re.compile(r"^users/[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+KEY_PREFIX = "cnv_"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key_id: str
+    principal: str
+    scopes: tuple[str, ...]
+    create_time: Timestamp
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiKeys:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def create(self, principal: str, scopes: tuple[str, ...] = (ALL_SCOPES,)) -> tuple[ApiKey, str]:
+        """A new key for ``principal``; the secret is returned once and never stored."""
+        if not PRINCIPAL.match(principal):
+            raise InvalidArgument(f'principal "{principal[:80]}" must look like users/alice')
+        key_id = secrets.token_hex(6)
+        secret = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(24)}"
+        created = Timestamp.now()
+        with self.database.transaction() as connection:
+            connection.execute(
+                insert(api_keys).values(
+                    key_id=key_id,
+                    key_hash=_hash(secret),
+                    principal=principal,
+                    scopes=list(scopes),
+                    create_time_us=created.to_micros(),
+                )
+            )
+        return ApiKey(key_id, principal, scopes, created), secret
+
+    def caller(self, secret: str) -> Caller | None:
+        """The caller a presented key stands for, or None when it is not a key of ours."""
+        if not secret.startswith(KEY_PREFIX) or len(secret) > 200:
+            return None
+        with self.database.transaction() as connection:
+            row = connection.execute(
+                select(api_keys.c.principal, api_keys.c.scopes).where(api_keys.c.key_hash == _hash(secret))
+            ).first()
+        return Caller(row.principal, frozenset(row.scopes)) if row else None
+
+    def list(self) -> list[ApiKey]:
+        with self.database.transaction() as connection:
+            rows = connection.execute(select(api_keys).order_by(api_keys.c.create_time_us)).all()
+        return [ApiKey(r.key_id, r.principal, tuple(r.scopes), Timestamp.from_micros(r.create_time_us)) for r in rows]
+
+    def revoke(self, key_id: str) -> None:
+        with self.database.transaction() as connection:
+            if connection.execute(delete(api_keys).where(api_keys.c.key_id == key_id)).rowcount == 0:
+                raise NotFound(f"API key {key_id[:40]} does not exist")

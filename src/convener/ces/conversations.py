@@ -1,0 +1,185 @@
+"""Recorded conversations: stored whole, listed newest first by keyset, filtered by AIP-160."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import Connection, Row, and_, delete, insert, or_, select
+
+from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
+from convener.api.filtering import FieldType, FilterField, compile_filter
+from convener.api.paging import PageTokens, resolve_page_size, split_page
+from convener.api.protojson import Timestamp
+from convener.auth.caller import Caller
+from convener.ces.apps import AppService
+from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Source
+from convener.ces.names import AppName, ConversationName
+from convener.ces.recording import settle
+from convener.ces.requests import DeleteConversationRequest, GetConversationRequest, ListConversationsRequest, ListConversationsResponse
+from convener.ces.tables import conversations as table
+from convener.store.database import Database
+
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+
+c = table.c
+
+
+def _names(enum: type[Enum]) -> tuple[str, ...]:
+    return tuple(member.value for member in enum)
+
+
+FILTER_FIELDS = {
+    "startTime": FilterField(c.start_time_us, FieldType.TIMESTAMP),
+    "endTime": FilterField(c.end_time_us, FieldType.TIMESTAMP),
+    "turnCount": FilterField(c.turn_count, FieldType.INTEGER),
+    "source": FilterField(c.source, FieldType.ENUM, enum_values=_names(Source)),
+    "channelType": FilterField(c.channel_type, FieldType.ENUM, enum_values=_names(ChannelType)),
+    "inputTypes": FilterField(c.input_types, FieldType.ENUM, enum_values=_names(InputType), repeated_bits=INPUT_TYPE_BITS),
+    "entryAgent": FilterField(c.entry_agent, FieldType.STRING),
+    "deployment": FilterField(c.deployment, FieldType.STRING),
+    "appVersion": FilterField(c.app_version, FieldType.STRING),
+    "languageCode": FilterField(c.language_code, FieldType.STRING),
+}
+
+
+def requested_sources(request: ListConversationsRequest) -> list[Source]:
+    """``sources`` wins; else the deprecated ``source``; else every source (an empty list)."""
+    chosen = [s for s in request.sources or () if s is not Source.SOURCE_UNSPECIFIED]
+    if not chosen and request.source not in (None, Source.SOURCE_UNSPECIFIED):
+        chosen = [request.source]
+    return sorted(set(chosen))
+
+
+def _columns(conversation: Conversation) -> dict[str, Any]:
+    """The indexed copies of a settled conversation's filterable fields."""
+    assert conversation.start_time is not None and conversation.source is not None
+    mask = 0
+    for kind in conversation.input_types or ():
+        mask |= INPUT_TYPE_BITS[kind.value]
+    return {
+        "start_time_us": conversation.start_time.to_micros(),
+        "end_time_us": conversation.end_time.to_micros() if conversation.end_time else None,
+        "turn_count": conversation.turn_count or 0,
+        "source": conversation.source.value,
+        "input_types": mask,
+        "channel_type": (conversation.channel_type or ChannelType.CHANNEL_TYPE_UNSPECIFIED).value,
+        "entry_agent": conversation.entry_agent or "",
+        "deployment": conversation.deployment or "",
+        "app_version": conversation.app_version or "",
+        "language_code": conversation.language_code or "",
+    }
+
+
+def content_id(conversation: Conversation) -> str:
+    """A stable ID for a conversation imported without a name, so that re-importing it is a no-op."""
+    canonical = json.dumps(conversation.to_json(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What happened when a conversation was offered to the store."""
+
+    conversation: Conversation
+    created: bool
+
+
+class ConversationService:
+    def __init__(self, database: Database, tokens: PageTokens, apps: AppService) -> None:
+        self.database = database
+        self.tokens = tokens
+        self.apps = apps
+
+    def list(self, request: ListConversationsRequest, caller: Caller) -> ListConversationsResponse:
+        parent = AppName.parse(request.parent, "parent")
+        page_size = resolve_page_size(request.page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+        sources = requested_sources(request)
+        condition = compile_filter(request.filter, FILTER_FIELDS)
+        query = {
+            "method": "list_conversations",
+            "parent": str(parent),
+            "filter": request.filter or "",
+            "sources": [s.value for s in sources],
+        }
+        with self.database.transaction() as connection:
+            statement = select(c.conversation_id, c.start_time_us, c.body).where(
+                c.app_pk == self.apps.app_pk(connection, parent)
+            )
+            if sources:
+                statement = statement.where(c.source.in_([s.value for s in sources]))
+            if condition is not None:
+                statement = statement.where(condition)
+            if request.page_token:
+                start_us, conversation_id = self._position(request.page_token, query, caller)
+                statement = statement.where(
+                    or_(c.start_time_us < start_us, and_(c.start_time_us == start_us, c.conversation_id < conversation_id))
+                )
+            statement = statement.order_by(c.start_time_us.desc(), c.conversation_id.desc()).limit(page_size + 1)
+            rows = connection.execute(statement).all()
+        page, more = split_page(rows, page_size)
+        token = None
+        if more:
+            last = page[-1]
+            token = self.tokens.issue(query=query, caller=caller.principal, position=[last.start_time_us, last.conversation_id])
+        return ListConversationsResponse(
+            conversations=[Conversation.model_validate(row.body) for row in page], next_page_token=token
+        )
+
+    def _position(self, token: str, query: dict[str, Any], caller: Caller) -> tuple[int, str]:
+        position = self.tokens.position(token, query=query, caller=caller.principal)
+        match position:
+            case [int() as start_us, str() as conversation_id]:
+                return start_us, conversation_id
+        raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+
+    def get(self, request: GetConversationRequest, caller: Caller) -> Conversation:
+        name = ConversationName.parse(request.name)
+        with self.database.transaction() as connection:
+            row = self._row(connection, name)
+        conversation = Conversation.model_validate(row.body)
+        if request.source not in (None, Source.SOURCE_UNSPECIFIED) and conversation.source is not request.source:
+            raise NotFound(f"conversation {name} has no source {request.source}")
+        return conversation
+
+    def delete(self, request: DeleteConversationRequest, caller: Caller) -> None:
+        name = ConversationName.parse(request.name)
+        with self.database.transaction() as connection:
+            row = self._row(connection, name)
+            connection.execute(delete(table).where(c.id == row.id))
+
+    def _row(self, connection: Connection, name: ConversationName) -> Row[Any]:
+        app_pk = self.apps.app_pk(connection, name.app_name)
+        row = connection.execute(
+            select(c.id, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+        ).first()
+        if row is None:
+            raise NotFound(f"conversation {name} does not exist")
+        return row
+
+    def store(self, connection: Connection, app_pk: int, name: ConversationName, conversation: Conversation) -> Stored:
+        """Store a conversation unless the same one is there already (a no-op then).
+
+        A different conversation under the same name is ALREADY_EXISTS: recordings are immutable.
+        """
+        existing = connection.execute(
+            select(c.start_time_us, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+        ).first()
+        # A recording without any time of its own starts when it is received; settling it again
+        # against the stored start makes a re-import compare equal.
+        received = Timestamp.from_micros(existing.start_time_us) if existing else Timestamp.now()
+        settled = settle(conversation, name, received=received)
+        body = settled.to_json()
+        if existing is not None:
+            if existing.body != body:
+                raise AlreadyExists(f"conversation {name} already exists with different content")
+            return Stored(settled, created=False)
+        connection.execute(
+            insert(table).values(app_pk=app_pk, conversation_id=name.conversation, body=body, **_columns(settled))
+        )
+        return Stored(settled, created=True)
+

@@ -1,0 +1,110 @@
+"""Import conversations from JSON Lines: one Conversation per line, in list_conversations' JSON shape.
+
+Every line stands alone: a bad line is reported with its number and reason and leaves nothing
+behind (it runs in its own savepoint), good lines are stored, and lines already stored are
+left as they are, so importing the same file twice changes nothing. Work is committed in
+batches: an interrupted import keeps what it committed and a re-run finishes the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from convener.api.errors import ApiError, InvalidArgument, describe_validation
+from convener.ces.apps import AppService
+from convener.ces.conversations import ConversationService, content_id
+from convener.ces.models import App, Conversation
+from convener.ces.names import AppName, ConversationName
+
+BATCH = 500
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LineError:
+    line: int
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    unchanged: int = 0
+    errors: list[LineError] = field(default_factory=list)
+
+    @property
+    def lines(self) -> int:
+        return self.created + self.unchanged + len(self.errors)
+
+
+def _parse(text: str, app: AppName) -> tuple[ConversationName, Conversation]:
+    if len(text) > MAX_LINE_BYTES:
+        raise InvalidArgument(f"the line is longer than {MAX_LINE_BYTES} bytes")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidArgument(f"not JSON: {error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise InvalidArgument("the JSON is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument("a line must be one JSON object (a Conversation)")
+    try:
+        conversation = Conversation.model_validate(data)
+    except ValidationError as error:
+        raise InvalidArgument(describe_validation(error)) from None
+    if conversation.name:
+        name = ConversationName.parse(conversation.name)
+        if name.app_name != app:
+            raise InvalidArgument(f"name {conversation.name} is not under the app {app}")
+    else:
+        name = app.conversation(content_id(conversation))
+    return name, conversation
+
+
+def import_conversations(
+    apps: AppService,
+    conversations: ConversationService,
+    lines: Iterable[str],
+    app: AppName,
+    *,
+    on_line: Callable[[int], None] = lambda _size: None,
+) -> ImportReport:
+    """Import ``lines`` into ``app`` (created if missing). ``on_line`` gets each line's size, for progress."""
+    report = ImportReport()
+    database = conversations.database
+    with database.transaction() as connection:
+        apps.ensure(connection, app, App())
+        app_pk = apps.app_pk(connection, app)
+    batch: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        with database.transaction() as connection:
+            for number, text in batch:
+                try:
+                    with connection.begin_nested():
+                        name, conversation = _parse(text, app)
+                        stored = conversations.store(connection, app_pk, name, conversation)
+                except ApiError as error:
+                    report.errors.append(LineError(number, str(error)))
+                    continue
+                except RecursionError:
+                    report.errors.append(LineError(number, "INVALID_ARGUMENT: the conversation is nested too deeply"))
+                    continue
+                if stored.created:
+                    report.created += 1
+                else:
+                    report.unchanged += 1
+        batch.clear()
+
+    for number, text in enumerate(lines, start=1):
+        on_line(len(text))
+        if text.strip():
+            batch.append((number, text))
+        if len(batch) >= BATCH:
+            flush()
+    flush()
+    return report

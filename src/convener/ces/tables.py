@@ -1,0 +1,52 @@
+"""Relational schema of the ces service.
+
+A conversation is stored whole as its proto3 JSON document (``body``); the fields that filters and
+ordering use are copied into real, indexed columns when it is written. Times are integer
+microseconds since the epoch so that SQLite and PostgreSQL order and compare them alike.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, String, Table, Text
+
+from convener.store.schema import Json, metadata
+
+apps = Table(
+    "ces_apps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(512), nullable=False, unique=True),
+    Column("parent", String(256), nullable=False),
+    Column("app_id", String(128), nullable=False),
+    Column("display_name", String(512), nullable=False, default=""),
+    Column("description", Text, nullable=False, default=""),
+    Column("create_time_us", BigInteger, nullable=False),
+    Column("update_time_us", BigInteger, nullable=False),
+    Column("etag", String(64), nullable=False),
+    Index(None, "parent", "app_id"),
+)
+
+conversations = Table(
+    "ces_conversations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("conversation_id", String(128), nullable=False),
+    Column("start_time_us", BigInteger, nullable=False),
+    Column("end_time_us", BigInteger, nullable=True),
+    Column("turn_count", Integer, nullable=False),
+    Column("source", String(32), nullable=False),
+    Column("input_types", Integer, nullable=False),
+    Column("channel_type", String(32), nullable=False),
+    Column("entry_agent", String(512), nullable=False),
+    Column("deployment", String(512), nullable=False),
+    Column("app_version", String(512), nullable=False),
+    Column("language_code", String(64), nullable=False),
+    Column("body", Json, nullable=False),
+    # One conversation ID per app; also the lookup index for get/delete.
+    Index("ix_ces_conv_id", "app_pk", "conversation_id", unique=True),
+    # The keyset of list_conversations: newest first, then by name.
+    Index("ix_ces_conv_keyset", "app_pk", "start_time_us", "conversation_id"),
+    # The common narrowing of the list: one source, still newest first.
+    Index("ix_ces_conv_source_keyset", "app_pk", "source", "start_time_us", "conversation_id"),
+)

@@ -1,0 +1,75 @@
+"""Settings: the one place defaults live.
+
+Values come, strongest first, from keyword arguments (the CLI's flags), ``CONVENER_*`` environment
+variables, then the TOML file named by ``CONVENER_CONFIG`` (if any).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+SERVICES = ("ces",)
+"""Services this build can serve, in the order /mcp lists their tools."""
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("convener", appauthor=False))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONVENER_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=_default_data_dir, description="Where the embedded store and secrets live.")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: SQLite file convener.db in the data dir."
+    )
+    host: str = "127.0.0.1"
+    port: int = 8080
+    transport: Literal["http", "stdio"] = "http"
+    services: tuple[str, ...] = SERVICES
+    allow_anonymous: bool = Field(
+        default=False,
+        description="Serve HTTP callers that present no API key, as users/anonymous. Loopback hosts only.",
+    )
+
+    @field_validator("services", mode="before")
+    @classmethod
+    def _split_services(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("services")
+    @classmethod
+    def _known_services(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(SERVICES))
+        if unknown:
+            raise ValueError(f"unknown service(s) {', '.join(unknown)}; known: {', '.join(SERVICES)}")
+        if not value:
+            raise ValueError("at least one service must be enabled")
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'convener.db'}"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("CONVENER_CONFIG")
+        if config_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        return tuple(sources)

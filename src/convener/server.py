@@ -1,0 +1,88 @@
+"""Builds the ASGI app (``/mcp`` for every enabled service, ``/<service>/mcp`` for each) and the stdio server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from convener import __version__
+from convener.auth.http import BearerKeyMiddleware, is_loopback
+from convener.auth.keys import ApiKeys
+from convener.services import Services
+from convener.tooling import build_mcp_server
+
+INSTRUCTIONS = (
+    "Convener serves Google agent-platform tools on your own machine. Resource names look like "
+    "projects/{project}/locations/{location}/apps/{app}; the demo workspace is projects/demo/locations/global."
+)
+MAX_REQUEST_BODY = 16 * 1024 * 1024
+
+
+def mcp_servers(services: Services) -> dict[str, Server[Any]]:
+    """Path → MCP server: one for all enabled services, one per service."""
+    registries = services.registries()
+    servers = {"/mcp": build_mcp_server("convener", registries.values(), instructions=INSTRUCTIONS)}
+    for name, registry in registries.items():
+        servers[f"/{name}/mcp"] = build_mcp_server(f"convener-{name}", [registry], instructions=INSTRUCTIONS)
+    return servers
+
+
+def _transport_security(host: str) -> TransportSecuritySettings:
+    # Browsers can be steered at a loopback server by DNS rebinding; check Host and Origin there.
+    if is_loopback(host):
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def build_app(services: Services) -> Starlette:
+    security = _transport_security(services.settings.host)
+    managers = {
+        path: StreamableHTTPSessionManager(
+            app=server, json_response=True, stateless=True, security_settings=security,
+            max_request_body_size=MAX_REQUEST_BODY,
+        )
+        for path, server in mcp_servers(services).items()
+    }
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__, "services": list(services.settings.services)})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for manager in managers.values():
+                await stack.enter_async_context(manager.run())
+            yield
+
+    routes = [Route(path, endpoint=StreamableHTTPASGIApp(manager)) for path, manager in managers.items()]
+    routes.append(Route("/healthz", healthz))
+    middleware = [
+        Middleware(
+            BearerKeyMiddleware,
+            keys=ApiKeys(services.database),
+            allow_anonymous=services.settings.allow_anonymous,
+            public_paths=frozenset({"/healthz"}),
+        )
+    ]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+async def serve_stdio(services: Services) -> None:
+    server = mcp_servers(services)["/mcp"]
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,83 @@
+"""The store: an engine, sessions, and migrations applied on start.
+
+SQLite (WAL, foreign keys on) in the data directory is the embedded default; any PostgreSQL URL
+works the same. Domain code uses ``Database.transaction()`` and never sees the engine's dialect.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, event, insert, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+
+from convener.store.schema import installation
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def normalise_url(url: str) -> str:
+    """Let users write ``postgresql://``; we drive PostgreSQL with psycopg 3."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+class Database:
+    def __init__(self, url: str) -> None:
+        self.url = normalise_url(url)
+        parsed = make_url(self.url)
+        self.dialect = parsed.get_backend_name()
+        if self.dialect == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        self.engine: Engine = create_engine(self.url, pool_pre_ping=self.dialect != "sqlite")
+        if self.dialect == "sqlite":
+            event.listen(self.engine, "connect", _tune_sqlite)
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest revision (a no-op when it is there)."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A connection in a transaction: committed on success, rolled back on any error."""
+        with self.engine.begin() as connection:
+            yield connection
+
+    def installation_secret(self, key: str = "page_token_secret") -> bytes:
+        """A random per-installation secret, created once and shared by every process on this store."""
+        with self.transaction() as connection:
+            found = connection.scalar(select(installation.c.value).where(installation.c.key == key))
+            if found is not None:
+                return bytes(found)
+        try:
+            with self.transaction() as connection:
+                connection.execute(insert(installation).values(key=key, value=secrets.token_bytes(32)))
+        except IntegrityError:
+            pass  # another process created it first; read theirs
+        with self.transaction() as connection:
+            return bytes(connection.execute(select(installation.c.value).where(installation.c.key == key)).scalar_one())
+
+    def dispose(self) -> None:
+        self.engine.dispose()

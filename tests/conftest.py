@@ -1,0 +1,105 @@
+"""Fixtures shared by the whole suite.
+
+Every store-backed test runs against SQLite and, when CONVENER_TEST_DATABASE_URL names a
+PostgreSQL database, against PostgreSQL too: each test gets its own schema there, dropped after.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from mcp import Client
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from convener.auth.keys import ApiKeys
+from convener.config import Settings
+from convener.server import build_app, mcp_servers
+from convener.services import Services
+from convener.store.database import normalise_url
+
+POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
+BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file, or a private schema in the test PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'convener.db'}"
+        return
+    assert POSTGRES_URL
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(normalise_url(POSTGRES_URL))
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(normalise_url(POSTGRES_URL)).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", database_url=database_url, allow_anonymous=False)
+
+
+@pytest.fixture
+def services(settings: Settings) -> Iterator[Services]:
+    opened = Services.open(settings)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+async def client(services: Services) -> AsyncIterator[Client]:
+    """An MCP client connected in-process to /mcp (every enabled service), as the local user."""
+    async with Client(mcp_servers(services)["/mcp"]) as connected:
+        yield connected
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(services: Services) -> Iterator[str]:
+    """The real ASGI app under uvicorn on a free loopback port; yields its base URL."""
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(build_app(services), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    started = threading.Event()
+    for _ in range(500):
+        if server.started:
+            started.set()
+            break
+        started.wait(0.01)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def api_key(services: Services) -> str:
+    """A key for users/alice with every scope."""
+    _, secret = ApiKeys(services.database).create("users/alice")
+    return secret

@@ -1,0 +1,25 @@
+# Two commands for a fresh machine with Python 3.11+: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+demo: $(VENV)/.installed
+	$(BIN)/convener serve --demo --allow-anonymous
+
+test: $(VENV)/.installed
+	$(BIN)/pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/list_conversations.py
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Convener needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,3 @@
+from convener.cli import main
+
+main()

@@ -49,7 +49,7 @@ class ToolSpec(Generic[Req, Resp]):
     handler: Callable[[Req, Caller], Resp]
     """Blocking domain call; run on a worker thread so the event loop keeps serving."""
 
-    def definition(self, service: str) -> types.Tool:
+    def definition(self) -> types.Tool:
         return types.Tool(
             name=self.name,
             title=self.title,
@@ -57,7 +57,6 @@ class ToolSpec(Generic[Req, Resp]):
             input_schema=self.request.json_schema(),
             output_schema=self.response.json_schema(),
             annotations=self.annotations.model_copy(update={"title": self.title}),
-            meta={"convener/service": service},
         )
 
 
@@ -125,7 +124,7 @@ def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructi
     for registry in registries:
         for spec in registry.tools.values():
             specs[spec.name] = (registry.service, spec)
-    definitions = [spec.definition(service) for service, spec in specs.values()]
+    definitions = [spec.definition() for _, spec in specs.values()]
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=definitions)

@@ -36,7 +36,12 @@ class FieldType(Enum):
 
 @dataclass(frozen=True, eq=False)  # eq=False: column expressions overload ==
 class FilterField:
-    """How one filterable field maps to SQL; see the module docs of each service for names."""
+    """How one filterable field maps to SQL.
+
+    Storage: STRING and ENUM (the value name) in string columns, INTEGER and BOOLEAN natively,
+    TIMESTAMP as a BIGINT of microseconds since the Unix epoch, and a repeated ENUM (with
+    ``repeated_bits``: value name -> bit) as an integer bitmask.
+    """
 
     column: ColumnElement[Any]
     type: FieldType
@@ -82,7 +87,7 @@ def _show(text: str) -> str:
     for ch in text:
         if ch in '"\\':
             out.append("\\" + ch)
-        elif ch.isprintable() or ch == "…":
+        elif ch.isprintable():
             out.append(ch)
         else:
             out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
@@ -244,9 +249,7 @@ class _Parser:
             raise _error(f"expected a comparison, got {_show(field.text)}", field.pos)
         op = self._take()
         if op.kind != "op":
-            raise _error(
-                f"expected an operator (= != < <= > >= :) after {_show(field.text)}", field.pos
-            )
+            raise _error(f"expected an operator (= != < <= > >= :) after {_show(field.text)}", field.pos)
         value = self._take()
         if value.kind not in ("word", "string"):
             raise _error(f'expected a value after "{op.text}"', op.pos)
@@ -259,7 +262,7 @@ class _Parser:
 # ---------------------------------------------------------------- compiler
 
 _Comparator = Callable[[ColumnElement[Any], ColumnElement[Any]], ColumnElement[bool]]
-_ORDERED: dict[str, _Comparator] = {
+_OPERATORS: dict[str, _Comparator] = {
     "=": lambda column, value: column == value,
     "<": lambda column, value: column < value,
     "<=": lambda column, value: column <= value,
@@ -303,9 +306,9 @@ class _String:
             return self._like(column, core, True, True)
         if op == "=" and (token.wild_start or token.wild_end):
             return self._like(column, core, token.wild_start, token.wild_end)
-        return _ORDERED[op](column, _bind(token.text, column))
+        return _OPERATORS[op](column, _bind(token.text, column))
 
-    @staticmethod
+    @staticmethod  # LIKE keeps the backend's case rules: SQLite's ignores ASCII case, PostgreSQL's not
     def _like(column: ColumnElement[Any], core: str, start: bool, end: bool) -> ColumnElement[bool]:
         escaped = core.replace("/", "//").replace("%", "/%").replace("_", "/_")
         pattern = "%" * start + escaped + "%" * end
@@ -328,7 +331,7 @@ class _Scalar:
         value = self.convert(node.value.text, field)
         if value is None:
             raise _bad_value(node, self.expected(field))
-        comparator = _ORDERED["=" if op == ":" else op]
+        comparator = _OPERATORS["=" if op == ":" else op]
         return comparator(field.column, _bind(value, field.column))
 
 
@@ -385,11 +388,11 @@ def _to_micros(text: str, field: FilterField) -> int | None:
 
 _BOOLEANS = {"true": True, "false": False}
 _EQUALITY = frozenset({"="})
-_ALL_ORDERED = frozenset(_ORDERED)
+_ALL_OPERATORS = frozenset(_OPERATORS)
 _HANDLERS: dict[FieldType, _Handler] = {
     FieldType.STRING: _String(),
     FieldType.INTEGER: _Scalar(
-        _ALL_ORDERED, "=, !=, <, <=, >, >= or :*", lambda f: "an integer", _to_int64
+        _ALL_OPERATORS, "=, !=, <, <=, >, >= or :*", lambda f: "an integer", _to_int64
     ),
     FieldType.BOOLEAN: _Scalar(
         _EQUALITY, "=, != or :*", lambda f: "true or false", lambda t, f: _BOOLEANS.get(t)
@@ -401,7 +404,7 @@ _HANDLERS: dict[FieldType, _Handler] = {
         lambda t, f: t if t in f.enum_values else None,
     ),
     FieldType.TIMESTAMP: _Scalar(
-        _ALL_ORDERED,
+        _ALL_OPERATORS,
         "=, !=, <, <=, >, >= or :*",
         lambda f: 'an RFC 3339 timestamp such as "2024-01-01T00:00:00Z"',
         _to_micros,
@@ -437,9 +440,7 @@ def _compile(node: _Node, fields: Mapping[str, FilterField], negate: bool) -> Co
     return or_(field.column.is_(None), not_(predicate))
 
 
-def compile_filter(
-    text: str | None, fields: Mapping[str, FilterField]
-) -> ColumnElement[bool] | None:
+def compile_filter(text: str | None, fields: Mapping[str, FilterField]) -> ColumnElement[bool] | None:
     """Compile an AIP-160 filter over ``fields``; None when the filter is empty or blank.
 
     Raises InvalidArgument, and nothing else, for any problem with ``text``.
@@ -447,9 +448,7 @@ def compile_filter(
     if text is None:
         return None
     if len(text) > MAX_FILTER_LENGTH:
-        raise InvalidArgument(
-            f"filter is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}"
-        )
+        raise InvalidArgument(f"filter is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}")
     tokens = _tokenize(text)
     if len(tokens) == 1:
         return None

@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, delete, insert, select, tuple_, update
 
 from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
@@ -25,7 +25,7 @@ from convener.ces.requests import (
     UpdateAppRequest,
 )
 from convener.ces.tables import apps
-from convener.store.database import Database
+from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -55,7 +55,7 @@ def _check_text(app: App) -> None:
 UPDATABLE_ALIASES = {column: alias for alias, column in UPDATABLE.items()}
 
 
-def row_to_app(row: Row[Any]) -> App:
+def row_to_app(row: AnyRow) -> App:
     return App(
         name=row.name,
         display_name=row.display_name or None,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, delete, insert, or_, select
+from sqlalchemy import Connection, and_, delete, insert, or_, select
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
@@ -21,7 +21,7 @@ from convener.ces.names import AppName, ConversationName
 from convener.ces.recording import settle
 from convener.ces.requests import DeleteConversationRequest, GetConversationRequest, ListConversationsRequest, ListConversationsResponse
 from convener.ces.tables import conversations as table
-from convener.store.database import Database
+from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -152,7 +152,7 @@ class ConversationService:
             row = self._row(connection, name)
             connection.execute(delete(table).where(c.id == row.id))
 
-    def _row(self, connection: Connection, name: ConversationName) -> Row[Any]:
+    def _row(self, connection: Connection, name: ConversationName) -> AnyRow:
         app_pk = self.apps.app_pk(connection, name.app_name)
         row = connection.execute(
             select(c.id, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)

@@ -10,15 +10,17 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event, insert, select
+from sqlalchemy import Connection, Engine, Row, create_engine, event, insert, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from convener.store.schema import installation
+
+AnyRow: TypeAlias = "Row[Any, Any]"  # SQLAlchemy 2.1 types rows by their columns; ours are read by name
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -37,6 +39,8 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
+    # Filters' wildcard matches are LIKE; make them case-sensitive as on PostgreSQL.
+    cursor.execute("PRAGMA case_sensitive_like=ON")
     cursor.close()
 
 

@@ -12,7 +12,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
 from typing import Any, Protocol
 
@@ -20,6 +19,7 @@ from sqlalchemy import and_, literal, not_, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from convener.api.errors import InvalidArgument
+from convener.api.protojson import Timestamp
 
 MAX_FILTER_LENGTH = 4096
 MAX_DEPTH = 32
@@ -352,11 +352,6 @@ class _RepeatedEnum:
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
-_RFC3339 = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?"
-    r"(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))"
-)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _to_int64(text: str, field: FilterField) -> int | None:
@@ -367,23 +362,10 @@ def _to_int64(text: str, field: FilterField) -> int | None:
 
 
 def _to_micros(text: str, field: FilterField) -> int | None:
-    match = _RFC3339.fullmatch(text)
-    if match is None:
-        return None
-    year, month, day, hour, minute, second = (int(match.group(g)) for g in range(1, 7))
-    micros = int((match.group(7) or "").ljust(6, "0")[:6])  # nanoseconds truncate
-    sign, offset_hours, offset_minutes = match.group(8, 9, 10)
-    offset = timedelta()
-    if sign is not None:
-        if int(offset_hours) > 23 or int(offset_minutes) > 59:
-            return None
-        offset = timedelta(hours=int(offset_hours), minutes=int(offset_minutes))
-        offset = -offset if sign == "-" else offset
-    try:  # datetime validates the calendar (month lengths, leap years, hour < 24, year >= 1)
-        moment = datetime(year, month, day, hour, minute, second, micros, timezone(offset))
+    try:
+        return Timestamp.parse(text).to_micros()  # nanoseconds truncate to the column's micros
     except ValueError:
         return None
-    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 _BOOLEANS = {"true": True, "false": False}

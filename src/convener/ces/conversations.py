@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
@@ -161,10 +161,19 @@ class ConversationService:
             raise NotFound(f"conversation {name} does not exist")
         return row
 
-    def store(self, connection: Connection, app_pk: int, name: ConversationName, conversation: Conversation) -> Stored:
+    def store(
+        self,
+        connection: Connection,
+        app_pk: int,
+        name: ConversationName,
+        conversation: Conversation,
+        *,
+        replace: bool = False,
+    ) -> Stored:
         """Store a conversation unless the same one is there already (a no-op then).
 
-        A different conversation under the same name is ALREADY_EXISTS: recordings are immutable.
+        A different conversation under the same name is ALREADY_EXISTS (recordings are immutable),
+        unless the writer owns the name and asks to ``replace`` it, as the demo loader does.
         """
         existing = connection.execute(
             select(c.start_time_us, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
@@ -175,8 +184,15 @@ class ConversationService:
         settled = settle(conversation, name, received=received)
         body = settled.to_json()
         if existing is not None:
-            if existing.body != body:
+            if existing.body == body:
+                return Stored(settled, created=False)
+            if not replace:
                 raise AlreadyExists(f"conversation {name} already exists with different content")
+            connection.execute(
+                update(table)
+                .where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+                .values(body=body, **_columns(settled))
+            )
             return Stored(settled, created=False)
         connection.execute(
             insert(table).values(app_pk=app_pk, conversation_id=name.conversation, body=body, **_columns(settled))

@@ -30,10 +30,20 @@ app.add_typer(auth_app, name="auth")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory [env: CONVENER_DATA_DIR].")]
-DatabaseUrl = Annotated[
-    str | None, typer.Option("--database-url", help="SQLAlchemy database URL [env: CONVENER_DATABASE_URL].")
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", envvar="CONVENER_DATA_DIR", show_envvar=True, help="Data directory."),
 ]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option("--database-url", envvar="CONVENER_DATABASE_URL", show_envvar=True, help="SQLAlchemy database URL."),
+]
+
+
+def _fail(code: str, message: str, exit_code: int = 1) -> typer.Exit:
+    """Print ``CODE: message`` (never as markup: messages quote user input) and give the exit to raise."""
+    err.print(f"{code}: {message}", markup=False, highlight=False)
+    return typer.Exit(exit_code)
 
 
 def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any) -> Settings:
@@ -41,8 +51,7 @@ def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any)
     try:
         return Settings(**{key: value for key, value in given.items() if value is not None})
     except ValidationError as error:
-        err.print(f"[red]INVALID_ARGUMENT:[/red] {error.errors()[0]['msg']}")
-        raise typer.Exit(2) from None
+        raise _fail("INVALID_ARGUMENT", str(error.errors()[0]["msg"]), 2) from None
 
 
 @contextmanager
@@ -52,8 +61,7 @@ def _services(settings: Settings) -> Iterator[Services]:
     try:
         yield services
     except ApiError as error:
-        err.print(f"[red]{error.code.name}:[/red] {error.message}", highlight=False)
-        raise typer.Exit(1) from None
+        raise _fail(error.code.name, error.message) from None
     finally:
         services.close()
 
@@ -82,7 +90,7 @@ def serve(
             from convener.demo import load_demo
 
             summary = load_demo(opened)
-            err.print(f"demo workspace: {summary}")
+            err.print(f"demo workspace: {summary}", markup=False)
         if settings.transport == "stdio":
             from convener.server import serve_stdio
 
@@ -104,7 +112,7 @@ def demo(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
     from convener.demo import load_demo
 
     with _services(_settings(data_dir, database_url)) as opened:
-        out.print(f"demo workspace: {load_demo(opened)}")
+        out.print(f"demo workspace: {load_demo(opened)}", markup=False)
 
 
 @import_app.command("conversations")
@@ -118,13 +126,12 @@ def import_conversations_command(
     with _services(_settings(data_dir, database_url)) as opened:
         target = AppName.parse(app_name, "--app")
         if str(file) == "-":
-            report = import_conversations(opened.apps, opened.conversations, sys.stdin, target)
+            report = import_conversations(opened.apps, opened.conversations, sys.stdin.buffer, target)
         else:
             if not file.is_file():
-                err.print(f"[red]NOT_FOUND:[/red] no such file {file}")
-                raise typer.Exit(1)
+                raise _fail("NOT_FOUND", f"no such file {file}")
             with (
-                file.open(encoding="utf-8", errors="replace") as lines,
+                file.open("rb") as lines,
                 Progress(
                     TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                     console=err, transient=True,
@@ -152,8 +159,8 @@ def create_key(
     """Create an API key; it is printed once and only its hash is kept."""
     with _services(_settings(data_dir, database_url)) as opened:
         key, secret = ApiKeys(opened.database).create(principal, tuple(scope) if scope else ("*",))
-        err.print(f"key {key.key_id} for {key.principal} (scopes: {', '.join(key.scopes)}):")
-        out.print(secret, highlight=False)
+        err.print(f"key {key.key_id} for {key.principal} (scopes: {', '.join(key.scopes)}):", markup=False)
+        typer.echo(secret)
 
 
 @auth_app.command("list-keys")
@@ -161,7 +168,7 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
     """List API keys (never their secrets)."""
     with _services(_settings(data_dir, database_url)) as opened:
         for key in ApiKeys(opened.database).list():
-            out.print(f"{key.key_id}\t{key.principal}\t{','.join(key.scopes)}\t{key.create_time}", highlight=False)
+            typer.echo(f"{key.key_id}\t{key.principal}\t{','.join(key.scopes)}\t{key.create_time}")
 
 
 @auth_app.command("revoke-key")
@@ -173,7 +180,7 @@ def revoke_key(
     """Revoke an API key at once."""
     with _services(_settings(data_dir, database_url)) as opened:
         ApiKeys(opened.database).revoke(key_id)
-        out.print(f"revoked {key_id}")
+        out.print(f"revoked {key_id}", markup=False)
 
 
 def main() -> None:

@@ -13,12 +13,13 @@ from typing import Any, ClassVar, Self
 
 from convener.api.errors import InvalidArgument
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$")
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,127}")
+"""Matched with ``fullmatch``: ``$`` would let a trailing newline through."""
 MAX_NAME_LENGTH = 1024
 
 
 def check_id(value: str, what: str) -> str:
-    if not ID_PATTERN.match(value):
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise InvalidArgument(
             f'{what} "{_clip(value)}" must be 1 to 128 letters, digits, ".", "_", "~" or "-", starting with a letter or digit'
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,16 +21,21 @@ from pydantic.functional_validators import AfterValidator, BeforeValidator
 from pydantic.functional_serializers import PlainSerializer
 from pydantic_core import PydanticCustomError, core_schema
 
+from convener.api.errors import InvalidArgument
+
 _NANOS = 1_000_000_000
 _EPOCH = datetime(1970, 1, 1)
 _MIN_SECONDS = -62_135_596_800  # 0001-01-01T00:00:00Z
 _MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 
+# Matched with fullmatch and ASCII digits only: "$" admits a trailing newline and "\d" any script's digits.
 _RFC3339 = re.compile(
-    r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?"
-    r"(?P<tz>[Zz]|[+-]\d{2}:\d{2})$"
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})[Tt](?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.(?P<frac>[0-9]{1,9}))?"
+    r"(?P<tz>[Zz]|[+-][0-9]{2}:[0-9]{2})"
 )
-_DURATION = re.compile(r"^(?P<sign>-)?(?P<seconds>\d+)(?:\.(?P<frac>\d{1,9}))?s$")
+_DURATION = re.compile(r"(?P<sign>-)?(?P<seconds>[0-9]{1,12})(?:\.(?P<frac>[0-9]{1,9}))?s")
+_MAX_DURATION_SECONDS = 315_576_000_000  # 10,000 years, the proto's bound
+_INT64 = range(-(2**63), 2**63)
 
 
 def _fraction_digits(nanos: int) -> str:
@@ -52,7 +58,7 @@ class Timestamp:
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        match = _RFC3339.match(text)
+        match = _RFC3339.fullmatch(text)
         if match is None:
             raise ValueError(f'"{_clip(text)}" is not an RFC 3339 timestamp such as "2014-10-02T15:01:23Z"')
         tz = match["tz"].upper()
@@ -120,9 +126,11 @@ class Duration:
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        match = _DURATION.match(text)
+        match = _DURATION.fullmatch(text)
         if match is None:
             raise ValueError(f'"{_clip(text)}" is not a duration such as "3.5s"')
+        if int(match["seconds"]) > _MAX_DURATION_SECONDS:
+            raise ValueError(f'"{_clip(text)}" is longer than 10,000 years')
         nanos = int(match["seconds"]) * _NANOS + int((match["frac"] or "").ljust(9, "0"))
         return cls(-nanos if match["sign"] else nanos)
 
@@ -173,8 +181,15 @@ def _check_base64(value: str) -> str:
 Bytes = Annotated[str, AfterValidator(_check_base64)]
 """``bytes`` fields travel as base64 text; kept as text, checked on input."""
 
-Int64 = Annotated[int, BeforeValidator(lambda v: int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v),
-                  PlainSerializer(str, return_type=str)]
+def _int64(value: Any) -> Any:
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _INT64:
+        raise PydanticCustomError("int64", "expected a 64-bit integer")
+    return value
+
+
+Int64 = Annotated[int, BeforeValidator(_int64), PlainSerializer(str, return_type=str)]
 """int64 fields are JSON strings on the wire but accepted as numbers too."""
 
 Struct = dict[str, JsonValue]
@@ -220,3 +235,40 @@ def _omit_empty_repeated(data: dict[str, Any], model: BaseModel) -> dict[str, An
         elif isinstance(value, BaseModel):
             data[key] = _omit_empty_repeated(data[key], value)
     return data
+
+
+def check_storable_text(value: Any, where: str = "request") -> None:
+    """Reject strings no store can keep: NUL (PostgreSQL refuses it) and lone surrogates (not UTF-8).
+
+    Walks the decoded JSON iteratively, so any depth of nesting is safe.
+    """
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            texts = [item]
+        elif isinstance(item, dict):
+            texts = [key for key in item if isinstance(key, str)]
+            stack.extend((f"{path}.{key}", child) for key, child in item.items())
+        elif isinstance(item, list):
+            texts = []
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+        else:
+            continue
+        for text in texts:
+            if "\x00" in text:
+                raise InvalidArgument(f"{path[:200]}: text must not contain NUL characters")
+            if _SURROGATE.search(text):
+                raise InvalidArgument(f"{path[:200]}: text must be valid Unicode (a lone surrogate was found)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equal as JSON values: PostgreSQL's JSONB hands 1e23 back as the integer 10**23."""
+    return bool(_numbers_as_floats(left) == _numbers_as_floats(right))
+
+
+def _numbers_as_floats(value: Any) -> Any:
+    return json.loads(json.dumps(value), parse_int=float)

@@ -16,9 +16,10 @@ from convener.api.errors import InvalidArgument, NotFound
 from convener.api.protojson import Timestamp
 from convener.auth.caller import ALL_SCOPES, Caller
 from convener.auth.tables import api_keys
+from convener.config import SERVICES
 from convener.store.database import Database
 
-PRINCIPAL = re.compile(r"^users/[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+PRINCIPAL = re.compile(r"users/[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 KEY_PREFIX = "cnv_"
 
 
@@ -40,8 +41,11 @@ class ApiKeys:
 
     def create(self, principal: str, scopes: tuple[str, ...] = (ALL_SCOPES,)) -> tuple[ApiKey, str]:
         """A new key for ``principal``; the secret is returned once and never stored."""
-        if not PRINCIPAL.match(principal):
+        if not PRINCIPAL.fullmatch(principal):
             raise InvalidArgument(f'principal "{principal[:80]}" must look like users/alice')
+        unknown = sorted(set(scopes) - {ALL_SCOPES, *SERVICES})
+        if unknown or not scopes:
+            raise InvalidArgument(f"unknown scope(s) {', '.join(unknown)}; scopes are * or one of {', '.join(SERVICES)}")
         key_id = secrets.token_hex(6)
         secret = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(24)}"
         created = Timestamp.now()

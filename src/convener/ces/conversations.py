@@ -13,7 +13,7 @@ from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
 from convener.api.paging import PageTokens, resolve_page_size, split_page
-from convener.api.protojson import Timestamp
+from convener.api.protojson import Timestamp, same_json
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Source
@@ -75,9 +75,14 @@ def _columns(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-def content_id(conversation: Conversation) -> str:
-    """A stable ID for a conversation imported without a name, so that re-importing it is a no-op."""
-    canonical = json.dumps(conversation.to_json(), sort_keys=True, separators=(",", ":"))
+def content_id(conversation: Conversation, app: AppName) -> str:
+    """A stable ID for a conversation imported without a name, so that re-importing it is a no-op.
+
+    Taken from the settled recording, so output-only fields a client claimed do not change it.
+    """
+    settled = settle(conversation, app.conversation("unnamed"), received=Timestamp(0)).to_json()
+    settled.pop("name")
+    canonical = json.dumps(settled, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
@@ -184,7 +189,7 @@ class ConversationService:
         settled = settle(conversation, name, received=received)
         body = settled.to_json()
         if existing is not None:
-            if existing.body == body:
+            if same_json(existing.body, body):
                 return Stored(settled, created=False)
             if not replace:
                 raise AlreadyExists(f"conversation {name} already exists with different content")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from convener.api.errors import ApiError, InvalidArgument, describe_validation
+from convener.api.protojson import check_storable_text
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService, content_id
 from convener.ces.models import App, Conversation
@@ -41,9 +42,19 @@ class ImportReport:
         return self.created + self.unchanged + len(self.errors)
 
 
-def _parse(text: str, app: AppName) -> tuple[ConversationName, Conversation]:
-    if len(text) > MAX_LINE_BYTES:
+def _decode(line: str | bytes) -> str:
+    if len(line) > MAX_LINE_BYTES:
         raise InvalidArgument(f"the line is longer than {MAX_LINE_BYTES} bytes")
+    if isinstance(line, str):
+        return line
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidArgument(f"not UTF-8: invalid byte at column {error.start + 1}") from None
+
+
+def _parse(line: str | bytes, app: AppName) -> tuple[ConversationName, Conversation]:
+    text = _decode(line)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -52,6 +63,7 @@ def _parse(text: str, app: AppName) -> tuple[ConversationName, Conversation]:
         raise InvalidArgument("the JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidArgument("a line must be one JSON object (a Conversation)")
+    check_storable_text(data, "conversation")
     try:
         conversation = Conversation.model_validate(data)
     except ValidationError as error:
@@ -61,14 +73,14 @@ def _parse(text: str, app: AppName) -> tuple[ConversationName, Conversation]:
         if name.app_name != app:
             raise InvalidArgument(f"name {conversation.name} is not under the app {app}")
     else:
-        name = app.conversation(content_id(conversation))
+        name = app.conversation(content_id(conversation, app))
     return name, conversation
 
 
 def import_conversations(
     apps: AppService,
     conversations: ConversationService,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     app: AppName,
     *,
     on_line: Callable[[int], None] = lambda _size: None,
@@ -79,7 +91,7 @@ def import_conversations(
     with database.transaction() as connection:
         apps.ensure(connection, app, App())
         app_pk = apps.app_pk(connection, app)
-    batch: list[tuple[int, str]] = []
+    batch: list[tuple[int, str | bytes]] = []
 
     def flush() -> None:
         with database.transaction() as connection:

@@ -18,7 +18,7 @@ from convener.ces.models import ChannelType, Chunk, Conversation, InputType, Mes
 from convener.ces.names import ConversationName
 
 MAX_SPAN_DEPTH = 64
-LANGUAGE_CODE = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,6}$")
+LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,6}")
 USER_ROLES = frozenset({"user", "end-user", "end_user", "human", "customer"})
 
 
@@ -101,7 +101,7 @@ def _check_reference(value: str | None, field: str, name: ConversationName, coll
         return
     prefix = f"{name.app_name}/{collection}/"
     rest = value[len(prefix) :] if value.startswith(prefix) else ""
-    if not ID_PATTERN.match(rest):
+    if not ID_PATTERN.fullmatch(rest):
         raise InvalidArgument(f'{field} "{value[:200]}" must be a resource under the app: {prefix}{{id}}')
 
 
@@ -110,7 +110,7 @@ def settle(conversation: Conversation, name: ConversationName, *, received: Time
     _check_reference(conversation.entry_agent, "entryAgent", name, "agents")
     _check_reference(conversation.deployment, "deployment", name, "deployments")
     _check_reference(conversation.app_version, "appVersion", name, "versions")
-    if conversation.language_code and not LANGUAGE_CODE.match(conversation.language_code):
+    if conversation.language_code and not LANGUAGE_CODE.fullmatch(conversation.language_code):
         raise InvalidArgument(f'languageCode "{conversation.language_code[:40]}" is not a BCP-47 language tag')
     turns = [
         turn.model_copy(

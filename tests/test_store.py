@@ -1,0 +1,152 @@
+"""The store: migrations, the schema they build, the installation secret and the embedded default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, insert, select
+
+import convener.auth.tables
+import convener.ces.tables
+from convener.config import Settings
+from convener.services import Services
+from convener.store.database import Database
+from convener.store.schema import installation, metadata
+
+EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations"}
+
+
+@pytest.fixture(autouse=True)
+def _no_store_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("CONVENER_DATABASE_URL", "CONVENER_DATA_DIR", "CONVENER_CONFIG"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+def _schema(database: Database) -> dict[str, object]:
+    """Tables with their columns, indexes, unique constraints and foreign keys, as reflected."""
+    inspector = inspect(database.engine)
+    described: dict[str, object] = {}
+    for table in sorted(inspector.get_table_names()):
+        described[table] = (
+            [(c["name"], str(c["type"]), c["nullable"]) for c in inspector.get_columns(table)],
+            sorted((i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in inspector.get_indexes(table)),
+            sorted((u["name"], tuple(u["column_names"])) for u in inspector.get_unique_constraints(table)),
+            sorted((f["name"], tuple(f["constrained_columns"]), f["referred_table"]) for f in inspector.get_foreign_keys(table)),
+        )
+    return described
+
+
+def test_every_table_is_in_the_shared_metadata() -> None:
+    assert convener.ces.tables.apps.metadata is metadata
+    assert convener.auth.tables.api_keys.metadata is metadata
+    assert set(metadata.tables) == EXPECTED_TABLES
+
+
+def test_migrating_twice_is_a_no_op(database_url: str) -> None:
+    database = Database(database_url)
+    try:
+        database.migrate()
+        with database.transaction() as connection:
+            connection.execute(insert(installation).values(key="probe", value=b"kept"))
+            version = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
+        schema = _schema(database)
+        assert EXPECTED_TABLES <= set(schema)
+
+        database.migrate()
+
+        assert _schema(database) == schema
+        with database.transaction() as connection:
+            assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all() == version
+            assert connection.scalar(select(installation.c.value).where(installation.c.key == "probe")) == b"kept"
+        assert version == ["0001"]
+    finally:
+        database.dispose()
+
+
+def test_the_migrated_schema_is_the_metadata(database_url: str) -> None:
+    database = Database(database_url)
+    try:
+        database.migrate()
+        with database.engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+        assert set(inspect(database.engine).get_table_names()) == EXPECTED_TABLES | {"alembic_version"}
+    finally:
+        database.dispose()
+
+
+def test_the_installation_secret_is_stable_across_opens(settings: Settings) -> None:
+    first = Services.open(settings)
+    try:
+        secret = first.database.installation_secret()
+        assert isinstance(secret, bytes)
+        assert len(secret) == 32
+        assert first.database.installation_secret() == secret
+    finally:
+        first.close()
+    second = Services.open(settings)
+    try:
+        assert second.database.installation_secret() == secret
+        assert second.conversations.tokens.secret == secret
+        assert second.apps.tokens.secret == secret
+    finally:
+        second.close()
+
+
+def test_other_stores_have_other_secrets(tmp_path: Path) -> None:
+    one = Services.open(Settings(data_dir=tmp_path / "one"))
+    two = Services.open(Settings(data_dir=tmp_path / "two"))
+    try:
+        assert one.database.installation_secret() != two.database.installation_secret()
+    finally:
+        one.close()
+        two.close()
+
+
+def test_installation_secrets_are_kept_per_key(database_url: str) -> None:
+    database = Database(database_url)
+    try:
+        database.migrate()
+        a = database.installation_secret("a")
+        b = database.installation_secret("b")
+        assert a != b
+        assert database.installation_secret("a") == a
+    finally:
+        database.dispose()
+
+
+def test_the_sqlite_store_is_created_inside_a_data_dir_that_does_not_exist_yet(tmp_path: Path) -> None:
+    data_dir = tmp_path / "not" / "yet" / "there"
+    assert not data_dir.exists()
+    settings = Settings(data_dir=data_dir)
+    assert settings.resolved_database_url == f"sqlite:///{data_dir / 'convener.db'}"
+    services = Services.open(settings)
+    try:
+        assert (data_dir / "convener.db").is_file()
+        assert services.database.dialect == "sqlite"
+        assert EXPECTED_TABLES <= set(inspect(services.database.engine).get_table_names())
+    finally:
+        services.close()
+
+
+def test_an_explicit_sqlite_url_creates_its_directory_too(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "deep" / "store.db"
+    services = Services.open(Settings(data_dir=tmp_path / "data", database_url=f"sqlite:///{target}"))
+    try:
+        assert target.is_file()
+        assert not (tmp_path / "data").exists()
+    finally:
+        services.close()
+
+
+def test_sqlite_enforces_foreign_keys_and_uses_wal(tmp_path: Path) -> None:
+    services = Services.open(Settings(data_dir=tmp_path))
+    try:
+        with services.database.transaction() as connection:
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    finally:
+        services.close()

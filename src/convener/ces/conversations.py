@@ -121,8 +121,11 @@ class ConversationService:
                 statement = statement.where(condition)
             if request.page_token:
                 start_us, conversation_id = self._position(request.page_token, query, caller)
+                # The redundant upper bound lets both engines seek the index to the position;
+                # the OR alone is applied as a row filter after walking every skipped row.
                 statement = statement.where(
-                    or_(c.start_time_us < start_us, and_(c.start_time_us == start_us, c.conversation_id < conversation_id))
+                    c.start_time_us <= start_us,
+                    or_(c.start_time_us < start_us, and_(c.start_time_us == start_us, c.conversation_id < conversation_id)),
                 )
             statement = statement.order_by(c.start_time_us.desc(), c.conversation_id.desc()).limit(page_size + 1)
             rows = connection.execute(statement).all()

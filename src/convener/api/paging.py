@@ -9,6 +9,7 @@ by another caller is rejected with INVALID_ARGUMENT. ``pageSize`` may change bet
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -44,7 +45,8 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    # validate=True: a lenient decoder skips junk characters, so altered tokens would still verify.
+    return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,10 @@ class PageTokens:
         body_text, mac_text = token.split(".")
         try:
             body, mac = _unb64(body_text), _unb64(mac_text)
-        except ValueError:
+        except (ValueError, binascii.Error):
             raise invalid from None
+        if _b64(body) != body_text or _b64(mac) != mac_text:
+            raise invalid  # one token, one spelling: no padding or spare bits to play with
         if not hmac.compare_digest(mac, self._mac(body)):
             raise invalid
         try:

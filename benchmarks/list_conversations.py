@@ -1,0 +1,263 @@
+"""Benchmark of list_conversations: raw keyset SQL vs the service vs the MCP tool, on SQLite and PostgreSQL.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/list_conversations.py [--count 100000] [--backend sqlite|postgresql|both]
+        [--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test] [--repeat 20]
+
+It fills one app with ``--count`` conversations (bulk inserted; that time is reported, not counted),
+then times four pages of 20, each the median of ``--repeat`` runs, through three layers:
+
+* raw     - the SELECT the service issues, as text SQL (same WHERE, ORDER BY, LIMIT 21, body fetched
+            as the driver returns it: text on SQLite, decoded JSONB on PostgreSQL) on the same engine;
+* service - ``ConversationService.list`` (app lookup, filter, page token, pydantic validation of bodies);
+* tool    - ``list_conversations`` through an in-process ``mcp.Client``: request validation, worker
+            thread, response serialization, the MCP session, and the client's output-schema check.
+
+``tool/raw`` and ``svc/raw`` are what the layers above the database cost. ``deep/page1`` compares the
+page 90% into the list with page 1: with a keyset the store seeks to it, so the ratio stays near 1
+whatever ``--count`` is; if it grows with ``--count`` the skipped rows are being walked (an OFFSET,
+or a keyset predicate the index cannot bound). The PostgreSQL run uses a private schema, dropped at
+the end. Nothing is asserted about timings; layers returning different pages is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from sqlalchemy import create_engine, event, insert, text
+from sqlalchemy.engine import make_url
+
+from convener.api.protojson import Timestamp
+from convener.auth.caller import LOCAL_USER
+from convener.ces.conversations import _columns, requested_sources
+from convener.ces.models import App, Chunk, Conversation, Image, Message, Source, Span, ToolCall, Turn
+from convener.ces.names import AppName
+from convener.ces.recording import settle
+from convener.ces.requests import CreateAppRequest, ListConversationsRequest
+from convener.ces.tables import conversations as table
+from convener.config import Settings
+from convener.server import mcp_servers
+from convener.services import Services
+from convener.store.database import normalise_url
+
+APP = AppName("bench", "global", "support")
+PAGE = 20
+YEAR_US = 365 * 86_400 * 1_000_000
+START_US = Timestamp.parse("2025-01-01T00:00:00Z").to_micros()
+# (value, weight) of each varied property; ~30% of conversations carry audio input.
+SOURCES = [(Source.LIVE, 70), (Source.EVAL, 15), (Source.SIMULATOR, 10), (Source.AGENT_TOOL, 5)]
+INPUTS = [(("text",), 60), (("transcript",), 20), (("text", "transcript"), 10), (("text", "image"), 10)]
+LANGUAGES = [("en-US", 55), ("de-DE", 20), ("fr-FR", 15), ("ja-JP", 10)]
+TURNS = [(1, 10), (2, 30), (3, 30), (4, 15), (5, 10), (6, 5)]
+KEYSET = "start_time_us <= :s AND (start_time_us < :s OR (start_time_us = :s AND conversation_id < :cid))"  # as the service's
+ORDER_BY = "ORDER BY start_time_us DESC, conversation_id DESC"
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    filter: str | None = None
+    raw_where: str = ""  # the filter, hand-written in SQL
+    depth: float = 0.0  # fraction of the matching rows before the page
+
+
+CASES = [
+    Case("page 1"),
+    Case("deep page (90%)", depth=0.9),
+    Case("source=EVAL AND turnCount>2", "source = EVAL AND turnCount > 2",
+         " AND source = 'EVAL' AND turn_count > 2"),
+    Case("inputTypes:INPUT_TYPE_AUDIO", "inputTypes:INPUT_TYPE_AUDIO", " AND (input_types & 8) != 0"),
+]
+
+
+def _turn(kinds: tuple[str, ...], index: int) -> Turn:
+    chunks = {
+        "text": Chunk(text=f"My order #{1000 + index} has not arrived, can you check it?"),
+        "transcript": Chunk(transcript="I would like to change my delivery address please"),
+        "image": Chunk(image=Image(mime_type="image/png", data="iVBORw0KGgo=", alt_text="the parcel")),
+    }
+    user = Message(role="user", chunks=[chunks[kind] for kind in (kinds if index == 0 else kinds[:1])])
+    call = Chunk(tool_call=ToolCall(id=f"call-{index}", tool=f"{APP}/tools/orders", args={"order": index}))
+    agent = Message(role="agent", chunks=[call, Chunk(text="It is on its way.")])
+    t0 = Timestamp.from_micros(START_US)
+    child = Span(name="tool:orders", start_time=t0, end_time=Timestamp(t0.seconds + 1))
+    end = Timestamp(t0.seconds + 2, 250_000_000)
+    span = Span(name="turn", start_time=t0, end_time=end, child_spans=[child])
+    return Turn(messages=[user, agent], root_span=span)
+
+
+def variants() -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[int]]:
+    """(body, columns) of every mix of the varied properties, made by the real settle path; their weights."""
+    pool, weights = [], []
+    mixes = itertools.product(SOURCES, INPUTS, LANGUAGES, TURNS)
+    for (source, w1), (kinds, w2), (language, w3), (turns, w4) in mixes:
+        raw = Conversation(turns=[_turn(kinds, i) for i in range(turns)], source=source,
+                           language_code=language, entry_agent=f"{APP}/agents/triage")
+        settled = settle(raw, APP.conversation("template"), received=Timestamp.from_micros(START_US))
+        pool.append((settled.to_json(), _columns(settled)))
+        weights.append(w1 * w2 * w3 * w4)
+    return pool, weights
+
+
+def populate(services: Services, app_pk: int, count: int, batch: int = 5_000) -> None:
+    rng = random.Random(42)
+    pool, weights = variants()
+    rows: list[dict[str, Any]] = []
+    with services.database.transaction() as connection:
+        for i, (body, columns) in enumerate(rng.choices(pool, weights, k=count)):
+            cid = f"{rng.getrandbits(64):016x}"
+            start = START_US + rng.randrange(YEAR_US)
+            end = start + rng.randrange(30_000_000, 600_000_000)
+            start_text, end_text = str(Timestamp.from_micros(start)), str(Timestamp.from_micros(end))
+            document = {**body, "name": f"{APP}/conversations/{cid}", "startTime": start_text,
+                        "endTime": end_text}
+            rows.append({**columns, "app_pk": app_pk, "conversation_id": cid, "start_time_us": start,
+                         "end_time_us": end, "body": document})
+            if len(rows) == batch or i == count - 1:
+                connection.execute(insert(table), rows)
+                rows = []
+    if services.database.dialect == "postgresql":  # as autovacuum would; Convener never ANALYZEs SQLite
+        with services.database.transaction() as connection:
+            connection.execute(text("ANALYZE ces_conversations"))
+
+
+async def median_ms(run: Callable[[], object], repeat: int) -> float:
+    """Median wall time of ``run()`` (awaited when it returns an awaitable)."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = run()
+        if isinstance(result, Awaitable):
+            await result
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+@contextmanager
+def explained(services: Services) -> Iterator[list[str]]:
+    """Collects the plan of the last SELECT on ces_conversations run inside the block, once it ends."""
+    seen: list[tuple[str, Any]] = []
+    plan: list[str] = []
+
+    def listen(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if "FROM ces_conversations" in statement:
+            seen.append((statement, parameters))
+
+    event.listen(services.database.engine, "before_cursor_execute", listen)
+    try:
+        yield plan
+    finally:
+        event.remove(services.database.engine, "before_cursor_execute", listen)
+    prefix = "EXPLAIN QUERY PLAN " if services.database.dialect == "sqlite" else "EXPLAIN (ANALYZE, BUFFERS) "
+    with services.database.transaction() as connection:
+        plan.extend(f"    {row[-1]}" for row in connection.exec_driver_sql(prefix + seen[-1][0], seen[-1][1]))
+
+
+async def measure(services: Services, app_pk: int, repeat: int) -> None:
+    results: dict[str, tuple[float, float, float]] = {}
+    async with Client(mcp_servers(services)["/mcp"]) as client:
+        for case in CASES:
+            request = ListConversationsRequest(parent=str(APP), page_size=PAGE, filter=case.filter)
+            sql, params = f"FROM ces_conversations WHERE app_pk = {app_pk}{case.raw_where}", {}
+            if case.depth:  # the position after the row at that depth, signed as the service would sign it
+                with services.database.transaction() as connection:
+                    skip = int(connection.scalar(text(f"SELECT count(*) {sql}")) * case.depth) - 1
+                    at = connection.execute(text(f"SELECT start_time_us, conversation_id {sql} {ORDER_BY} "
+                                                 "LIMIT 1 OFFSET :skip"), {"skip": skip}).one()
+                query = {"method": "list_conversations", "parent": str(APP), "filter": case.filter or "",
+                         "sources": [s.value for s in requested_sources(request)]}  # as the service's
+                request.page_token = services.conversations.tokens.issue(
+                    query=query, caller=LOCAL_USER.principal, position=[at.start_time_us, at.conversation_id])
+                sql, params = f"{sql} AND {KEYSET}", {"s": at.start_time_us, "cid": at.conversation_id}
+            raw_sql = text(f"SELECT conversation_id, start_time_us, body {sql} {ORDER_BY} LIMIT {PAGE + 1}")
+            arguments = request.to_json()
+
+            def raw() -> list[Any]:
+                with services.database.transaction() as connection:
+                    return list(connection.execute(raw_sql, params).all())
+
+            def service() -> list[str]:
+                response = services.conversations.list(request, LOCAL_USER)
+                return [c.name or "" for c in response.conversations or ()]
+
+            async def tool() -> list[str]:
+                result = await client.call_tool("list_conversations", arguments)
+                if result.is_error or result.structured_content is None:
+                    raise SystemExit(f"{case.label}: the tool failed: {result.content}")
+                return [c["name"] for c in result.structured_content.get("conversations", [])]
+
+            with explained(services) as plan:
+                names = service()
+            expected = [str(APP.conversation(row.conversation_id)) for row in raw()[:PAGE]]
+            if not expected == names == await tool() or len(names) != PAGE:
+                raise SystemExit(f"{case.label}: raw SQL, service and tool disagree, or the page is short")
+            results[case.label] = (
+                await median_ms(raw, repeat), await median_ms(service, repeat), await median_ms(tool, repeat)
+            )
+            print(f"\n  {case.label}: EXPLAIN of the service's SELECT", *plan, sep="\n")
+    print(f"\n  {'case':<30}{'raw ms':>9}{'svc ms':>9}{'tool ms':>9}{'tool/raw':>10}{'svc/raw':>9}")
+    for label, (r, s, t) in results.items():
+        print(f"  {label:<30}{r:>9.2f}{s:>9.2f}{t:>9.2f}{t / r:>10.1f}{s / r:>9.1f}")
+    first, deep = results[CASES[0].label], results[CASES[1].label]
+    ratios = (d / f for d, f in zip(deep, first, strict=True))
+    print("  deep page / page 1:  raw {:.2f}   service {:.2f}   tool {:.2f}".format(*ratios))
+
+
+def run(backend: str, url: str, count: int, repeat: int) -> None:
+    print(f"\n=== {backend}: {count:,} conversations, median of {repeat} runs ===")
+    with tempfile.TemporaryDirectory() as data_dir:
+        services = Services.open(Settings(data_dir=Path(data_dir), database_url=url))
+        try:
+            app = CreateAppRequest(parent=str(APP.parent), app_id=APP.app, app=App(display_name="Benchmark"))
+            services.apps.create(app, LOCAL_USER)
+            with services.database.transaction() as connection:
+                app_pk = services.apps.app_pk(connection, APP)
+            started = time.perf_counter()
+            populate(services, app_pk, count)
+            print(f"  populated {APP} in {time.perf_counter() - started:.1f} s (not counted)")
+            anyio.run(measure, services, app_pk, repeat)
+        finally:
+            services.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--postgres-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    if args.backend in ("sqlite", "both"):
+        with tempfile.TemporaryDirectory() as tmp:
+            run("sqlite", f"sqlite:///{tmp}/bench.db", args.count, args.repeat)
+    if args.backend in ("postgresql", "both"):
+        schema = f"bench_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(normalise_url(args.postgres_url))
+        with admin.begin() as connection:
+            connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+        options = {"options": f"-csearch_path={schema}"}  # as tests/conftest.py
+        url = make_url(normalise_url(args.postgres_url)).update_query_dict(options)
+        try:
+            run("postgresql", url.render_as_string(hide_password=False), args.count, args.repeat)
+        finally:
+            with admin.begin() as connection:
+                connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+
+
+if __name__ == "__main__":
+    main()

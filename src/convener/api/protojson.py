@@ -97,21 +97,7 @@ class Timestamp:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        def validate(value: Any) -> Timestamp:
-            if isinstance(value, Timestamp):
-                return value
-            if not isinstance(value, str):
-                raise PydanticCustomError("timestamp", "expected an RFC 3339 timestamp string")
-            try:
-                return cls.parse(value)
-            except ValueError as error:
-                raise PydanticCustomError("timestamp", str(error)) from None
-
-        return core_schema.no_info_plain_validator_function(
-            validate,
-            json_schema_input_schema=core_schema.str_schema(),
-            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="always"),
-        )
+        return _string_form_schema(cls, "an RFC 3339 timestamp string")
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
@@ -145,25 +131,31 @@ class Duration:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        def validate(value: Any) -> Duration:
-            if isinstance(value, Duration):
-                return value
-            if not isinstance(value, str):
-                raise PydanticCustomError("duration", 'expected a duration string such as "3.5s"')
-            try:
-                return cls.parse(value)
-            except ValueError as error:
-                raise PydanticCustomError("duration", str(error)) from None
-
-        return core_schema.no_info_plain_validator_function(
-            validate,
-            json_schema_input_schema=core_schema.str_schema(),
-            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="always"),
-        )
+        return _string_form_schema(cls, 'a duration string such as "3.5s"')
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
         return {"type": "string", "pattern": r"^-?\d+(\.\d{1,9})?s$"}
+
+
+def _string_form_schema(cls: type[Timestamp] | type[Duration], expected: str) -> core_schema.CoreSchema:
+    """Pydantic schema of a value type that travels as a string: parsed on input, ``str()`` on output."""
+
+    def validate(value: Any) -> Timestamp | Duration:
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, str):
+            raise PydanticCustomError("string_form", "expected {expected}", {"expected": expected})
+        try:
+            return cls.parse(value)
+        except ValueError as error:
+            raise PydanticCustomError("string_form", "{problem}", {"problem": str(error)}) from None
+
+    return core_schema.no_info_plain_validator_function(
+        validate,
+        json_schema_input_schema=core_schema.str_schema(),
+        serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="always"),
+    )
 
 
 def _clip(text: str, limit: int = 60) -> str:

@@ -162,6 +162,10 @@ def _cases() -> list[Any]:
         "INVALID_ARGUMENT")
     add("extra-field", "create_app", {"parent": LOCATION, "appId": "fresh", "app": {}, "validateOnly": True},
         "INVALID_ARGUMENT")
+    add("displayName-nul", "create_app", {"parent": LOCATION, "appId": "fresh", "app": {"displayName": "a\x00b"}},
+        "INVALID_ARGUMENT")
+    add("description-nul", "create_app", {"parent": LOCATION, "appId": "fresh", "app": {"description": "\x00"}},
+        "INVALID_ARGUMENT")
     add("appId-int", "create_app", {"parent": LOCATION, "appId": 7, "app": {}}, "INVALID_ARGUMENT")
 
     # get_app, delete_app
@@ -203,6 +207,7 @@ def _cases() -> list[Any]:
     add("mask-list", "update_app", {"app": {"name": APP}, "updateMask": ["displayName"]}, "INVALID_ARGUMENT")
     add("displayName-too-long", "update_app", {"app": {"name": APP, "displayName": "x" * 513}}, "INVALID_ARGUMENT")
     add("app-unknown-field", "update_app", {"app": {"name": APP, "owner": "mallory"}}, "INVALID_ARGUMENT")
+    add("description-nul", "update_app", {"app": {"name": APP, "description": "x\x00"}}, "INVALID_ARGUMENT")
     add("missing", "update_app", {"app": {"name": "projects/acme/locations/global/apps/ghost", "displayName": "x"}},
         "NOT_FOUND")
     add("extra-field", "update_app", {"app": {"name": APP}, "allowMissing": True}, "INVALID_ARGUMENT")
@@ -344,3 +349,82 @@ async def test_the_server_keeps_answering_after_a_burst_of_hostile_calls(
         error_text(await alice.call_tool("delete_app", {"name": name}))
 
     assert httpx.get(f"{http_server}/healthz", timeout=30).status_code == 200
+
+
+def _tool_call(tool: str, arguments: dict[str, Any]) -> str:
+    return json.dumps({"method": "tools/call", "params": {"name": tool, "arguments": arguments}, "jsonrpc": "2.0", "id": 1})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("list_conversations", {"parent": APP, "filter": 'languageCode = "\ud800"'}),
+        ("list_conversations", {"parent": APP + "\udfff"}),
+        ("get_app", {"name": APP + "\ud800"}),
+        ("create_app", {"parent": LOCATION, "appId": "fresh", "app": {"displayName": "\ud83d"}}),
+        ("update_app", {"app": {"name": APP, "description": "tail \udc00"}}),
+    ],
+    ids=["filter", "parent", "name", "displayName", "description"],
+)
+async def test_lone_surrogates_are_refused_without_a_trace(
+    http_server: str, api_key: str, before: dict[str, Any], tool: str, arguments: dict[str, Any]
+) -> None:
+    # json.dumps escapes a lone surrogate as \udXXX. The SDK's JSON parser refuses it as a malformed
+    # request; were it to pass, the tool must refuse it as INVALID_ARGUMENT (it cannot be stored).
+    response = _post(http_server, api_key, _tool_call(tool, arguments))
+
+    _assert_no_leak(response.text)
+    message = response.json()
+    if response.status_code == 200:
+        result = message["result"]
+        assert result["isError"] is True and "structuredContent" not in result
+        assert result["content"][0]["text"].startswith("INVALID_ARGUMENT: ")
+    else:
+        assert response.status_code == 400
+        assert message["error"]["code"] < 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"host": "evil.example"}, 421),
+        ({"host": "127.0.0.1.evil.example:80"}, 421),
+        ({"origin": "http://evil.example"}, 403),
+        ({"content-type": "text/plain"}, 400),
+        ({"accept": "text/html"}, 406),
+    ],
+    ids=["foreign-host", "lookalike-host", "foreign-origin", "wrong-content-type", "html-only"],
+)
+async def test_requests_a_browser_could_be_tricked_into_are_refused_even_with_a_key(
+    http_server: str, api_key: str, before: dict[str, Any], headers: dict[str, str], status: int
+) -> None:
+    response = httpx.post(
+        f"{http_server}/mcp",
+        content=_tool_call("delete_app", {"name": APP}),
+        headers={**JSON_RPC_HEADERS, "authorization": f"Bearer {api_key}", **headers},
+        timeout=60,
+    )
+
+    assert response.status_code == status
+    _assert_no_leak(response.text)
+
+
+@pytest.mark.anyio
+async def test_a_body_over_sixteen_megabytes_is_refused(http_server: str, api_key: str, before: dict[str, Any]) -> None:
+    body = _tool_call("list_conversations", {"parent": APP, "filter": "x" * (17 * 2**20)})
+
+    response = _post(http_server, api_key, body)
+
+    assert response.status_code == 413
+    _assert_no_leak(response.text)
+
+
+@pytest.mark.anyio
+async def test_a_json_rpc_batch_is_refused(http_server: str, api_key: str, before: dict[str, Any]) -> None:
+    response = _post(http_server, api_key, "[" + _tool_call("delete_app", {"name": APP}) + "]")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] < 0
+    _assert_no_leak(response.text)

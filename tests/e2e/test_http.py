@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from convener.auth.keys import ApiKeys
 from convener.services import Services
 from tests.e2e.conftest import (
     APP,
@@ -149,7 +150,7 @@ async def test_nanosecond_start_time_filters_compare_exactly(alice: Client, serv
 async def test_start_times_with_offsets_are_normalised_to_z(alice: Client, services: Services) -> None:
     seed(services, APP, [{"name": f"{APP}/conversations/offset", "startTime": "2025-01-01T10:30:00.5+05:30"}])
 
-    found = await call_json(alice, "get_conversation", {"name": f"{APP}/conversations/offset"})
+    found = conversation(await alice.call_tool("get_conversation", {"name": f"{APP}/conversations/offset"}))
 
     assert found["startTime"] == "2025-01-01T05:00:00.500Z"
 
@@ -271,6 +272,28 @@ async def test_sources_combine_with_a_filter(alice: Client, seeded: list[Convers
 
 
 # ---------------------------------------------------------------- get and delete
+
+
+@pytest.mark.anyio
+async def test_a_conversation_recorded_in_the_deprecated_messages_field_is_served(alice: Client, services: Services) -> None:
+    name = f"{APP}/conversations/legacy"
+    seed(services, APP, [{
+        "name": name,
+        "source": "SIMULATOR",
+        "messages": [
+            {"role": "user", "chunks": [{"transcript": "hello"}], "eventTime": "2024-05-01T10:00:00Z"},
+            {"role": "agent", "chunks": [{"text": "hi"}], "eventTime": "2024-05-01T10:00:01.250Z"},
+        ],
+    }])
+
+    found = conversation(await alice.call_tool("get_conversation", {"name": name}))
+    listed_once = await list_all(alice, {"parent": APP, "filter": "turnCount = 0 AND inputTypes:INPUT_TYPE_AUDIO"})
+
+    assert found["messages"][1]["chunks"] == [{"text": "hi"}]
+    assert found.get("turnCount", 0) == 0 and "turns" not in found
+    assert found["startTime"] == "2024-05-01T10:00:00Z" and found["endTime"] == "2024-05-01T10:00:01.250Z"
+    assert found["inputTypes"] == ["INPUT_TYPE_AUDIO"]
+    assert [c["name"] for c in listed_once] == [name]
 
 
 @pytest.mark.anyio
@@ -406,6 +429,21 @@ def test_a_missing_or_invalid_key_is_unauthenticated(http_server: str, path: str
 
     assert response.status_code == 401
     assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["error"]["message"].startswith("UNAUTHENTICATED")
+
+
+def test_a_revoked_key_is_unauthenticated_at_once(http_server: str, services: Services) -> None:
+    keys = ApiKeys(services.database)
+    key, secret = keys.create("users/carol")
+    body = {"method": "tools/call", "params": {"name": "list_apps", "arguments": {"parent": "projects/acme/locations/global"}},
+            "jsonrpc": "2.0", "id": 1}
+    headers = {**SEED_CURL_HEADERS, "authorization": f"Bearer {secret}"}
+    assert httpx.post(f"{http_server}/mcp", json=body, headers=headers, timeout=30).status_code == 200
+
+    keys.revoke(key.key_id)
+
+    response = httpx.post(f"{http_server}/mcp", json=body, headers=headers, timeout=30)
+    assert response.status_code == 401
     assert response.json()["error"]["message"].startswith("UNAUTHENTICATED")
 
 

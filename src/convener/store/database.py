@@ -6,6 +6,7 @@ works the same. Domain code uses ``Database.transaction()`` and never sees the e
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,19 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+_EXACT_INTEGERS = 2**53
+
+
+def _struct_number(text: str) -> int | float:
+    """Struct numbers are doubles; PostgreSQL's JSONB prints 1e23 as 100000000000000000000000."""
+    value = int(text)
+    return value if -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS else float(text)
+
+
+def _load_json(text: str) -> Any:
+    return json.loads(text, parse_int=_struct_number)
+
+
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -51,7 +65,9 @@ class Database:
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite" and parsed.database not in (None, "", ":memory:"):
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        self.engine: Engine = create_engine(self.url, pool_pre_ping=self.dialect != "sqlite")
+        self.engine: Engine = create_engine(
+            self.url, pool_pre_ping=self.dialect != "sqlite", json_deserializer=_load_json
+        )
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _tune_sqlite)
 

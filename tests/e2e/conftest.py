@@ -13,12 +13,13 @@ import socket
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import jsonschema
 import mcp_types as types
@@ -27,7 +28,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from referencing import Registry, Resource
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from convener.auth.keys import ApiKeys
@@ -41,6 +42,8 @@ from convener.store.database import normalise_url
 SCHEMAS = Path(__file__).parent.parent / "schemas"
 APP = "projects/acme/locations/global/apps/support"
 OTHER_APP = "projects/acme/locations/global/apps/sales"
+BIG_APP = "projects/acme/locations/global/apps/archive"
+BIG = 105
 SOURCES = ("LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL")
 SEEDED = 57
 ERROR = re.compile(r"^(INVALID_ARGUMENT|NOT_FOUND|PERMISSION_DENIED|ALREADY_EXISTS|ABORTED): \S")
@@ -52,7 +55,8 @@ BASE_TIME = datetime(2025, 3, 1, 8, 0, 0, tzinfo=UTC)
 
 
 def _load(name: str) -> dict[str, Any]:
-    return json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    return schema
 
 
 _CONVERSATION_SCHEMA = _load("conversation.schema.json")
@@ -80,7 +84,7 @@ def structured(result: types.CallToolResult) -> dict[str, Any]:
     assert result.structured_content is not None
     assert len(result.content) == 1 and isinstance(result.content[0], types.TextContent)
     assert json.loads(result.content[0].text) == result.structured_content
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 def listed(result: types.CallToolResult) -> dict[str, Any]:
@@ -106,9 +110,14 @@ def error_text(result: types.CallToolResult, code: str | None = None) -> str:
     assert ERROR.match(text), text[:500]
     if code is not None:
         assert text.startswith(f"{code}: "), text[:500]
+    assert_no_leak(text)
+    return text
+
+
+def assert_no_leak(text: str) -> None:
+    """No Python exception, SQL driver or SDK wrapper text reaches a client."""
     for leak in LEAKS:
         assert leak not in text, text[:500]
-    return text
 
 
 # ---------------------------------------------------------------- data
@@ -266,30 +275,32 @@ def private_database(backend: str, directory: Path) -> Iterator[str]:
 
 @contextmanager
 def serving(services: Services) -> Iterator[str]:
-    """The real ASGI app under uvicorn on a free loopback port; yields its base URL."""
+    """The real ASGI app under uvicorn on a free loopback port, as the ``http_server`` fixture runs it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(build_app(services), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    ready = threading.Event()
+    started = threading.Event()
     for _ in range(1000):
         if server.started:
             break
-        ready.wait(0.01)
+        started.wait(0.01)
     assert server.started, "uvicorn did not start"
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "uvicorn did not stop"
 
 
 @dataclass(frozen=True)
 class SharedServer:
     base_url: str
     alice_key: str
+    bob_key: str
     services: Services
 
 
@@ -300,11 +311,51 @@ def shared_server(backend: str, directory: Path, setup: Callable[[Services], Non
         services = Services.open(Settings(data_dir=directory / "data", database_url=url, allow_anonymous=False))
         try:
             setup(services)
-            _, key = ApiKeys(services.database).create("users/alice")
+            _, alice_key = ApiKeys(services.database).create("users/alice")
+            _, bob_key = ApiKeys(services.database).create("users/bob")
             with serving(services) as base_url:
-                yield SharedServer(base_url, key, services)
+                yield SharedServer(base_url, alice_key, bob_key, services)
         finally:
             services.close()
+
+
+def seed_catalog(services: Services) -> None:
+    """The standard read-only data: APP (57 varied), OTHER_APP (3) and BIG_APP (105, more than a maximum page)."""
+    seed(services, APP, sample_conversations())
+    seed(services, OTHER_APP, sample_conversations(OTHER_APP, 3))
+    seed(services, BIG_APP, sample_conversations(BIG_APP, 101) + [
+        {"name": f"{BIG_APP}/conversations/extra-{index}", "startTime": "2020-01-01T00:00:00Z"} for index in range(4)
+    ])
+
+
+def _count(services: Services, app: str) -> int:
+    with services.database.transaction() as connection:
+        return int(connection.execute(text(
+            "SELECT count(*) FROM ces_conversations c JOIN ces_apps a ON a.id = c.app_pk WHERE a.name = :app"
+        ), {"app": app}).scalar_one())
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServer]:
+    """One seeded server per backend for a module's read-only tests; checked unchanged at the end."""
+    with shared_server(request.param, tmp_path_factory.mktemp("catalog"), seed_catalog) as shared:
+        yield shared
+        counts = {app: _count(shared.services, app) for app in (APP, OTHER_APP, BIG_APP)}
+        assert counts == {APP: SEEDED, OTHER_APP: 3, BIG_APP: BIG}, "a read-only test changed the catalog"
+
+
+@pytest.fixture
+async def reader(catalog: SharedServer) -> AsyncIterator[Client]:
+    """An MCP client over real HTTP to the shared catalog, as users/alice."""
+    async with mcp_http(catalog.base_url, catalog.alice_key) as client:
+        yield client
+
+
+@pytest.fixture
+async def bob_reader(catalog: SharedServer) -> AsyncIterator[Client]:
+    """An MCP client over real HTTP to the shared catalog, as users/bob."""
+    async with mcp_http(catalog.base_url, catalog.bob_key) as client:
+        yield client
 
 
 # ---------------------------------------------------------------- clients
@@ -354,3 +405,45 @@ async def list_all(client: Client, arguments: Mapping[str, Any], page_size: int 
 
 async def call_json(client: Client, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return structured(await client.call_tool(tool, dict(arguments)))
+
+
+# ---------------------------------------------------------------- races made repeatable
+
+
+@contextmanager
+def writers_meet_before(services: Services, statement_prefix: str, parties: int = 2) -> Iterator[None]:
+    """Hold every statement starting with ``statement_prefix`` until ``parties`` of them are waiting.
+
+    Concurrent requests then interleave the same way every run: each has done its reads and checks
+    before any of them writes. A server that locks what it checked makes the others wait instead;
+    the barrier then gives up after a few seconds and lets the holder go on.
+    """
+    barrier = threading.Barrier(parties, timeout=3)
+    prefix = statement_prefix.upper()
+
+    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith(prefix):
+            with suppress(threading.BrokenBarrierError):
+                barrier.wait()
+
+    event.listen(services.database.engine, "before_cursor_execute", hold)
+    try:
+        yield
+    finally:
+        event.remove(services.database.engine, "before_cursor_execute", hold)
+
+
+async def outcomes_of_concurrent_calls(base_url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Run the calls at once, each on its own connection; "OK" or the error code of each, sorted."""
+    outcomes: list[str] = []
+
+    async def one(tool: str, arguments: dict[str, Any]) -> None:
+        async with mcp_http(base_url, key) as client:
+            result = await client.call_tool(tool, arguments)
+        outcomes.append("OK" if not result.is_error else error_text(result).split(":", 1)[0])
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as group:
+            for tool, arguments in calls:
+                group.start_soon(one, tool, arguments)
+    return sorted(outcomes)

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import Client
@@ -23,6 +24,7 @@ from tests.e2e.conftest import (
     LIST_VALIDATOR,
     OTHER_APP,
     SEEDED,
+    SharedServer,
     assert_matches,
     call_json,
     conversation,
@@ -31,9 +33,12 @@ from tests.e2e.conftest import (
     list_pages,
     mcp_http,
     newest_first,
+    outcomes_of_concurrent_calls,
+    sample_conversations,
     seed,
     start_time_of,
     timestamp_nanos,
+    writers_meet_before,
 )
 
 CES_TOOLS = {
@@ -49,22 +54,23 @@ CES_TOOLS = {
 SEED_CURL_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 Conversation = dict[str, Any]
+SAMPLE = sample_conversations()
 
 
 # ---------------------------------------------------------------- paging and order
 
 
 @pytest.mark.anyio
-async def test_paging_by_ten_lists_every_conversation_once_newest_first(alice: Client, seeded: list[Conversation]) -> None:
-    pages = await list_pages(alice, {"parent": APP}, page_size=10)
+async def test_paging_by_ten_lists_every_conversation_once_newest_first(reader: Client) -> None:
+    pages = await list_pages(reader, {"parent": APP}, page_size=10)
 
     assert [len(page.get("conversations", [])) for page in pages] == [10] * 5 + [SEEDED - 50]
     found = [c for page in pages for c in page["conversations"]]
     names = [c["name"] for c in found]
     assert len(set(names)) == SEEDED
-    assert set(names) == {body["name"] for body in seeded}
+    assert set(names) == {body["name"] for body in SAMPLE}
     # The order the seed promises, computed from what was imported rather than from the response.
-    starts = {body["name"]: start_time_of(index) for index, body in enumerate(seeded)}
+    starts = {body["name"]: start_time_of(index) for index, body in enumerate(SAMPLE)}
     assert names == sorted(names, key=lambda name: (starts[name], name), reverse=True)
     assert names == newest_first(found)
 
@@ -76,17 +82,17 @@ def test_sample_data_has_start_time_ties() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("page_size", [1, 7, 56, 57, 58, 100])
-async def test_any_page_size_lists_the_same_sequence(alice: Client, seeded: list[Conversation], page_size: int) -> None:
-    by_ten = [c["name"] for c in await list_all(alice, {"parent": APP}, page_size=10)]
-    pages = await list_pages(alice, {"parent": APP}, page_size=page_size)
+async def test_any_page_size_lists_the_same_sequence(reader: Client, page_size: int) -> None:
+    by_ten = [c["name"] for c in await list_all(reader, {"parent": APP}, page_size=10)]
+    pages = await list_pages(reader, {"parent": APP}, page_size=page_size)
 
     assert len(pages) == max(1, math.ceil(SEEDED / page_size))
     assert [c["name"] for page in pages for c in page.get("conversations", [])] == by_ten
 
 
 @pytest.mark.anyio
-async def test_listing_is_scoped_to_the_parent_app(alice: Client, seeded: list[Conversation]) -> None:
-    other = await list_all(alice, {"parent": OTHER_APP})
+async def test_listing_is_scoped_to_the_parent_app(reader: Client) -> None:
+    other = await list_all(reader, {"parent": OTHER_APP})
 
     assert len(other) == 3
     assert all(c["name"].startswith(f"{OTHER_APP}/conversations/") for c in other)
@@ -104,8 +110,8 @@ async def test_an_app_without_conversations_lists_nothing(alice: Client, service
 
 
 @pytest.mark.anyio
-async def test_listing_a_missing_app_is_not_found(alice: Client) -> None:
-    result = await alice.call_tool("list_conversations", {"parent": "projects/acme/locations/global/apps/nowhere"})
+async def test_listing_a_missing_app_is_not_found(reader: Client) -> None:
+    result = await reader.call_tool("list_conversations", {"parent": "projects/acme/locations/global/apps/nowhere"})
 
     error_text(result, "NOT_FOUND")
 
@@ -131,7 +137,8 @@ async def test_nanosecond_start_times_order_the_list(alice: Client, services: Se
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG: the startTime filter literal is truncated to microseconds (api/filtering._to_micros) and "
+    reason="BUG: the startTime filter literal is truncated to microseconds (api/filtering._to_micros via "
+    "Timestamp.to_micros) and "
     "compared with the microsecond column, so nanosecond comparisons are wrong",
 )
 @pytest.mark.anyio
@@ -198,20 +205,20 @@ FILTERS: dict[str, Callable[[Conversation], bool]] = {
 @pytest.mark.anyio
 @pytest.mark.parametrize("filter_text", list(FILTERS))
 async def test_filter_selects_exactly_the_matching_conversations_in_order(
-    alice: Client, seeded: list[Conversation], filter_text: str
+    reader: Client, filter_text: str
 ) -> None:
-    everything = await list_all(alice, {"parent": APP}, page_size=100)
+    everything = await list_all(reader, {"parent": APP}, page_size=100)
     expected = [c["name"] for c in everything if FILTERS[filter_text](c)]
     assert 0 < len(expected) < SEEDED, "the sample data does not discriminate this filter"
 
-    found = await list_all(alice, {"parent": APP, "filter": filter_text}, page_size=10)
+    found = await list_all(reader, {"parent": APP, "filter": filter_text}, page_size=10)
 
     assert [c["name"] for c in found] == expected
 
 
 @pytest.mark.anyio
-async def test_derived_fields_follow_the_recorded_turns(alice: Client, seeded: list[Conversation]) -> None:
-    for found in await list_all(alice, {"parent": APP}, page_size=100):
+async def test_derived_fields_follow_the_recorded_turns(reader: Client) -> None:
+    for found in await list_all(reader, {"parent": APP}, page_size=100):
         assert found["turnCount"] == len(found["turns"])
         kinds = {key for turn in found["turns"] for m in turn["messages"] if m["role"] == "user" for chunk in m["chunks"] for key in chunk}
         expected = {
@@ -251,22 +258,22 @@ def _sources(found: list[Conversation]) -> set[str]:
          "neither-means-all", "empty-sources-means-all", "unspecified-means-all"],
 )
 async def test_sources_win_over_source_and_neither_lists_all(
-    alice: Client, seeded: list[Conversation], arguments: dict[str, Any], expected: set[str]
+    reader: Client, arguments: dict[str, Any], expected: set[str]
 ) -> None:
-    everything = await list_all(alice, {"parent": APP}, page_size=100)
+    everything = await list_all(reader, {"parent": APP}, page_size=100)
 
-    found = await list_all(alice, {"parent": APP, **arguments}, page_size=10)
+    found = await list_all(reader, {"parent": APP, **arguments}, page_size=10)
 
     assert _sources(found) == expected
     assert [c["name"] for c in found] == [c["name"] for c in everything if c["source"] in expected]
 
 
 @pytest.mark.anyio
-async def test_sources_combine_with_a_filter(alice: Client, seeded: list[Conversation]) -> None:
-    everything = await list_all(alice, {"parent": APP}, page_size=100)
+async def test_sources_combine_with_a_filter(reader: Client) -> None:
+    everything = await list_all(reader, {"parent": APP}, page_size=100)
     expected = [c["name"] for c in everything if c["source"] in ("EVAL", "LIVE") and c["turnCount"] >= 2]
 
-    found = await list_all(alice, {"parent": APP, "sources": ["EVAL", "LIVE"], "filter": "turnCount >= 2"}, page_size=4)
+    found = await list_all(reader, {"parent": APP, "sources": ["EVAL", "LIVE"], "filter": "turnCount >= 2"}, page_size=4)
 
     assert [c["name"] for c in found] == expected
 
@@ -297,11 +304,11 @@ async def test_a_conversation_recorded_in_the_deprecated_messages_field_is_serve
 
 
 @pytest.mark.anyio
-async def test_get_returns_the_listed_conversation(alice: Client, seeded: list[Conversation]) -> None:
-    listed_by_name = {c["name"]: c for c in await list_all(alice, {"parent": APP}, page_size=100)}
+async def test_get_returns_the_listed_conversation(reader: Client) -> None:
+    listed_by_name = {c["name"]: c for c in await list_all(reader, {"parent": APP}, page_size=100)}
 
-    for body in seeded[::6]:
-        found = conversation(await alice.call_tool("get_conversation", {"name": body["name"]}))
+    for body in SAMPLE[::6]:
+        found = conversation(await reader.call_tool("get_conversation", {"name": body["name"]}))
         assert found == listed_by_name[body["name"]]
         assert found["languageCode"] == body["languageCode"]
         assert found["entryAgent"] == body["entryAgent"]
@@ -310,8 +317,8 @@ async def test_get_returns_the_listed_conversation(alice: Client, seeded: list[C
 
 
 @pytest.mark.anyio
-async def test_get_keeps_the_span_tree_and_adds_durations(alice: Client, seeded: list[Conversation]) -> None:
-    found = conversation(await alice.call_tool("get_conversation", {"name": seeded[0]["name"]}))
+async def test_get_keeps_the_span_tree_and_adds_durations(reader: Client) -> None:
+    found = conversation(await reader.call_tool("get_conversation", {"name": SAMPLE[0]["name"]}))
 
     root = found["turns"][0]["rootSpan"]
     assert root["duration"] == "2.500s"
@@ -321,17 +328,17 @@ async def test_get_keeps_the_span_tree_and_adds_durations(alice: Client, seeded:
 
 @pytest.mark.anyio
 async def test_get_with_the_matching_source_finds_it_and_another_source_does_not(
-    alice: Client, seeded: list[Conversation]
+    reader: Client
 ) -> None:
-    body = seeded[2]  # EVAL
+    body = SAMPLE[2]  # EVAL
 
-    conversation(await alice.call_tool("get_conversation", {"name": body["name"], "source": "EVAL"}))
-    error_text(await alice.call_tool("get_conversation", {"name": body["name"], "source": "LIVE"}), "NOT_FOUND")
+    conversation(await reader.call_tool("get_conversation", {"name": body["name"], "source": "EVAL"}))
+    error_text(await reader.call_tool("get_conversation", {"name": body["name"], "source": "LIVE"}), "NOT_FOUND")
 
 
 @pytest.mark.anyio
-async def test_get_of_a_missing_conversation_is_not_found(alice: Client, seeded: list[Conversation]) -> None:
-    text = error_text(await alice.call_tool("get_conversation", {"name": f"{APP}/conversations/nope"}), "NOT_FOUND")
+async def test_get_of_a_missing_conversation_is_not_found(reader: Client) -> None:
+    text = error_text(await reader.call_tool("get_conversation", {"name": f"{APP}/conversations/nope"}), "NOT_FOUND")
 
     assert "nope" in text
 
@@ -368,10 +375,91 @@ async def test_deleting_during_paging_neither_repeats_nor_skips_the_rest(alice: 
     assert rest == [name for name in everything[10:] if name != everything[30]]
 
 
+# ---------------------------------------------------------------- concurrent writers
+
+
+LOCATION = "projects/acme/locations/global"
+
+
+@pytest.mark.anyio
+async def test_of_two_updates_with_the_same_etag_one_wins_and_the_other_is_aborted(
+    http_server: str, api_key: str, alice: Client, services: Services
+) -> None:
+    seed(services, APP, [])
+    etag = (await call_json(alice, "get_app", {"name": APP}))["etag"]
+
+    with writers_meet_before(services, "UPDATE ces_apps"):
+        outcomes = await outcomes_of_concurrent_calls(http_server, api_key, [
+            ("update_app", {"app": {"name": APP, "displayName": name, "etag": etag}, "updateMask": "displayName"})
+            for name in ("first", "second")
+        ])
+
+    assert outcomes == ["ABORTED", "OK"]
+
+
+@pytest.mark.anyio
+async def test_of_two_deletes_of_one_app_one_wins(http_server: str, api_key: str, alice: Client, services: Services) -> None:
+    seed(services, APP, [])
+    etag = (await call_json(alice, "get_app", {"name": APP}))["etag"]
+
+    with writers_meet_before(services, "DELETE FROM ces_apps"):
+        outcomes = await outcomes_of_concurrent_calls(
+            http_server, api_key, [("delete_app", {"name": APP, "etag": etag})] * 2
+        )
+
+    assert outcomes in (["ABORTED", "OK"], ["NOT_FOUND", "OK"])
+
+
+@pytest.mark.anyio
+async def test_of_two_deletes_of_one_conversation_one_wins_and_the_other_is_not_found(
+    http_server: str, api_key: str, seeded: list[Conversation], services: Services
+) -> None:
+    name = seeded[0]["name"]
+
+    with writers_meet_before(services, "DELETE FROM ces_conversations"):
+        outcomes = await outcomes_of_concurrent_calls(http_server, api_key, [("delete_conversation", {"name": name})] * 2)
+
+    assert outcomes == ["NOT_FOUND", "OK"]
+
+
+@pytest.mark.anyio
+async def test_of_two_creates_of_one_app_id_one_wins_and_the_other_already_exists(
+    http_server: str, api_key: str, services: Services
+) -> None:
+    with writers_meet_before(services, "INSERT INTO ces_apps"):
+        outcomes = await outcomes_of_concurrent_calls(
+            http_server, api_key, [("create_app", {"parent": LOCATION, "appId": "race", "app": {}})] * 2
+        )
+
+    assert outcomes == ["ALREADY_EXISTS", "OK"]
+
+
+@pytest.mark.anyio
+async def test_many_concurrent_readers_see_the_same_pages(
+    http_server: str, api_key: str, bob_key: str, seeded: list[Conversation]
+) -> None:
+    async def read_all(key: str, page_size: int) -> list[str]:
+        async with mcp_http(http_server, key) as client:
+            return [c["name"] for c in await list_all(client, {"parent": APP, "filter": "turnCount >= 2"}, page_size)]
+
+    results: list[list[str]] = []
+
+    async def run(key: str, page_size: int) -> None:
+        results.append(await read_all(key, page_size))
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as group:
+            for index in range(6):
+                group.start_soon(run, (api_key, bob_key)[index % 2], 5 + index)
+
+    assert len(results) == 6 and results[0]
+    assert all(result == results[0] for result in results)
+
+
 # ---------------------------------------------------------------- the wire, as the seed's curl sends it
 
 
-def test_seed_curl_request_without_initialize_gets_a_result(http_server: str, api_key: str, seeded: list[Conversation]) -> None:
+def test_seed_curl_request_without_initialize_gets_a_result(catalog: SharedServer) -> None:
     body = {
         "method": "tools/call",
         "params": {"name": "list_conversations", "arguments": {"parent": APP, "pageSize": 3}},
@@ -380,9 +468,9 @@ def test_seed_curl_request_without_initialize_gets_a_result(http_server: str, ap
     }
 
     response = httpx.post(
-        f"{http_server}/mcp",
+        f"{catalog.base_url}/mcp",
         content=json.dumps(body),
-        headers={**SEED_CURL_HEADERS, "authorization": f"Bearer {api_key}"},
+        headers={**SEED_CURL_HEADERS, "authorization": f"Bearer {catalog.alice_key}"},
         timeout=30,
     )
 
@@ -397,20 +485,23 @@ def test_seed_curl_request_without_initialize_gets_a_result(http_server: str, ap
     assert result["structuredContent"]["nextPageToken"]
 
 
-def test_seed_curl_request_on_the_service_path_gets_a_result(http_server: str, api_key: str, seeded: list[Conversation]) -> None:
+def test_seed_curl_request_on_the_service_path_gets_a_result(catalog: SharedServer) -> None:
     body = {
         "method": "tools/call",
-        "params": {"name": "get_conversation", "arguments": {"name": seeded[0]["name"]}},
+        "params": {"name": "get_conversation", "arguments": {"name": SAMPLE[0]["name"]}},
         "jsonrpc": "2.0",
         "id": 7,
     }
 
     response = httpx.post(
-        f"{http_server}/ces/mcp", json=body, headers={**SEED_CURL_HEADERS, "authorization": f"Bearer {api_key}"}, timeout=30
+        f"{catalog.base_url}/ces/mcp",
+        json=body,
+        headers={**SEED_CURL_HEADERS, "authorization": f"Bearer {catalog.alice_key}"},
+        timeout=30,
     )
 
     assert response.status_code == 200, response.text
-    assert response.json()["result"]["structuredContent"]["name"] == seeded[0]["name"]
+    assert response.json()["result"]["structuredContent"]["name"] == SAMPLE[0]["name"]
 
 
 @pytest.mark.parametrize("path", ["/mcp", "/ces/mcp"])
@@ -419,43 +510,43 @@ def test_seed_curl_request_on_the_service_path_gets_a_result(http_server: str, a
     [None, "Bearer cnv_000000000000_not-a-real-key", "Bearer", "Basic YWxpY2U6c2VjcmV0", "cnv_raw_key_without_scheme"],
     ids=["missing", "unknown-key", "empty-bearer", "basic", "no-scheme"],
 )
-def test_a_missing_or_invalid_key_is_unauthenticated(http_server: str, path: str, authorization: str | None) -> None:
+def test_a_missing_or_invalid_key_is_unauthenticated(catalog: SharedServer, path: str, authorization: str | None) -> None:
     body = {"method": "tools/call", "params": {"name": "list_apps", "arguments": {}}, "jsonrpc": "2.0", "id": 1}
     headers = dict(SEED_CURL_HEADERS)
     if authorization is not None:
         headers["authorization"] = authorization
 
-    response = httpx.post(f"{http_server}{path}", json=body, headers=headers, timeout=30)
+    response = httpx.post(f"{catalog.base_url}{path}", json=body, headers=headers, timeout=30)
 
     assert response.status_code == 401
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["error"]["message"].startswith("UNAUTHENTICATED")
 
 
-def test_a_revoked_key_is_unauthenticated_at_once(http_server: str, services: Services) -> None:
-    keys = ApiKeys(services.database)
+def test_a_revoked_key_is_unauthenticated_at_once(catalog: SharedServer) -> None:
+    keys = ApiKeys(catalog.services.database)
     key, secret = keys.create("users/carol")
     body = {"method": "tools/call", "params": {"name": "list_apps", "arguments": {"parent": "projects/acme/locations/global"}},
             "jsonrpc": "2.0", "id": 1}
     headers = {**SEED_CURL_HEADERS, "authorization": f"Bearer {secret}"}
-    assert httpx.post(f"{http_server}/mcp", json=body, headers=headers, timeout=30).status_code == 200
+    assert httpx.post(f"{catalog.base_url}/mcp", json=body, headers=headers, timeout=30).status_code == 200
 
     keys.revoke(key.key_id)
 
-    response = httpx.post(f"{http_server}/mcp", json=body, headers=headers, timeout=30)
+    response = httpx.post(f"{catalog.base_url}/mcp", json=body, headers=headers, timeout=30)
     assert response.status_code == 401
     assert response.json()["error"]["message"].startswith("UNAUTHENTICATED")
 
 
 @pytest.mark.anyio
-async def test_the_official_client_is_refused_without_a_valid_key(http_server: str) -> None:
+async def test_the_official_client_is_refused_without_a_valid_key(catalog: SharedServer) -> None:
     with pytest.RaisesGroup(MCPError, flatten_subgroups=True, allow_unwrapped=True):
-        async with mcp_http(http_server, "cnv_000000000000_wrong"):
+        async with mcp_http(catalog.base_url, "cnv_000000000000_wrong"):
             pass
 
 
-def test_healthz_answers_without_a_key(http_server: str) -> None:
-    response = httpx.get(f"{http_server}/healthz", timeout=30)
+def test_healthz_answers_without_a_key(catalog: SharedServer) -> None:
+    response = httpx.get(f"{catalog.base_url}/healthz", timeout=30)
 
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
@@ -463,8 +554,11 @@ def test_healthz_answers_without_a_key(http_server: str) -> None:
 
 
 @pytest.mark.anyio
-async def test_service_path_serves_the_same_ces_tools(http_server: str, api_key: str, seeded: list[Conversation]) -> None:
-    async with mcp_http(http_server, api_key, "/mcp") as everything, mcp_http(http_server, api_key, "/ces/mcp") as ces:
+async def test_service_path_serves_the_same_ces_tools(catalog: SharedServer) -> None:
+    async with (
+        mcp_http(catalog.base_url, catalog.alice_key, "/mcp") as everything,
+        mcp_http(catalog.base_url, catalog.alice_key, "/ces/mcp") as ces,
+    ):
         all_tools = {tool.name: tool for tool in (await everything.list_tools()).tools}
         ces_tools = {tool.name: tool for tool in (await ces.list_tools()).tools}
         assert set(ces_tools) == CES_TOOLS
@@ -480,11 +574,8 @@ async def test_service_path_serves_the_same_ces_tools(http_server: str, api_key:
 
 
 @pytest.mark.anyio
-async def test_two_keys_of_different_users_read_the_same_data(
-    http_server: str, api_key: str, bob_key: str, seeded: list[Conversation]
-) -> None:
-    async with mcp_http(http_server, api_key) as alice, mcp_http(http_server, bob_key) as bob:
-        assert await list_all(alice, {"parent": APP}) == await list_all(bob, {"parent": APP})
+async def test_two_keys_of_different_users_read_the_same_data(reader: Client, bob_reader: Client) -> None:
+    assert await list_all(reader, {"parent": APP}) == await list_all(bob_reader, {"parent": APP})
 
 
 @pytest.mark.anyio

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, tuple_, update
+from sqlalchemy.exc import IntegrityError
 
 from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
@@ -103,7 +104,13 @@ class AppService:
             "update_time_us": now,
         }
         values["etag"] = _etag(values)
-        connection.execute(insert(apps).values(**values))
+        try:
+            with connection.begin_nested():
+                connection.execute(insert(apps).values(**values))
+        except IntegrityError:
+            # Another writer created it between our look and our insert.
+            if create_only:
+                raise AlreadyExists(f"app {name} already exists") from None
         row = connection.execute(select(apps).where(apps.c.name == str(name))).one()
         return row_to_app(row)
 
@@ -153,7 +160,12 @@ class AppService:
             values: dict[str, Any] = {UPDATABLE[path]: getattr(request.app, UPDATABLE[path]) or "" for path in mask}
             values["update_time_us"] = max(Timestamp.now().to_micros(), row.update_time_us + 1)
             values["etag"] = _etag({**row._asdict(), **values})
-            connection.execute(update(apps).where(apps.c.id == row.id).values(**values))
+            # Conditional on the etag we read: of two writers that read the same version, one wins.
+            changed = connection.execute(
+                update(apps).where(apps.c.id == row.id, apps.c.etag == row.etag).values(**values)
+            ).rowcount
+            if changed == 0:
+                raise Aborted(f"app {name} was changed concurrently; get it again and retry")
             return row_to_app(connection.execute(select(apps).where(apps.c.id == row.id)).one())
 
     def delete(self, request: DeleteAppRequest, caller: Caller) -> None:
@@ -164,4 +176,6 @@ class AppService:
                 raise NotFound(f"app {name} does not exist")
             if request.etag and request.etag != row.etag:
                 raise Aborted(f"app {name} was changed since etag {request.etag}; get it again and retry")
-            connection.execute(delete(apps).where(apps.c.id == row.id))
+            deleted = connection.execute(delete(apps).where(apps.c.id == row.id, apps.c.etag == row.etag)).rowcount
+            if deleted == 0:
+                raise Aborted(f"app {name} was changed or deleted concurrently; get it again and retry")

@@ -158,7 +158,8 @@ class ConversationService:
         name = ConversationName.parse(request.name)
         with self.database.transaction() as connection:
             row = self._row(connection, name)
-            connection.execute(delete(table).where(c.id == row.id))
+            if connection.execute(delete(table).where(c.id == row.id)).rowcount == 0:
+                raise NotFound(f"conversation {name} does not exist")  # a concurrent delete won
 
     def _row(self, connection: Connection, name: ConversationName) -> AnyRow:
         app_pk = self.apps.app_pk(connection, name.app_name)

@@ -63,8 +63,11 @@ SOURCES = [(Source.LIVE, 70), (Source.EVAL, 15), (Source.SIMULATOR, 10), (Source
 INPUTS = [(("text",), 60), (("transcript",), 20), (("text", "transcript"), 10), (("text", "image"), 10)]
 LANGUAGES = [("en-US", 55), ("de-DE", 20), ("fr-FR", 15), ("ja-JP", 10)]
 TURNS = [(1, 10), (2, 30), (3, 30), (4, 15), (5, 10), (6, 5)]
-KEYSET = "start_time_us <= :s AND (start_time_us < :s OR (start_time_us = :s AND conversation_id < :cid))"  # as the service's
-ORDER_BY = "ORDER BY start_time_us DESC, conversation_id DESC"
+KEYSET = (  # as the service's
+    "start_time_us <= :s AND (start_time_us < :s OR (start_time_us = :s AND "
+    "(start_time_nanos < :n OR (start_time_nanos = :n AND conversation_id < :cid))))"
+)
+ORDER_BY = "ORDER BY start_time_us DESC, start_time_nanos DESC, conversation_id DESC"
 
 
 @dataclass(frozen=True)
@@ -176,13 +179,13 @@ async def measure(services: Services, app_pk: int, repeat: int) -> None:
             if case.depth:  # the position after the row at that depth, signed as the service would sign it
                 with services.database.transaction() as connection:
                     skip = int(connection.scalar(text(f"SELECT count(*) {sql}")) * case.depth) - 1
-                    at = connection.execute(text(f"SELECT start_time_us, conversation_id {sql} {ORDER_BY} "
+                    at = connection.execute(text(f"SELECT start_time_us, start_time_nanos, conversation_id {sql} {ORDER_BY} "
                                                  "LIMIT 1 OFFSET :skip"), {"skip": skip}).one()
                 query = {"method": "list_conversations", "parent": str(APP), "filter": case.filter or "",
                          "sources": [s.value for s in requested_sources(request)]}  # as the service's
                 request.page_token = services.conversations.tokens.issue(
-                    query=query, caller=LOCAL_USER.principal, position=[at.start_time_us, at.conversation_id])
-                sql, params = f"{sql} AND {KEYSET}", {"s": at.start_time_us, "cid": at.conversation_id}
+                    query=query, caller=LOCAL_USER.principal, position=[at.start_time_us, at.start_time_nanos, at.conversation_id])
+                sql, params = f"{sql} AND {KEYSET}", {"s": at.start_time_us, "n": at.start_time_nanos, "cid": at.conversation_id}
             raw_sql = text(f"SELECT conversation_id, start_time_us, body {sql} {ORDER_BY} LIMIT {PAGE + 1}")
             arguments = request.to_json()
 

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, insert, select
+from sqlalchemy import bindparam, inspect, insert, select, text
 
 import convener.auth.tables
 import convener.ces.tables
 from convener.config import Settings
 from convener.services import Services
 from convener.store.database import Database
-from convener.store.schema import installation, metadata
+from convener.store.schema import Json, installation, metadata
 
 EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations"}
 
@@ -45,6 +45,45 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
+HEAD = "0002"
+
+
+def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(database_url: str) -> None:
+    database = Database(database_url)
+    try:
+        database.migrate("0001")
+        with database.transaction() as connection:
+            connection.exec_driver_sql(
+                "INSERT INTO ces_apps (name, parent, app_id, display_name, description, create_time_us,"
+                " update_time_us, etag) VALUES ('projects/p/locations/l/apps/a', 'projects/p/locations/l', 'a',"
+                " '', '', 0, 0, 'e')"
+            )
+            for conversation_id, start, end in [("exact", "2026-01-01T00:00:00.000001234Z", None),
+                                                ("micro", "2026-01-01T00:00:00.000001Z", "2026-01-01T00:00:01.5Z")]:
+                body = {"name": f"projects/p/locations/l/apps/a/conversations/{conversation_id}", "startTime": start}
+                if end:
+                    body["endTime"] = end
+                connection.execute(
+                    text(
+                        "INSERT INTO ces_conversations (app_pk, conversation_id, start_time_us, end_time_us,"
+                        " turn_count, source, input_types, channel_type, entry_agent, deployment, app_version,"
+                        " language_code, body) VALUES (1, :id, 1767225600000001, :end, 0, 'LIVE', 0, 'TEXT',"
+                        " '', '', '', '', :body)"
+                    ).bindparams(bindparam("body", type_=Json)),
+                    {"id": conversation_id, "end": 1767225601500000 if end else None, "body": body},
+                )
+
+        database.migrate()
+
+        with database.transaction() as connection:
+            rows = connection.exec_driver_sql(
+                "SELECT conversation_id, start_time_nanos, end_time_nanos FROM ces_conversations ORDER BY conversation_id"
+            ).all()
+        assert [tuple(row) for row in rows] == [("exact", 234, None), ("micro", 0, 0)]
+    finally:
+        database.dispose()
+
+
 def test_migrating_twice_is_a_no_op(database_url: str) -> None:
     database = Database(database_url)
     try:
@@ -61,7 +100,7 @@ def test_migrating_twice_is_a_no_op(database_url: str) -> None:
         with database.transaction() as connection:
             assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all() == version
             assert connection.scalar(select(installation.c.value).where(installation.c.key == "probe")) == b"kept"
-        assert version == ["0001"]
+        assert version == [HEAD]
     finally:
         database.dispose()
 

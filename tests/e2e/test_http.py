@@ -116,11 +116,6 @@ async def test_listing_a_missing_app_is_not_found(reader: Client) -> None:
     error_text(result, "NOT_FOUND")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: start_time_us keeps microseconds only, so conversations differing below a microsecond are "
-    "ordered by name instead of by startTime (convener/ces/conversations.py keyset)",
-)
 @pytest.mark.anyio
 async def test_nanosecond_start_times_order_the_list(alice: Client, services: Services) -> None:
     # Two conversations in the same microsecond; by name alone the earlier one would come first.
@@ -135,12 +130,6 @@ async def test_nanosecond_start_times_order_the_list(alice: Client, services: Se
     assert [c["name"] for c in found] == newest_first(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the startTime filter literal is truncated to microseconds (api/filtering._to_micros via "
-    "Timestamp.to_micros) and "
-    "compared with the microsecond column, so nanosecond comparisons are wrong",
-)
 @pytest.mark.anyio
 async def test_nanosecond_start_time_filters_compare_exactly(alice: Client, services: Services) -> None:
     seed(services, APP, [

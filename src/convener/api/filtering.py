@@ -47,10 +47,14 @@ class FilterField:
     type: FieldType
     enum_values: tuple[str, ...] = ()
     repeated_bits: Mapping[str, int] | None = None
+    sub_micros: ColumnElement[Any] | None = None
+    """TIMESTAMP only: a column holding the nanoseconds below the microsecond (0-999), for exact comparisons."""
 
     def __post_init__(self) -> None:
         if self.repeated_bits is not None and self.type is not FieldType.ENUM:
             raise ValueError("repeated_bits is only meaningful for ENUM fields")
+        if self.sub_micros is not None and self.type is not FieldType.TIMESTAMP:
+            raise ValueError("sub_micros is only meaningful for TIMESTAMP fields")
         if self.type is FieldType.ENUM and not (self.enum_values or self.repeated_bits):
             raise ValueError("an ENUM field needs enum_values or repeated_bits")
 
@@ -361,11 +365,35 @@ def _to_int64(text: str, field: FilterField) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-def _to_micros(text: str, field: FilterField) -> int | None:
-    try:
-        return Timestamp.parse(text).to_micros()  # nanoseconds truncate to the column's micros
-    except ValueError:
-        return None
+class _Timestamp:
+    """Microseconds in one indexed column, and optionally the nanoseconds below them in another."""
+
+    allowed = "=, !=, <, <=, >, >= or :*"
+
+    def present(self, column: ColumnElement[Any]) -> ColumnElement[bool]:
+        return column.is_not(None)
+
+    def predicate(self, node: _Compare, field: FilterField, op: str) -> ColumnElement[bool]:
+        if op == ":":
+            raise _unsupported(node, field, self.allowed)
+        try:
+            moment = Timestamp.parse(node.value.text)
+        except ValueError:
+            raise _bad_value(node, 'an RFC 3339 timestamp such as "2024-01-01T00:00:00Z"') from None
+        micros, nanos = field.column, field.sub_micros
+        value = _bind(moment.to_micros(), micros)
+        if nanos is None:  # microsecond precision: the literal's nanoseconds truncate
+            return _OPERATORS[op](micros, value)
+        rest = _bind(moment.nanos % 1000, nanos)
+        if op == "=":
+            return and_(micros == value, nanos == rest)
+        strict = op.rstrip("=")  # "<" or ">"
+        # The bound on the microsecond column alone lets the index narrow the range.
+        loose = "<=" if strict == "<" else ">="
+        return and_(
+            _OPERATORS[loose](micros, value),
+            or_(_OPERATORS[strict](micros, value), and_(micros == value, _OPERATORS[op](nanos, rest))),
+        )
 
 
 _BOOLEANS = {"true": True, "false": False}
@@ -385,12 +413,7 @@ _HANDLERS: dict[FieldType, _Handler] = {
         lambda f: "one of " + ", ".join(f.enum_values),
         lambda t, f: t if t in f.enum_values else None,
     ),
-    FieldType.TIMESTAMP: _Scalar(
-        _ALL_OPERATORS,
-        "=, !=, <, <=, >, >= or :*",
-        lambda f: 'an RFC 3339 timestamp such as "2024-01-01T00:00:00Z"',
-        _to_micros,
-    ),
+    FieldType.TIMESTAMP: _Timestamp(),
 }
 _REPEATED: _Handler = _RepeatedEnum()
 

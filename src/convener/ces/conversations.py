@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
@@ -34,8 +34,8 @@ def _names(enum: type[Enum]) -> tuple[str, ...]:
 
 
 FILTER_FIELDS = {
-    "startTime": FilterField(c.start_time_us, FieldType.TIMESTAMP),
-    "endTime": FilterField(c.end_time_us, FieldType.TIMESTAMP),
+    "startTime": FilterField(c.start_time_us, FieldType.TIMESTAMP, sub_micros=c.start_time_nanos),
+    "endTime": FilterField(c.end_time_us, FieldType.TIMESTAMP, sub_micros=c.end_time_nanos),
     "turnCount": FilterField(c.turn_count, FieldType.INTEGER),
     "source": FilterField(c.source, FieldType.ENUM, enum_values=_names(Source)),
     "channelType": FilterField(c.channel_type, FieldType.ENUM, enum_values=_names(ChannelType)),
@@ -63,7 +63,9 @@ def _columns(conversation: Conversation) -> dict[str, Any]:
         mask |= INPUT_TYPE_BITS[kind.value]
     return {
         "start_time_us": conversation.start_time.to_micros(),
+        "start_time_nanos": conversation.start_time.nanos % 1000,
         "end_time_us": conversation.end_time.to_micros() if conversation.end_time else None,
+        "end_time_nanos": conversation.end_time.nanos % 1000 if conversation.end_time else None,
         "turn_count": conversation.turn_count or 0,
         "source": conversation.source.value,
         "input_types": mask,
@@ -112,7 +114,7 @@ class ConversationService:
             "sources": [s.value for s in sources],
         }
         with self.database.transaction() as connection:
-            statement = select(c.conversation_id, c.start_time_us, c.body).where(
+            statement = select(c.conversation_id, c.start_time_us, c.start_time_nanos, c.body).where(
                 c.app_pk == self.apps.app_pk(connection, parent)
             )
             if sources:
@@ -120,30 +122,40 @@ class ConversationService:
             if condition is not None:
                 statement = statement.where(condition)
             if request.page_token:
-                start_us, conversation_id = self._position(request.page_token, query, caller)
-                # The redundant upper bound lets both engines seek the index to the position;
-                # the OR alone is applied as a row filter after walking every skipped row.
-                statement = statement.where(
-                    c.start_time_us <= start_us,
-                    or_(c.start_time_us < start_us, and_(c.start_time_us == start_us, c.conversation_id < conversation_id)),
-                )
-            statement = statement.order_by(c.start_time_us.desc(), c.conversation_id.desc()).limit(page_size + 1)
+                statement = statement.where(self._after(request.page_token, query, caller))
+            statement = statement.order_by(
+                c.start_time_us.desc(), c.start_time_nanos.desc(), c.conversation_id.desc()
+            ).limit(page_size + 1)
             rows = connection.execute(statement).all()
         page, more = split_page(rows, page_size)
         token = None
         if more:
             last = page[-1]
-            token = self.tokens.issue(query=query, caller=caller.principal, position=[last.start_time_us, last.conversation_id])
+            position = [last.start_time_us, last.start_time_nanos, last.conversation_id]
+            token = self.tokens.issue(query=query, caller=caller.principal, position=position)
         return ListConversationsResponse(
             conversations=[Conversation.model_validate(row.body) for row in page], next_page_token=token
         )
 
-    def _position(self, token: str, query: dict[str, Any], caller: Caller) -> tuple[int, str]:
-        position = self.tokens.position(token, query=query, caller=caller.principal)
-        match position:
-            case [int() as start_us, str() as conversation_id]:
-                return start_us, conversation_id
-        raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+    def _after(self, token: str, query: dict[str, Any], caller: Caller) -> ColumnElement[bool]:
+        """Rows after a token's position in the order (startTime desc, name desc)."""
+        match self.tokens.position(token, query=query, caller=caller.principal):
+            case [int() as micros, int() as nanos, str() as conversation_id]:
+                pass
+            case _:
+                raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+        # The redundant upper bound lets both engines seek the index to the position; the OR alone
+        # is applied as a row filter after walking every skipped row.
+        return and_(
+            c.start_time_us <= micros,
+            or_(
+                c.start_time_us < micros,
+                and_(
+                    c.start_time_us == micros,
+                    or_(c.start_time_nanos < nanos, and_(c.start_time_nanos == nanos, c.conversation_id < conversation_id)),
+                ),
+            ),
+        )
 
     def get(self, request: GetConversationRequest, caller: Caller) -> Conversation:
         name = ConversationName.parse(request.name)

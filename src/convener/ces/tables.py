@@ -2,12 +2,13 @@
 
 A conversation is stored whole as its proto3 JSON document (``body``); the fields that filters and
 ordering use are copied into real, indexed columns when it is written. Times are integer
-microseconds since the epoch so that SQLite and PostgreSQL order and compare them alike.
+microseconds since the epoch, so that SQLite and PostgreSQL order and compare them alike, plus the
+nanoseconds below the microsecond (0-999) in a column of their own, so that nothing is rounded.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, SmallInteger, String, Table, Text
 
 from convener.store.schema import Json, metadata
 
@@ -33,7 +34,9 @@ conversations = Table(
     Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
     Column("conversation_id", String(128), nullable=False),
     Column("start_time_us", BigInteger, nullable=False),
+    Column("start_time_nanos", SmallInteger, nullable=False, server_default="0"),
     Column("end_time_us", BigInteger, nullable=True),
+    Column("end_time_nanos", SmallInteger, nullable=True),
     Column("turn_count", Integer, nullable=False),
     Column("source", String(32), nullable=False),
     Column("input_types", Integer, nullable=False),
@@ -46,7 +49,7 @@ conversations = Table(
     # One conversation ID per app; also the lookup index for get/delete.
     Index("ix_ces_conv_id", "app_pk", "conversation_id", unique=True),
     # The keyset of list_conversations: newest first, then by name.
-    Index("ix_ces_conv_keyset", "app_pk", "start_time_us", "conversation_id"),
+    Index("ix_ces_conv_keyset", "app_pk", "start_time_us", "start_time_nanos", "conversation_id"),
     # The common narrowing of the list: one source, still newest first.
-    Index("ix_ces_conv_source_keyset", "app_pk", "source", "start_time_us", "conversation_id"),
+    Index("ix_ces_conv_source_keyset", "app_pk", "source", "start_time_us", "start_time_nanos", "conversation_id"),
 )

@@ -71,13 +71,13 @@ class Database:
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _tune_sqlite)
 
-    def migrate(self) -> None:
-        """Bring the schema to the newest revision (a no-op when it is there)."""
+    def migrate(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision``, the newest by default (a no-op when it is there)."""
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         with self.engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

@@ -9,6 +9,7 @@ demo: $(VENV)/.installed
 	$(BIN)/convener serve --demo --allow-anonymous
 
 test: $(VENV)/.installed
+	$(BIN)/mypy src
 	$(BIN)/pytest
 
 bench: $(VENV)/.installed

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from convener import __version__
-from convener.api.errors import INTERNAL_MESSAGE, ApiError, Code, InvalidArgument, PermissionDenied, describe_validation
+from convener.api.errors import INTERNAL_MESSAGE, ApiError, Code, PermissionDenied, describe_validation
 from convener.api.protojson import ProtoModel, check_storable_text
 from convener.auth.caller import LOCAL_USER, Caller
 
@@ -105,8 +105,6 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     try:
         if not caller.may_use(service):
             raise PermissionDenied(f"{caller.principal} may not use the {service} service")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise InvalidArgument("arguments must be an object")
         check_storable_text(arguments or {}, "arguments")
         request = spec.request.model_validate(arguments or {})
         response = await anyio.to_thread.run_sync(spec.handler, request, caller)

@@ -11,6 +11,7 @@ import socket
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,24 +35,31 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database: a SQLite file, or a private schema in the test PostgreSQL."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'convener.db'}"
+@contextmanager
+def private_database(backend: str, directory: Path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file in ``directory``, or a private schema in the test PostgreSQL."""
+    if backend == "sqlite":
+        yield f"sqlite:///{directory / 'convener.db'}"
         return
     assert POSTGRES_URL
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = create_engine(normalise_url(POSTGRES_URL))
     with admin.begin() as connection:
         connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(normalise_url(POSTGRES_URL)).update_query_dict({"options": f"-csearch_path={schema}"})
     try:
-        yield url.render_as_string(hide_password=False)
+        yield make_url(normalise_url(POSTGRES_URL)).update_query_dict(
+            {"options": f"-csearch_path={schema}"}
+        ).render_as_string(hide_password=False)
     finally:
         with admin.begin() as connection:
             connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with private_database(request.param, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
@@ -73,29 +81,34 @@ async def client(services: Services) -> AsyncIterator[Client]:
         yield connected
 
 
-def _free_port() -> int:
+@contextmanager
+def serving(services: Services) -> Iterator[str]:
+    """The real ASGI app under uvicorn on a free loopback port, and stopped on exit."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+        port = int(probe.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(build_app(services), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    started = threading.Event()
+    for _ in range(1000):
+        if server.started:
+            break
+        started.wait(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "uvicorn did not stop"
 
 
 @pytest.fixture
 def http_server(services: Services) -> Iterator[str]:
     """The real ASGI app under uvicorn on a free loopback port; yields its base URL."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(services), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    started = threading.Event()
-    for _ in range(500):
-        if server.started:
-            started.set()
-            break
-        started.wait(0.01)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(services) as url:
+        yield url
 
 
 @pytest.fixture

@@ -7,11 +7,8 @@ and independent of Convener's pydantic models.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
@@ -24,20 +21,17 @@ import httpx2
 import jsonschema
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from referencing import Registry, Resource
-from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import event, text
 
 from convener.auth.keys import ApiKeys
 from convener.ces.importing import import_conversations
 from convener.ces.names import AppName
 from convener.config import Settings
-from convener.server import build_app
 from convener.services import Services
-from convener.store.database import normalise_url
+from tests.conftest import BACKENDS, private_database, serving
 
 SCHEMAS = Path(__file__).parent.parent / "schemas"
 APP = "projects/acme/locations/global/apps/support"
@@ -247,54 +241,6 @@ def bob_key(services: Services) -> str:
 
 
 # ---------------------------------------------------------------- a server shared by a module
-
-POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
-BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
-
-
-@contextmanager
-def private_database(backend: str, directory: Path) -> Iterator[str]:
-    """Like the ``database_url`` fixture, for fixtures of a wider scope."""
-    if backend == "sqlite":
-        yield f"sqlite:///{directory / 'convener.db'}"
-        return
-    assert POSTGRES_URL
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(normalise_url(POSTGRES_URL))
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield make_url(normalise_url(POSTGRES_URL)).update_query_dict(
-            {"options": f"-csearch_path={schema}"}
-        ).render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-
-@contextmanager
-def serving(services: Services) -> Iterator[str]:
-    """The real ASGI app under uvicorn on a free loopback port, as the ``http_server`` fixture runs it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(build_app(services), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    started = threading.Event()
-    for _ in range(1000):
-        if server.started:
-            break
-        started.wait(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "uvicorn did not stop"
-
 
 @dataclass(frozen=True)
 class SharedServer:

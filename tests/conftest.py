@@ -27,6 +27,18 @@ from convener.services import Services
 from convener.store.database import normalise_url
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
+CES_TOOLS = (
+    "list_conversations",
+    "get_conversation",
+    "delete_conversation",
+    "create_app",
+    "get_app",
+    "list_apps",
+    "update_app",
+    "delete_app",
+)
+"""The ces tools, named here once so that a tool added or lost shows in the tests."""
+
 BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
 
 

@@ -540,6 +540,18 @@ def test_a_lone_surrogate_is_invalid_argument(database_url: str, tmp_path: Path,
     assert [c["name"] for c in list_all(services)] == [f"{APP}/conversations/named-1"]
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_numbers_json_cannot_hold_are_invalid_argument(
+    database_url: str, tmp_path: Path, services: Services, number: str
+) -> None:
+    # Python's json module reads these words; a Struct number must not be one, and PostgreSQL refuses them.
+    bad = '{"name": "' + APP + '/conversations/n", "turns": [{"messages": [{"role": "user", "chunks": [{"payload": {"x": ' + number + "}}]}]}]}"
+    result = run_import(database_url, tmp_path, str(write(tmp_path, [line(GOOD[0]), bad, line(GOOD[2])])))
+    assert_no_crash(result)
+    assert reported(result)[2].startswith("INVALID_ARGUMENT: conversation.turns[0].messages[0].chunks[0].payload.x")
+    assert {c["name"] for c in list_all(services)} == {f"{APP}/conversations/named-1", f"{APP}/conversations/named-2"}
+
+
 def test_re_importing_large_and_fractional_numbers_changes_nothing(
     request: pytest.FixtureRequest, database_url: str, tmp_path: Path, services: Services
 ) -> None:

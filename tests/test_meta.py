@@ -14,16 +14,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-CES_TOOLS = (
-    "list_conversations",
-    "get_conversation",
-    "delete_conversation",
-    "create_app",
-    "get_app",
-    "list_apps",
-    "update_app",
-    "delete_app",
-)
+from tests.conftest import CES_TOOLS
+
 SEED_TOOLS = ("list_conversations", "get_conversation")
 SOURCES = ["SOURCE_UNSPECIFIED", "LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL"]
 LOCATION = "projects/meta/locations/global"

@@ -23,7 +23,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from convener import __version__
 from convener.api.errors import INTERNAL_MESSAGE, ApiError, Code, PermissionDenied, describe_validation
-from convener.api.protojson import ProtoModel, check_storable_text
+from convener.api.protojson import ProtoModel, check_storable_json
 from convener.auth.caller import LOCAL_USER, Caller
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     try:
         if not caller.may_use(service):
             raise PermissionDenied(f"{caller.principal} may not use the {service} service")
-        check_storable_text(arguments or {}, "arguments")
+        check_storable_json(arguments or {}, "arguments")
         request = spec.request.model_validate(arguments or {})
         response = await anyio.to_thread.run_sync(spec.handler, request, caller)
     except Exception as error:  # noqa: BLE001 - the boundary: every error is mapped to one shape here

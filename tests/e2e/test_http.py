@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from convener.auth.keys import ApiKeys
 from convener.services import Services
+from tests.conftest import CES_TOOLS
 from tests.e2e.conftest import (
     APP,
     LIST_VALIDATOR,
@@ -41,16 +42,6 @@ from tests.e2e.conftest import (
     writers_meet_before,
 )
 
-CES_TOOLS = {
-    "list_conversations",
-    "get_conversation",
-    "delete_conversation",
-    "create_app",
-    "get_app",
-    "list_apps",
-    "update_app",
-    "delete_app",
-}
 SEED_CURL_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 Conversation = dict[str, Any]
@@ -550,8 +541,8 @@ async def test_service_path_serves_the_same_ces_tools(catalog: SharedServer) -> 
     ):
         all_tools = {tool.name: tool for tool in (await everything.list_tools()).tools}
         ces_tools = {tool.name: tool for tool in (await ces.list_tools()).tools}
-        assert set(ces_tools) == CES_TOOLS
-        assert CES_TOOLS <= set(all_tools)
+        assert set(ces_tools) == set(CES_TOOLS)
+        assert set(CES_TOOLS) <= set(all_tools)
         for name, tool in ces_tools.items():
             assert tool.input_schema == all_tools[name].input_schema
             assert tool.output_schema == all_tools[name].output_schema

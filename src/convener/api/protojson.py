@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -229,8 +230,9 @@ def _omit_empty_repeated(data: dict[str, Any], model: BaseModel) -> dict[str, An
     return data
 
 
-def check_storable_text(value: Any, where: str = "request") -> None:
-    """Reject strings no store can keep: NUL (PostgreSQL refuses it) and lone surrogates (not UTF-8).
+def check_storable_json(value: Any, where: str = "request") -> None:
+    """Reject what no store can keep: NUL in text (PostgreSQL refuses it), lone surrogates (not
+    UTF-8), and NaN or Infinity (not JSON, and not a ``google.protobuf.Value`` number).
 
     Walks the decoded JSON iteratively, so any depth of nesting is safe.
     """
@@ -245,6 +247,8 @@ def check_storable_text(value: Any, where: str = "request") -> None:
         elif isinstance(item, list):
             texts = []
             stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidArgument(f"{path[:200]}: numbers must be finite (NaN and Infinity are not JSON)")
         else:
             continue
         for text in texts:

@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
@@ -30,8 +30,9 @@ from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
-MAX_TEXT = {"display_name": 512, "description": 16_384}
 UPDATABLE = {"displayName": "display_name", "description": "description"}
+"""Fields update_app may change: wire name → model attribute and column."""
+MAX_LENGTH = {"displayName": 512, "description": 16_384}
 
 APP_FILTER_FIELDS = {
     "displayName": FilterField(apps.c.display_name, FieldType.STRING),
@@ -47,13 +48,10 @@ def _etag(values: dict[str, Any]) -> str:
 
 
 def _check_text(app: App) -> None:
-    for field, limit in MAX_TEXT.items():
-        value = getattr(app, field)
+    for field, limit in MAX_LENGTH.items():
+        value = getattr(app, UPDATABLE[field])
         if value is not None and len(value) > limit:
-            raise InvalidArgument(f"app.{UPDATABLE_ALIASES[field]} is longer than {limit} characters")
-
-
-UPDATABLE_ALIASES = {column: alias for alias, column in UPDATABLE.items()}
+            raise InvalidArgument(f"app.{field} is longer than {limit} characters")
 
 
 def row_to_app(row: AnyRow) -> App:
@@ -131,8 +129,11 @@ class AppService:
         if condition is not None:
             statement = statement.where(condition)
         if request.page_token:
-            (after,) = self.tokens.position(request.page_token, query=query, caller=caller.principal)
-            statement = statement.where(tuple_(apps.c.app_id) > tuple_(str(after)))
+            match self.tokens.position(request.page_token, query=query, caller=caller.principal):
+                case [str() as after]:
+                    statement = statement.where(apps.c.app_id > after)
+                case _:
+                    raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
         statement = statement.order_by(apps.c.app_id).limit(page_size + 1)
         with self.database.transaction() as connection:
             rows = connection.execute(statement).all()

@@ -9,17 +9,21 @@ batches: an interrupted import keeps what it committed and a re-run finishes the
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError
 
 from convener.api.errors import ApiError, InvalidArgument, describe_validation
-from convener.api.protojson import check_storable_text
+from convener.api.protojson import check_storable_json
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService, content_id
 from convener.ces.models import App, Conversation
 from convener.ces.names import AppName, ConversationName
+
+logger = logging.getLogger(__name__)
 
 BATCH = 500
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -63,7 +67,7 @@ def _parse(line: str | bytes, app: AppName) -> tuple[ConversationName, Conversat
         raise InvalidArgument("the JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidArgument("a line must be one JSON object (a Conversation)")
-    check_storable_text(data, "conversation")
+    check_storable_json(data, "conversation")
     try:
         conversation = Conversation.model_validate(data)
     except ValidationError as error:
@@ -105,6 +109,11 @@ def import_conversations(
                     continue
                 except RecursionError:
                     report.errors.append(LineError(number, "INVALID_ARGUMENT: the conversation is nested too deeply"))
+                    continue
+                except DBAPIError:
+                    # The savepoint undid the line; the store's own words stay in the log, not the report.
+                    logger.exception("the store refused line %d", number)
+                    report.errors.append(LineError(number, "INTERNAL: the store refused this conversation"))
                     continue
                 if stored.created:
                     report.created += 1

@@ -83,6 +83,6 @@ def build_app(services: Services) -> Starlette:
 
 
 async def serve_stdio(services: Services) -> None:
-    server = mcp_servers(services)["/mcp"]
+    server = build_mcp_server("convener", services.registries().values(), instructions=INSTRUCTIONS)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -196,9 +196,6 @@ class ProtoModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
-        use_enum_values=False,
-        frozen=False,
-        ser_json_inf_nan="strings",
     )
 
     def to_json(self) -> dict[str, Any]:

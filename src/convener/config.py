@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 SERVICES = ("ces",)
@@ -37,6 +37,32 @@ class Settings(BaseSettings):
         default=False,
         description="Serve HTTP callers that present no API key, as users/anonymous. Loopback hosts only.",
     )
+
+    llm_provider: Literal["none", "openai", "gemini"] = Field(
+        default="none",
+        description="Model provider for llm agents: any OpenAI-compatible endpoint, Gemini, or none (offline).",
+    )
+    llm_base_url: str | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 for Ollama."
+    )
+    llm_model: str = Field(default="gpt-4o-mini", description="Model used when an agent or app names none.")
+    llm_api_key: SecretStr | None = Field(default=None, description="API key of the provider, if it needs one.")
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Deadline of one model call.")
+    llm_max_retries: int = Field(default=3, ge=0, le=10, description="Retries, with backoff, on 429 and 5xx.")
+    python_modules: tuple[str, ...] = Field(
+        default=("convener.demo",),
+        description="Modules (and their submodules) whose callables python agents and tools may name.",
+    )
+    mcp_stdio_commands: tuple[str, ...] = Field(
+        default=(), description="Programs a stdio MCP toolset may start; HTTP toolsets need no listing."
+    )
+
+    @field_validator("python_modules", "mcp_stdio_commands", mode="before")
+    @classmethod
+    def _split_lists(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @field_validator("services", mode="before")
     @classmethod

@@ -16,9 +16,11 @@ class Code(Enum):
     """google.rpc.Code values used by Convener (name → HTTP status, for reference)."""
 
     INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
     NOT_FOUND = 5
     ALREADY_EXISTS = 6
     PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
     FAILED_PRECONDITION = 9
     ABORTED = 10
     UNIMPLEMENTED = 12
@@ -70,6 +72,18 @@ class Unauthenticated(ApiError):
 
 class Internal(ApiError):
     code = Code.INTERNAL
+
+
+class Unavailable(ApiError):
+    code = Code.UNAVAILABLE
+
+
+class DeadlineExceeded(ApiError):
+    code = Code.DEADLINE_EXCEEDED
+
+
+class ResourceExhausted(ApiError):
+    code = Code.RESOURCE_EXHAUSTED
 
 
 INTERNAL_MESSAGE = "the server failed to handle the request; see the server log"

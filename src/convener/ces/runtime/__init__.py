@@ -1,0 +1,1 @@
+"""The agent runtime: what runs an app's agents and tools for a session."""

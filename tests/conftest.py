@@ -36,6 +36,17 @@ CES_TOOLS = (
     "list_apps",
     "update_app",
     "delete_app",
+    *(f"{verb}_{kind}" for kind in ("agent", "tool", "toolset") for verb in ("create", "get", "update", "delete")),
+    "list_agents",
+    "list_tools",
+    "list_toolsets",
+    "create_app_version",
+    "get_app_version",
+    "list_app_versions",
+    "delete_app_version",
+    "run_session",
+    "export_app",
+    "import_app",
 )
 """The ces tools, named here once so that a tool added or lost shows in the tests."""
 

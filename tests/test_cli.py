@@ -69,6 +69,10 @@ def test_the_command_tree_is_the_expected_one() -> None:
         ("auth", "create-key"),
         ("auth", "list-keys"),
         ("auth", "revoke-key"),
+        ("apps",),
+        ("apps", "export"),
+        ("apps", "import"),
+        ("chat",),
     }
 
 

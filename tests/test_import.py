@@ -13,7 +13,12 @@ from typer.testing import CliRunner, Result
 from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER
 from convener.ces.models import App, Conversation
-from convener.ces.requests import CreateAppRequest, GetAppRequest, GetConversationRequest, ListConversationsRequest
+from convener.ces.requests import (
+    CreateAppRequest,
+    GetAppRequest,
+    GetConversationRequest,
+    ListConversationsRequest,
+)
 from convener.cli import app
 from convener.services import Services
 

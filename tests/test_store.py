@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import bindparam, inspect, insert, select, text
+from sqlalchemy import bindparam, insert, inspect, select, text
 
 import convener.auth.tables
 import convener.ces.tables
@@ -16,7 +16,7 @@ from convener.services import Services
 from convener.store.database import Database
 from convener.store.schema import Json, installation, metadata
 
-EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations"}
+EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_definitions", "ces_sessions"}
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +45,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0002"
+HEAD = "0003"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(database_url: str) -> None:

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from convener.api.errors import ApiError
+from convener.auth.caller import LOCAL_USER
 from convener.auth.keys import ApiKeys
 from convener.ces.importing import import_conversations
 from convener.ces.names import AppName
@@ -24,8 +25,10 @@ from convener.services import Services
 app = typer.Typer(help="Convener: Google's agent-platform MCP tools on your own machine.", no_args_is_help=True)
 import_app = typer.Typer(help="Import data in the formats users have.", no_args_is_help=True)
 auth_app = typer.Typer(help="API keys for HTTP callers.", no_args_is_help=True)
+apps_app = typer.Typer(help="Apps as YAML files: export and import.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 app.add_typer(auth_app, name="auth")
+app.add_typer(apps_app, name="apps")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -147,6 +150,54 @@ def import_conversations_command(
         out.print(f"{report.created} imported, {report.unchanged} already present, {len(report.errors)} failed")
         if report.errors:
             raise typer.Exit(1)
+
+
+@apps_app.command("export")
+def export_app(
+    app_name: Annotated[str, typer.Argument(help="projects/{project}/locations/{location}/apps/{app}")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Write an app's settings, agents, tools and toolsets to stdout as YAML."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        typer.echo(opened.runtime.bundles.export(app_name, LOCAL_USER), nl=False)
+
+
+@apps_app.command("import")
+def import_app_command(
+    file: Annotated[Path, typer.Argument(help="YAML as `convener apps export` writes it ('-' for stdin).")],
+    parent: Annotated[str, typer.Option(help="projects/{project}/locations/{location}")] = "projects/demo/locations/global",
+    app_id: Annotated[str | None, typer.Option("--app-id", help="ID of the app; the file's id when unset.")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing app's definition.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Create (or with --replace, overwrite) an app from a YAML file, all or nothing."""
+    if str(file) != "-" and not file.is_file():
+        raise _fail("NOT_FOUND", f"no such file {file}")
+    content = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    with _services(_settings(data_dir, database_url)) as opened:
+        imported = opened.runtime.bundles.import_(parent, app_id or (file.stem if str(file) != "-" else None), content,
+                                                  replace, LOCAL_USER)
+        out.print(f"imported {imported.name}", markup=False)
+
+
+@app.command()
+def chat(
+    app_name: Annotated[str, typer.Argument(help="projects/{project}/locations/{location}/apps/{app}")],
+    session: Annotated[str | None, typer.Option(help="Session ID, to continue a session; new when unset.")] = None,
+    agent: Annotated[str | None, typer.Option(help="ID of the agent to start with; the app's root agent when unset.")] = None,
+    version: Annotated[str | None, typer.Option(help="ID of the app version to run; the draft when unset.")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Talk to an app's agents in the terminal; every turn is recorded as a conversation."""
+    from convener.chat import Chat
+
+    with _services(_settings(data_dir, database_url)) as opened:
+        target = AppName.parse(app_name, "APP_NAME")
+        Chat(opened, target, session=session, entry_agent=agent, version=version, ask=input,
+             show=lambda text: out.print(text, markup=False, highlight=False)).loop()
 
 
 @auth_app.command("create-key")

@@ -18,8 +18,19 @@ from pydantic import JsonValue
 
 from convener.api.protojson import Duration, Timestamp
 from convener.ces.models import (
-    AgentTransfer, App, Blob, Chunk, Conversation, Image, Message, Source, Span, ToolCall, ToolResponse,
-    ToolsetTool, Turn,
+    AgentTransfer,
+    App,
+    Blob,
+    Chunk,
+    Conversation,
+    Image,
+    Message,
+    Source,
+    Span,
+    ToolCall,
+    ToolResponse,
+    ToolsetTool,
+    Turn,
 )
 from convener.ces.names import AppName
 from convener.services import Services

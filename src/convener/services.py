@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from convener.api.paging import PageTokens
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
+from convener.ces.runtime_services import Runtime
 from convener.ces.tools import ces_tools
 from convener.config import Settings
+from convener.llm.base import ModelProvider, close_provider
+from convener.llm.providers import provider_from_settings
 from convener.store.database import Database
 from convener.tooling import ToolRegistry
 
@@ -19,6 +23,22 @@ class Services:
     database: Database
     apps: AppService
     conversations: ConversationService
+    runtime: Runtime = field(init=False)
+    _provider: ModelProvider | None = field(init=False, default=None)
+    _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        tokens = self.conversations.tokens
+        self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider)
+
+    def provider(self) -> ModelProvider | None:
+        """The configured model provider, made on first use (most sessions run no llm agent)."""
+        if self.settings.llm_provider == "none":
+            return None
+        with self._provider_lock:
+            if self._provider is None:
+                self._provider = provider_from_settings(self.settings)
+            return self._provider
 
     @classmethod
     def open(cls, settings: Settings) -> Services:
@@ -31,8 +51,10 @@ class Services:
 
     def registries(self) -> dict[str, ToolRegistry]:
         """Tool registries of the enabled services, by service name."""
-        available = {"ces": lambda: ces_tools(self.apps, self.conversations)}
+        available = {"ces": lambda: ces_tools(self.apps, self.conversations, self.runtime)}
         return {name: available[name]() for name in self.settings.services}
 
     def close(self) -> None:
+        if self._provider is not None:
+            close_provider(self._provider)
         self.database.dispose()

@@ -35,6 +35,8 @@ READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, i
 """The annotations Google gives its read tools (the seed tools)."""
 CREATES = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 UPDATES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+RUNS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+"""Running agents reaches out: models, webhooks, OpenAPI and MCP servers."""
 DELETES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 

@@ -40,7 +40,10 @@ BIG_APP = "projects/acme/locations/global/apps/archive"
 BIG = 105
 SOURCES = ("LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL")
 SEEDED = 57
-ERROR = re.compile(r"^(INVALID_ARGUMENT|NOT_FOUND|PERMISSION_DENIED|ALREADY_EXISTS|ABORTED): \S")
+ERROR = re.compile(
+    r"^(INVALID_ARGUMENT|NOT_FOUND|PERMISSION_DENIED|ALREADY_EXISTS|ABORTED|FAILED_PRECONDITION|DEADLINE_EXCEEDED"
+    r"|UNAVAILABLE|RESOURCE_EXHAUSTED): \S"
+)
 LEAKS = ("Traceback", "sqlalchemy", "psycopg", "Error executing tool", "sqlite3", 'File "')
 BASE_TIME = datetime(2025, 3, 1, 8, 0, 0, tzinfo=UTC)
 

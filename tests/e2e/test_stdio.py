@@ -16,7 +16,16 @@ from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER
 from convener.ces.requests import GetConversationRequest
 from convener.services import Services
-from tests.e2e.conftest import APP, SEEDED, call_json, conversation, error_text, list_all, list_pages, newest_first
+from tests.e2e.conftest import (
+    APP,
+    SEEDED,
+    call_json,
+    conversation,
+    error_text,
+    list_all,
+    list_pages,
+    newest_first,
+)
 
 CONVENER = str(Path(sys.executable).parent / "convener")
 DEADLINE = 120

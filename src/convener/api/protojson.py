@@ -18,8 +18,8 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, JsonValue
 from pydantic.alias_generators import to_camel
-from pydantic.functional_validators import AfterValidator, BeforeValidator
 from pydantic.functional_serializers import PlainSerializer
+from pydantic.functional_validators import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError, core_schema
 
 from convener.api.errors import InvalidArgument
@@ -124,6 +124,9 @@ class Duration:
     @classmethod
     def from_seconds(cls, seconds: float) -> Self:
         return cls(round(seconds * _NANOS))
+
+    def seconds(self) -> float:
+        return self.total_nanos / _NANOS
 
     def __str__(self) -> str:
         sign = "-" if self.total_nanos < 0 else ""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
+import zoneinfo
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
@@ -16,7 +18,8 @@ from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.ces.models import App
-from convener.ces.names import AppName
+from convener.ces.names import AgentName, AppName
+from convener.ces.recording import LANGUAGE_CODE
 from convener.ces.requests import (
     CreateAppRequest,
     DeleteAppRequest,
@@ -25,14 +28,20 @@ from convener.ces.requests import (
     ListAppsResponse,
     UpdateAppRequest,
 )
-from convener.ces.tables import apps
+from convener.ces.schemas import check_json_schema, jsonschema_problem
+from convener.ces.tables import apps, definitions
 from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 UPDATABLE = {"displayName": "display_name", "description": "description"}
-"""Fields update_app may change: wire name → model attribute and column."""
+"""Fields update_app may change that have columns of their own: wire name → model attribute and column."""
+SETTINGS = ("rootAgent", "variableDeclarations", "globalInstruction", "modelSettings", "languageSettings",
+            "timeZoneSettings")
+"""Fields update_app may change that live together in the ``settings`` document."""
 MAX_LENGTH = {"displayName": 512, "description": 16_384}
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+MAX_VARIABLES = 500
 
 APP_FILTER_FIELDS = {
     "displayName": FilterField(apps.c.display_name, FieldType.STRING),
@@ -54,15 +63,63 @@ def _check_text(app: App) -> None:
             raise InvalidArgument(f"app.{field} is longer than {limit} characters")
 
 
-def row_to_app(row: AnyRow) -> App:
-    return App(
-        name=row.name,
-        display_name=row.display_name or None,
-        description=row.description or None,
-        create_time=Timestamp.from_micros(row.create_time_us),
-        update_time=Timestamp.from_micros(row.update_time_us),
-        etag=row.etag,
+def _settings_of(app: App) -> dict[str, Any]:
+    """The settings document of an app as a caller gave it, checked."""
+    wire = app.to_json()
+    settings = {key: wire[key] for key in SETTINGS if key in wire}
+    if app.root_agent:
+        AgentName.parse(app.root_agent, "app.rootAgent")
+    names: set[str] = set()
+    for index, declaration in enumerate(app.variable_declarations or ()):
+        field = f"app.variableDeclarations[{index}]"
+        if index >= MAX_VARIABLES:
+            raise InvalidArgument(f"app.variableDeclarations: at most {MAX_VARIABLES} variables")
+        if not VARIABLE_NAME.fullmatch(declaration.name or ""):
+            raise InvalidArgument(f"{field}.name must start with a letter or _ and hold only letters, digits and _")
+        if declaration.name in names:
+            raise InvalidArgument(f"{field}.name: variable {declaration.name} is declared twice")
+        names.add(declaration.name or "")
+        check_json_schema(declaration.schema_, f"{field}.schema")
+        if declaration.schema_ is not None and declaration.schema_.default is not None:
+            problem = jsonschema_problem(declaration.schema_.default, declaration.schema_)
+            if problem:
+                raise InvalidArgument(f"{field}.schema.default: {problem}")
+    language = app.language_settings.default_language_code if app.language_settings else None
+    if language and not LANGUAGE_CODE.fullmatch(language):
+        raise InvalidArgument(f'app.languageSettings.defaultLanguageCode "{language[:40]}" is not a BCP-47 tag')
+    zone = app.time_zone_settings.time_zone if app.time_zone_settings else None
+    if zone:
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise InvalidArgument(f'app.timeZoneSettings.timeZone "{zone[:60]}" is not an IANA time zone') from None
+    return settings
+
+
+def _check_root_agent(connection: Connection, app_pk: int, name: AppName, settings: dict[str, Any]) -> None:
+    root = settings.get("rootAgent")
+    if not root:
+        return
+    agent = AgentName.parse(root, "app.rootAgent")
+    exists = connection.scalar(
+        select(definitions.c.id).where(
+            definitions.c.app_pk == app_pk, definitions.c.collection == "agents", definitions.c.resource_id == agent.id
+        )
     )
+    if agent.app_name != name or exists is None:
+        raise InvalidArgument(f"app.rootAgent: agent {root} does not exist in {name}")
+
+
+def row_to_app(row: AnyRow) -> App:
+    return App.model_validate({
+        **(row.settings or {}),
+        "name": row.name,
+        "displayName": row.display_name or None,
+        "description": row.description or None,
+        "createTime": str(Timestamp.from_micros(row.create_time_us)),
+        "updateTime": str(Timestamp.from_micros(row.update_time_us)),
+        "etag": row.etag,
+    })
 
 
 class AppService:
@@ -81,6 +138,8 @@ class AppService:
         parent = LocationName.parse(request.parent, "parent")
         app_id = check_id(request.app_id, "appId") if request.app_id else uuid.uuid4().hex
         _check_text(request.app)
+        if request.app.root_agent:
+            raise InvalidArgument("app.rootAgent: an app has no agents yet when it is created; set it with update_app")
         with self.database.transaction() as connection:
             return self.ensure(connection, AppName(parent.project, parent.location, app_id), request.app, create_only=True)
 
@@ -100,6 +159,7 @@ class AppService:
             "description": app.description or "",
             "create_time_us": now,
             "update_time_us": now,
+            "settings": _settings_of(app),
         }
         values["etag"] = _etag(values)
         try:
@@ -111,6 +171,22 @@ class AppService:
                 raise AlreadyExists(f"app {name} already exists") from None
         row = connection.execute(select(apps).where(apps.c.name == str(name))).one()
         return row_to_app(row)
+
+    def overwrite(self, connection: Connection, name: AppName, app: App) -> App:
+        """Set every field of an existing app at once, in the caller's transaction (imports do this)."""
+        _check_text(app)
+        row = connection.execute(select(apps).where(apps.c.name == str(name))).one()
+        settings = _settings_of(app)
+        _check_root_agent(connection, row.id, name, settings)
+        values: dict[str, Any] = {
+            "display_name": app.display_name or "",
+            "description": app.description or "",
+            "settings": settings,
+            "update_time_us": max(Timestamp.now().to_micros(), row.update_time_us + 1),
+        }
+        values["etag"] = _etag({**row._asdict(), **values})
+        connection.execute(update(apps).where(apps.c.id == row.id).values(**values))
+        return row_to_app(connection.execute(select(apps).where(apps.c.id == row.id)).one())
 
     def get(self, request: GetAppRequest, caller: Caller) -> App:
         name = AppName.parse(request.name)
@@ -144,13 +220,14 @@ class AppService:
     def update(self, request: UpdateAppRequest, caller: Caller) -> App:
         name = AppName.parse(request.app.name, "app.name")
         _check_text(request.app)
+        incoming = _settings_of(request.app)
         mask = [p.strip() for p in (request.update_mask or "*").split(",") if p.strip()]
         if mask == ["*"]:
-            mask = list(UPDATABLE)
-        unknown = [path for path in mask if path not in UPDATABLE]
+            mask = [*UPDATABLE, *SETTINGS]
+        unknown = [path for path in mask if path not in UPDATABLE and path not in SETTINGS]
         if unknown:
             raise InvalidArgument(
-                f"updateMask: cannot update {', '.join(unknown)}; updatable fields: {', '.join(UPDATABLE)}"
+                f"updateMask: cannot update {', '.join(unknown)}; updatable fields: {', '.join([*UPDATABLE, *SETTINGS])}"
             )
         with self.database.transaction() as connection:
             row = connection.execute(select(apps).where(apps.c.name == str(name))).first()
@@ -158,7 +235,18 @@ class AppService:
                 raise NotFound(f"app {name} does not exist")
             if request.app.etag and request.app.etag != row.etag:
                 raise Aborted(f"app {name} was changed since etag {request.app.etag}; get it again and retry")
-            values: dict[str, Any] = {UPDATABLE[path]: getattr(request.app, UPDATABLE[path]) or "" for path in mask}
+            values: dict[str, Any] = {
+                UPDATABLE[path]: getattr(request.app, UPDATABLE[path]) or "" for path in mask if path in UPDATABLE
+            }
+            settings = dict(row.settings or {})
+            for path in mask:
+                if path in SETTINGS:
+                    if path in incoming:
+                        settings[path] = incoming[path]
+                    else:
+                        settings.pop(path, None)
+            _check_root_agent(connection, row.id, name, settings)
+            values["settings"] = settings
             values["update_time_us"] = max(Timestamp.now().to_micros(), row.update_time_us + 1)
             values["etag"] = _etag({**row._asdict(), **values})
             # Conditional on the etag we read: of two writers that read the same version, one wins.

@@ -19,7 +19,12 @@ from convener.ces.apps import AppService
 from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Source
 from convener.ces.names import AppName, ConversationName
 from convener.ces.recording import settle
-from convener.ces.requests import DeleteConversationRequest, GetConversationRequest, ListConversationsRequest, ListConversationsResponse
+from convener.ces.requests import (
+    DeleteConversationRequest,
+    GetConversationRequest,
+    ListConversationsRequest,
+    ListConversationsResponse,
+)
 from convener.ces.tables import conversations as table
 from convener.store.database import AnyRow, Database
 

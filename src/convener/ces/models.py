@@ -7,11 +7,11 @@ Every field is optional in the model so that proto3's "unset" can be told apart 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, JsonValue, model_validator
 
-from convener.api.protojson import Bytes, Duration, ProtoModel, Struct, Timestamp
+from convener.api.protojson import Bytes, Duration, Int64, ProtoModel, Struct, Timestamp
 
 
 class Source(StrEnum):
@@ -118,16 +118,16 @@ CHUNK_FIELDS = (
 class Chunk(ProtoModel):
     """One piece of a message; exactly one member of the ``data`` union is set."""
 
-    text: str | None = None
-    transcript: str | None = None
-    blob: Blob | None = None
-    payload: Struct | None = None
-    image: Image | None = None
-    tool_call: ToolCall | None = None
-    tool_response: ToolResponse | None = None
-    agent_transfer: AgentTransfer | None = None
-    updated_variables: Struct | None = None
-    default_variables: Struct | None = None
+    text: str | None = Field(None, description="Text said by the user or the agent.")
+    transcript: str | None = Field(None, description="Transcript of audio.")
+    blob: Blob | None = Field(None, description="A file or audio sent.")
+    payload: Struct | None = Field(None, description="Structured data, e.g. an event or a custom payload.")
+    image: Image | None = Field(None, description="An image sent.")
+    tool_call: ToolCall | None = Field(None, description="A call of a tool by the agent.")
+    tool_response: ToolResponse | None = Field(None, description="The response of a tool call.")
+    agent_transfer: AgentTransfer | None = Field(None, description="The conversation moved to another agent.")
+    updated_variables: Struct | None = Field(None, description="Session variables set in this turn.")
+    default_variables: Struct | None = Field(None, description="Variables' default values.")
 
     @model_validator(mode="after")
     def _one_data_member(self) -> Chunk:
@@ -137,8 +137,8 @@ class Chunk(ProtoModel):
 
 class Message(ProtoModel):
     role: str | None = Field(None, description="Role in the conversation, e.g. user, agent.")
-    chunks: list[Chunk] | None = None
-    event_time: Timestamp | None = None
+    chunks: list[Chunk] | None = Field(None, description="The pieces of the message, in order.")
+    event_time: Timestamp | None = Field(None, description="When the message was sent.")
 
 
 class Span(ProtoModel):
@@ -174,10 +174,92 @@ class Conversation(ProtoModel):
     messages: list[Message] | None = None
 
 
+class SchemaType(StrEnum):
+    TYPE_UNSPECIFIED = "TYPE_UNSPECIFIED"
+    STRING = "STRING"
+    INTEGER = "INTEGER"
+    NUMBER = "NUMBER"
+    BOOLEAN = "BOOLEAN"
+    OBJECT = "OBJECT"
+    ARRAY = "ARRAY"
+
+
+class Schema(ProtoModel):
+    """CES's Schema: the subset of an OpenAPI 3.0 schema object that declares variables and parameters."""
+
+    type: SchemaType | None = Field(None, description="The value's type: STRING, INTEGER, NUMBER, BOOLEAN, OBJECT or ARRAY.")
+    title: str | None = Field(None, description="Short title of the value.")
+    description: str | None = Field(None, description="What the value means.")
+    nullable: bool | None = Field(None, description="Whether null is allowed.")
+    default: JsonValue = Field(None, description="Value used when none is given.")
+    enum: list[str] | None = Field(None, description="The allowed values, for STRING.")
+    properties: dict[str, Schema] | None = Field(None, description="Schemas of an OBJECT's properties, by name.")
+    required: list[str] | None = Field(None, description="Properties an OBJECT must have.")
+    items: Schema | None = Field(None, description="Schema of an ARRAY's items.")
+    any_of: list[Schema] | None = Field(None, description="The value matches at least one of these schemas.")
+    minimum: float | None = Field(None, description="Least allowed number.")
+    maximum: float | None = Field(None, description="Greatest allowed number.")
+    min_items: Int64 | None = Field(None, description="Fewest items of an ARRAY.")
+    max_items: Int64 | None = Field(None, description="Most items of an ARRAY.")
+    additional_properties: Schema | None = Field(None, description="Schema of an OBJECT's other properties.")
+
+    def to_json_schema(self) -> dict[str, Any]:
+        """The same constraints as JSON Schema, the language model providers and validators speak."""
+        out: dict[str, Any] = {}
+        if self.type not in (None, SchemaType.TYPE_UNSPECIFIED):
+            kind = self.type.value.lower()
+            out["type"] = [kind, "null"] if self.nullable else kind
+        for key in ("title", "description", "enum", "minimum", "maximum", "required"):
+            if (value := getattr(self, key)) is not None:
+                out[key] = value
+        if self.default is not None:
+            out["default"] = self.default
+        if self.min_items is not None:
+            out["minItems"] = self.min_items
+        if self.max_items is not None:
+            out["maxItems"] = self.max_items
+        if self.properties is not None:
+            out["properties"] = {name: child.to_json_schema() for name, child in self.properties.items()}
+        if self.items is not None:
+            out["items"] = self.items.to_json_schema()
+        if self.any_of is not None:
+            out["anyOf"] = [child.to_json_schema() for child in self.any_of]
+        if self.additional_properties is not None:
+            out["additionalProperties"] = self.additional_properties.to_json_schema()
+        return out
+
+
+class VariableDeclaration(ProtoModel):
+    name: str | None = Field(None, description="Starts with a letter or underscore; letters, digits, underscores.")
+    description: str | None = Field(None, description="What the variable holds.")
+    schema_: Schema | None = Field(None, alias="schema", description="Type of the variable; schema.default is its start value.")
+
+
+class ModelSettings(ProtoModel):
+    model: str | None = Field(None, description="Model name; the server's configured model when unset.")
+    temperature: float | None = Field(None, description="Sampling temperature passed to the model.")
+
+
+class LanguageSettings(ProtoModel):
+    default_language_code: str | None = Field(None, description="BCP-47 code recorded on conversations, e.g. en-US.")
+
+
+class TimeZoneSettings(ProtoModel):
+    time_zone: str | None = Field(None, description="IANA time zone, e.g. Europe/Paris.")
+
+
 class App(ProtoModel):
     name: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}")
     display_name: str | None = Field(None, description="Human-readable name of the app.")
     description: str | None = Field(None, description="What the app is for.")
+    root_agent: str | None = Field(
+        None, description="The agent sessions start with: projects/{project}/locations/{location}/apps/{app}/agents/{agent}"
+    )
+    variable_declarations: list[VariableDeclaration] | None = Field(None, description="Variables sessions carry.")
+    global_instruction: str | None = Field(None, description="Instruction given to every llm agent of the app.")
+    model_settings: ModelSettings | None = Field(None, description="Model used by llm agents that name none.")
+    language_settings: LanguageSettings | None = Field(None, description="Language recorded on the app's conversations.")
+    time_zone_settings: TimeZoneSettings | None = Field(None, description="Time zone of the app's users.")
     create_time: Timestamp | None = Field(None, description="Output only.")
     update_time: Timestamp | None = Field(None, description="Output only.")
     etag: str | None = Field(None, description="Checksum for optimistic concurrency on update and delete.")

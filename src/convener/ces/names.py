@@ -19,6 +19,49 @@ class AppName(ResourceName):
     def conversation(self, conversation: str) -> ConversationName:
         return ConversationName(self.project, self.location, self.app, conversation)
 
+    def child(self, kind: type[AppChildName], resource: str) -> AppChildName:
+        return kind(self.project, self.location, self.app, resource)
+
+
+@dataclasses.dataclass(frozen=True)
+class AppChildName(ResourceName):
+    """A resource directly under an app; subclasses differ only in their collection."""
+
+    collection: ClassVar[str]
+    parent_type: ClassVar[type[ResourceName] | None] = AppName
+    project: str
+    location: str
+    app: str
+    resource: str
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.template = f"projects/{{project}}/locations/{{location}}/apps/{{app}}/{cls.collection}/{{resource}}"
+
+    @property
+    def app_name(self) -> AppName:
+        return AppName(self.project, self.location, self.app)
+
+
+class AgentName(AppChildName):
+    collection = "agents"
+
+
+class ToolName(AppChildName):
+    collection = "tools"
+
+
+class ToolsetName(AppChildName):
+    collection = "toolsets"
+
+
+class AppVersionName(AppChildName):
+    collection = "versions"
+
+
+class SessionName(AppChildName):
+    collection = "sessions"
+
 
 @dataclasses.dataclass(frozen=True)
 class ConversationName(ResourceName):

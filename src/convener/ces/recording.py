@@ -7,9 +7,8 @@ resource references are checked to lie under the conversation's own app.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import re
+from collections.abc import Iterator
 
 from convener.api.errors import InvalidArgument
 from convener.api.names import ID_PATTERN

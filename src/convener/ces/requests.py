@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from convener.api.protojson import ProtoModel
+from convener.ces.definitions import AppVersion
 from convener.ces.models import App, Conversation, PageSize, PageToken, Source
 
 FILTER_DESCRIPTION = "AIP-160 filter, e.g. 'turnCount > 2 AND inputTypes:INPUT_TYPE_TEXT'. See https://google.aip.dev/160."
@@ -73,3 +74,46 @@ class UpdateAppRequest(ProtoModel):
 class DeleteAppRequest(ProtoModel):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     etag: str | None = Field(None, description="If set, must match the app's current etag.")
+
+
+class CreateAppVersionRequest(ProtoModel):
+    parent: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
+    app_version_id: str | None = Field(None, description="ID of the new version; generated when unset.")
+    app_version: AppVersion = Field(description="Required. displayName and description; the snapshot is taken now.")
+
+
+class GetAppVersionRequest(ProtoModel):
+    name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/versions/{version}")
+
+
+class ListAppVersionsRequest(ProtoModel):
+    parent: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
+    page_size: PageSize = None
+    page_token: PageToken = None
+
+
+class ListAppVersionsResponse(ProtoModel):
+    app_versions: list[AppVersion] | None = None
+    next_page_token: str | None = None
+
+
+class DeleteAppVersionRequest(ProtoModel):
+    name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/versions/{version}")
+    etag: str | None = Field(None, description="If set, must match the version's etag.")
+
+
+class ExportAppRequest(ProtoModel):
+    name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
+
+
+class ExportAppResponse(ProtoModel):
+    app_content: str | None = Field(None, description="The app, agents, tools and toolsets as YAML.")
+
+
+class ImportAppRequest(ProtoModel):
+    parent: str = Field(description="Required. projects/{project}/locations/{location}")
+    app_id: str | None = Field(None, description="ID of the app to write; the file's id when unset.")
+    app_content: str = Field(description="Required. YAML as export_app writes it.")
+    replace: bool | None = Field(
+        None, description="Overwrite the definition of an existing app (its conversations are kept)."
+    )

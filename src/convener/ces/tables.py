@@ -8,7 +8,18 @@ nanoseconds below the microsecond (0-999) in a column of their own, so that noth
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, SmallInteger, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+)
 
 from convener.store.schema import Json, metadata
 
@@ -24,6 +35,8 @@ apps = Table(
     Column("create_time_us", BigInteger, nullable=False),
     Column("update_time_us", BigInteger, nullable=False),
     Column("etag", String(64), nullable=False),
+    # What else the app says about running it (rootAgent, variableDeclarations, ...), as proto3 JSON.
+    Column("settings", Json, nullable=True),
     Index(None, "parent", "app_id"),
 )
 
@@ -53,3 +66,34 @@ conversations = Table(
     # The common narrowing of the list: one source, still newest first.
     Index("ix_ces_conv_source_keyset", "app_pk", "source", "start_time_us", "start_time_nanos", "conversation_id"),
 )
+
+definitions = Table(
+    "ces_definitions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("collection", String(16), nullable=False),
+    Column("resource_id", String(128), nullable=False),
+    Column("create_time_us", BigInteger, nullable=False),
+    Column("update_time_us", BigInteger, nullable=False),
+    Column("etag", String(64), nullable=False),
+    Column("body", Json, nullable=False),
+    # Agents, tools, toolsets and app versions of an app, one collection each; also their list order.
+    Index("ix_ces_def_id", "app_pk", "collection", "resource_id", unique=True),
+)
+"""The parts of an app, each stored whole as its proto3 JSON: they are read whole and listed by ID."""
+
+sessions = Table(
+    "ces_sessions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("session_id", String(128), nullable=False),
+    Column("app_version", String(512), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("ended", Boolean, nullable=False),
+    Column("update_time_us", BigInteger, nullable=False),
+    Column("state", Json, nullable=False),
+    Index("ix_ces_sessions_id", "app_pk", "session_id", unique=True),
+)
+"""What a session carries between run_session calls: variables, current agent, pending client tool calls."""

@@ -5,24 +5,36 @@ from __future__ import annotations
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
+from convener.ces.definitions import AppVersion
 from convener.ces.models import App, Conversation
+from convener.ces.part_tools import PartTools, register_part_tools
 from convener.ces.requests import (
     CreateAppRequest,
+    CreateAppVersionRequest,
     DeleteAppRequest,
+    DeleteAppVersionRequest,
     DeleteConversationRequest,
     Empty,
+    ExportAppRequest,
+    ExportAppResponse,
     GetAppRequest,
+    GetAppVersionRequest,
     GetConversationRequest,
+    ImportAppRequest,
     ListAppsRequest,
     ListAppsResponse,
+    ListAppVersionsRequest,
+    ListAppVersionsResponse,
     ListConversationsRequest,
     ListConversationsResponse,
     UpdateAppRequest,
 )
-from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, ToolRegistry, ToolSpec
+from convener.ces.runtime_services import Runtime
+from convener.ces.session_models import RunSessionRequest, RunSessionResponse
+from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolRegistry, ToolSpec
 
 
-def ces_tools(apps: AppService, conversations: ConversationService) -> ToolRegistry:
+def ces_tools(apps: AppService, conversations: ConversationService, runtime: Runtime) -> ToolRegistry:
     registry = ToolRegistry("ces")
 
     def delete_conversation(request: DeleteConversationRequest, caller: Caller) -> Empty:
@@ -73,4 +85,78 @@ def ces_tools(apps: AppService, conversations: ConversationService) -> ToolRegis
         "Deletes an app and everything recorded under it. If etag is set it must match the current etag.",
         DeleteAppRequest, Empty, DELETES, delete_app,
     ))
+    register_part_tools(registry, runtime.agents, PartTools(
+        "agent", "agents", "agent",
+        "an agent of an app: its instruction, tools, toolsets, child agents and kind (llmAgent, playbookAgent, "
+        "remoteAgent or pythonAgent).",
+    ))
+    register_part_tools(registry, runtime.tools, PartTools(
+        "tool", "tools", "tool",
+        "a tool of an app: a clientFunction (answered by the session's client), an openApiTool (one operation of "
+        "an OpenAPI 3 document) or a pythonFunction (an entryPoint in an allowed module).",
+    ))
+    register_part_tools(registry, runtime.toolsets, PartTools(
+        "toolset", "toolsets", "toolset",
+        "a toolset of an app: the tools of another MCP server (mcpToolset.serverAddress, or a stdio command).",
+    ))
+    _register_versions(registry, runtime)
+
+    def export_app(request: ExportAppRequest, caller: Caller) -> ExportAppResponse:
+        return ExportAppResponse(app_content=runtime.bundles.export(request.name, caller))
+
+    def import_app(request: ImportAppRequest, caller: Caller) -> App:
+        return runtime.bundles.import_(request.parent, request.app_id, request.app_content, bool(request.replace), caller)
+
+    registry.add(ToolSpec(
+        "export_app", "Export an app",
+        "Exports an app's settings, agents, tools and toolsets as readable YAML (references by ID).",
+        ExportAppRequest, ExportAppResponse, READ_ONLY, export_app,
+    ))
+    registry.add(ToolSpec(
+        "import_app", "Import an app",
+        "Creates an app from YAML as export_app writes it, all or nothing. With replace, overwrites the "
+        "definition of an existing app and keeps its conversations.",
+        ImportAppRequest, App, UPDATES, import_app,
+    ))
+    registry.add(ToolSpec(
+        "run_session", "Run a session turn",
+        "Runs one turn of a session with the app's agents: config.session names the session (it starts on first "
+        "use, on config.entryAgent or the app's rootAgent, and on the draft or config.appVersion); inputs are "
+        "SessionInputs (text, dtmf, audio, toolResponses, image, blob, variables, event). Returns the agent's "
+        "outputs: text, client tool calls to answer with toolResponses, payloads, endSession, and on the last "
+        "output diagnosticInfo with the turn's messages (agent transfers, updated variables) and span tree. "
+        "Every turn is recorded in the conversation of the same ID.",
+        RunSessionRequest, RunSessionResponse, RUNS, runtime.sessions.run,
+    ))
     return registry
+
+
+def _register_versions(registry: ToolRegistry, runtime: Runtime) -> None:
+    versions = runtime.versions
+
+    def create(request: CreateAppVersionRequest, caller: Caller) -> AppVersion:
+        return versions.create(request.parent, request.app_version_id, request.app_version, caller)
+
+    def get(request: GetAppVersionRequest, caller: Caller) -> AppVersion:
+        return versions.versions.get(request.name, caller)
+
+    def list_(request: ListAppVersionsRequest, caller: Caller) -> ListAppVersionsResponse:
+        items, token = versions.versions.list(request.parent, request.page_size, request.page_token, caller)
+        return ListAppVersionsResponse(app_versions=items, next_page_token=token)
+
+    def delete(request: DeleteAppVersionRequest, caller: Caller) -> Empty:
+        versions.versions.delete(request.name, request.etag, caller)
+        return Empty()
+
+    registry.add(ToolSpec(
+        "create_app_version", "Create an app version",
+        "Snapshots the app with its agents, tools and toolsets as an immutable version that sessions can run.",
+        CreateAppVersionRequest, AppVersion, CREATES, create,
+    ))
+    registry.add(ToolSpec("get_app_version", "Get an app version", "Gets an app version with its snapshot.",
+                          GetAppVersionRequest, AppVersion, READ_ONLY, get))
+    registry.add(ToolSpec("list_app_versions", "List app versions", "Lists the versions of an app, ordered by ID.",
+                          ListAppVersionsRequest, ListAppVersionsResponse, READ_ONLY, list_))
+    registry.add(ToolSpec("delete_app_version", "Delete an app version",
+                          "Deletes an app version. Sessions that run it can no longer start.",
+                          DeleteAppVersionRequest, Empty, DELETES, delete))

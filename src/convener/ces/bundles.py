@@ -1,0 +1,190 @@
+"""Apps as readable YAML: the app's settings, agents, tools and toolsets, by ID.
+
+References inside the file are short IDs (``rootAgent: front``, ``tools: [lookup]``), so a file
+exported from one app imports into any other. Import is one transaction: every part is checked
+against the parts imported before it (toolsets, tools, then agents children first), and either
+the whole app is written or nothing is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from sqlalchemy import delete, select
+
+from convener.api.errors import AlreadyExists, InvalidArgument, describe_validation
+from convener.api.names import LocationName, check_id
+from convener.api.protojson import check_storable_json
+from convener.auth.caller import Caller
+from convener.ces.apps import AppService, row_to_app
+from convener.ces.catalog import AppParts, PartService
+from convener.ces.definitions import Agent, Tool, Toolset
+from convener.ces.models import App
+from convener.ces.names import AgentName, AppChildName, AppName, ToolName, ToolsetName
+from convener.ces.tables import apps, definitions
+
+FORMAT = "convener.app/v1"
+MAX_CONTENT_BYTES = 5_000_000
+OUTPUT_ONLY = ("name", "createTime", "updateTime", "etag")
+
+
+def _short(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def _shorten_agent(body: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in body.items() if k not in OUTPUT_ONLY}
+    for key in ("tools", "childAgents"):
+        if key in body:
+            body[key] = [_short(name) for name in body[key]]
+    if "toolsets" in body:
+        body["toolsets"] = [{**item, "toolset": _short(item["toolset"])} for item in body["toolsets"]]
+    return body
+
+
+def _expand_agent(body: dict[str, Any], app: AppName, where: str) -> dict[str, Any]:
+    body = dict(body)
+    try:
+        if "tools" in body:
+            body["tools"] = [str(app.child(ToolName, check_id(t, f"{where}.tools"))) for t in body["tools"]]
+        if "childAgents" in body:
+            body["childAgents"] = [str(app.child(AgentName, check_id(a, f"{where}.childAgents")))
+                                   for a in body["childAgents"]]
+        if "toolsets" in body:
+            body["toolsets"] = [{**item, "toolset": str(app.child(ToolsetName, check_id(item["toolset"], f"{where}.toolsets")))}
+                                for item in body["toolsets"]]
+    except (TypeError, KeyError, AttributeError):
+        raise InvalidArgument(f"{where}: tools, childAgents and toolsets list IDs") from None
+    return body
+
+
+class Bundles:
+    def __init__(self, apps: AppService, agents: PartService[Agent], tools: PartService[Tool],
+                 toolsets: PartService[Toolset]) -> None:
+        self.apps = apps
+        self.parts: dict[str, PartService[Any]] = {"toolsets": toolsets, "tools": tools, "agents": agents}
+
+    def export(self, name_text: str, caller: Caller) -> str:
+        name = AppName.parse(name_text)
+        database = self.apps.database
+        with database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, name)
+            app = row_to_app(connection.execute(select(apps).where(apps.c.id == app_pk)).one()).to_json()
+            parts = AppParts(connection, app_pk, name)
+            document: dict[str, Any] = {"format": FORMAT, "app": {k: v for k, v in app.items() if k not in OUTPUT_ONLY}}
+            if "rootAgent" in document["app"]:
+                document["app"]["rootAgent"] = _short(document["app"]["rootAgent"])
+            agents = parts.bodies("agents")
+            if agents:
+                document["agents"] = {agent_id: _shorten_agent(body) for agent_id, body in agents.items()}
+            for collection, derived in (("tools", ("displayName",)), ("toolsets", ())):
+                bodies = parts.bodies(collection)
+                if bodies:
+                    document[collection] = {
+                        part_id: {k: v for k, v in body.items() if k not in (*OUTPUT_ONLY, *derived)}
+                        for part_id, body in bodies.items()
+                    }
+        text: str = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
+        return text
+
+    def import_(self, parent_text: str, app_id: str | None, content: str, replace: bool, caller: Caller) -> App:
+        parent = LocationName.parse(parent_text, "parent")
+        document = self._load(content)
+        app_id = check_id(app_id or document.get("id") or "", "appId")
+        name = AppName(parent.project, parent.location, app_id)
+        app_body = document.get("app") or {}
+        if not isinstance(app_body, dict):
+            raise InvalidArgument("appContent: app must be a mapping")
+        root = app_body.pop("rootAgent", None)
+        try:
+            app = App.model_validate({k: v for k, v in app_body.items() if k not in OUTPUT_ONLY})
+        except ValidationError as error:
+            raise InvalidArgument(f"appContent: app.{describe_validation(error)}") from None
+        database = self.apps.database
+        with database.transaction() as connection:
+            existing = connection.scalar(select(apps.c.id).where(apps.c.name == str(name)))
+            if existing is not None:
+                if not replace:
+                    raise AlreadyExists(f"app {name} already exists; import with replace to overwrite its definition")
+                connection.execute(delete(definitions).where(definitions.c.app_pk == existing))
+            self.apps.ensure(connection, name, app)
+            app_pk = self.apps.app_pk(connection, name)
+            for collection in ("toolsets", "tools"):
+                for part_id, body in self._section(document, collection).items():
+                    self._insert(connection, app_pk, name, collection, part_id, body)
+            agents = self._section(document, "agents")
+            for agent_id in _children_first(agents):
+                body = _expand_agent(agents[agent_id], name, f"appContent: agents.{agent_id}")
+                self._insert(connection, app_pk, name, "agents", agent_id, body)
+            if root is not None:
+                app = app.model_copy(update={"root_agent": f"{name}/agents/{check_id(str(root), 'app.rootAgent')}"})
+            try:
+                return self.apps.overwrite(connection, name, app)
+            except InvalidArgument as error:
+                raise InvalidArgument(f"appContent: {error.message}") from None
+
+    def _insert(self, connection: Any, app_pk: int, app: AppName, collection: str, part_id: str,
+                body: dict[str, Any]) -> None:
+        service = self.parts[collection]
+        where = f"appContent: {collection}.{part_id}"
+        resource_id = check_id(part_id, where)
+        if not isinstance(body, dict):
+            raise InvalidArgument(f"{where} must be a mapping")
+        name: AppChildName = app.child(service.kind.name_type, resource_id)
+        try:
+            part = service.kind.model.model_validate({k: v for k, v in body.items() if k not in OUTPUT_ONLY})
+            checked = service._checked(part, name, AppParts(connection, app_pk, app))
+        except ValidationError as error:
+            raise InvalidArgument(f"{where}: {describe_validation(error)}") from None
+        except InvalidArgument as error:
+            raise InvalidArgument(f"{where}: {error.message}") from None
+        service.insert(connection, app_pk, name, checked)
+
+    @staticmethod
+    def _load(content: str) -> dict[str, Any]:
+        if len(content.encode()) > MAX_CONTENT_BYTES:
+            raise InvalidArgument(f"appContent is larger than {MAX_CONTENT_BYTES} bytes")
+        try:
+            document = yaml.safe_load(content)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise InvalidArgument(f"appContent is not valid YAML{where}") from None
+        if not isinstance(document, dict):
+            raise InvalidArgument("appContent must be a YAML mapping with app, agents, tools and toolsets")
+        if document.get("format", FORMAT) != FORMAT:
+            raise InvalidArgument(f"appContent: format must be {FORMAT}")
+        unknown = sorted(set(document) - {"format", "id", "app", "agents", "tools", "toolsets"})
+        if unknown:
+            raise InvalidArgument(f"appContent: unknown sections {', '.join(map(str, unknown))}")
+        check_storable_json(document, "appContent")
+        return document
+
+    @staticmethod
+    def _section(document: dict[str, Any], collection: str) -> dict[str, Any]:
+        section = document.get(collection) or {}
+        if not isinstance(section, dict):
+            raise InvalidArgument(f"appContent: {collection} must be a mapping of ID to definition")
+        return section
+
+
+def _children_first(agents: dict[str, Any]) -> list[str]:
+    """Agents in an order where each comes after the agents it names as children (cycles are left to the check)."""
+    order: list[str] = []
+    placed: set[str] = set()
+
+    def place(agent_id: str, trail: frozenset[str]) -> None:
+        if agent_id in placed or agent_id in trail or agent_id not in agents:
+            return
+        body = agents[agent_id]
+        children = body.get("childAgents", []) if isinstance(body, dict) else []
+        for child in children if isinstance(children, list) else []:
+            place(str(child), trail | {agent_id})
+        placed.add(agent_id)
+        order.append(agent_id)
+
+    for agent_id in agents:
+        place(agent_id, frozenset())
+    return order

@@ -1,0 +1,250 @@
+"""The parts of an app (agents, tools, toolsets, app versions): one store, one set of CRUD rules.
+
+Each part is kept whole as its proto3 JSON in ``ces_definitions``, keyed by (app, collection, ID).
+The rules Google's API gives every one of them live here once: IDs, AIP-158 pages in ID order,
+``updateMask`` over top-level fields, etags checked on update and delete. What differs between
+parts (their model, their name type, how a definition is checked against the rest of the app) is
+a ``PartKind``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
+from convener.api.names import check_id
+from convener.api.paging import PageTokens, resolve_page_size, split_page
+from convener.api.protojson import ProtoModel, Timestamp
+from convener.auth.caller import Caller
+from convener.ces.apps import AppService
+from convener.ces.names import AppChildName, AppName
+from convener.ces.tables import definitions
+from convener.store.database import AnyRow, Database
+
+Part = TypeVar("Part", bound=ProtoModel)
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+MAX_DEFINITION_BYTES = 1_000_000
+
+
+class AppParts:
+    """A read view of one app's stored parts, for checking references while a definition is written."""
+
+    def __init__(self, connection: Connection, app_pk: int, app: AppName) -> None:
+        self.connection = connection
+        self.app_pk = app_pk
+        self.app = app
+
+    def exists(self, collection: str, resource_id: str) -> bool:
+        found = self.connection.scalar(
+            select(definitions.c.id).where(
+                definitions.c.app_pk == self.app_pk,
+                definitions.c.collection == collection,
+                definitions.c.resource_id == resource_id,
+            )
+        )
+        return found is not None
+
+    def bodies(self, collection: str) -> dict[str, dict[str, Any]]:
+        """Every part of a collection by ID. Used for whole-app questions (agent cycles, snapshots)."""
+        rows = self.connection.execute(
+            select(definitions.c.resource_id, definitions.c.body)
+            .where(definitions.c.app_pk == self.app_pk, definitions.c.collection == collection)
+            .order_by(definitions.c.resource_id)
+        ).all()
+        return {row.resource_id: row.body for row in rows}
+
+
+Checker = Callable[[Any, AppChildName, AppParts], Any]
+"""Checks a definition against the app; may return a normalised copy. Raises INVALID_ARGUMENT."""
+
+
+@dataclass(frozen=True)
+class PartKind(Generic[Part]):
+    model: type[Part]
+    name_type: type[AppChildName]
+    singular: str
+    """The request field holding the part, e.g. "agent"; also "<singular>Id" names the create-time ID."""
+    output_only: frozenset[str]
+    check: Checker
+    oneofs: tuple[frozenset[str], ...] = ()
+    """Groups of wire names of which setting one clears the others (proto oneofs)."""
+    derive: Callable[[Part], dict[str, Any]] = field(default=lambda part: {})
+    """Output-only fields computed from the definition (e.g. a tool's displayName)."""
+
+    @property
+    def collection(self) -> str:
+        return self.name_type.collection
+
+
+def _etag(body: dict[str, Any], update_time_us: int) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":")) + str(update_time_us)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _definition_of(kind: PartKind[Part], part: Part) -> dict[str, Any]:
+    """The caller's definition without the fields only the service may set."""
+    body = {key: value for key, value in part.to_json().items() if key not in kind.output_only}
+    if len(json.dumps(body)) > MAX_DEFINITION_BYTES:
+        raise InvalidArgument(f"{kind.singular} is larger than {MAX_DEFINITION_BYTES} bytes")
+    return body
+
+
+class PartService(Generic[Part]):
+    """create/get/list/update/delete of one kind of app part."""
+
+    def __init__(self, kind: PartKind[Part], database: Database, tokens: PageTokens, apps: AppService) -> None:
+        self.kind = kind
+        self.database = database
+        self.tokens = tokens
+        self.apps = apps
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def to_model(self, row: AnyRow, name: str) -> Part:
+        stored = {
+            "name": name,
+            "createTime": str(Timestamp.from_micros(row.create_time_us)),
+            "updateTime": str(Timestamp.from_micros(row.update_time_us)),
+            "etag": row.etag,
+        }
+        fields = {info.alias or key for key, info in self.kind.model.model_fields.items()}
+        return self.kind.model.model_validate({**row.body, **{k: v for k, v in stored.items() if k in fields}})
+
+    def _row(self, connection: Connection, name: AppChildName) -> tuple[int, AnyRow]:
+        app_pk = self.apps.app_pk(connection, name.app_name)
+        row = connection.execute(
+            select(definitions).where(
+                definitions.c.app_pk == app_pk,
+                definitions.c.collection == self.kind.collection,
+                definitions.c.resource_id == name.id,
+            )
+        ).first()
+        if row is None:
+            raise NotFound(f"{self.kind.singular} {name} does not exist")
+        return app_pk, row
+
+    def get(self, name_text: str, caller: Caller) -> Part:
+        name = self.kind.name_type.parse(name_text)
+        with self.database.transaction() as connection:
+            _, row = self._row(connection, name)
+        return self.to_model(row, str(name))
+
+    def list(self, parent_text: str, page_size: int | None, page_token: str | None, caller: Caller) -> tuple[builtins.list[Part], str | None]:
+        parent = AppName.parse(parent_text, "parent")
+        size = resolve_page_size(page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+        query = {"method": f"list_{self.kind.collection}", "parent": str(parent)}
+        with self.database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, parent)
+            statement = select(definitions).where(
+                definitions.c.app_pk == app_pk, definitions.c.collection == self.kind.collection
+            )
+            if page_token:
+                match self.tokens.position(page_token, query=query, caller=caller.principal):
+                    case [str() as after]:
+                        statement = statement.where(definitions.c.resource_id > after)
+                    case _:
+                        raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+            rows = connection.execute(statement.order_by(definitions.c.resource_id).limit(size + 1)).all()
+        page, more = split_page(rows, size)
+        token = self.tokens.issue(query=query, caller=caller.principal, position=[page[-1].resource_id]) if more else None
+        return [self.to_model(row, str(parent.child(self.kind.name_type, row.resource_id))) for row in page], token
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def _checked(self, part: Part, name: AppChildName, parts: AppParts) -> dict[str, Any]:
+        checked = self.kind.check(part, name, parts)
+        part = checked if isinstance(checked, self.kind.model) else part
+        body = _definition_of(self.kind, part)
+        body.update(self.kind.derive(part))
+        return body
+
+    def create(self, parent_text: str, part_id: str | None, part: Part, caller: Caller) -> Part:
+        parent = AppName.parse(parent_text, "parent")
+        resource_id = check_id(part_id, f"{self.kind.singular}Id") if part_id else uuid.uuid4().hex[:16]
+        name = parent.child(self.kind.name_type, resource_id)
+        with self.database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, parent)
+            body = self._checked(part, name, AppParts(connection, app_pk, parent))
+            if AppParts(connection, app_pk, parent).exists(self.kind.collection, resource_id):
+                raise AlreadyExists(f"{self.kind.singular} {name} already exists")
+            return self.insert(connection, app_pk, name, body)
+
+    def insert(self, connection: Connection, app_pk: int, name: AppChildName, body: dict[str, Any]) -> Part:
+        now = Timestamp.now().to_micros()
+        values = {
+            "app_pk": app_pk,
+            "collection": self.kind.collection,
+            "resource_id": name.id,
+            "create_time_us": now,
+            "update_time_us": now,
+            "etag": _etag(body, now),
+            "body": body,
+        }
+        connection.execute(insert(definitions).values(**values))
+        _, row = self._row(connection, name)
+        return self.to_model(row, str(name))
+
+    def update(self, part: Part, update_mask: str | None, caller: Caller) -> Part:
+        name = self.kind.name_type.parse(getattr(part, "name", None), f"{self.kind.singular}.name")
+        incoming = _definition_of(self.kind, part)
+        mask = [path.strip() for path in (update_mask or "*").split(",") if path.strip()]
+        fields = {info.alias or key for key, info in self.kind.model.model_fields.items()} - self.kind.output_only
+        if mask != ["*"]:
+            unknown = sorted(path for path in mask if path not in fields)
+            if unknown:
+                raise InvalidArgument(
+                    f"updateMask: cannot update {', '.join(unknown)}; updatable fields: {', '.join(sorted(fields))}"
+                )
+        with self.database.transaction() as connection:
+            app_pk, row = self._row(connection, name)
+            etag = getattr(part, "etag", None)
+            if etag and etag != row.etag:
+                raise Aborted(f"{self.kind.singular} {name} was changed since etag {etag}; get it again and retry")
+            merged = dict(incoming) if mask == ["*"] else self._merge(dict(row.body), incoming, mask)
+            merged_part = self.kind.model.model_validate(merged)
+            body = self._checked(merged_part, name, AppParts(connection, app_pk, name.app_name))
+            now = max(Timestamp.now().to_micros(), row.update_time_us + 1)
+            # Conditional on the etag we read: of two writers that read the same version, one wins.
+            changed = connection.execute(
+                update(definitions)
+                .where(definitions.c.id == row.id, definitions.c.etag == row.etag)
+                .values(body=body, update_time_us=now, etag=_etag(body, now))
+            ).rowcount
+            if changed == 0:
+                raise Aborted(f"{self.kind.singular} {name} was changed concurrently; get it again and retry")
+            _, row = self._row(connection, name)
+            return self.to_model(row, str(name))
+
+    def _merge(self, current: dict[str, Any], incoming: dict[str, Any], mask: builtins.list[str]) -> dict[str, Any]:
+        for path in mask:
+            if path in incoming:
+                current[path] = incoming[path]
+                for group in self.kind.oneofs:
+                    if path in group:  # setting one member of a oneof clears the others
+                        for other in group - {path}:
+                            current.pop(other, None)
+            else:
+                current.pop(path, None)
+        return current
+
+    def delete(self, name_text: str, etag: str | None, caller: Caller) -> None:
+        name = self.kind.name_type.parse(name_text)
+        with self.database.transaction() as connection:
+            _, row = self._row(connection, name)
+            if etag and etag != row.etag:
+                raise Aborted(f"{self.kind.singular} {name} was changed since etag {etag}; get it again and retry")
+            deleted = connection.execute(
+                delete(definitions).where(definitions.c.id == row.id, definitions.c.etag == row.etag)
+            ).rowcount
+            if deleted == 0:
+                raise Aborted(f"{self.kind.singular} {name} was changed or deleted concurrently; get it again and retry")

@@ -1,0 +1,199 @@
+"""Checks run when an agent, tool or toolset is written, so that what is stored can run.
+
+Every problem is INVALID_ARGUMENT naming the field: an unknown tool, a cycle of child agents, a bad
+playbook template, an entry point outside the allowed modules, an OpenAPI document that cannot be
+read. Checks may also fill output-only fields derived from the definition (a tool's description).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, create_model
+
+from convener.api.errors import InvalidArgument
+from convener.api.protojson import Duration
+from convener.ces.catalog import AppParts
+from convener.ces.definitions import Agent, McpToolset, Tool, Toolset
+from convener.ces.names import AgentName, AppChildName, ToolName, ToolsetName
+from convener.ces.runtime.entrypoints import load_entry_point
+from convener.ces.runtime.mcp_toolset import McpEndpoint, check_endpoint
+from convener.ces.runtime.openapi import parse_operation
+from convener.ces.runtime.playbook import PlaybookDefinition
+from convener.ces.schemas import check_json_schema
+from convener.config import Settings
+
+FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+MAX_TIMEOUT_SECONDS = 600.0
+MAX_REFERENCES = 256
+
+
+def check_timeout(timeout: Duration | None, field: str) -> None:
+    if timeout is not None and not 0 < timeout.seconds() <= MAX_TIMEOUT_SECONDS:
+        raise InvalidArgument(f"{field} must be more than 0s and at most {MAX_TIMEOUT_SECONDS:g}s")
+
+
+def _references(values: Sequence[str] | None, kind: type[AppChildName], field: str, owner: AppChildName,
+                parts: AppParts) -> list[AppChildName]:
+    names = []
+    for index, value in enumerate(values or ()):
+        if index >= MAX_REFERENCES:
+            raise InvalidArgument(f"{field} lists more than {MAX_REFERENCES} entries")
+        name = kind.parse(value, f"{field}[{index}]")
+        if name.app_name != owner.app_name:
+            raise InvalidArgument(f"{field}[{index}]: {value} is not in the app {owner.app_name}")
+        if not parts.exists(kind.collection, name.id):
+            raise InvalidArgument(f"{field}[{index}]: {kind.collection[:-1]} {value} does not exist")
+        names.append(name)
+    return names
+
+
+def _cycle_through(agent_id: str, children: list[str], graph: dict[str, list[str]]) -> list[str] | None:
+    """A path of child-agent links that leads from ``agent_id`` back to itself, if there is one."""
+    graph = {**graph, agent_id: children}
+    stack: list[tuple[str, list[str]]] = [(child, [agent_id, child]) for child in children]
+    seen: set[str] = set()
+    while stack:
+        current, path = stack.pop()
+        if current == agent_id:
+            return path
+        if current in seen:
+            continue
+        seen.add(current)
+        stack.extend((child, [*path, child]) for child in graph.get(current, ()))
+    return None
+
+
+def parameters_of(function: Callable[..., Any], field: str) -> dict[str, Any]:
+    """A JSON Schema for a Python function's keyword parameters, from its type annotations."""
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # noqa: BLE001 - unresolvable annotations fall back to untyped parameters
+        hints = {}
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(parameter.name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (annotation, default)
+    try:
+        model: type[BaseModel] = create_model(f"{getattr(function, '__name__', 'tool')}_parameters", **fields)
+        schema: dict[str, Any] = model.model_json_schema()
+    except Exception as error:  # noqa: BLE001 - a signature pydantic cannot describe is the definer's problem
+        raise InvalidArgument(f"{field}: cannot derive parameters from the signature: {error}"[:300]) from None
+    schema.pop("title", None)
+    return schema
+
+
+class Checks:
+    """The definition checks, bound to the server's settings (allowed modules and commands)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def agent(self, agent: Agent, name: AppChildName, parts: AppParts) -> Agent:
+        if not agent.display_name:
+            raise InvalidArgument("agent.displayName is required")
+        _references(agent.tools, ToolName, "agent.tools", name, parts)
+        for index, toolset in enumerate(agent.toolsets or ()):
+            _references([toolset.toolset or ""], ToolsetName, f"agent.toolsets[{index}].toolset", name, parts)
+        children = _references(agent.child_agents, AgentName, "agent.childAgents", name, parts)
+        graph = {
+            agent_id: [AgentName.parse(child, "childAgents").id for child in body.get("childAgents", ())]
+            for agent_id, body in parts.bodies("agents").items()
+        }
+        cycle = _cycle_through(name.id, [child.id for child in children], graph)
+        if cycle:
+            raise InvalidArgument(f"agent.childAgents: child agents form a cycle: {' -> '.join(cycle)}")
+        kind = agent.kind
+        if kind == "remote_dialogflow_agent":
+            raise InvalidArgument("agent.remoteDialogflowAgent is not supported by Convener; use remoteAgent")
+        if kind == "playbook_agent":
+            assert agent.playbook_agent is not None
+            definition = PlaybookDefinition.parse(agent.playbook_agent.to_json(), "agent.playbookAgent")
+            own_tools = {ToolName.parse(tool).id for tool in agent.tools or ()}
+            for tool in sorted(definition.tool_ids()):
+                if tool not in own_tools:
+                    raise InvalidArgument(f"agent.playbookAgent: step calls tool {tool}, which is not in agent.tools")
+            for target in sorted(definition.agent_ids()):
+                if not parts.exists("agents", target) and target != name.id:
+                    raise InvalidArgument(f"agent.playbookAgent: step transfers to agent {target}, which does not exist")
+        if kind == "remote_agent":
+            assert agent.remote_agent is not None
+            url = agent.remote_agent.url or ""
+            if not re.match(r"https?://[^\s/]+", url):
+                raise InvalidArgument("agent.remoteAgent.url must be an http(s) URL")
+            check_timeout(agent.remote_agent.timeout, "agent.remoteAgent.timeout")
+        if kind == "python_agent":
+            assert agent.python_agent is not None
+            load_entry_point(agent.python_agent.entry_point or "", self.settings.python_modules,
+                             "agent.pythonAgent.entryPoint")
+            check_timeout(agent.python_agent.timeout, "agent.pythonAgent.timeout")
+        return agent
+
+    def tool(self, tool: Tool, name: AppChildName, parts: AppParts) -> Tool:
+        check_timeout(tool.timeout, "tool.timeout")
+        if tool.client_function is not None:
+            client = tool.client_function
+            if not FUNCTION_NAME.fullmatch(client.name or ""):
+                raise InvalidArgument("tool.clientFunction.name is required: letters, digits, _ and -, at most 64")
+            check_json_schema(client.parameters, "tool.clientFunction.parameters")
+            check_json_schema(client.response, "tool.clientFunction.response")
+            return tool
+        if tool.open_api_tool is not None:
+            spec = tool.open_api_tool
+            operation = parse_operation(spec.open_api_schema or "", name=spec.name, url=spec.url,
+                                        field="tool.openApiTool.openApiSchema")
+            described = spec.model_copy(update={
+                "name": spec.name or operation.operation_id,
+                "description": spec.description or operation.description or None,
+            })
+            return tool.model_copy(update={"open_api_tool": described})
+        if tool.python_function is not None:
+            python = tool.python_function
+            if python.python_code:
+                raise InvalidArgument(
+                    "tool.pythonFunction.pythonCode is not run by Convener; name a function with pythonFunction.entryPoint"
+                )
+            function = load_entry_point(python.entry_point or "", self.settings.python_modules,
+                                        "tool.pythonFunction.entryPoint")
+            if python.name is not None and not FUNCTION_NAME.fullmatch(python.name):
+                raise InvalidArgument("tool.pythonFunction.name: letters, digits, _ and -, at most 64")
+            check_json_schema(python.parameters, "tool.pythonFunction.parameters")
+            if python.parameters is None:
+                parameters_of(function, "tool.pythonFunction.entryPoint")
+            filled = python.model_copy(update={
+                "name": python.name or getattr(function, "__name__", None),
+                "description": inspect.getdoc(function) or None,
+            })
+            return tool.model_copy(update={"python_function": filled})
+        raise InvalidArgument("tool needs one of clientFunction, openApiTool, pythonFunction")
+
+    def toolset(self, toolset: Toolset, name: AppChildName, parts: AppParts) -> Toolset:
+        check_timeout(toolset.timeout, "toolset.timeout")
+        if toolset.mcp_toolset is None:
+            raise InvalidArgument("toolset.mcpToolset is required")
+        check_endpoint(endpoint_of(toolset.mcp_toolset), self.settings.mcp_stdio_commands, "toolset.mcpToolset")
+        return toolset
+
+
+def endpoint_of(spec: McpToolset) -> McpEndpoint:
+    return McpEndpoint(
+        server_address=spec.server_address,
+        command=spec.command,
+        args=tuple(spec.args or ()),
+        headers=dict(spec.custom_headers or {}),
+    )
+
+
+def tool_display_name(tool: Tool) -> dict[str, Any]:
+    """CES derives a tool's displayName from its function or operation name."""
+    for spec in (tool.client_function, tool.open_api_tool, tool.python_function):
+        if spec is not None and spec.name:
+            return {"displayName": spec.name}
+    return {}

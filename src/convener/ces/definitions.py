@@ -1,0 +1,197 @@
+"""Wire models of what an app is made of: agents, tools, toolsets and app versions.
+
+Field for field as in Google's CES v1 reference (Agent, Tool, Toolset, AppVersion). Convener adds
+agent kinds that run without Google (``playbookAgent``, ``remoteAgent``, ``pythonAgent``), an
+``entryPoint`` for python function tools, and stdio MCP servers for toolsets; each addition is
+marked "Convener extension" in its description.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field, JsonValue, model_validator
+
+from convener.api.protojson import Duration, ProtoModel, Timestamp
+from convener.ces.models import App, ModelSettings, Schema
+
+AGENT_KINDS = ("llm_agent", "playbook_agent", "remote_agent", "python_agent", "remote_dialogflow_agent")
+TOOL_KINDS = ("client_function", "open_api_tool", "python_function")
+TOOLSET_KINDS = ("mcp_toolset",)
+
+
+def _one_of(model: ProtoModel, fields: tuple[str, ...], union: str, *, required: bool = False) -> None:
+    present = [name for name in fields if getattr(model, name) is not None]
+    aliases = [type(model).model_fields[name].alias or name for name in fields]
+    if len(present) > 1:
+        raise ValueError(f"only one field of the union {union} may be set; got {', '.join(present)}")
+    if required and not present:
+        raise ValueError(f"one of {', '.join(aliases)} is required")
+
+
+class LlmAgent(ProtoModel):
+    """The default kind: instruction, tools and child agents run through the configured model."""
+
+
+class PlaybookAgent(ProtoModel):
+    """Convener extension: a model-free agent defined by intents, slots and steps (see docs/agents.md)."""
+
+    intents: list[dict[str, JsonValue]] | None = Field(None, description="What users ask for: patterns, keywords or examples, slots, and the steps to run.")
+    events: dict[str, JsonValue] | None = Field(None, description="Steps to run when a named event arrives, by event name.")
+    fallback: list[dict[str, JsonValue]] | None = Field(None, description="Steps to run when no intent matches.")
+    example_threshold: float | None = Field(None, description="Least word-overlap similarity (0-1) for an example phrase to match; default 0.5.")
+    max_reprompts: int | None = Field(None, description="How often a missing slot is asked for again before the fallback; default 2.")
+    error_reply: str | None = Field(None, description="What the agent says when a step fails (e.g. a template error).")
+
+
+class RemoteAgent(ProtoModel):
+    """Convener extension: an agent behind an HTTP webhook speaking the documented JSON turn protocol."""
+
+    url: str | None = Field(None, description="http(s) URL the turn is POSTed to.")
+    timeout: Duration | None = Field(None, description="Deadline of one turn; default 30s.")
+    headers: dict[str, str] | None = Field(None, description="Extra request headers, e.g. Authorization.")
+
+
+class PythonAgent(ProtoModel):
+    """Convener extension: an agent implemented by a Python callable speaking the same turn protocol."""
+
+    entry_point: str | None = Field(None, description="module:callable, in a module the server allows.")
+    timeout: Duration | None = Field(None, description="Deadline of one turn; default 30s.")
+
+
+class RemoteDialogflowAgent(ProtoModel):
+    agent: str | None = Field(None, description="Not supported by Convener.")
+    flow_id: str | None = Field(None, description="Not supported by Convener.")
+    environment_id: str | None = Field(None, description="Not supported by Convener.")
+
+
+class AgentToolset(ProtoModel):
+    toolset: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}/toolsets/{toolset}")
+    tool_ids: list[str] | None = Field(None, description="The toolset's tools to offer; all when empty.")
+
+
+class Agent(ProtoModel):
+    name: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}/agents/{agent}")
+    display_name: str | None = Field(None, description="Required. Display name of the agent.")
+    description: str | None = Field(None, description="What the agent does; shown to parent agents that may transfer to it.")
+    model_settings: ModelSettings | None = Field(None, description="Model and temperature for this agent (llm agents).")
+    instruction: str | None = Field(None, description="Instruction for the model (llm agents).")
+    tools: list[str] | None = Field(None, description="Tools of the agent: projects/…/apps/{app}/tools/{tool}")
+    child_agents: list[str] | None = Field(None, description="Agents this one may transfer to.")
+    toolsets: list[AgentToolset] | None = Field(None, description="Toolsets whose tools the agent may call.")
+    llm_agent: LlmAgent | None = Field(None, description="The agent is run by the configured model (the default kind).")
+    playbook_agent: PlaybookAgent | None = Field(None, description="Convener extension. The agent runs this playbook, with no model.")
+    remote_agent: RemoteAgent | None = Field(None, description="Convener extension. The agent is an HTTP webhook.")
+    python_agent: PythonAgent | None = Field(None, description="Convener extension. The agent is a Python callable.")
+    remote_dialogflow_agent: RemoteDialogflowAgent | None = Field(None, description="Not supported by Convener: rejected.")
+    create_time: Timestamp | None = Field(None, description="Output only.")
+    update_time: Timestamp | None = Field(None, description="Output only.")
+    etag: str | None = Field(None, description="Checksum for optimistic concurrency on update and delete.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Agent:
+        _one_of(self, AGENT_KINDS, "agent_type")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The agent_type member that is set; an agent with none is an llm agent, as in CES."""
+        return next((name for name in AGENT_KINDS if getattr(self, name) is not None), "llm_agent")
+
+
+class ClientFunction(ProtoModel):
+    name: str | None = Field(None, description="Required. The function name the client sees.")
+    description: str | None = Field(None, description="What the function does, for the model.")
+    parameters: Schema | None = Field(None, description="Schema of the function's arguments.")
+    response: Schema | None = Field(None, description="Schema of the function's response.")
+
+
+class OpenApiTool(ProtoModel):
+    open_api_schema: str | None = Field(
+        None, description="Required. The OpenAPI 3 document (JSON or YAML), or an http(s) URL to fetch it from."
+    )
+    name: str | None = Field(None, description="operationId of the operation; optional when there is one.")
+    description: str | None = Field(None, description="What the operation does; from the document when unset.")
+    ignore_unknown_fields: bool | None = Field(None, description="Accepted for compatibility; responses are passed on whole.")
+    url: str | None = Field(None, description="Server URL, overriding the document's servers.")
+
+
+class PythonFunction(ProtoModel):
+    name: str | None = Field(None, description="Name the model sees; the callable's name when unset.")
+    python_code: str | None = Field(None, description="Inline code is not run by Convener; use entryPoint.")
+    description: str | None = Field(None, description="Output only: the callable's docstring.")
+    entry_point: str | None = Field(None, description="Convener extension. module:callable to run.")
+    parameters: Schema | None = Field(
+        None, description="Convener extension. Parameters; derived from the callable's signature when unset."
+    )
+
+
+class ExecutionType(StrEnum):
+    EXECUTION_TYPE_UNSPECIFIED = "EXECUTION_TYPE_UNSPECIFIED"
+    SYNCHRONOUS = "SYNCHRONOUS"
+    ASYNCHRONOUS = "ASYNCHRONOUS"
+
+
+class Tool(ProtoModel):
+    name: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}/tools/{tool}")
+    display_name: str | None = Field(None, description="Output only. Derived from the tool's function name.")
+    execution_type: ExecutionType | None = Field(None, description="SYNCHRONOUS (default) or ASYNCHRONOUS; Convener runs every tool synchronously.")
+    timeout: Duration | None = Field(None, description="Deadline of one call; default 30s.")
+    client_function: ClientFunction | None = Field(None, description="A function the session's client runs and answers with toolResponses.")
+    open_api_tool: OpenApiTool | None = Field(None, description="One operation of an OpenAPI 3 document, called over HTTP.")
+    python_function: PythonFunction | None = Field(None, description="A Python function, named by entryPoint.")
+    create_time: Timestamp | None = Field(None, description="Output only.")
+    update_time: Timestamp | None = Field(None, description="Output only.")
+    etag: str | None = Field(None, description="Checksum for optimistic concurrency on update and delete.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Tool:
+        _one_of(self, TOOL_KINDS, "tool_type")
+        return self
+
+    @property
+    def kind(self) -> str | None:
+        return next((name for name in TOOL_KINDS if getattr(self, name) is not None), None)
+
+
+class McpToolset(ProtoModel):
+    server_address: str | None = Field(None, description="Streamable HTTP URL of the MCP server.")
+    custom_headers: dict[str, str] | None = Field(None, description="Headers sent to the server.")
+    command: str | None = Field(None, description="Convener extension. A program speaking MCP over stdio.")
+    args: list[str] | None = Field(None, description="Convener extension. Arguments of command.")
+
+
+class Toolset(ProtoModel):
+    name: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}/toolsets/{toolset}")
+    display_name: str | None = Field(None, description="Human-readable name of the toolset.")
+    description: str | None = Field(None, description="What the toolset offers.")
+    timeout: Duration | None = Field(None, description="Deadline of one call; default 30s.")
+    execution_type: ExecutionType | None = Field(None, description="SYNCHRONOUS (default) or ASYNCHRONOUS; Convener runs every tool synchronously.")
+    mcp_toolset: McpToolset | None = Field(None, description="The MCP server whose tools the toolset offers.")
+    create_time: Timestamp | None = Field(None, description="Output only.")
+    update_time: Timestamp | None = Field(None, description="Output only.")
+    etag: str | None = Field(None, description="Checksum for optimistic concurrency on update and delete.")
+
+
+class AppSnapshot(ProtoModel):
+    app: App | None = Field(None, description="The app's settings.")
+    agents: list[Agent] | None = Field(None, description="The app's agents.")
+    tools: list[Tool] | None = Field(None, description="The app's tools.")
+    toolsets: list[Toolset] | None = Field(None, description="The app's toolsets.")
+
+
+class AppVersion(ProtoModel):
+    name: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}/versions/{version}")
+    display_name: str | None = Field(None, description="Human-readable name of the version.")
+    description: str | None = Field(None, description="What changed in the version.")
+    creator: str | None = Field(None, description="Output only. Who created the version.")
+    create_time: Timestamp | None = Field(None, description="Output only.")
+    snapshot: AppSnapshot | None = Field(None, description="Output only. The app, agents, tools and toolsets.")
+    etag: str | None = Field(None, description="Output only.")
+
+
+def output_only(kind: type[ProtoModel]) -> frozenset[str]:
+    """Wire names the service fills in itself and never takes from a request."""
+    common = {"name", "createTime", "updateTime", "etag"}
+    extra: dict[type[ProtoModel], set[str]] = {Tool: {"displayName"}, AppVersion: {"creator", "snapshot"}}
+    return frozenset(common | extra.get(kind, set()))

@@ -1,0 +1,104 @@
+"""MCP tools of the app parts: create_/get_/list_/update_/delete_ for agents, tools and toolsets.
+
+Every kind gets the same five tools with the same request shapes as Google's AgentService
+(``parent`` + ``<singular>Id`` + body; ``name``; ``parent`` + page; body + ``updateMask``; ``name`` +
+``etag``), built here once from the kind's model rather than written out five times per kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, create_model
+
+from convener.api.protojson import ProtoModel
+from convener.auth.caller import Caller
+from convener.ces.catalog import PartService
+from convener.ces.models import PageSize, PageToken
+from convener.ces.requests import Empty
+from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, ToolRegistry, ToolSpec
+
+
+@dataclass(frozen=True)
+class PartTools:
+    singular: str
+    """snake_case, e.g. "agent": names the tools (create_agent) and the request fields (agent, agentId)."""
+    plural: str
+    title: str
+    """Readable singular, e.g. "agent"."""
+    about: str
+    """One sentence on what the part is, for tool descriptions."""
+    update_note: str = ""
+
+
+def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools: PartTools) -> None:
+    model = service.kind.model
+    singular, plural, title = tools.singular, tools.plural, tools.title
+    template = service.kind.name_type.template
+    parent_description = "Required. The app: projects/{project}/locations/{location}/apps/{app}"
+    plural_title = plural.title().replace("_", "")
+
+    def model_named(suffix: str, **fields: Any) -> type[ProtoModel]:
+        return create_model(f"{suffix}", __base__=ProtoModel, **fields)
+
+    create_request = model_named(
+        f"Create{model.__name__}Request",
+        parent=(str, Field(description=parent_description)),
+        **{f"{singular}_id": (str | None, Field(None, description=f"ID of the new {title}; generated when unset."))},
+        **{singular: (model, Field(description=f"Required. The {title} to create; output-only fields are ignored."))},
+    )
+    get_request = model_named(f"Get{model.__name__}Request", name=(str, Field(description=f"Required. {template}")))
+    list_request = model_named(
+        f"List{plural_title}Request",
+        parent=(str, Field(description=parent_description)),
+        page_size=(PageSize, None),
+        page_token=(PageToken, None),
+    )
+    list_response = model_named(
+        f"List{plural_title}Response",
+        **{plural: (list[model] | None, None)},  # type: ignore[valid-type]
+        next_page_token=(str | None, Field(None, description="Absent when there are no more pages.")),
+    )
+    update_request = model_named(
+        f"Update{model.__name__}Request",
+        **{singular: (model, Field(description=f"Required. The {title} with its name set and the fields to change."))},
+        update_mask=(str | None, Field(
+            None, description='Comma-separated top-level fields to update, e.g. "instruction,tools"; unset or "*" '
+                              "replaces every field."
+        )),
+    )
+    delete_request = model_named(
+        f"Delete{model.__name__}Request",
+        name=(str, Field(description=f"Required. {template}")),
+        etag=(str | None, Field(None, description=f"If set, must match the {title}'s current etag.")),
+    )
+
+    def create(request: Any, caller: Caller) -> Any:
+        return service.create(request.parent, getattr(request, f"{singular}_id"), getattr(request, singular), caller)
+
+    def get(request: Any, caller: Caller) -> Any:
+        return service.get(request.name, caller)
+
+    def list_(request: Any, caller: Caller) -> Any:
+        items, token = service.list(request.parent, request.page_size, request.page_token, caller)
+        return list_response(**{plural: items, "next_page_token": token})
+
+    def update(request: Any, caller: Caller) -> Any:
+        return service.update(getattr(request, singular), request.update_mask, caller)
+
+    def delete(request: Any, caller: Caller) -> Empty:
+        service.delete(request.name, request.etag, caller)
+        return Empty()
+
+    registry.add(ToolSpec(f"create_{singular}", f"Create {title}", f"Creates {tools.about}", create_request, model,
+                          CREATES, create))
+    registry.add(ToolSpec(f"get_{singular}", f"Get {title}", f"Gets {tools.about}", get_request, model, READ_ONLY, get))
+    registry.add(ToolSpec(f"list_{plural}", f"List {plural}", f"Lists the {plural} of an app, ordered by ID.",
+                          list_request, list_response, READ_ONLY, list_))
+    registry.add(ToolSpec(f"update_{singular}", f"Update {title}",
+                          f"Updates the fields of {tools.about} named in updateMask. If the etag is set it must match "
+                          f"the current etag. {tools.update_note}".strip(), update_request, model, UPDATES, update))
+    registry.add(ToolSpec(f"delete_{singular}", f"Delete {title}",
+                          f"Deletes {tools.about} App versions that include it keep their copy.",
+                          delete_request, Empty, DELETES, delete))

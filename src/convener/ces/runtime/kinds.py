@@ -1,0 +1,340 @@
+"""The kinds of agent and how each handles its part of a turn.
+
+``llm`` runs the agent's instruction, tools and child agents through the configured model in a
+bounded tool-calling loop; a transfer to a child agent is a tool the model may call. ``playbook``
+runs a declarative definition with no model. ``remote`` (an HTTP webhook) and ``python`` (a
+callable) speak the turn protocol documented in docs/agents.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import httpx
+from pydantic import Field, ValidationError
+
+from convener.api.errors import ApiError, describe_validation
+from convener.api.protojson import ProtoModel, Struct
+from convener.ces.definitions import Agent
+from convener.ces.models import Chunk
+from convener.ces.names import AgentName
+from convener.ces.runtime import playbook as playbooks
+from convener.ces.runtime.context import AgentInput, Step, TurnContext
+from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
+from convener.ces.runtime.failures import AgentFailure, ToolFailure
+from convener.ces.runtime.toolbox import ToolRef
+from convener.llm.base import ChatMessage, ToolDeclaration, ToolInvocation
+
+MAX_MODEL_STEPS = 10
+MAX_HISTORY_SENT = 40
+MAX_HISTORY_KEPT = 200
+PROTOCOL_HISTORY = 20
+DEFAULT_AGENT_TIMEOUT = 30.0
+MAX_REPLY_BYTES = 1_000_000
+TRANSFER_TOOL = "transfer_to_agent"
+
+
+class AgentKind(Protocol):
+    def handle(self, ctx: TurnContext, agent_id: str, agent: Agent, given: AgentInput) -> Step: ...
+
+
+def _child_ids(agent: Agent) -> list[str]:
+    return [AgentName.parse(child).id for child in agent.child_agents or ()]
+
+
+# -- llm ---------------------------------------------------------------------------------------------
+
+
+def _message(entry: dict[str, Any]) -> ChatMessage:
+    return ChatMessage(
+        role=entry["role"],
+        content=entry.get("content"),
+        tool_calls=tuple(ToolInvocation(c["id"], c["name"], c["arguments"]) for c in entry.get("toolCalls", ())),
+        tool_call_id=entry.get("toolCallId"),
+        name=entry.get("name"),
+    )
+
+
+def _recent(history: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The last messages, starting at a user message so no tool answer is cut from its call."""
+    if len(history) <= limit:
+        return history
+    tail = history[-limit:]
+    starts = [index for index, entry in enumerate(tail) if entry["role"] == "user"]
+    return tail[starts[0]:] if starts else tail[-1:]
+
+
+class LlmKind:
+    def handle(self, ctx: TurnContext, agent_id: str, agent: Agent, given: AgentInput) -> Step:
+        if ctx.provider is None:
+            raise AgentFailure(
+                f"agent {agent_id} is an llm agent, but no model provider is configured "
+                "(set CONVENER_LLM_PROVIDER and CONVENER_LLM_BASE_URL, or use a playbook agent)",
+                code="FAILED_PRECONDITION",
+            )
+        history: list[dict[str, Any]] = ctx.state.setdefault("llm", [])
+        already_heard = given.handoff and any(
+            entry["role"] == "user" and entry.get("content") == given.text for entry in history[-MAX_MODEL_STEPS * 4:]
+        )
+        if given.text is not None and not already_heard:
+            history.append({"role": "user", "content": given.text})
+        elif given.event is not None:
+            history.append({"role": "user", "content": f"[event: {given.event}]"})
+        elif given.note is not None:
+            history.append({"role": "user", "content": given.note})
+        for answer in given.tool_responses:
+            history.append({"role": "tool", "toolCallId": answer["id"], "name": answer.get("name"),
+                            "content": json.dumps(answer["response"])})
+        if any(entry["agent"] == agent_id for entry in ctx.state.get("pending", {}).values()):
+            return Step(waiting=True)  # every call of the model's last step needs its answer first
+        offers = ctx.toolbox.offered(agent)
+        by_name = {offer.declaration.name: offer for offer in offers}
+        declarations = [offer.declaration for offer in offers]
+        children = _child_ids(agent)
+        if children:
+            declarations.append(ToolDeclaration(
+                TRANSFER_TOOL,
+                "Hand the conversation to another agent, who answers the user from now on.",
+                {"type": "object", "properties": {"agent": {"type": "string", "enum": children}}, "required": ["agent"]},
+            ))
+        settings = agent.model_settings or ctx.blueprint.app.model_settings
+        for _ in range(MAX_MODEL_STEPS):
+            messages = [ChatMessage("system", self._instruction(ctx, agent, children))]
+            messages += [_message(entry) for entry in _recent(history, MAX_HISTORY_SENT)]
+            with ctx.trace.span("LLM", agent=ctx.blueprint.agent_name(agent_id)) as span:
+                try:
+                    completion = ctx.provider.complete(
+                        messages, tools=declarations,
+                        model=settings.model if settings else None,
+                        temperature=settings.temperature if settings else None,
+                    )
+                except ApiError as error:
+                    span.fail(error.code.name, error.message)
+                    raise AgentFailure(f"the model failed: {error.message}", code=error.code.name) from None
+                span.attributes.update(model=completion.model, latencySeconds=round(completion.latency_seconds, 6),
+                                       finishReason=completion.finish_reason)
+                if completion.usage is not None:
+                    span.attributes.update(inputTokens=completion.usage.input_tokens,
+                                           outputTokens=completion.usage.output_tokens)
+            history.append({
+                "role": "assistant", "content": completion.text,
+                "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in completion.tool_calls],
+            })
+            if completion.text:
+                ctx.say(completion.text)
+            if not completion.tool_calls:
+                break
+            step = self._call_tools(ctx, agent_id, completion.tool_calls, by_name, children, history)
+            if step is not None:
+                del history[:-MAX_HISTORY_KEPT]
+                return step
+        else:
+            ctx.trace.current.fail("RESOURCE_EXHAUSTED", f"stopped after {MAX_MODEL_STEPS} model steps")
+        del history[:-MAX_HISTORY_KEPT]
+        return Step()
+
+    def _call_tools(self, ctx: TurnContext, agent_id: str, calls: tuple[ToolInvocation, ...], by_name: dict[str, Any],
+                    children: list[str], history: list[dict[str, Any]]) -> Step | None:
+        transfer_to = None
+        waiting = False
+        for call in calls:
+            if call.name == TRANSFER_TOOL:
+                target = call.arguments.get("agent")
+                if isinstance(target, str) and target in children and transfer_to is None:
+                    transfer_to = target
+                    ctx.transfer(target)
+                    result: dict[str, Any] = {"output": f"transferred to {target}"}
+                else:
+                    result = {"error": f"no child agent named {str(target)[:60]}; choose one of {', '.join(children)}"}
+                history.append({"role": "tool", "toolCallId": call.id, "name": call.name, "content": json.dumps(result)})
+                continue
+            offer = by_name.get(call.name)
+            if offer is None:
+                result = {"error": f"there is no tool named {call.name[:60]}"}
+                history.append({"role": "tool", "toolCallId": call.id, "name": call.name, "content": json.dumps(result)})
+                continue
+            response = ctx.run_tool(agent_id, offer.ref, call.arguments, call.id)
+            if response is None:
+                ctx.state["pending"][call.id]["name"] = call.name
+                waiting = True
+            else:
+                history.append({"role": "tool", "toolCallId": call.id, "name": call.name,
+                                "content": json.dumps(response)})
+        if transfer_to is not None:
+            return Step(transfer_to=transfer_to)
+        return Step(waiting=True) if waiting else None
+
+    @staticmethod
+    def _instruction(ctx: TurnContext, agent: Agent, children: list[str]) -> str:
+        parts = [ctx.blueprint.app.global_instruction or "", agent.instruction or ""]
+        if ctx.variables:
+            parts.append("Session variables: " + json.dumps(ctx.variables, ensure_ascii=False))
+        if children:
+            described = [f"- {child}: {ctx.blueprint.agents[child].description or ctx.blueprint.display_name(child)}"
+                         for child in children if child in ctx.blueprint.agents]
+            parts.append(f"You may call {TRANSFER_TOOL} to hand the user to one of:\n" + "\n".join(described))
+        return "\n\n".join(part for part in parts if part)
+
+
+# -- playbook ----------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _playbook(definition_json: str) -> playbooks.Playbook:
+    """Compiled once per definition: a session's every turn runs the same definition."""
+    definition = playbooks.PlaybookDefinition.parse(json.loads(definition_json), "agent.playbookAgent")
+    return playbooks.Playbook(definition)
+
+
+class PlaybookKind:
+    def handle(self, ctx: TurnContext, agent_id: str, agent: Agent, given: AgentInput) -> Step:
+        assert agent.playbook_agent is not None
+        book = _playbook(json.dumps(agent.playbook_agent.to_json(), sort_keys=True))
+        own = ctx.agent_state(agent_id)
+        state = own.get("playbook", {})
+        counter = own.get("calls", 0)
+
+        def port(tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+            nonlocal counter
+            counter += 1
+            # Deterministic call IDs: the same inputs record the same conversation.
+            return ctx.run_tool(agent_id, ToolRef(tool=tool), args, f"{agent_id}-call-{counter}")
+
+        if given.tool_responses:
+            outcome = book.on_tool_response(state, given.tool_responses[0]["response"], ctx.variables, port)
+        elif given.event is not None:
+            outcome = book.on_event(state, given.event, ctx.variables, port)
+        else:
+            outcome = book.on_text(state, given.text if given.text is not None else (given.note or ""),
+                                   ctx.variables, port)
+        own["playbook"] = outcome.state
+        own["calls"] = counter
+        if outcome.intent:
+            ctx.trace.current.attributes["intent"] = outcome.intent
+        if outcome.error:
+            ctx.trace.current.fail("FAILED_PRECONDITION", outcome.error)
+        step = Step()
+        for action in outcome.actions:
+            if isinstance(action, playbooks.Reply):
+                ctx.say(action.text)
+            elif isinstance(action, playbooks.VariablesSet):
+                ctx.set_variables(dict(action.values))
+            elif isinstance(action, playbooks.Transfer):
+                ctx.transfer(action.agent)
+                step.transfer_to = action.agent
+            elif isinstance(action, playbooks.EndSession):
+                step.end_session = True
+            elif isinstance(action, playbooks.AwaitingClient):
+                step.waiting = True
+        return step
+
+
+# -- the turn protocol: remote (webhook) and python agents -------------------------------------------
+
+
+class AgentReply(ProtoModel):
+    """What a remote or python agent answers for one turn (docs/agents.md)."""
+
+    chunks: list[Chunk] | None = Field(None, description="text, payload, toolCall (client tools), agentTransfer, updatedVariables")
+    state: Struct | None = Field(None, description="Opaque state handed back on the agent's next turn.")
+    end_session: bool | None = None
+
+
+class ProtocolKind:
+    """Agents that get the turn as a JSON document and answer with an ``AgentReply``."""
+
+    def __init__(self, send: Callable[[TurnContext, Agent, dict[str, Any]], Any]) -> None:
+        self.send = send
+
+    def handle(self, ctx: TurnContext, agent_id: str, agent: Agent, given: AgentInput) -> Step:
+        own = ctx.agent_state(agent_id)
+        request = {
+            "session": ctx.session,
+            "agent": ctx.blueprint.agent_name(agent_id),
+            "input": given.raw,
+            "variables": ctx.variables,
+            "history": [message.to_json() for message in ctx.history[-PROTOCOL_HISTORY:]],
+            "state": own.get("protocol", {}),
+        }
+        with ctx.trace.span("AGENT_CALL", agent=ctx.blueprint.agent_name(agent_id)) as span:
+            try:
+                raw = self.send(ctx, agent, request)
+                reply = AgentReply.model_validate(raw)
+            except ValidationError as error:
+                span.fail("INVALID_ARGUMENT", describe_validation(error))
+                raise AgentFailure(f"agent {agent_id} replied with an invalid turn: {describe_validation(error)}",
+                                   code="FAILED_PRECONDITION") from None
+            except (ToolFailure, AgentFailure) as failure:
+                # An exception in the agent's own code is the agent's fault, not the server's: not INTERNAL.
+                code = "FAILED_PRECONDITION" if failure.code == "INTERNAL" else failure.code
+                span.fail(code, failure.message)
+                raise AgentFailure(f"agent {agent_id} failed: {failure.message}", code=code) from None
+        own["protocol"] = reply.state or {}
+        step = Step(end_session=bool(reply.end_session))
+        tool_ids = {name.rsplit("/", 1)[-1] for name in agent.tools or ()}
+        for index, chunk in enumerate(reply.chunks or ()):
+            if chunk.text is not None:
+                ctx.say(chunk.text)
+            elif chunk.payload is not None:
+                ctx.send_payload(chunk.payload)
+            elif chunk.updated_variables is not None:
+                ctx.set_variables(chunk.updated_variables)
+            elif chunk.agent_transfer is not None:
+                target = (chunk.agent_transfer.target_agent or "").rsplit("/", 1)[-1]
+                if target not in ctx.blueprint.agents:
+                    raise AgentFailure(f"agent {agent_id} transferred to agent {target[:60]}, which does not exist",
+                                       code="FAILED_PRECONDITION")
+                ctx.transfer(target)
+                step.transfer_to = target
+            elif chunk.tool_call is not None:
+                tool = (chunk.tool_call.tool or "").rsplit("/", 1)[-1]
+                if tool not in tool_ids:
+                    raise AgentFailure(f"agent {agent_id} called tool {tool[:60]}, which is not one of its tools",
+                                       code="FAILED_PRECONDITION")
+                call_id = chunk.tool_call.id or f"{agent_id}-call-{index}"
+                if ctx.run_tool(agent_id, ToolRef(tool=tool), dict(chunk.tool_call.args or {}), call_id) is None:
+                    step.waiting = True
+        return step
+
+
+def _post(ctx: TurnContext, agent: Agent, request: dict[str, Any]) -> Any:
+    assert agent.remote_agent is not None
+    spec = agent.remote_agent
+    timeout = spec.timeout.seconds() if spec.timeout else DEFAULT_AGENT_TIMEOUT
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+            response = client.post(spec.url or "", json=request, headers=spec.headers or {})
+    except httpx.TimeoutException:
+        raise AgentFailure(f"the webhook did not answer within {timeout:g} s", code="DEADLINE_EXCEEDED") from None
+    except httpx.HTTPError as error:
+        raise AgentFailure(f"the webhook could not be reached: {type(error).__name__}", code="UNAVAILABLE") from None
+    if response.status_code >= 300:
+        raise AgentFailure(f"the webhook answered HTTP {response.status_code}", code="UNAVAILABLE")
+    if len(response.content) > MAX_REPLY_BYTES:
+        raise AgentFailure(f"the webhook's reply is larger than {MAX_REPLY_BYTES} bytes", code="FAILED_PRECONDITION")
+    try:
+        return response.json()
+    except ValueError:
+        raise AgentFailure("the webhook's reply is not JSON", code="FAILED_PRECONDITION") from None
+
+
+def _call_python(ctx: TurnContext, agent: Agent, request: dict[str, Any]) -> Any:
+    assert agent.python_agent is not None
+    spec = agent.python_agent
+    try:
+        function = load_entry_point(spec.entry_point or "", ctx.settings.python_modules, "agent.pythonAgent.entryPoint")
+    except ApiError as error:
+        raise AgentFailure(error.message, code=error.code.name) from None
+    timeout = spec.timeout.seconds() if spec.timeout else DEFAULT_AGENT_TIMEOUT
+    return call_with_deadline(lambda: function(request), timeout, spec.entry_point or "the agent")
+
+
+KINDS: dict[str, AgentKind] = {
+    "llm_agent": LlmKind(),
+    "playbook_agent": PlaybookKind(),
+    "remote_agent": ProtocolKind(_post),
+    "python_agent": ProtocolKind(_call_python),
+}

@@ -1,0 +1,51 @@
+"""The services that define and run agents, built together because they share one store and settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from convener.api.paging import PageTokens
+from convener.ces.apps import AppService
+from convener.ces.bundles import Bundles
+from convener.ces.catalog import PartKind, PartService
+from convener.ces.checks import Checks, tool_display_name
+from convener.ces.conversations import ConversationService
+from convener.ces.definitions import AGENT_KINDS, TOOL_KINDS, Agent, AppVersion, Tool, Toolset, output_only
+from convener.ces.names import AgentName, AppVersionName, ToolName, ToolsetName
+from convener.ces.sessions import SessionService
+from convener.ces.versions import VersionService
+from convener.config import Settings
+from convener.llm.base import ModelProvider
+from convener.store.database import Database
+
+
+def _wire(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset("".join(part.title() if i else part for i, part in enumerate(name.split("_"))) for name in names)
+
+
+@dataclass
+class Runtime:
+    agents: PartService[Agent]
+    tools: PartService[Tool]
+    toolsets: PartService[Toolset]
+    versions: VersionService
+    sessions: SessionService
+    bundles: Bundles
+
+    @classmethod
+    def build(cls, database: Database, tokens: PageTokens, settings: Settings, apps: AppService,
+              conversations: ConversationService, provider: Callable[[], ModelProvider | None]) -> Runtime:
+        checks = Checks(settings)
+        agents = PartService(PartKind(Agent, AgentName, "agent", output_only(Agent), checks.agent,
+                                      oneofs=(_wire(AGENT_KINDS),)), database, tokens, apps)
+        tools = PartService(PartKind(Tool, ToolName, "tool", output_only(Tool), checks.tool,
+                                     oneofs=(_wire(TOOL_KINDS),), derive=tool_display_name), database, tokens, apps)
+        toolsets = PartService(PartKind(Toolset, ToolsetName, "toolset", output_only(Toolset), checks.toolset),
+                               database, tokens, apps)
+        versions = VersionService(PartService(
+            PartKind(AppVersion, AppVersionName, "appVersion", output_only(AppVersion), lambda part, name, parts: part),
+            database, tokens, apps,
+        ))
+        sessions = SessionService(database, settings, apps, conversations, versions, provider)
+        return cls(agents, tools, toolsets, versions, sessions, Bundles(apps, agents, tools, toolsets))

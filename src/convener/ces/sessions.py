@@ -1,0 +1,157 @@
+"""SessionService.RunSession: run a turn of a session and record it as the session's conversation.
+
+A call reads the session (or starts it) and the app it runs (the draft, or an app version) in one
+transaction, runs the turn with no transaction open (tools and models may be slow), then writes
+the session's new state and the conversation with the new turn appended in a second transaction,
+conditional on the session not having moved on meanwhile (else ABORTED, and nothing is written).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from convener.api.errors import Aborted, ApiError, Code, FailedPrecondition, InvalidArgument
+from convener.api.protojson import Timestamp
+from convener.auth.caller import Caller
+from convener.ces.apps import AppService
+from convener.ces.conversations import ConversationService
+from convener.ces.models import Conversation, Message, Source, Turn
+from convener.ces.names import AgentName, SessionName
+from convener.ces.runtime.blueprint import Blueprint
+from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
+from convener.ces.session_models import RunSessionRequest, RunSessionResponse
+from convener.ces.tables import conversations, sessions
+from convener.ces.versions import VersionService, draft_blueprint
+from convener.config import Settings
+from convener.llm.base import ModelProvider
+from convener.store.database import AnyRow, Database
+
+MAX_INPUTS = 100
+
+_ERRORS: dict[str, type[ApiError]] = {cls.code.name: cls for cls in ApiError.__subclasses__()}
+
+
+def _error(code: str, message: str) -> ApiError:
+    """An AgentFailure's code as the ApiError of that code (UNAVAILABLE when the code is not one we raise)."""
+    kind = _ERRORS.get(code) or _ERRORS[Code.UNAVAILABLE.name]
+    return kind(message)
+
+
+class SessionService:
+    def __init__(self, database: Database, settings: Settings, apps: AppService, conversations: ConversationService,
+                 versions: VersionService, provider: Callable[[], ModelProvider | None]) -> None:
+        self.database = database
+        self.settings = settings
+        self.apps = apps
+        self.conversations = conversations
+        self.versions = versions
+        self.provider = provider
+
+    def run(self, request: RunSessionRequest, caller: Caller) -> RunSessionResponse:
+        config = request.config
+        name = SessionName.parse(config.session, "config.session")
+        if not request.inputs:
+            raise InvalidArgument("inputs: at least one input is required")
+        if len(request.inputs) > MAX_INPUTS:
+            raise InvalidArgument(f"inputs: at most {MAX_INPUTS} inputs per call")
+        with self.database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, name.app_name)
+            row = connection.execute(
+                select(sessions).where(sessions.c.app_pk == app_pk, sessions.c.session_id == name.id)
+            ).first()
+            blueprint = self._blueprint(connection, app_pk, name, config.app_version if row is None else row.app_version)
+            if row is not None and config.app_version and config.app_version != row.app_version:
+                raise FailedPrecondition(f"session {name} runs {row.app_version or 'the draft'}; it cannot switch versions")
+            state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
+            conversation = self._conversation(connection, app_pk, name)
+        if state.get("ended"):
+            raise FailedPrecondition(f"session {name} has ended; start a new session")
+        history = history_of(conversation) if conversation else list(config.historical_contexts or ())
+        record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history).run(request.inputs)
+        with self.database.transaction() as connection:
+            self._save(connection, app_pk, name, row, blueprint, record)
+            self._record(connection, app_pk, name, conversation, blueprint, record, config)
+        if record.failure is not None:
+            raise _error(record.failure.code, record.failure.message)
+        return RunSessionResponse(outputs=record.outputs)
+
+    def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None) -> Blueprint:
+        if version:
+            return self.versions.blueprint(connection, app_pk, version, name.app_name)
+        return draft_blueprint(connection, app_pk, name.app_name)
+
+    def _start(self, blueprint: Blueprint, entry_agent: str | None, name: SessionName) -> dict[str, Any]:
+        if entry_agent:
+            agent = AgentName.parse(entry_agent, "config.entryAgent")
+            if agent.app_name != name.app_name or agent.id not in blueprint.agents:
+                raise InvalidArgument(f"config.entryAgent: agent {entry_agent} does not exist in this app")
+            entry = agent.id
+        elif blueprint.app.root_agent:
+            entry = AgentName.parse(blueprint.app.root_agent, "app.rootAgent").id
+            if entry not in blueprint.agents:
+                raise FailedPrecondition(f"the app's rootAgent {blueprint.app.root_agent} does not exist")
+        else:
+            raise FailedPrecondition(f"app {name.app_name} has no rootAgent; set one with update_app or give config.entryAgent")
+        defaults = {
+            declaration.name: copy.deepcopy(declaration.schema_.default)
+            for declaration in blueprint.app.variable_declarations or ()
+            if declaration.name and declaration.schema_ is not None and declaration.schema_.default is not None
+        }
+        return new_state(entry, defaults)
+
+    def _conversation(self, connection: Connection, app_pk: int, name: SessionName) -> Conversation | None:
+        body = connection.scalar(
+            select(conversations.c.body).where(
+                conversations.c.app_pk == app_pk, conversations.c.conversation_id == name.id
+            )
+        )
+        return Conversation.model_validate(body) if body is not None else None
+
+    def _save(self, connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None, blueprint: Blueprint,
+              record: TurnRecord) -> None:
+        values = {
+            "state": record.state,
+            "ended": bool(record.state.get("ended")),
+            "update_time_us": Timestamp.now().to_micros(),
+        }
+        if row is None:
+            connection.execute(insert(sessions).values(
+                app_pk=app_pk, session_id=name.id, app_version=blueprint.version or "", revision=1, **values
+            ))
+            return
+        changed = connection.execute(
+            update(sessions)
+            .where(sessions.c.id == row.id, sessions.c.revision == row.revision)
+            .values(revision=row.revision + 1, **values)
+        ).rowcount
+        if changed == 0:
+            raise Aborted(f"session {name} ran another turn at the same time; nothing of this turn was kept, retry it")
+
+    def _record(self, connection: Connection, app_pk: int, name: SessionName, conversation: Conversation | None,
+                blueprint: Blueprint, record: TurnRecord, config: Any) -> None:
+        turn = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
+        if conversation is None:
+            conversation = Conversation(
+                start_time=record.root_span.start_time,
+                entry_agent=blueprint.agent_name(record.state["entryAgent"]),
+                deployment=config.deployment,
+                app_version=blueprint.version,
+                language_code=(blueprint.app.language_settings.default_language_code
+                               if blueprint.app.language_settings else None),
+                source=config.source if config.source not in (None, Source.SOURCE_UNSPECIFIED) else Source.LIVE,
+            )
+        updated = conversation.model_copy(update={
+            "turns": [*(conversation.turns or ()), turn],
+            "end_time": record.root_span.end_time,
+            "turn_count": None,
+        })
+        self.conversations.store(connection, app_pk, name.app_name.conversation(name.id), updated, replace=True)
+
+
+def history_of(conversation: Conversation) -> list[Message]:
+    """Every message of a conversation, in order: what agents read as the session's history."""
+    return [message for turn in conversation.turns or () for message in turn.messages or ()]

@@ -1,0 +1,74 @@
+"""App versions: immutable snapshots of an app with its agents, tools and toolsets."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from convener.api.errors import AlreadyExists, InvalidArgument
+from convener.api.names import check_id
+from convener.auth.caller import Caller
+from convener.ces.apps import row_to_app
+from convener.ces.catalog import AppParts, PartService
+from convener.ces.definitions import Agent, AppSnapshot, AppVersion, Tool, Toolset
+from convener.ces.names import AgentName, AppName, AppVersionName, ToolName, ToolsetName
+from convener.ces.runtime.blueprint import Blueprint
+from convener.ces.tables import apps
+
+MAX_TEXT = 16_384
+
+
+def _parts(parts: AppParts, model: type[Any], name_type: type[Any]) -> list[Any]:
+    return [
+        model.model_validate({**body, "name": str(parts.app.child(name_type, resource_id))})
+        for resource_id, body in parts.bodies(name_type.collection).items()
+    ]
+
+
+def draft_blueprint(connection: Connection, app_pk: int, app: AppName) -> Blueprint:
+    """The app as it is now, read in one transaction so that its parts agree with each other."""
+    row = connection.execute(select(apps).where(apps.c.id == app_pk)).one()
+    parts = AppParts(connection, app_pk, app)
+    snapshot = AppSnapshot(
+        app=row_to_app(row),
+        agents=_parts(parts, Agent, AgentName),
+        tools=_parts(parts, Tool, ToolName),
+        toolsets=_parts(parts, Toolset, ToolsetName),
+    )
+    return Blueprint.from_snapshot(snapshot, None)
+
+
+class VersionService:
+    def __init__(self, versions: PartService[AppVersion]) -> None:
+        self.versions = versions
+
+    def create(self, parent_text: str, version_id: str | None, version: AppVersion, caller: Caller) -> AppVersion:
+        parent = AppName.parse(parent_text, "parent")
+        resource_id = check_id(version_id, "appVersionId") if version_id else uuid.uuid4().hex[:16]
+        for field in ("display_name", "description"):
+            value = getattr(version, field)
+            if value is not None and len(value) > MAX_TEXT:
+                raise InvalidArgument(f"appVersion.{field} is longer than {MAX_TEXT} characters")
+        name = parent.child(AppVersionName, resource_id)
+        service = self.versions
+        with service.database.transaction() as connection:
+            app_pk = service.apps.app_pk(connection, parent)
+            if AppParts(connection, app_pk, parent).exists("versions", resource_id):
+                raise AlreadyExists(f"app version {name} already exists")
+            snapshot = draft_blueprint(connection, app_pk, parent).snapshot()
+            body = {
+                **AppVersion(display_name=version.display_name, description=version.description).to_json(),
+                "creator": caller.principal,
+                "snapshot": snapshot.to_json(),
+            }
+            return service.insert(connection, app_pk, name, body)
+
+    def blueprint(self, connection: Connection, app_pk: int, version_text: str, app: AppName) -> Blueprint:
+        name = AppVersionName.parse(version_text, "config.appVersion")
+        if name.app_name != app:
+            raise InvalidArgument(f"config.appVersion: {version_text} is not a version of {app}")
+        _, row = self.versions._row(connection, name)
+        version = AppVersion.model_validate(row.body)
+        return Blueprint.from_snapshot(version.snapshot or AppSnapshot(), str(name))

@@ -1,0 +1,130 @@
+"""``convener chat``: talk to an app's agents in the terminal, one run_session call per line.
+
+Tool calls, tool responses, agent transfers and variable changes of each turn are shown as the
+turn reports them. A client tool call is answered at the prompt, as the app's client would.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from convener.api.errors import ApiError
+from convener.auth.caller import LOCAL_USER
+from convener.ces.names import AppName
+from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
+from convener.services import Services
+
+HELP = "Type a message. /event NAME sends an event, /vars {\"k\": 1} sets variables, /quit leaves."
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Chat:
+    def __init__(self, services: Services, app: AppName, *, session: str | None, entry_agent: str | None,
+                 version: str | None, ask: Callable[[str], str], show: Callable[[str], None]) -> None:
+        self.services = services
+        self.config = SessionConfig(
+            session=f"{app}/sessions/{session or 'chat-' + uuid.uuid4().hex[:8]}",
+            entry_agent=f"{app}/agents/{entry_agent}" if entry_agent else None,
+            app_version=f"{app}/versions/{version}" if version else None,
+        )
+        self.ask = ask
+        self.show = show
+
+    def loop(self) -> None:
+        self.show(f"session {self.config.session}\n{HELP}")
+        while True:
+            try:
+                line = self.ask("you> ").strip()
+            except EOFError:
+                return
+            if not line:
+                continue
+            if line in ("/quit", "/exit"):
+                return
+            item = self._input(line)
+            if item is not None and self.turn([item]):
+                return
+
+    def _input(self, line: str) -> SessionInput | None:
+        if line.startswith("/event "):
+            return SessionInput.model_validate({"event": {"event": line[7:].strip()}})
+        if line.startswith("/vars "):
+            try:
+                variables = json.loads(line[6:])
+            except ValueError:
+                variables = None
+            if not isinstance(variables, dict):
+                self.show('/vars takes a JSON object, e.g. /vars {"tier": "gold"}')
+                return None
+            return SessionInput(variables=variables)
+        if line.startswith("/"):
+            self.show(HELP)
+            return None
+        return SessionInput(text=line)
+
+    def turn(self, inputs: list[SessionInput]) -> bool:
+        """Run one turn (and the turns that answer client tool calls); True when the session ended."""
+        try:
+            response = self.services.runtime.sessions.run(RunSessionRequest(config=self.config, inputs=inputs), LOCAL_USER)
+        except ApiError as error:
+            self.show(f"{error.code.name}: {error.message}")
+            return False
+        answers = []
+        ended = False
+        for output in response.outputs or ():
+            if output.diagnostic_info is not None:
+                self._happenings(output.diagnostic_info.messages or [])
+            if output.text is not None:
+                self.show(f"agent> {output.text}")
+            if output.payload is not None:
+                self.show(f"agent (payload)> {_short(output.payload)}")
+            if output.end_session is not None:
+                ended = True
+            for call in output.tool_calls.tool_calls or () if output.tool_calls else ():
+                self.show(f"  ? client tool {call.display_name}({_short(call.args or {})})")
+                answers.append({"id": call.id, "response": self._answer(call.display_name or "tool")})
+        if ended:
+            self.show("(the session has ended)")
+            return True
+        if answers:
+            return self.turn([SessionInput.model_validate({"toolResponses": {"toolResponses": answers}})])
+        return False
+
+    def _answer(self, tool: str) -> dict[str, Any]:
+        while True:
+            text = self.ask(f"  answer for {tool} (JSON; empty for {{}}): ").strip()
+            if not text:
+                return {}
+            try:
+                value = json.loads(text)
+            except ValueError:
+                self.show("  that is not JSON")
+                continue
+            return value if isinstance(value, dict) else {"output": value}
+
+    def _happenings(self, messages: list[Any]) -> None:
+        """What the agents did besides talking: tool calls and results, transfers, variables."""
+        for message in messages:
+            if message.role != "agent":
+                continue
+            for chunk in message.chunks or ():
+                if chunk.tool_call is not None and not self._is_client_call(chunk.tool_call.id, messages):
+                    self.show(f"  · {chunk.tool_call.display_name}({_short(chunk.tool_call.args or {})})")
+                elif chunk.tool_response is not None:
+                    self.show(f"    → {_short(chunk.tool_response.response or {})}")
+                elif chunk.agent_transfer is not None:
+                    self.show(f"  ↪ transferred to {chunk.agent_transfer.display_name}")
+                elif chunk.updated_variables is not None:
+                    self.show(f"  = variables {_short(chunk.updated_variables)}")
+
+    @staticmethod
+    def _is_client_call(call_id: str | None, messages: list[Any]) -> bool:
+        answered = {c.tool_response.id for m in messages for c in m.chunks or () if c.tool_response is not None}
+        return call_id not in answered

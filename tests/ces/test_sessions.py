@@ -1,0 +1,145 @@
+"""Sessions end to end through the MCP tools: python agents, client tools, versions, recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from convener.config import Settings
+from tests.ces.session_helpers import (
+    APP,
+    FIXTURES,
+    agent,
+    agent_chunks,
+    agent_name,
+    client_tool,
+    last,
+    make_app,
+    run,
+    set_root,
+    span_names,
+    texts,
+    tool_name,
+)
+from tests.e2e.conftest import call_json, conversation, error_text
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", database_url=database_url, python_modules=(FIXTURES, "convener.demo"))
+
+
+async def _echo_app(client: Client) -> None:
+    await make_app(client)
+    await client_tool(client, "confirm", "confirm")
+    await agent(client, "helper", pythonAgent={"entryPoint": f"{FIXTURES}:echo_agent"})
+    await agent(client, "front", pythonAgent={"entryPoint": f"{FIXTURES}:echo_agent"},
+                tools=[tool_name("confirm")], childAgents=[agent_name("helper")])
+    await set_root(client, "front")
+
+
+async def test_python_agent_turns_transfers_and_state(client: Client) -> None:
+    await _echo_app(client)
+    first = await run(client, "s1", {"text": "hello"})
+    assert texts(first) == ["echo 1: hello"]
+    assert last(first)["turnIndex"] == 1
+    second = await run(client, "s1", {"text": "transfer"})
+    assert texts(second) == ["echo 2: transfer", "echo 1: transfer"], "the helper handles the transferred input"
+    transfers = [c["agentTransfer"] for c in agent_chunks(second) if "agentTransfer" in c]
+    assert transfers == [{"targetAgent": agent_name("helper"), "displayName": "Helper"}]
+    third = await run(client, "s1", {"text": "again"})
+    assert texts(third) == ["echo 2: again"], "the session stays with the helper and its state"
+    assert {o["turnIndex"] for o in third["outputs"]} == {3}
+
+
+async def test_client_tool_call_is_answered_later(client: Client) -> None:
+    await _echo_app(client)
+    asked = await run(client, "s2", {"text": "ask"})
+    calls = [o["toolCalls"]["toolCalls"] for o in asked["outputs"] if "toolCalls" in o]
+    assert calls == [[{"id": "ask-1", "tool": tool_name("confirm"), "displayName": "confirm",
+                       "args": {"question": "sure?"}, "agentName": "Front"}]]
+    answered = await run(client, "s2", {"toolResponses": {"toolResponses": [{"id": "ask-1", "response": {"output": "yes"}}]}})
+    assert texts(answered) == ["echo 2: "], "the agent gets the turn with the answer"
+    again = error_text(await client.call_tool("run_session", {
+        "config": {"session": f"{APP}/sessions/s2"},
+        "inputs": [{"toolResponses": {"toolResponses": [{"id": "ask-1", "response": {}}]}}],
+    }), "INVALID_ARGUMENT")
+    assert "no client tool call" in again
+
+
+async def test_turns_are_recorded_as_a_seed_exact_conversation(client: Client) -> None:
+    await _echo_app(client)
+    await run(client, "rec", {"variables": {"tier": "gold"}}, {"text": "hello"})
+    await run(client, "rec", {"text": "ask"})
+    await run(client, "rec", {"toolResponses": {"toolResponses": [{"id": "ask-1", "response": {"output": "ok"}}]}})
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/rec"}))
+    assert recorded["turnCount"] == 3
+    assert recorded["source"] == "LIVE"
+    assert recorded["entryAgent"] == agent_name("front")
+    assert recorded["inputTypes"] == ["INPUT_TYPE_TEXT", "INPUT_TYPE_TOOL_RESPONSE", "INPUT_TYPE_VARIABLES"]
+    first = recorded["turns"][0]
+    assert first["messages"][0] == {
+        "role": "user", "chunks": [{"updatedVariables": {"tier": "gold"}}, {"text": "hello"}],
+        "eventTime": first["messages"][0]["eventTime"],
+    }
+    assert first["messages"][1]["chunks"] == [{"text": "echo 1: hello"}]
+    assert span_names(first["rootSpan"]) == ["TURN", "AGENT", "AGENT_CALL"]
+    assert first["rootSpan"]["startTime"] <= first["rootSpan"]["childSpans"][0]["startTime"]
+    assert "duration" in first["rootSpan"]
+    second = recorded["turns"][1]["messages"][1]["chunks"]
+    assert [next(iter(chunk)) for chunk in second] == ["text", "toolCall"]
+    third_user = recorded["turns"][2]["messages"][0]["chunks"]
+    assert third_user[0]["toolResponse"]["id"] == "ask-1"
+    listed = await call_json(client, "list_conversations", {"parent": APP})
+    assert [c["name"] for c in listed["conversations"]] == [f"{APP}/conversations/rec"]
+
+
+async def test_end_session_and_ended_sessions_refuse_input(client: Client) -> None:
+    await _echo_app(client)
+    ended = await run(client, "s3", {"text": "bye"})
+    assert any("endSession" in output for output in ended["outputs"])
+    error_text(await client.call_tool("run_session", {
+        "config": {"session": f"{APP}/sessions/s3"}, "inputs": [{"text": "hello?"}],
+    }), "FAILED_PRECONDITION")
+
+
+async def test_versions_keep_running_after_the_draft_changes(client: Client) -> None:
+    await _echo_app(client)
+    version = await call_json(client, "create_app_version", {
+        "parent": APP, "appVersionId": "v1", "appVersion": {"displayName": "first"},
+    })
+    assert version["name"] == f"{APP}/versions/v1"
+    assert version["creator"] == "users/local"
+    assert {a["name"] for a in version["snapshot"]["agents"]} == {agent_name("front"), agent_name("helper")}
+    await call_json(client, "update_app", {"app": {"name": APP}, "updateMask": "rootAgent"})
+    await call_json(client, "delete_agent", {"name": agent_name("front")})
+    pinned = await run(client, "old", {"text": "hi"}, appVersion=f"{APP}/versions/v1")
+    assert texts(pinned) == ["echo 1: hi"]
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/old"}))
+    assert recorded["appVersion"] == f"{APP}/versions/v1"
+    error_text(await client.call_tool("run_session", {
+        "config": {"session": f"{APP}/sessions/new"}, "inputs": [{"text": "hi"}],
+    }), "FAILED_PRECONDITION")
+    listed = await call_json(client, "list_app_versions", {"parent": APP})
+    assert [v["name"] for v in listed["appVersions"]] == [f"{APP}/versions/v1"]
+
+
+async def test_a_crashing_agent_ends_the_turn_with_a_clear_error(client: Client) -> None:
+    await make_app(client)
+    await agent(client, "crash", pythonAgent={"entryPoint": f"{FIXTURES}:crashing_agent"})
+    await agent(client, "bad", pythonAgent={"entryPoint": f"{FIXTURES}:malformed_agent"})
+    text = error_text(await client.call_tool("run_session", {
+        "config": {"session": f"{APP}/sessions/c", "entryAgent": agent_name("crash")}, "inputs": [{"text": "hi"}],
+    }))
+    assert "ValueError: agent bug" in text
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/c"}))
+    agent_span = recorded["turns"][0]["rootSpan"]["childSpans"][0]
+    assert agent_span["attributes"]["errorInfo"]["message"].endswith("agent bug")
+    text = error_text(await client.call_tool("run_session", {
+        "config": {"session": f"{APP}/sessions/m", "entryAgent": agent_name("bad")}, "inputs": [{"text": "hi"}],
+    }), "FAILED_PRECONDITION")
+    assert "invalid turn" in text

@@ -19,6 +19,7 @@ import uvicorn
 from mcp import Client
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from starlette.types import ASGIApp
 
 from convener.auth.keys import ApiKeys
 from convener.config import Settings
@@ -104,13 +105,20 @@ async def client(services: Services) -> AsyncIterator[Client]:
         yield connected
 
 
-@contextmanager
-def serving(services: Services) -> Iterator[str]:
-    """The real ASGI app under uvicorn on a free loopback port, and stopped on exit."""
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(build_app(services), host="127.0.0.1", port=port, log_level="warning"))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving_asgi(app: ASGIApp) -> Iterator[str]:
+    """Any ASGI app under uvicorn on a free loopback port, in a thread, stopped on exit; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     started = threading.Event()
@@ -125,6 +133,13 @@ def serving(services: Services) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         assert not thread.is_alive(), "uvicorn did not stop"
+
+
+@contextmanager
+def serving(services: Services) -> Iterator[str]:
+    """The real Convener ASGI app under uvicorn on a free loopback port, and stopped on exit."""
+    with serving_asgi(build_app(services)) as url:
+        yield url
 
 
 @pytest.fixture

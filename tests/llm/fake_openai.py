@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections import deque
@@ -35,12 +34,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
+
+from tests.conftest import serving_asgi
 
 ToolCallSpec = tuple[str, "dict[str, Any] | str"]
 """A tool call the fake model makes: (name, arguments). A str is sent as the raw arguments text, so tests
@@ -72,32 +71,6 @@ class Reply:
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
-
-
-@contextmanager
-def serving_asgi(app: ASGIApp) -> Iterator[str]:
-    """Any ASGI app under uvicorn on a free loopback port, stopped on exit; yields ``http://127.0.0.1:PORT``.
-
-    The same pattern as ``tests.conftest.serving``, for an arbitrary app.
-    """
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    started = threading.Event()
-    for _ in range(1000):
-        if server.started:
-            break
-        started.wait(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "uvicorn did not stop"
 
 
 class FakeOpenAI:

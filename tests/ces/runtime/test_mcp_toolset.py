@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from convener.api.errors import InvalidArgument
@@ -25,6 +21,7 @@ from convener.ces.runtime.mcp_toolset import (
     clear_tool_cache,
     list_tools,
 )
+from tests.conftest import free_port, serving_asgi
 
 SERVER_SCRIPT = Path(__file__).with_name("remote_mcp_server.py")
 FIELD = "toolset.mcpToolset"
@@ -37,33 +34,6 @@ def remote_server() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.build()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def serving(app: ASGIApp) -> Iterator[str]:
-    """``app`` under uvicorn on a free loopback port, in a thread, stopped on exit."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        assert not thread.is_alive(), "uvicorn did not stop"
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +59,7 @@ def recording_api_keys(app: ASGIApp) -> ASGIApp:
 
 @pytest.fixture(scope="module")
 def http_endpoint() -> Iterator[McpEndpoint]:
-    with serving(recording_api_keys(remote_server().streamable_http_app())) as base_url:
+    with serving_asgi(recording_api_keys(remote_server().streamable_http_app())) as base_url:
         yield McpEndpoint(server_address=f"{base_url}/mcp", headers={"X-Api-Key": "secret"})
 
 
@@ -156,7 +126,7 @@ def test_an_unreachable_server_is_unavailable() -> None:
 
 def test_listings_are_cached_for_a_while() -> None:
     """Listing happens at every model step, so a listing is reused even once the server is gone."""
-    with serving(remote_server().streamable_http_app()) as base_url:
+    with serving_asgi(remote_server().streamable_http_app()) as base_url:
         endpoint = McpEndpoint(server_address=f"{base_url}/mcp")
         first = list_tools(endpoint, timeout=10)
         first[0].input_schema["mutated"] = True  # a caller's change must not leak into the cache

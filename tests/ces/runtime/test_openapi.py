@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import copy
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-import uvicorn
 import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from convener.api.errors import InvalidArgument
 from convener.ces.runtime.failures import ToolFailure
 from convener.ces.runtime.openapi import OpenApiOperation, call_operation, parse_operation
+from tests.conftest import free_port, serving_asgi
 
 FIELD = "tool.openApiTool.openApiSchema"
 STRING = {"type": "string"}
@@ -162,36 +157,9 @@ API = Starlette(routes=[
 ])
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def serving(app: ASGIApp) -> Iterator[str]:
-    """``app`` under uvicorn on a free loopback port, in a thread, stopped on exit."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=3)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        assert not thread.is_alive(), "uvicorn did not stop"
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    with serving(API) as url:
+    with serving_asgi(API) as url:
         yield url
 
 

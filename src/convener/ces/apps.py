@@ -190,7 +190,7 @@ class AppService:
 
     def get(self, request: GetAppRequest, caller: Caller) -> App:
         name = AppName.parse(request.name)
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             row = connection.execute(select(apps).where(apps.c.name == str(name))).first()
         if row is None:
             raise NotFound(f"app {name} does not exist")
@@ -211,7 +211,7 @@ class AppService:
                 case _:
                     raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
         statement = statement.order_by(apps.c.app_id).limit(page_size + 1)
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             rows = connection.execute(statement).all()
         page, more = split_page(rows, page_size)
         token = self.tokens.issue(query=query, caller=caller.principal, position=[page[-1].app_id]) if more else None

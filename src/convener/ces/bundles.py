@@ -69,7 +69,7 @@ class Bundles:
     def export(self, name_text: str, caller: Caller) -> str:
         name = AppName.parse(name_text)
         database = self.apps.database
-        with database.transaction() as connection:
+        with database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name)
             app = row_to_app(connection.execute(select(apps).where(apps.c.id == app_pk)).one()).to_json()
             parts = AppParts(connection, app_pk, name)

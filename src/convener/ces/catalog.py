@@ -135,7 +135,7 @@ class PartService(Generic[Part]):
 
     def get(self, name_text: str, caller: Caller) -> Part:
         name = self.kind.name_type.parse(name_text)
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             _, row = self._row(connection, name)
         return self.to_model(row, str(name))
 
@@ -143,7 +143,7 @@ class PartService(Generic[Part]):
         parent = AppName.parse(parent_text, "parent")
         size = resolve_page_size(page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
         query = {"method": f"list_{self.kind.collection}", "parent": str(parent)}
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, parent)
             statement = select(definitions).where(
                 definitions.c.app_pk == app_pk, definitions.c.collection == self.kind.collection

@@ -118,7 +118,7 @@ class ConversationService:
             "filter": request.filter or "",
             "sources": [s.value for s in sources],
         }
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             statement = select(c.conversation_id, c.start_time_us, c.start_time_nanos, c.body).where(
                 c.app_pk == self.apps.app_pk(connection, parent)
             )
@@ -164,7 +164,7 @@ class ConversationService:
 
     def get(self, request: GetConversationRequest, caller: Caller) -> Conversation:
         name = ConversationName.parse(request.name)
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             row = self._row(connection, name)
         conversation = Conversation.model_validate(row.body)
         if request.source not in (None, Source.SOURCE_UNSPECIFIED) and conversation.source is not request.source:

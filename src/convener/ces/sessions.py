@@ -58,7 +58,7 @@ class SessionService:
             raise InvalidArgument("inputs: at least one input is required")
         if len(request.inputs) > MAX_INPUTS:
             raise InvalidArgument(f"inputs: at most {MAX_INPUTS} inputs per call")
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
             row = connection.execute(
                 select(sessions).where(sessions.c.app_pk == app_pk, sessions.c.session_id == name.id)

@@ -48,6 +48,10 @@ def _load_json(text: str) -> Any:
 
 
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # Python's sqlite3 module begins transactions itself, lazily, at the first write: a SAVEPOINT
+    # before that write becomes the outermost transaction, and releasing it commits. Turn that off
+    # and begin every transaction ourselves (``_begin_sqlite``), so that a transaction is one.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -56,6 +60,14 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     # Filters' wildcard matches are LIKE; make them case-sensitive as on PostgreSQL.
     cursor.execute("PRAGMA case_sensitive_like=ON")
     cursor.close()
+
+
+def _begin_sqlite(connection: Connection) -> None:
+    # IMMEDIATE takes the write lock at once: a transaction that reads and then writes cannot find,
+    # at its first write, that another writer got there first (SQLite would fail it, not wait).
+    # Read-only transactions begin DEFERRED and run beside writers (WAL).
+    mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+    connection.exec_driver_sql(f"BEGIN {mode}")
 
 
 class Database:
@@ -70,6 +82,7 @@ class Database:
         )
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _tune_sqlite)
+            event.listen(self.engine, "begin", _begin_sqlite)
 
     def migrate(self, revision: str = "head") -> None:
         """Bring the schema to ``revision``, the newest by default (a no-op when it is there)."""
@@ -83,6 +96,12 @@ class Database:
     def transaction(self) -> Iterator[Connection]:
         """A connection in a transaction: committed on success, rolled back on any error."""
         with self.engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection in a read-only transaction: one consistent snapshot, never waiting on writers."""
+        with self.engine.connect().execution_options(sqlite_begin="DEFERRED") as connection, connection.begin():
             yield connection
 
     def installation_secret(self, key: str = "page_token_secret") -> bytes:

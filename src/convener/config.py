@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -37,7 +38,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     transport: Literal["http", "stdio"] = "http"
-    services: tuple[str, ...] = SERVICES
+    services: Annotated[tuple[str, ...], NoDecode] = SERVICES
     allow_anonymous: bool = Field(
         default=False,
         description="Serve HTTP callers that present no API key, as users/anonymous. Loopback hosts only.",
@@ -54,11 +55,11 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(default=None, description="API key of the provider, if it needs one.")
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Deadline of one model call.")
     llm_max_retries: int = Field(default=3, ge=0, le=10, description="Retries, with backoff, on 429 and 5xx.")
-    python_modules: tuple[str, ...] = Field(
+    python_modules: Annotated[tuple[str, ...], NoDecode] = Field(
         default=("convener.demo",),
         description="Modules (and their submodules) whose callables python agents and tools may name.",
     )
-    mcp_stdio_commands: tuple[str, ...] = Field(
+    mcp_stdio_commands: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="Programs a stdio MCP toolset may start; HTTP toolsets need no listing."
     )
 

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
 
+from convener.config import Settings
 from tests.e2e.conftest import call_json
 
 APP = "projects/acme/locations/global/apps/shop"
 FIXTURES = "tests.ces.agents_under_test"
+
+
+def runtime_settings(database_url: str, tmp_path: Path, **extra: Any) -> Settings:
+    """Settings of a runtime test: a private store, and the test agents' module allowed as entry points."""
+    return Settings(data_dir=tmp_path / "data", database_url=database_url,
+                    **{"python_modules": (FIXTURES, "convener.demo"), **extra})
+
+
+def llm_settings(database_url: str, tmp_path: Path, base_url: str, **extra: Any) -> Settings:
+    """Runtime settings with llm agents served by the scripted OpenAI-compatible fake at ``base_url``."""
+    return runtime_settings(database_url, tmp_path, llm_provider="openai", llm_base_url=base_url,
+                            llm_model="fake-model", llm_max_retries=0, llm_timeout_seconds=5, **extra)
 
 
 def agent_name(agent_id: str, app: str = APP) -> str:

@@ -20,12 +20,12 @@ from convener.config import Settings
 from tests.ces.runtime.test_mcp_toolset import SERVER_SCRIPT, remote_server
 from tests.ces.session_helpers import (
     APP,
-    FIXTURES,
     agent,
     agent_chunks,
     agent_name,
     client_tool,
     last,
+    llm_settings,
     make_app,
     python_tool,
     run,
@@ -71,11 +71,7 @@ REFUNDS = {"intents": [{"name": "any", "patterns": [".+"], "steps": [{"reply": "
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path, fake_openai: FakeOpenAI) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data", database_url=database_url, python_modules=(FIXTURES,),
-        mcp_stdio_commands=(sys.executable,), llm_provider="openai", llm_base_url=fake_openai.base_url,
-        llm_max_retries=0, llm_timeout_seconds=5,
-    )
+    return llm_settings(database_url, tmp_path, fake_openai.base_url, mcp_stdio_commands=(sys.executable,))
 
 
 async def _shop(client: Client) -> None:

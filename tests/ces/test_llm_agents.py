@@ -11,12 +11,12 @@ from mcp import Client
 from convener.config import Settings
 from tests.ces.session_helpers import (
     APP,
-    FIXTURES,
     agent,
     agent_chunks,
     agent_name,
     client_tool,
     last,
+    llm_settings,
     make_app,
     python_tool,
     run,
@@ -33,11 +33,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path, fake_openai: FakeOpenAI) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data", database_url=database_url, python_modules=(FIXTURES,),
-        llm_provider="openai", llm_base_url=fake_openai.base_url, llm_model="fake-model",
-        llm_max_retries=0, llm_timeout_seconds=5,
-    )
+    return llm_settings(database_url, tmp_path, fake_openai.base_url)
 
 
 async def _assistant(client: Client) -> None:

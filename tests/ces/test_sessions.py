@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
 from convener.config import Settings
+from convener.services import Services
 from tests.ces.session_helpers import (
     APP,
     FIXTURES,
@@ -18,19 +21,20 @@ from tests.ces.session_helpers import (
     last,
     make_app,
     run,
+    runtime_settings,
     set_root,
     span_names,
     texts,
     tool_name,
 )
-from tests.e2e.conftest import call_json, conversation, error_text
+from tests.e2e.conftest import call_json, conversation, error_text, writers_meet_before
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, python_modules=(FIXTURES, "convener.demo"))
+    return runtime_settings(database_url, tmp_path)
 
 
 async def _echo_app(client: Client) -> None:
@@ -143,3 +147,23 @@ async def test_a_crashing_agent_ends_the_turn_with_a_clear_error(client: Client)
         "config": {"session": f"{APP}/sessions/m", "entryAgent": agent_name("bad")}, "inputs": [{"text": "hi"}],
     }), "FAILED_PRECONDITION")
     assert "invalid turn" in text
+
+
+async def test_two_turns_of_one_session_at_once_keep_one(client: Client, services: Services) -> None:
+    await _echo_app(client)
+    await run(client, "race", {"text": "first"})
+    results: list[Any] = []
+
+    async def turn(text: str) -> None:
+        results.append(await client.call_tool("run_session", {
+            "config": {"session": f"{APP}/sessions/race"}, "inputs": [{"text": text}]}))
+
+    with writers_meet_before(services, "UPDATE ces_sessions"):
+        async with anyio.create_task_group() as group:
+            group.start_soon(turn, "left")
+            group.start_soon(turn, "right")
+    failed = [r for r in results if r.is_error]
+    assert len(failed) == 1 and "ABORTED: " in error_text(failed[0], "ABORTED")
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/race"}))
+    assert recorded["turnCount"] == 2, "the losing turn left nothing behind"
+    assert texts(await run(client, "race", {"text": "third"})) == ["echo 3: third"]

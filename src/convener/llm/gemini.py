@@ -16,8 +16,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from convener.api.errors import (
     ApiError,
@@ -28,6 +27,7 @@ from convener.api.errors import (
 )
 from convener.llm.base import (
     ChatMessage,
+    ClosesOnExit,
     Completion,
     ToolDeclaration,
     ToolInvocation,
@@ -63,7 +63,7 @@ _FINISH_REASONS = {
 T = TypeVar("T")
 
 
-class GeminiProvider:
+class GeminiProvider(ClosesOnExit):
     """A :class:`~convener.llm.base.ModelProvider` over ``google.genai.Client.models.generate_content``.
 
     Retries: the SDK's own (``HttpRetryOptions``: exponential backoff with jitter on 408, 429 and 5xx and on
@@ -124,14 +124,6 @@ class GeminiProvider:
         close = getattr(self._client, "close", None)
         if callable(close):
             close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"GeminiProvider(model={self.model!r})"

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
@@ -25,6 +24,7 @@ from convener.api.errors import (
 )
 from convener.llm.base import (
     ChatMessage,
+    ClosesOnExit,
     Completion,
     ToolDeclaration,
     ToolInvocation,
@@ -41,7 +41,7 @@ _MAX_DETAIL = 300
 """How much of a provider's own error message is passed on: enough to say what was wrong, no more."""
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(ClosesOnExit):
     """A :class:`~convener.llm.base.ModelProvider` over the OpenAI SDK's chat.completions.
 
     Retries are the SDK's: it retries 408, 409, 429, 5xx and connection failures ``max_retries`` times with
@@ -73,14 +73,6 @@ class OpenAICompatibleProvider:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(model={self.model!r}, base_url={self.base_url!r})"

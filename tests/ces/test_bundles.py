@@ -146,3 +146,25 @@ def test_cli_export_import_and_chat(settings: Settings, tmp_path: Path, monkeypa
     missing = runner.invoke(cli, ["chat", f"{PARENT}/apps/none", *common], input="hi\n/quit\n")
     assert "NOT_FOUND: app" in missing.output
     assert json.loads(json.dumps(talk.output))  # printable as it is
+
+
+async def test_agents_may_name_each_other_in_any_order(client: Client) -> None:
+    ping_pong = {
+        "format": "convener.app/v1", "app": {"rootAgent": "ping"},
+        "agents": {
+            "ping": {"displayName": "Ping", "playbookAgent": {"fallback": [{"transfer": "pong"}]}},
+            "pong": {"displayName": "Pong", "playbookAgent": {"intents": [
+                {"name": "back", "keywords": ["back"], "steps": [{"transfer": "ping"}]}],
+                "fallback": [{"reply": "pong"}]}},
+        },
+    }
+    await call_json(client, "import_app", {"parent": PARENT, "appId": "pp", "appContent": yaml.safe_dump(ping_pong)})
+    session = await call_json(client, "run_session", {"config": {"session": f"{PARENT}/apps/pp/sessions/s"},
+                                                      "inputs": [{"text": "hi"}]})
+    assert session["outputs"][0]["text"] == "pong"
+    cycle = {"format": "convener.app/v1", "agents": {
+        "a": {"displayName": "A", "childAgents": ["b"]}, "b": {"displayName": "B", "childAgents": ["a"]}}}
+    text = error_text(await client.call_tool("import_app", {"parent": PARENT, "appId": "cyc",
+                                                            "appContent": yaml.safe_dump(cycle)}), "INVALID_ARGUMENT")
+    assert "cycle" in text
+    error_text(await client.call_tool("get_app", {"name": f"{PARENT}/apps/cyc"}), "NOT_FOUND")

@@ -113,11 +113,17 @@ class Bundles:
             app_pk = self.apps.app_pk(connection, name)
             for collection in ("toolsets", "tools"):
                 for part_id, body in self._section(document, collection).items():
-                    self._insert(connection, app_pk, name, collection, part_id, body)
+                    self._write(connection, app_pk, name, collection, part_id, body)
+            # Agents name each other (child agents, playbook transfers, back and forth): every agent
+            # is placed first, so that each definition is then checked against all the others.
             agents = self._section(document, "agents")
-            for agent_id in _children_first(agents):
-                body = _expand_agent(agents[agent_id], name, f"appContent: agents.{agent_id}")
-                self._insert(connection, app_pk, name, "agents", agent_id, body)
+            for agent_id in agents:
+                placeholder = name.child(AgentName, check_id(str(agent_id), f"appContent: agents.{agent_id}"))
+                self.parts["agents"].insert(connection, app_pk, placeholder, {"displayName": str(agent_id)})
+            for agent_id, body in agents.items():
+                where = f"appContent: agents.{agent_id}"
+                expanded = _expand_agent(body, name, where) if isinstance(body, dict) else body
+                self._write(connection, app_pk, name, "agents", agent_id, expanded)
             if root is not None:
                 app = app.model_copy(update={"root_agent": f"{name}/agents/{check_id(str(root), 'app.rootAgent')}"})
             try:
@@ -125,8 +131,8 @@ class Bundles:
             except InvalidArgument as error:
                 raise InvalidArgument(f"appContent: {error.message}") from None
 
-    def _insert(self, connection: Any, app_pk: int, app: AppName, collection: str, part_id: str,
-                body: dict[str, Any]) -> None:
+    def _write(self, connection: Any, app_pk: int, app: AppName, collection: str, part_id: str, body: Any) -> None:
+        """Check one part of the file against the app so far and store it (over its placeholder, if any)."""
         service = self.parts[collection]
         where = f"appContent: {collection}.{part_id}"
         resource_id = check_id(part_id, where)
@@ -140,7 +146,10 @@ class Bundles:
             raise InvalidArgument(f"{where}: {describe_validation(error)}") from None
         except InvalidArgument as error:
             raise InvalidArgument(f"{where}: {error.message}") from None
-        service.insert(connection, app_pk, name, checked)
+        if collection == "agents":
+            service.overwrite(connection, app_pk, name, checked)
+        else:
+            service.insert(connection, app_pk, name, checked)
 
     @staticmethod
     def _load(content: str) -> dict[str, Any]:
@@ -168,23 +177,3 @@ class Bundles:
         if not isinstance(section, dict):
             raise InvalidArgument(f"appContent: {collection} must be a mapping of ID to definition")
         return section
-
-
-def _children_first(agents: dict[str, Any]) -> list[str]:
-    """Agents in an order where each comes after the agents it names as children (cycles are left to the check)."""
-    order: list[str] = []
-    placed: set[str] = set()
-
-    def place(agent_id: str, trail: frozenset[str]) -> None:
-        if agent_id in placed or agent_id in trail or agent_id not in agents:
-            return
-        body = agents[agent_id]
-        children = body.get("childAgents", []) if isinstance(body, dict) else []
-        for child in children if isinstance(children, list) else []:
-            place(str(child), trail | {agent_id})
-        placed.add(agent_id)
-        order.append(agent_id)
-
-    for agent_id in agents:
-        place(agent_id, frozenset())
-    return order

@@ -194,6 +194,16 @@ class PartService(Generic[Part]):
         _, row = self._row(connection, name)
         return self.to_model(row, str(name))
 
+    def overwrite(self, connection: Connection, app_pk: int, name: AppChildName, body: dict[str, Any]) -> None:
+        """Replace a stored part's body in the caller's transaction (imports fill placeholders this way)."""
+        now = Timestamp.now().to_micros()
+        connection.execute(
+            update(definitions)
+            .where(definitions.c.app_pk == app_pk, definitions.c.collection == self.kind.collection,
+                   definitions.c.resource_id == name.id)
+            .values(body=body, update_time_us=now, etag=_etag(body, now))
+        )
+
     def update(self, part: Part, update_mask: str | None, caller: Caller) -> Part:
         name = self.kind.name_type.parse(getattr(part, "name", None), f"{self.kind.singular}.name")
         incoming = _definition_of(self.kind, part)

@@ -36,7 +36,8 @@ def echo_agent(request: dict[str, Any]) -> dict[str, Any]:
     """A python agent: echoes text, counts its turns in its state, transfers on "transfer", ends on "bye"."""
     state = dict(request.get("state") or {})
     state["turns"] = int(state.get("turns", 0)) + 1
-    text = (request.get("input") or {}).get("text", "")
+    given = request.get("input") or {}
+    text = given.get("text", given.get("dtmf", ""))
     chunks: list[dict[str, Any]] = [{"text": f"echo {state['turns']}: {text}"}]
     if text == "transfer" and not request["agent"].endswith("/helper"):
         chunks.append({"agentTransfer": {"targetAgent": request["agent"].rsplit("/", 1)[0] + "/helper"}})

@@ -167,3 +167,48 @@ async def test_two_turns_of_one_session_at_once_keep_one(client: Client, service
     recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/race"}))
     assert recorded["turnCount"] == 2, "the losing turn left nothing behind"
     assert texts(await run(client, "race", {"text": "third"})) == ["echo 3: third"]
+
+
+async def test_every_kind_of_input(client: Client) -> None:
+    await _echo_app(client)
+    waiting = await run(client, "kinds", {"text": "hel", "willContinue": True})
+    assert texts(waiting) == [], "a fragment waits for the rest"
+    assert texts(await run(client, "kinds", {"text": "lo"})) == ["echo 1: hello"]
+    assert texts(await run(client, "kinds", {"dtmf": "42#"})) == ["echo 2: 42#"]
+    image = {"mimeType": "image/png", "data": "iVBORw0KGgo=", "altText": "a receipt"}
+    assert texts(await run(client, "kinds", {"image": image})) == ["echo 3: "]
+    await run(client, "kinds", {"event": {"event": "welcome", "variables": {"page": "checkout"}}})
+    vars_turn = await run(client, "kinds", {"text": "vars"})
+    updated = [c["updatedVariables"] for c in agent_chunks(vars_turn) if "updatedVariables" in c]
+    assert updated == [{"seen": 8}], "the agent saw the history of the four earlier turns"
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/kinds"}))
+    assert recorded["inputTypes"] == ["INPUT_TYPE_TEXT", "INPUT_TYPE_EVENT", "INPUT_TYPE_IMAGE"]
+    assert recorded["turns"][3]["messages"][0]["chunks"] == [{"payload": {"event": "welcome",
+                                                                          "variables": {"page": "checkout"}}}]
+
+
+@pytest.mark.parametrize(("inputs", "words"), [
+    ([], "at least one input"),
+    ([{"text": "a"}] * 101, "at most 100"),
+    ([{"text": "a", "dtmf": "1"}], "only one field of the union input_type"),
+    ([{"image": {"mimeType": "image/png", "data": "not base64!"}}], "image.data"),
+    ([{"text": "a\u0000b"}], "NUL"),
+])
+async def test_hostile_session_inputs(client: Client, inputs: list[Any], words: str) -> None:
+    await _echo_app(client)
+    result = await client.call_tool("run_session", {"config": {"session": f"{APP}/sessions/h"}, "inputs": inputs})
+    assert words in error_text(result, "INVALID_ARGUMENT")
+
+
+@pytest.mark.parametrize(("config", "code", "words"), [
+    ({"session": "nonsense"}, "INVALID_ARGUMENT", "config.session"),
+    ({"session": "projects/acme/locations/global/apps/none/sessions/s"}, "NOT_FOUND", "app"),
+    ({"session": f"{APP}/sessions/e", "entryAgent": f"{APP}/agents/ghost"}, "INVALID_ARGUMENT", "entryAgent"),
+    ({"session": f"{APP}/sessions/e", "appVersion": f"{APP}/versions/none"}, "NOT_FOUND", "version"),
+    ({"session": f"{APP}/sessions/e", "appVersion": "projects/x/locations/y/apps/z/versions/v"},
+     "INVALID_ARGUMENT", "appVersion"),
+])
+async def test_hostile_session_configs(client: Client, config: dict[str, Any], code: str, words: str) -> None:
+    await _echo_app(client)
+    result = await client.call_tool("run_session", {"config": config, "inputs": [{"text": "hi"}]})
+    assert words in error_text(result, code)

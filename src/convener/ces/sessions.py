@@ -133,6 +133,8 @@ class SessionService:
 
     def _record(self, connection: Connection, app_pk: int, name: SessionName, conversation: Conversation | None,
                 blueprint: Blueprint, record: TurnRecord, config: Any) -> None:
+        if not record.messages:
+            return  # nothing happened that a recording would show
         turn = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
         if conversation is None:
             conversation = Conversation(

@@ -63,8 +63,11 @@ class TurnRunner:
         except AgentFailure as error:
             failure = error
             self.ctx.trace.current.fail(error.code, error.message)
-        self.state["turns"] = self.turn_index
         root = self.ctx.trace.finish()
+        if not self.user and not self.ctx.chunks and failure is None:
+            # Only a fragment (willContinue) or a recording control arrived: no turn happened yet.
+            return TurnRecord([], [], root, self.state, None)
+        self.state["turns"] = self.turn_index
         messages = [Message(role="user", chunks=self.user or None, event_time=self.started)]
         if self.ctx.chunks:
             messages.append(Message(role="agent", chunks=self.ctx.chunks, event_time=root.end_time))

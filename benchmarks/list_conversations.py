@@ -29,7 +29,6 @@ import random
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from backends import add_arguments, each_backend
 from mcp import Client
-from sqlalchemy import create_engine, event, insert, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import event, insert, text
 
 from convener.api.protojson import Timestamp
 from convener.auth.caller import LOCAL_USER
@@ -52,7 +51,6 @@ from convener.ces.tables import conversations as table
 from convener.config import Settings
 from convener.server import mcp_servers
 from convener.services import Services
-from convener.store.database import normalise_url
 
 APP = AppName("bench", "global", "support")
 PAGE = 20
@@ -240,26 +238,11 @@ def run(backend: str, url: str, count: int, repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--count", type=int, default=100_000)
-    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument("--postgres-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--repeat", type=int, default=20)
+    add_arguments(parser)
     args = parser.parse_args()
-    if args.backend in ("sqlite", "both"):
-        with tempfile.TemporaryDirectory() as tmp:
-            run("sqlite", f"sqlite:///{tmp}/bench.db", args.count, args.repeat)
-    if args.backend in ("postgresql", "both"):
-        schema = f"bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(normalise_url(args.postgres_url))
-        with admin.begin() as connection:
-            connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-        options = {"options": f"-csearch_path={schema}"}  # as tests/conftest.py
-        url = make_url(normalise_url(args.postgres_url)).update_query_dict(options)
-        try:
-            run("postgresql", url.render_as_string(hide_password=False), args.count, args.repeat)
-        finally:
-            with admin.begin() as connection:
-                connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
+    for backend, url in each_backend(args):
+        run(backend, url, args.count, args.repeat)
 
 
 if __name__ == "__main__":

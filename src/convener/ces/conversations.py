@@ -195,14 +195,18 @@ class ConversationService:
         conversation: Conversation,
         *,
         replace: bool = False,
+        appended: bool = False,
     ) -> Stored:
         """Store a conversation unless the same one is there already (a no-op then).
 
         A different conversation under the same name is ALREADY_EXISTS (recordings are immutable),
-        unless the writer owns the name and asks to ``replace`` it, as the demo loader does.
+        unless the writer owns the name and asks to ``replace`` it, as the demo loader does. A writer
+        that ``appended`` a turn knows the stored conversation differs, and skips the comparison.
         """
         existing = connection.execute(
-            select(c.start_time_us, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+            select(c.start_time_us, *([] if appended else [c.body])).where(
+                c.app_pk == app_pk, c.conversation_id == name.conversation
+            )
         ).first()
         # A recording without any time of its own starts when it is received; settling it again
         # against the stored start makes a re-import compare equal.
@@ -210,9 +214,9 @@ class ConversationService:
         settled = settle(conversation, name, received=received)
         body = settled.to_json()
         if existing is not None:
-            if same_json(existing.body, body):
+            if not appended and same_json(existing.body, body):
                 return Stored(settled, created=False)
-            if not replace:
+            if not replace and not appended:
                 raise AlreadyExists(f"conversation {name} already exists with different content")
             connection.execute(
                 update(table)

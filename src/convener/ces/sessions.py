@@ -25,7 +25,7 @@ from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse
 from convener.ces.tables import conversations, sessions
-from convener.ces.versions import VersionService, draft_blueprint
+from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
 from convener.store.database import AnyRow, Database
@@ -50,6 +50,7 @@ class SessionService:
         self.conversations = conversations
         self.versions = versions
         self.provider = provider
+        self.drafts = DraftBlueprints()
 
     def run(self, request: RunSessionRequest, caller: Caller) -> RunSessionResponse:
         config = request.config
@@ -82,7 +83,7 @@ class SessionService:
     def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None) -> Blueprint:
         if version:
             return self.versions.blueprint(connection, app_pk, version, name.app_name)
-        return draft_blueprint(connection, app_pk, name.app_name)
+        return self.drafts.get(connection, app_pk, name.app_name)
 
     def _start(self, blueprint: Blueprint, entry_agent: str | None, name: SessionName) -> dict[str, Any]:
         if entry_agent:
@@ -151,7 +152,7 @@ class SessionService:
             "end_time": record.root_span.end_time,
             "turn_count": None,
         })
-        self.conversations.store(connection, app_pk, name.app_name.conversation(name.id), updated, replace=True)
+        self.conversations.store(connection, app_pk, name.app_name.conversation(name.id), updated, appended=True)
 
 
 def history_of(conversation: Conversation) -> list[Message]:

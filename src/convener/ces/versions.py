@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -15,7 +17,7 @@ from convener.ces.catalog import AppParts, PartService
 from convener.ces.definitions import Agent, AppSnapshot, AppVersion, Tool, Toolset
 from convener.ces.names import AgentName, AppName, AppVersionName, ToolName, ToolsetName
 from convener.ces.runtime.blueprint import Blueprint
-from convener.ces.tables import apps
+from convener.ces.tables import apps, definitions
 
 MAX_TEXT = 16_384
 
@@ -25,6 +27,38 @@ def _parts(parts: AppParts, model: type[Any], name_type: type[Any]) -> list[Any]
         model.model_validate({**body, "name": str(parts.app.child(name_type, resource_id))})
         for resource_id, body in parts.bodies(name_type.collection).items()
     ]
+
+
+class DraftBlueprints:
+    """The draft of each app as a Blueprint, kept while nothing in the app changes.
+
+    Every turn of every session needs its app's agents and tools; reading their etags is cheap,
+    decoding and validating every definition again is not.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.kept: OrderedDict[Any, Blueprint] = OrderedDict()
+
+    def get(self, connection: Connection, app_pk: int, app: AppName) -> Blueprint:
+        app_etag = connection.scalar(select(apps.c.etag).where(apps.c.id == app_pk))
+        part_etags = connection.execute(
+            select(definitions.c.collection, definitions.c.resource_id, definitions.c.etag)
+            .where(definitions.c.app_pk == app_pk, definitions.c.collection != "versions")
+            .order_by(definitions.c.collection, definitions.c.resource_id)
+        ).all()
+        key = (app_pk, app_etag, tuple(tuple(row) for row in part_etags))
+        with self.lock:
+            if key in self.kept:
+                self.kept.move_to_end(key)
+                return self.kept[key]
+        blueprint = draft_blueprint(connection, app_pk, app)
+        with self.lock:
+            self.kept[key] = blueprint
+            while len(self.kept) > self.size:
+                self.kept.popitem(last=False)
+        return blueprint
 
 
 def draft_blueprint(connection: Connection, app_pk: int, app: AppName) -> Blueprint:

@@ -1,126 +1,399 @@
-"""The demo workspace: what it holds, that loading it again changes nothing, and that it reads back
-through the MCP tools with the output-only fields the service derives."""
+"""The demo workspace: the Acme Support app runs, and every demo conversation is a recording of it.
+
+The app and its conversations are read back through the MCP tools, conversations checked against the
+seed's JSON Schema. What the agents said, which tools they called and what those answered, and where
+the conversation was handed over come from the runtime; the tests check them against the scripts, the
+app's tools called directly, and the bundled dataset.
+"""
 
 from __future__ import annotations
 
 import base64
-import re
-import struct
-import zlib
-from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from mcp import Client
 from typer.testing import CliRunner
 
-from convener.api.protojson import Duration, Timestamp
+from convener.api.errors import FailedPrecondition
+from convener.ces.runtime.toolbox import as_response
 from convener.cli import app as cli
-from convener.demo import APP, PLAN, demo_conversations, load_demo
+from convener.config import Settings
+from convener.demo import APP, load_demo, tools
+from convener.demo.loader import app_yaml, expected_export, scripts
 from convener.services import Services
+from tests.e2e.conftest import call_json, conversation, error_text, listed, timestamp_nanos
+
+pytestmark = pytest.mark.anyio
 
 Json = dict[str, Any]
 PARENT = str(APP)
-AGENT = re.compile(rf"^{re.escape(PARENT)}/agents/(triage|orders|refunds)$")
-TOOL = re.compile(rf"^{re.escape(PARENT)}/tools/[a-z_]+$")
-TOOLSET = re.compile(rf"^{re.escape(PARENT)}/toolsets/[a-z_]+$")
-SPAN_NAMES = re.compile(r"^(llm|guardrail|agent_transfer|tool:[a-z_]+)$")
-USER_INPUTS = {
-    "text": "INPUT_TYPE_TEXT", "transcript": "INPUT_TYPE_AUDIO", "image": "INPUT_TYPE_IMAGE",
-    "payload": "INPUT_TYPE_EVENT", "toolResponse": "INPUT_TYPE_TOOL_RESPONSE",
-    "updatedVariables": "INPUT_TYPE_VARIABLES",
+PYTHON_TOOLS = {"lookup_order", "list_customer_orders", "update_delivery_address", "check_refund_eligibility",
+                "create_refund"}
+CLIENT_TOOLS = {"confirm_identity"}
+
+# What each script makes the app do: the tools called and the agents handed over to, in order, and
+# whether the customer's goodbye ended the session. Written from the app's rules, not from a recording.
+CHECK, CONFIRM, REFUND = "check_refund_eligibility", "confirm_identity", "create_refund"
+EXPECTED: dict[str, tuple[list[str], list[str], bool]] = {
+    "demo-001": (["lookup_order"], ["orders", "triage"], True),
+    "demo-002": (["lookup_order"], ["orders", "triage"], True),
+    "demo-003": (["lookup_order", "lookup_order"], ["orders", "triage"], False),
+    "demo-004": ([CHECK, CONFIRM, REFUND], ["refunds", "triage"], True),
+    "demo-005": ([CHECK], ["refunds", "triage"], True),
+    "demo-006": ([CHECK, "lookup_order"], ["refunds", "triage", "orders", "triage"], False),
+    "demo-007": ([CHECK, CONFIRM], ["refunds", "triage"], True),
+    "demo-008": ([CHECK, CONFIRM, REFUND], ["refunds", "triage"], False),
+    "demo-009": (["lookup_order", "update_delivery_address"], ["orders", "triage"], True),
+    "demo-010": (["lookup_order"], ["orders", "triage"], True),
+    "demo-011": (["list_customer_orders", "lookup_order"], ["orders"], False),
+    "demo-012": (["lookup_order"], ["orders", "triage"], True),
+    "demo-013": ([], [], True),
+    "demo-014": (["lookup_order", CHECK, CONFIRM, REFUND], ["orders", "refunds", "triage"], True),
+    "demo-015": (["lookup_order"], ["orders", "triage"], True),
+    "demo-016": ([CHECK], ["refunds", "triage"], False),
+    "demo-017": (["lookup_order", CHECK], ["orders", "refunds"], False),
+    "demo-018": ([CHECK, CONFIRM, REFUND], [], False),
+    "demo-019": (["lookup_order"], ["triage"], False),
+    "demo-020": ([CHECK], ["refunds"], False),
 }
 
 
-async def call(client: Client, tool: str, arguments: Json) -> Json:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    content: Json | None = result.structured_content
-    assert content is not None
-    return content
-
-
-async def listed(client: Client, **arguments: Any) -> list[Json]:
-    """Every conversation list_conversations returns for these arguments, across pages."""
+async def all_conversations(client: Client, **arguments: Any) -> list[Json]:
+    """Every conversation of the demo app, across list_conversations pages, each page schema-checked."""
     found: list[Json] = []
     token = None
     while True:
-        page = await call(client, "list_conversations", {"parent": PARENT, "pageSize": 10, **arguments,
-                                                         **({"pageToken": token} if token else {})})
+        page = listed(await client.call_tool("list_conversations", {
+            "parent": PARENT, "pageSize": 7, **arguments, **({"pageToken": token} if token else {}),
+        }))
         found.extend(page.get("conversations", []))
         token = page.get("nextPageToken")
         if not token:
-            return found
+            return sorted(found, key=lambda c: c["name"])
+
+
+async def get_conversation(client: Client, conversation_id: str) -> Json:
+    """A conversation of the demo app, checked against the seed's Conversation schema."""
+    name = f"{PARENT}/conversations/{conversation_id}"
+    return conversation(await client.call_tool("get_conversation", {"name": name}))
+
+
+async def by_id(client: Client, tool: str, collection: str) -> dict[str, Json]:
+    """The app's agents or tools by ID."""
+    parts = (await call_json(client, tool, {"parent": PARENT}))[collection]
+    return {short(part["name"]): part for part in parts}
 
 
 @pytest.fixture
-async def demo(services: Services, client: Client) -> list[Json]:
-    """The demo loaded into a fresh store, read back with list_conversations, oldest first."""
+async def demo(services: Services, client: Client) -> dict[str, Json]:
+    """The demo loaded into a fresh store; each conversation read with get_conversation, by ID."""
     load_demo(services)
-    return sorted(await listed(client), key=lambda c: c["name"])
+    return {script.id: await get_conversation(client, script.id) for script in scripts()}
 
 
-def by_id(conversations: list[Json]) -> dict[str, Json]:
-    return {c["name"].rsplit("/", 1)[1]: c for c in conversations}
-
-
-def messages(conversation: Json) -> Iterator[Json]:
-    for turn in conversation["turns"]:
-        yield from turn.get("messages", [])
-
-
-def chunks(conversation: Json, role: str | None = None) -> Iterator[Json]:
-    for message in messages(conversation):
-        if role is None or message["role"] == role:
+def chunks(turn: Json, role: str) -> Iterator[Json]:
+    for message in turn.get("messages", []):
+        if message["role"] == role:
             yield from message["chunks"]
 
 
-def spans(span: Json) -> Iterator[Json]:
-    yield span
+def every_chunk(body: Json, role: str) -> Iterator[Json]:
+    for turn in body["turns"]:
+        yield from chunks(turn, role)
+
+
+def short(name: str) -> str:
+    return name.rsplit("/", 1)[1]
+
+
+def span_paths(span: Json, above: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Json]]:
+    path = (*above, span["name"])
+    yield path, span
     for child in span.get("childSpans", []):
-        yield from spans(child)
+        yield from span_paths(child, path)
 
 
-def with_chunk(conversations: list[Json], kind: str, role: str = "user") -> list[Json]:
-    return [c for c in conversations if any(kind in chunk for chunk in chunks(c, role))]
+# -- the app ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
-async def test_demo_loads_app_with_two_dozen_conversations(services: Services, client: Client) -> None:
+async def test_the_demo_app_its_agents_and_tools_exist(services: Services, client: Client) -> None:
     summary = load_demo(services)
 
-    assert summary == f"{PARENT}: {len(PLAN)} conversations ({len(PLAN)} new)"
-    app = await call(client, "get_app", {"name": PARENT})
+    assert summary == f"{PARENT}: app imported, {len(scripts())} conversations ({len(scripts())} new)"
+    app = await call_json(client, "get_app", {"name": PARENT})
     assert app["displayName"] == "Acme Support" and app["description"]
-    conversations = await listed(client)
-    assert len(conversations) == len(PLAN) >= 24
-    assert sorted(by_id(conversations)) == [f"demo-{n:03d}" for n in range(1, len(PLAN) + 1)]
+    assert app["rootAgent"] == f"{PARENT}/agents/triage"
+    assert app["languageSettings"] == {"defaultLanguageCode": "en-US"}
+    declared = {v["name"]: v["schema"] for v in app["variableDeclarations"]}
+    assert declared["customer_tier"]["default"] == "standard" and "customer_id" in declared
+
+    agents = await by_id(client, "list_agents", "agents")
+    assert set(agents) == {"triage", "orders", "refunds"}
+    assert all("playbookAgent" in agent for agent in agents.values())
+    assert agents["triage"]["childAgents"] == [f"{PARENT}/agents/orders", f"{PARENT}/agents/refunds"]
+    assert {short(t) for t in agents["refunds"]["tools"]} == {CHECK, CONFIRM, REFUND}
+
+    listed_tools = await by_id(client, "list_tools", "tools")
+    assert set(listed_tools) == PYTHON_TOOLS | CLIENT_TOOLS
+    for tool_id in PYTHON_TOOLS:
+        python = listed_tools[tool_id]["pythonFunction"]
+        assert python["entryPoint"] == f"convener.demo.tools:{tool_id}"
+        assert python["description"] and listed_tools[tool_id]["displayName"] == tool_id
+    assert listed_tools["confirm_identity"]["clientFunction"]["name"] == "confirm_identity"
 
 
-@pytest.mark.anyio
-async def test_loading_demo_twice_stores_nothing_new(services: Services, client: Client) -> None:
+def test_the_python_tools_have_typed_parameters_and_docstrings() -> None:
+    for tool_id in PYTHON_TOOLS:
+        function = getattr(tools, tool_id)
+        assert function.__doc__ and len(function.__doc__.split()) > 10, tool_id
+        hints = {name for name in function.__annotations__ if name != "return"}
+        assert hints and hints == set(function.__code__.co_varnames[: function.__code__.co_argcount]), tool_id
+
+
+async def test_the_demo_yaml_round_trips_through_export_app(services: Services, client: Client) -> None:
     load_demo(services)
-    before = await listed(client)
+
+    exported = (await call_json(client, "export_app", {"name": PARENT}))["appContent"]
+
+    assert yaml.safe_load(exported) == expected_export(yaml.safe_load(app_yaml()))
+    assert (await call_json(client, "export_app", {"name": PARENT}))["appContent"] == exported
+
+
+async def test_the_exported_demo_imports_as_another_app(services: Services, client: Client) -> None:
+    load_demo(services)
+    exported = (await call_json(client, "export_app", {"name": PARENT}))["appContent"]
+
+    await call_json(client, "import_app", {"parent": "projects/demo/locations/global", "appId": "copy",
+                                           "appContent": exported})
+
+    copied = (await call_json(client, "export_app", {"name": "projects/demo/locations/global/apps/copy"}))
+    assert yaml.safe_load(copied["appContent"]) == yaml.safe_load(exported)
+
+
+async def test_a_new_session_against_the_demo_app_runs(services: Services, client: Client) -> None:
+    load_demo(services)
+    order = next(o for o in tools.dataset()["orders"] if o["id"] == "AC-1001")
+
+    response = await call_json(client, "run_session", {
+        "config": {"session": f"{PARENT}/sessions/mine"}, "inputs": [{"text": "where is order AC-1001"}],
+    })
+
+    texts = [output["text"] for output in response["outputs"] if "text" in output]
+    assert texts == [f"Order AC-1001 ({order['items'][0]['name']}) was delivered on {order['deliveredOn']}."]
+    recorded = await get_conversation(client, "mine")
+    agent_side = list(every_chunk(recorded, "agent"))
+    transfer = {"targetAgent": f"{PARENT}/agents/orders", "displayName": "Orders"}
+    assert agent_side[0] == {"agentTransfer": transfer}
+    assert agent_side[1]["toolCall"]["args"] == {"order_id": "AC-1001"}
+    assert agent_side[2]["toolResponse"]["response"]["output"]["status"] == order["status"]
+
+
+async def test_a_new_session_refunds_after_the_client_tool(services: Services, client: Client) -> None:
+    load_demo(services)
+    session = {"session": f"{PARENT}/sessions/refund-by-hand"}
+
+    asked = await call_json(client, "run_session", {"config": session, "inputs": [
+        {"text": "I'd like a refund for order AC-1010"}]})
+    (call,) = [c for o in asked["outputs"] if "toolCalls" in o for c in o["toolCalls"]["toolCalls"]]
+    answer = {"id": call["id"], "response": {"output": {"verified": True}}}
+    done = await call_json(client, "run_session", {"config": session, "inputs": [
+        {"toolResponses": {"toolResponses": [answer]}}]})
+
+    assert call["tool"] == f"{PARENT}/tools/confirm_identity"
+    assert call["args"] == {"order_id": "AC-1010", "amount": 16.0}
+    assert any("Refund RF-1010 of $16.00" in o.get("text", "") for o in done["outputs"])
+
+
+def test_load_demo_needs_its_tools_module_allowed(settings: Settings) -> None:
+    opened = Services.open(settings.model_copy(update={"python_modules": ("somewhere.else",)}))
+    try:
+        with pytest.raises(FailedPrecondition, match="CONVENER_PYTHON_MODULES"):
+            load_demo(opened)
+    finally:
+        opened.close()
+
+
+# -- the conversations -----------------------------------------------------------------------------
+
+
+async def test_every_script_is_listed_as_a_conversation(services: Services, client: Client) -> None:
+    load_demo(services)
+
+    found = {short(c["name"]): c for c in await all_conversations(client)}
+
+    assert list(found) == [script.id for script in scripts()] == sorted(EXPECTED)
+    assert 16 <= len(found) <= 24
+    for script in scripts():
+        body = found[script.id]
+        assert body["turnCount"] == len(body["turns"]) == len(script.turns), script.id
+        assert body["source"] == script.source.value
+        assert body["entryAgent"] == f"{PARENT}/agents/{script.entry_agent or 'triage'}"
+        assert body["languageCode"] == "en-US"
+        assert body == await get_conversation(client, script.id)
+    sources = [c["source"] for c in found.values()]
+    assert sources.count("LIVE") > len(sources) / 2 and {"SIMULATOR", "EVAL"} <= set(sources)
+    evals = await all_conversations(client, filter="source = EVAL")
+    assert [short(c["name"]) for c in evals] == [s.id for s in scripts() if s.source.value == "EVAL"]
+
+
+async def test_the_user_side_is_the_scripted_input(demo: dict[str, Json]) -> None:
+    for script in scripts():
+        for turn, inputs in zip(demo[script.id]["turns"], script.turns, strict=True):
+            user = list(chunks(turn, "user"))
+            assert len(user) == len(inputs), script.id
+            for chunk, item in zip(user, inputs, strict=True):
+                if item.text is not None or item.dtmf is not None:
+                    assert chunk == {"text": item.text if item.text is not None else item.dtmf}
+                elif item.event is not None:
+                    assert chunk["payload"]["event"] == item.event.event
+                elif item.variables is not None:
+                    assert chunk == {"updatedVariables": item.variables}
+                elif item.image is not None:
+                    assert chunk["image"]["altText"] == item.image.alt_text
+                    assert base64.b64decode(chunk["image"]["data"]).startswith(b"\x89PNG\r\n\x1a\n")
+                else:
+                    assert "toolResponse" in chunk, script.id
+    kinds = {kind for body in demo.values() for kind in body["inputTypes"]}
+    assert kinds == {"INPUT_TYPE_TEXT", "INPUT_TYPE_EVENT", "INPUT_TYPE_VARIABLES", "INPUT_TYPE_IMAGE",
+                     "INPUT_TYPE_TOOL_RESPONSE"}
+    assert any(item.dtmf for script in scripts() for turn in script.turns for item in turn)
+
+
+async def test_agents_call_the_expected_tools_and_hand_over_where_expected(demo: dict[str, Json]) -> None:
+    for conversation_id, (tools_called, transfers, _) in EXPECTED.items():
+        agent = list(every_chunk(demo[conversation_id], "agent"))
+        called = [short(c["toolCall"]["tool"]) for c in agent if "toolCall" in c]
+        assert called == tools_called, conversation_id
+        assert [short(c["agentTransfer"]["targetAgent"]) for c in agent if "agentTransfer" in c] == transfers
+        assert any("text" in c for c in agent), conversation_id
+    texts = [c["text"] for body in demo.values() for c in every_chunk(body, "agent") if "text" in c]
+    assert not [text for text in texts if "something went wrong" in text]
+    assert any(text.startswith("Sorry, I didn't catch that") for text in texts), "the fallback"
+    assert any(text.startswith("I couldn't find order AC-1099") for text in texts), "a tool's error"
+
+
+async def test_tool_responses_are_what_the_tools_answer(demo: dict[str, Json]) -> None:
+    """Each python tool's recorded response is what calling the tool with the recorded arguments gives,
+    and each client tool call is answered by the user's next turn, under the call's ID."""
+    for conversation_id, body in demo.items():
+        pending: dict[str, Json] = {}
+        for turn in body["turns"]:
+            for chunk in chunks(turn, "user"):
+                if "toolResponse" in chunk:
+                    call = pending.pop(chunk["toolResponse"]["id"])
+                    assert short(call["tool"]) in CLIENT_TOOLS
+                    assert chunk["toolResponse"]["tool"] == call["tool"]
+            assert not pending, f"{conversation_id}: a client tool call was not answered in the next turn"
+            for chunk in chunks(turn, "agent"):
+                if "toolCall" in chunk:
+                    pending[chunk["toolCall"]["id"]] = chunk["toolCall"]
+                elif "toolResponse" in chunk:
+                    call = pending.pop(chunk["toolResponse"]["id"])
+                    assert chunk["toolResponse"]["tool"] == call["tool"]
+                    assert short(call["tool"]) in PYTHON_TOOLS
+                    direct = as_response(getattr(tools, short(call["tool"]))(**call["args"]))
+                    assert chunk["toolResponse"]["response"] == direct, conversation_id
+        assert not pending, conversation_id
+    responses = [c["toolResponse"]["response"] for body in demo.values() for c in every_chunk(body, "agent")
+                 if "toolResponse" in c]
+    assert any("error" in r for r in responses) and any("output" in r for r in responses)
+
+
+async def test_turns_have_span_trees_of_agents_and_their_tools(demo: dict[str, Json]) -> None:
+    paths: set[tuple[str, ...]] = set()
+    for conversation_id, body in demo.items():
+        for turn in body["turns"]:
+            root = turn["rootSpan"]
+            assert root["name"] == "TURN" and root["childSpans"], conversation_id
+            assert {child["name"] for child in root["childSpans"]} == {"AGENT"}
+            tool_spans = [span for path, span in span_paths(root) if path[-1] == "TOOL"]
+            runs = [c["toolResponse"] for c in chunks(turn, "agent") if "toolResponse" in c]
+            assert [span["attributes"]["tool"] for span in tool_spans] == [r["tool"] for r in runs]
+            for path, span in span_paths(root):
+                paths.add(path)
+                assert timestamp_nanos(span["startTime"]) <= timestamp_nanos(span["endTime"])
+                assert "duration" in span
+                assert "errorInfo" not in span.get("attributes", {}), (conversation_id, path)
+    assert paths == {("TURN",), ("TURN", "AGENT"), ("TURN", "AGENT", "TOOL")}
+
+
+async def test_goodbyes_end_their_sessions(demo: dict[str, Json], client: Client) -> None:
+    for conversation_id, (_, _, ended) in EXPECTED.items():
+        if not ended:
+            continue
+        result = await client.call_tool("run_session", {
+            "config": {"session": f"{PARENT}/sessions/{conversation_id}"},
+            "inputs": [{"text": "hello again"}],
+        })
+        assert "has ended" in error_text(result, "FAILED_PRECONDITION")
+    ongoing = await call_json(client, "run_session", {
+        "config": {"session": f"{PARENT}/sessions/demo-011"}, "inputs": [{"text": "thanks, bye"}],
+    })
+    assert any("endSession" in output for output in ongoing["outputs"])
+
+
+# -- loading ---------------------------------------------------------------------------------------
+
+
+async def test_loading_twice_changes_nothing(services: Services, client: Client) -> None:
+    load_demo(services)
+    before = await all_conversations(client)
+    app = await call_json(client, "get_app", {"name": PARENT})
+    agents = await call_json(client, "list_agents", {"parent": PARENT})
 
     summary = load_demo(services)
 
-    assert summary.endswith(f": {len(PLAN)} conversations (0 new)")
-    assert await listed(client) == before
+    assert summary == f"{PARENT}: app unchanged, {len(scripts())} conversations (0 new)"
+    assert await all_conversations(client) == before
+    assert await call_json(client, "get_app", {"name": PARENT}) == app
+    assert await call_json(client, "list_agents", {"parent": PARENT}) == agents
 
 
-def test_demo_generator_is_deterministic_and_sets_no_output_only_fields() -> None:
-    first, second = demo_conversations(), demo_conversations()
+async def test_loading_again_replays_a_deleted_conversation(services: Services, client: Client) -> None:
+    load_demo(services)
+    name = f"{PARENT}/conversations/demo-004"
+    before = await get_conversation(client, "demo-004")
+    await call_json(client, "delete_conversation", {"name": name})
 
-    assert [(i, c.to_json()) for i, c in first] == [(i, c.to_json()) for i, c in second]
-    for _, conversation in first:
-        body = conversation.to_json()
-        assert not {"name", "turnCount", "inputTypes", "channelType", "startTime", "endTime"} & set(body)
-        for turn in body["turns"]:
-            assert all("duration" not in span for span in spans(turn["rootSpan"]))
+    summary = load_demo(services)
+
+    assert summary.endswith(f"{len(scripts())} conversations (1 new)")
+    after = await get_conversation(client, "demo-004")
+    assert after["turnCount"] == before["turnCount"]
+    agent_side = [[list(chunks(turn, "agent")) for turn in body["turns"]] for body in (before, after)]
+    assert agent_side[0] == agent_side[1]
 
 
-def test_demo_cli_command_is_idempotent(database_url: str, tmp_path: Any) -> None:
+async def test_loading_again_keeps_turns_added_to_a_demo_session(services: Services, client: Client) -> None:
+    load_demo(services)
+    await call_json(client, "run_session", {
+        "config": {"session": f"{PARENT}/sessions/demo-011"}, "inputs": [{"text": "Do you ship to Canada?"}],
+    })
+    continued = await get_conversation(client, "demo-011")
+
+    summary = load_demo(services)
+
+    assert summary.endswith("(0 new)")
+    assert await get_conversation(client, "demo-011") == continued
+    assert continued["turnCount"] == len(next(s for s in scripts() if s.id == "demo-011").turns) + 1
+
+
+async def test_a_changed_app_definition_is_imported_again(services: Services, client: Client) -> None:
+    load_demo(services)
+    await call_json(client, "update_app", {"app": {"name": PARENT, "displayName": "Renamed"},
+                                           "updateMask": "displayName"})
+
+    summary = load_demo(services)
+
+    assert summary.startswith(f"{PARENT}: app imported,") and summary.endswith("(0 new)")
+    assert (await call_json(client, "get_app", {"name": PARENT}))["displayName"] == "Acme Support"
+
+
+def test_demo_cli_command_loads_then_changes_nothing(database_url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     arguments = ["demo", "--database-url", database_url, "--data-dir", str(tmp_path / "cli")]
 
@@ -128,196 +401,40 @@ def test_demo_cli_command_is_idempotent(database_url: str, tmp_path: Any) -> Non
     second = runner.invoke(cli, arguments)
 
     assert first.exit_code == 0, first.output
-    assert f"({len(PLAN)} new)" in first.output
+    assert f"app imported, {len(scripts())} conversations ({len(scripts())} new)" in first.output
     assert second.exit_code == 0, second.output
-    assert "(0 new)" in second.output
+    assert f"app unchanged, {len(scripts())} conversations (0 new)" in second.output
 
 
-@pytest.mark.anyio
-async def test_demo_has_every_source_mostly_live(demo: list[Json]) -> None:
-    sources = Counter(c["source"] for c in demo)
-
-    assert set(sources) == {"LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL"}
-    assert sources["LIVE"] > len(demo) / 2
+# -- the dataset's rules ---------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
-async def test_demo_user_input_of_every_kind_is_recorded_and_derived(demo: list[Json]) -> None:
-    for conversation in demo:
-        user = list(chunks(conversation, "user"))
-        expected = {USER_INPUTS[kind] for chunk in user for kind in chunk if kind in USER_INPUTS}
-        if any(chunk.get("blob", {}).get("mimeType", "").startswith("audio/") for chunk in user):
-            expected.add("INPUT_TYPE_AUDIO")
-        assert set(conversation["inputTypes"]) == expected, conversation["name"]
-        channel = "TEXT"
-        if "INPUT_TYPE_AUDIO" in expected:
-            channel = "AUDIO"
-        elif "INPUT_TYPE_IMAGE" in expected:
-            channel = "MULTIMODAL"
-        assert conversation["channelType"] == channel
+@pytest.mark.parametrize(("order_id", "eligible", "why"), [
+    ("AC-1001", True, "within the 60-day window"),
+    ("AC-1010", True, "within the 30-day window"),
+    ("AC-1008", True, "within the 60-day window"),  # 44 days: only a gold customer's window is that long
+    ("AC-1004", False, "refunds are possible within 60 days"),
+    ("AC-1002", False, "not been delivered yet"),
+    ("AC-1006", False, "already refunded"),
+    ("AC-1009", False, "final sale"),
+])
+def test_refund_eligibility_follows_the_rules(order_id: str, eligible: bool, why: str) -> None:
+    verdict = tools.check_refund_eligibility(order_id)
 
-    for kind in ("text", "transcript", "blob", "image", "payload", "updatedVariables", "toolResponse"):
-        assert with_chunk(demo, kind), f"no user {kind} chunk"
-    assert with_chunk(demo, "text", "agent")
-    assert any(turn.get("userIntendedText") for c in with_chunk(demo, "transcript") for turn in c["turns"])
+    assert verdict["eligible"] is eligible and why in verdict["reason"]
+    refund = tools.create_refund(order_id, 1.0)
+    assert ("refundId" in refund) is eligible
+    if eligible:
+        assert refund == tools.create_refund(order_id, 1.0) and refund["refundId"] == "RF-" + order_id[3:]
 
 
-@pytest.mark.anyio
-async def test_demo_image_is_a_valid_png_in_a_multimodal_conversation(demo: list[Json]) -> None:
-    (conversation,) = with_chunk(demo, "image")
-    image = next(chunk["image"] for chunk in chunks(conversation, "user") if "image" in chunk)
-    data = base64.b64decode(image["data"], validate=True)
-
-    assert image["mimeType"] == "image/png" and image["altText"]
-    assert data.startswith(b"\x89PNG\r\n\x1a\n")
-    width, height = struct.unpack(">II", data[16:24])
-    assert (width, height) == (2, 2)
-    idat = data.index(b"IDAT")
-    (length,) = struct.unpack(">I", data[idat - 4 : idat])
-    assert len(zlib.decompress(data[idat + 4 : idat + 4 + length])) == height * (1 + 3 * width)
-    assert "INPUT_TYPE_IMAGE" in conversation["inputTypes"] and conversation["channelType"] == "MULTIMODAL"
-
-
-@pytest.mark.anyio
-async def test_demo_audio_call_is_an_audio_channel(demo: list[Json]) -> None:
-    calls = with_chunk(demo, "blob")
-
-    assert calls
-    for conversation in calls:
-        blob = next(chunk["blob"] for chunk in chunks(conversation, "user") if "blob" in chunk)
-        assert blob["mimeType"] == "audio/wav" and base64.b64decode(blob["data"]).startswith(b"RIFF")
-        assert conversation["inputTypes"] == ["INPUT_TYPE_AUDIO"] and conversation["channelType"] == "AUDIO"
-
-
-@pytest.mark.anyio
-async def test_demo_tool_calls_are_answered_with_matching_ids(demo: list[Json]) -> None:
-    persisted, from_toolsets = set(), set()
-    for conversation in demo:
-        calls = {c["toolCall"]["id"]: c["toolCall"] for c in chunks(conversation) if "toolCall" in c}
-        responses = [chunk["toolResponse"] for chunk in chunks(conversation) if "toolResponse" in chunk]
-        assert sorted(r["id"] for r in responses) == sorted(calls), conversation["name"]
-        for response in responses:
-            call = calls[response["id"]]
-            assert call.get("tool") == response.get("tool")
-            assert call.get("toolsetTool") == response.get("toolsetTool")
-            assert "output" in response["response"] and isinstance(call["args"], dict)
-            if "tool" in call:
-                assert TOOL.match(call["tool"]), call["tool"]
-                persisted.add(call["tool"].rsplit("/", 1)[1])
-            else:
-                assert TOOLSET.match(call["toolsetTool"]["toolset"]) and call["toolsetTool"]["toolId"]
-                from_toolsets.add(call["toolsetTool"]["toolId"])
-
-    assert {"lookup_order", "get_cart", "update_address", "create_return", "escalate_to_human"} <= persisted
-    assert {"search_products", "check_refund_eligibility", "issue_refund"} <= from_toolsets
-    # The client-side tool is answered by the client: a user message carries the response.
-    (cart,) = with_chunk(demo, "toolResponse")
-    assert "INPUT_TYPE_TOOL_RESPONSE" in cart["inputTypes"]
-
-
-@pytest.mark.anyio
-async def test_demo_triage_hands_off_to_orders_and_refunds(demo: list[Json]) -> None:
-    targets = set()
-    for conversation in demo:
-        assert AGENT.match(conversation["entryAgent"])
-        for chunk in chunks(conversation, "agent"):
-            if "agentTransfer" in chunk:
-                transfer = chunk["agentTransfer"]
-                assert AGENT.match(transfer["targetAgent"]) and transfer["displayName"]
-                targets.add(transfer["targetAgent"].rsplit("/", 1)[1])
-
-    assert targets == {"orders", "refunds"}
-    entries = Counter(c["entryAgent"].rsplit("/", 1)[1] for c in demo)
-    assert entries.most_common(1)[0][0] == "triage" and set(entries) == {"triage", "orders", "refunds"}
-
-
-@pytest.mark.anyio
-async def test_demo_conversations_start_with_default_variables(demo: list[Json]) -> None:
-    for conversation in demo:
-        first = conversation["turns"][0]["messages"][0]
-        assert first["chunks"][0]["defaultVariables"]["shop"] == "Acme"
-
-
-@pytest.mark.anyio
-async def test_demo_turn_counts_range_from_one_to_six(demo: list[Json]) -> None:
-    counts = [c["turnCount"] for c in demo]
-
-    assert counts == [len(c["turns"]) for c in demo]
-    assert min(counts) == 1 and max(counts) <= 6 and sum(count >= 3 for count in counts) >= 5
-
-
-@pytest.mark.anyio
-async def test_demo_turns_have_span_trees_inside_their_turn(demo: list[Json]) -> None:
-    names: set[str] = set()
-    for conversation in demo:
-        times = [Timestamp.parse(m["eventTime"]) for m in messages(conversation)]
-        assert times == sorted(times)
-        assert Timestamp.parse(conversation["startTime"]) == times[0]
-        for turn in conversation["turns"]:
-            root = turn["rootSpan"]
-            assert root["name"] == "turn" and root["attributes"]["type"] == "TURN" and root["childSpans"]
-            for span in spans(root):
-                start, end = Timestamp.parse(span["startTime"]), Timestamp.parse(span["endTime"])
-                assert start.nanos % 1_000_000 == 0 and end.nanos % 1_000_000 == 0  # millisecond clock
-                assert Duration.parse(span["duration"]) == end - start > Duration(0)
-                assert span["attributes"]["type"]
-            root_start, root_end = Timestamp.parse(root["startTime"]), Timestamp.parse(root["endTime"])
-            for child in root["childSpans"]:
-                assert SPAN_NAMES.match(child["name"]), child["name"]
-                began, ended = Timestamp.parse(child["startTime"]), Timestamp.parse(child["endTime"])
-                assert root_start <= began <= ended <= root_end
-                names.add(child["name"])
-            for message in turn["messages"]:
-                assert Timestamp.parse(message["eventTime"]) <= root_end
-        assert Timestamp.parse(conversation["endTime"]) == root_end
-
-    assert {"llm", "guardrail", "agent_transfer", "tool:lookup_order"} <= names
-    llm = next(s for c in demo for t in c["turns"] for s in t["rootSpan"]["childSpans"] if s["name"] == "llm")
-    assert llm["attributes"] == {"type": "LLM", "model": "offline", "agent": llm["attributes"]["agent"]}
-
-
-@pytest.mark.anyio
-async def test_demo_versions_deployments_and_languages(demo: list[Json]) -> None:
-    versions = Counter(c["appVersion"] for c in demo)
-    assert set(versions) == {f"{PARENT}/versions/v1", f"{PARENT}/versions/v2"}
-    deployed = [c for c in demo if "deployment" in c]
-    assert 0 < len(deployed) < len(demo)
-    assert all(c["deployment"] == f"{PARENT}/deployments/prod" and c["source"] == "LIVE" for c in deployed)
-
-    languages = Counter(c["languageCode"] for c in demo)
-    assert languages.most_common(1)[0][0] == "en-US" and {"de-DE", "it-IT"} <= set(languages)
-    words = {"de-DE": "Bestellung", "it-IT": "ordine"}
-    for conversation in demo:
-        if conversation["languageCode"] in words:
-            text = " ".join(chunk["text"] for chunk in chunks(conversation) if "text" in chunk)
-            assert words[conversation["languageCode"]] in text and "order" not in text.replace("ordine", "")
-
-
-@pytest.mark.anyio
-async def test_demo_keeps_deprecated_messages_next_to_turns(demo: list[Json]) -> None:
-    legacy = [c for c in demo if "messages" in c]
-
-    assert legacy
-    for conversation in legacy:
-        assert conversation["messages"] == list(messages(conversation))
-
-
-@pytest.mark.anyio
-async def test_demo_source_filter_lists_the_eval_conversations(demo: list[Json], client: Client) -> None:
-    expected = sorted(i for i, c in demo_conversations() if c.source is not None and c.source.value == "EVAL")
-
-    assert len(expected) >= 2
-    assert sorted(by_id(await listed(client, filter="source = EVAL"))) == expected
-    assert sorted(by_id(await listed(client, sources=["EVAL"]))) == expected
-
-
-@pytest.mark.anyio
-async def test_demo_input_type_filter_finds_the_photo(demo: list[Json], client: Client) -> None:
-    expected = sorted(by_id(with_chunk(demo, "image")))
-
-    found = await listed(client, filter="inputTypes:INPUT_TYPE_IMAGE")
-
-    assert sorted(by_id(found)) == expected and expected
-    assert sorted(by_id(await listed(client, filter="inputTypes:INPUT_TYPE_AUDIO"))) == sorted(
-        by_id(with_chunk(demo, "blob"))
-    )
+def test_tools_read_order_numbers_leniently_and_refuse_what_they_cannot_do() -> None:
+    assert tools.lookup_order("ac-1007")["orderId"] == tools.lookup_order("1007")["orderId"] == "AC-1007"
+    assert tools.lookup_order("AC-9999") == {"error": "there is no order AC-9999"}
+    assert "error" in tools.lookup_order("not a number")
+    changed = tools.update_delivery_address("AC-1003", " 1 Main St,\n Springfield ")
+    assert changed["address"] == "1 Main St, Springfield"
+    assert "error" in tools.update_delivery_address("AC-1005", "1 Main St, Springfield")
+    assert "error" in tools.create_refund("AC-1001", 1_000.0)
+    assert [o["orderId"] for o in tools.list_customer_orders("C-201")] == ["AC-1009", "AC-1001"]
+    assert tools.list_customer_orders("C-999") == []

@@ -57,6 +57,7 @@ PLAYBOOK = {
             ],
         },
         {"name": "cancel", "keywords": ["cancel"], "steps": [
+            {"reply": "Please confirm on your phone."},
             {"callTool": {"tool": "confirm", "args": {"question": "Cancel?"}, "as": "answer"}},
             {"reply": "You said {{ results.answer.output }}."},
         ]},
@@ -103,6 +104,8 @@ async def test_playbook_intents_slots_tools_and_variables(client: Client) -> Non
 async def test_playbook_client_tool_transfer_and_end(client: Client) -> None:
     await _shop(client)
     asked = await run(client, "p2", {"text": "cancel it"})
+    assert [next(iter(o)) for o in asked["outputs"][:-1]] == ["text", "toolCalls"], "in the order of the steps"
+    assert [next(iter(c)) for c in agent_chunks(asked)] == ["text", "toolCall"]
     call = next(o["toolCalls"]["toolCalls"][0] for o in asked["outputs"] if "toolCalls" in o)
     answered = await run(client, "p2", {"toolResponses": {"toolResponses": [
         {"id": call["id"], "response": {"output": "yes"}}]}})

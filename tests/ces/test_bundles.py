@@ -102,6 +102,7 @@ async def test_imports_are_all_or_nothing(client: Client) -> None:
 async def test_replace_overwrites_the_definition_and_keeps_conversations(client: Client) -> None:
     await _build(client)
     await run(client, "kept", {"text": "hello"})
+    await call_json(client, "create_app_version", {"parent": APP, "appVersionId": "v1", "appVersion": {}})
     exported = yaml.safe_load((await call_json(client, "export_app", {"name": APP}))["appContent"])
     error_text(await client.call_tool("import_app", {"parent": PARENT, "appId": "shop",
                                                      "appContent": yaml.safe_dump(exported)}), "ALREADY_EXISTS")
@@ -113,6 +114,8 @@ async def test_replace_overwrites_the_definition_and_keeps_conversations(client:
     agents = await call_json(client, "list_agents", {"parent": APP})
     assert [a["name"] for a in agents["agents"]] == [agent_name("triage")]
     assert (await call_json(client, "get_conversation", {"name": f"{APP}/conversations/kept"}))["turnCount"] == 1
+    versions = await call_json(client, "list_app_versions", {"parent": APP})
+    assert [v["name"] for v in versions["appVersions"]] == [f"{APP}/versions/v1"], "versions are kept too"
 
 
 def test_cli_export_import_and_chat(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,7 +108,10 @@ class Bundles:
             if existing is not None:
                 if not replace:
                     raise AlreadyExists(f"app {name} already exists; import with replace to overwrite its definition")
-                connection.execute(delete(definitions).where(definitions.c.app_pk == existing))
+                # The definition is replaced; the app's versions and conversations stay.
+                connection.execute(delete(definitions).where(
+                    definitions.c.app_pk == existing, definitions.c.collection.in_(list(self.parts))
+                ))
             self.apps.ensure(connection, name, app)
             app_pk = self.apps.app_pk(connection, name)
             for collection in ("toolsets", "tools"):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from convener.ces.definitions import Agent
-from convener.ces.models import AgentTransfer, Chunk, Message
+from convener.ces.models import AgentTransfer, Chunk, Message, ToolCall
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import Toolbox, ToolRef
 from convener.ces.runtime.tracing import Trace
@@ -92,13 +92,23 @@ class TurnContext:
 
     def run_tool(self, agent_id: str, ref: ToolRef, args: dict[str, Any], call_id: str) -> dict[str, Any] | None:
         """Run a tool for an agent, recording the call and its response; None when the client must answer."""
-        call = self.toolbox.tool_call(ref, args, call_id, self.blueprint.display_name(agent_id))
-        self.chunks.append(Chunk(tool_call=call))
         if self.toolbox.is_client(ref):
-            self.outputs.append(SessionOutput(tool_calls=ToolCalls(tool_calls=[call])))
-            pending: dict[str, Any] = self.state.setdefault("pending", {})
-            pending[call_id] = {"agent": agent_id, "ref": ref.to_json(), "args": args}
+            self.record_call(agent_id, ref, args, call_id, None)
             return None
+        call = self.record_call(agent_id, ref, args, call_id, None, pending=False)
         response = self.toolbox.run(ref, args)
         self.chunks.append(Chunk(tool_response=self.toolbox.tool_response(call, response)))
         return response
+
+    def record_call(self, agent_id: str, ref: ToolRef, args: dict[str, Any], call_id: str,
+                    response: dict[str, Any] | None, *, pending: bool = True) -> ToolCall:
+        """Record a call (and its response, when it ran); a client call without one goes to the client."""
+        call = self.toolbox.tool_call(ref, args, call_id, self.blueprint.display_name(agent_id))
+        self.chunks.append(Chunk(tool_call=call))
+        if response is not None:
+            self.chunks.append(Chunk(tool_response=self.toolbox.tool_response(call, response)))
+        elif pending:
+            self.outputs.append(SessionOutput(tool_calls=ToolCalls(tool_calls=[call])))
+            waiting: dict[str, Any] = self.state.setdefault("pending", {})
+            waiting[call_id] = {"agent": agent_id, "ref": ref.to_json(), "args": args}
+        return call

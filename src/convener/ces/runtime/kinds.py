@@ -198,10 +198,9 @@ class PlaybookKind:
         counter = own.get("calls", 0)
 
         def port(tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
-            nonlocal counter
-            counter += 1
-            # Deterministic call IDs: the same inputs record the same conversation.
-            return ctx.run_tool(agent_id, ToolRef(tool=tool), args, f"{agent_id}-call-{counter}")
+            # Tools run here, as the steps reach them; what they did is recorded below, in step order.
+            ref = ToolRef(tool=tool)
+            return None if ctx.toolbox.is_client(ref) else ctx.toolbox.run(ref, args)
 
         if given.tool_responses:
             outcome = book.on_tool_response(state, given.tool_responses[0]["response"], ctx.variables, port)
@@ -211,13 +210,17 @@ class PlaybookKind:
             outcome = book.on_text(state, given.text if given.text is not None else (given.note or ""),
                                    ctx.variables, port)
         own["playbook"] = outcome.state
-        own["calls"] = counter
         if outcome.intent:
             ctx.trace.current.attributes["intent"] = outcome.intent
         if outcome.error:
             ctx.trace.current.fail("FAILED_PRECONDITION", outcome.error)
         step = Step()
         for action in outcome.actions:
+            if isinstance(action, playbooks.ToolCalled | playbooks.AwaitingClient):
+                counter += 1  # deterministic call IDs: the same inputs record the same conversation
+                response = action.response if isinstance(action, playbooks.ToolCalled) else None
+                ctx.record_call(agent_id, ToolRef(tool=action.tool), action.args, f"{agent_id}-call-{counter}",
+                                response)
             if isinstance(action, playbooks.Reply):
                 ctx.say(action.text)
             elif isinstance(action, playbooks.VariablesSet):
@@ -229,6 +232,7 @@ class PlaybookKind:
                 step.end_session = True
             elif isinstance(action, playbooks.AwaitingClient):
                 step.waiting = True
+        own["calls"] = counter
         return step
 
 

@@ -76,20 +76,13 @@ class Chat:
         except ApiError as error:
             self.show(f"{error.code.name}: {error.message}")
             return False
-        answers = []
-        ended = False
+        waiting = [call for output in response.outputs or () if output.tool_calls is not None
+                   for call in output.tool_calls.tool_calls or ()]
         for output in response.outputs or ():
             if output.diagnostic_info is not None:
-                self._happenings(output.diagnostic_info.messages or [])
-            if output.text is not None:
-                self.show(f"agent> {output.text}")
-            if output.payload is not None:
-                self.show(f"agent (payload)> {_short(output.payload)}")
-            if output.end_session is not None:
-                ended = True
-            for call in output.tool_calls.tool_calls or () if output.tool_calls else ():
-                self.show(f"  ? client tool {call.display_name}({_short(call.args or {})})")
-                answers.append({"id": call.id, "response": self._answer(call.display_name or "tool")})
+                self._happenings(output.diagnostic_info.messages or [], {call.id for call in waiting})
+        ended = any(output.end_session is not None for output in response.outputs or ())
+        answers = [{"id": call.id, "response": self._answer(call.display_name or "tool")} for call in waiting]
         if ended:
             self.show("(the session has ended)")
             return True
@@ -109,22 +102,24 @@ class Chat:
                 continue
             return value if isinstance(value, dict) else {"output": value}
 
-    def _happenings(self, messages: list[Any]) -> None:
-        """What the agents did besides talking: tool calls and results, transfers, variables."""
+    def _happenings(self, messages: list[Any], waiting: set[str | None]) -> None:
+        """The agents' side of the turn in the order it happened: replies, tool calls and their
+        responses, transfers, variables; calls waiting for the client are marked with ``?``."""
         for message in messages:
             if message.role != "agent":
                 continue
             for chunk in message.chunks or ():
-                if chunk.tool_call is not None and not self._is_client_call(chunk.tool_call.id, messages):
-                    self.show(f"  · {chunk.tool_call.display_name}({_short(chunk.tool_call.args or {})})")
+                if chunk.text is not None:
+                    self.show(f"agent> {chunk.text}")
+                elif chunk.payload is not None:
+                    self.show(f"agent (payload)> {_short(chunk.payload)}")
+                elif chunk.tool_call is not None:
+                    mark = "?" if chunk.tool_call.id in waiting else "·"
+                    client = "client tool " if mark == "?" else ""
+                    self.show(f"  {mark} {client}{chunk.tool_call.display_name}({_short(chunk.tool_call.args or {})})")
                 elif chunk.tool_response is not None:
                     self.show(f"    → {_short(chunk.tool_response.response or {})}")
                 elif chunk.agent_transfer is not None:
                     self.show(f"  ↪ transferred to {chunk.agent_transfer.display_name}")
                 elif chunk.updated_variables is not None:
                     self.show(f"  = variables {_short(chunk.updated_variables)}")
-
-    @staticmethod
-    def _is_client_call(call_id: str | None, messages: list[Any]) -> bool:
-        answered = {c.tool_response.id for m in messages for c in m.chunks or () if c.tool_response is not None}
-        return call_id not in answered

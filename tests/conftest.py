@@ -37,10 +37,12 @@ CES_TOOLS = (
     "list_apps",
     "update_app",
     "delete_app",
-    *(f"{verb}_{kind}" for kind in ("agent", "tool", "toolset") for verb in ("create", "get", "update", "delete")),
+    *(f"{verb}_{kind}" for kind in ("agent", "tool", "toolset", "guardrail")
+      for verb in ("create", "get", "update", "delete")),
     "list_agents",
     "list_tools",
     "list_toolsets",
+    "list_guardrails",
     "create_app_version",
     "get_app_version",
     "list_app_versions",

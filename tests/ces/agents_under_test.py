@@ -54,3 +54,105 @@ def crashing_agent(request: dict[str, Any]) -> dict[str, Any]:
 
 def malformed_agent(request: dict[str, Any]) -> Any:
     return {"chunks": [{"text": "a", "payload": {"b": 1}}]}
+
+
+# -- guardrails' code callbacks: {"decision": "OK" | "TRIGGER", "reason": ...} ----------------------------
+
+
+def guard_refunds(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Triggers on inputs that mention refunds."""
+    text = str((request.get("input") or {}).get("text", ""))
+    if "refund" in text.lower():
+        return {"decision": "TRIGGER", "reason": "refunds go to a human"}
+    return {"decision": "OK", "reason": "no refund"}
+
+
+def guard_secrets(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Triggers on replies that give away a code."""
+    if any("code" in reply for reply in request.get("replies", [])):
+        return {"decision": "TRIGGER", "reason": "the reply gives away a code"}
+    return None
+
+
+def guard_crashes(request: dict[str, Any]) -> dict[str, Any]:
+    raise RuntimeError("the guard tripped over itself")
+
+
+def guard_model_answers(request: dict[str, Any]) -> dict[str, Any] | None:
+    """A model-stage guardrail: triggers on answers that mention competitors, or that call explode."""
+    if "acme" in (request.get("text") or "").lower():
+        return {"decision": "TRIGGER", "reason": "mentions a competitor"}
+    if any(call["name"] == "explode" for call in request.get("toolCalls", [])):
+        return {"decision": "TRIGGER", "reason": "no explosions"}
+    return {"decision": "OK"}
+
+
+# -- agent callbacks: None, or a dict of overrides ---------------------------------------------------------
+
+def answer_pings(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Before agent: answers "ping" itself; marks VIPs in the variables."""
+    text = str((request.get("input") or {}).get("text", ""))
+    if text == "ping":
+        return {"text": f"pong ({request['variables'].get('tier', 'no tier')})"}
+    if "vip" in text:
+        return {"variables": {"tier": "gold"}}
+    return None
+
+
+def never_reached(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Placed after answer_pings: it would answer "ping" too, were a callback after an override run."""
+    if (request.get("input") or {}).get("text") == "ping":
+        return {"text": "a later callback ran after an override"}
+    return None
+
+
+def shout_replies(request: dict[str, Any]) -> dict[str, Any] | None:
+    """After agent: shouts the replies when the session asks for it, and counts the shouts."""
+    if not request["variables"].get("shout"):
+        return None
+    return {"text": " / ".join(request["replies"]).upper(), "variables": {"shouted": len(request["replies"])}}
+
+
+def fix_order_ids(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Before tool: upper-cases order IDs; answers for order Z-0 from a cache without calling the tool."""
+    order = str(request["args"].get("order_id", ""))
+    if order.upper() == "Z-0":
+        return {"response": {"output": {"orderId": "Z-0", "status": "archived"}}}
+    if order != order.upper():
+        return {"args": {**request["args"], "order_id": order.upper()}}
+    return None
+
+
+def hide_totals(request: dict[str, Any]) -> dict[str, Any] | None:
+    """After tool: hides an order's total."""
+    output = request["response"].get("output")
+    if isinstance(output, dict) and "total" in output:
+        return {"response": {"output": {**output, "total": "hidden"}}}
+    return None
+
+
+def crashing_callback(request: dict[str, Any]) -> dict[str, Any]:
+    raise ValueError("callback bug")
+
+
+def wrong_shape_callback(request: dict[str, Any]) -> list[str]:
+    return ["not", "a", "dict"]
+
+
+def canned_model(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Before model: answers questions about opening hours without asking the model."""
+    last = request["messages"][-1]
+    if last["role"] == "user" and "hours" in (last["content"] or ""):
+        return {"text": "We are open 9 to 5."}
+    return None
+
+
+def sign_model_text(request: dict[str, Any]) -> dict[str, Any] | None:
+    """After model: signs the model's text."""
+    if request["text"]:
+        return {"text": request["text"] + " — Shop"}
+    return None
+
+
+def slow_callback(request: dict[str, Any]) -> None:
+    time.sleep(2)

@@ -18,7 +18,7 @@ from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.ces.models import App
-from convener.ces.names import AgentName, AppName
+from convener.ces.names import AgentName, AppName, GuardrailName
 from convener.ces.recording import LANGUAGE_CODE
 from convener.ces.requests import (
     CreateAppRequest,
@@ -37,11 +37,12 @@ MAX_PAGE_SIZE = 1000
 UPDATABLE = {"displayName": "display_name", "description": "description"}
 """Fields update_app may change that have columns of their own: wire name → model attribute and column."""
 SETTINGS = ("rootAgent", "variableDeclarations", "globalInstruction", "modelSettings", "languageSettings",
-            "timeZoneSettings")
+            "timeZoneSettings", "guardrails")
 """Fields update_app may change that live together in the ``settings`` document."""
 MAX_LENGTH = {"displayName": 512, "description": 16_384}
 VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_VARIABLES = 500
+MAX_GUARDRAILS = 64
 
 APP_FILTER_FIELDS = {
     "displayName": FilterField(apps.c.display_name, FieldType.STRING),
@@ -69,6 +70,10 @@ def _settings_of(app: App) -> dict[str, Any]:
     settings = {key: wire[key] for key in SETTINGS if key in wire}
     if app.root_agent:
         AgentName.parse(app.root_agent, "app.rootAgent")
+    if len(app.guardrails or ()) > MAX_GUARDRAILS:
+        raise InvalidArgument(f"app.guardrails lists more than {MAX_GUARDRAILS} guardrails")
+    for index, guardrail in enumerate(app.guardrails or ()):
+        GuardrailName.parse(guardrail, f"app.guardrails[{index}]")
     names: set[str] = set()
     for index, declaration in enumerate(app.variable_declarations or ()):
         field = f"app.variableDeclarations[{index}]"
@@ -96,18 +101,27 @@ def _settings_of(app: App) -> dict[str, Any]:
     return settings
 
 
-def _check_root_agent(connection: Connection, app_pk: int, name: AppName, settings: dict[str, Any]) -> None:
-    root = settings.get("rootAgent")
-    if not root:
-        return
-    agent = AgentName.parse(root, "app.rootAgent")
-    exists = connection.scalar(
+def _exists(connection: Connection, app_pk: int, collection: str, resource_id: str) -> bool:
+    found = connection.scalar(
         select(definitions.c.id).where(
-            definitions.c.app_pk == app_pk, definitions.c.collection == "agents", definitions.c.resource_id == agent.id
+            definitions.c.app_pk == app_pk, definitions.c.collection == collection,
+            definitions.c.resource_id == resource_id,
         )
     )
-    if agent.app_name != name or exists is None:
-        raise InvalidArgument(f"app.rootAgent: agent {root} does not exist in {name}")
+    return found is not None
+
+
+def _check_references(connection: Connection, app_pk: int, name: AppName, settings: dict[str, Any]) -> None:
+    """The root agent and the guardrails the settings name exist in the app."""
+    root = settings.get("rootAgent")
+    if root:
+        agent = AgentName.parse(root, "app.rootAgent")
+        if agent.app_name != name or not _exists(connection, app_pk, "agents", agent.id):
+            raise InvalidArgument(f"app.rootAgent: agent {root} does not exist in {name}")
+    for index, value in enumerate(settings.get("guardrails") or ()):
+        guardrail = GuardrailName.parse(value, f"app.guardrails[{index}]")
+        if guardrail.app_name != name or not _exists(connection, app_pk, "guardrails", guardrail.id):
+            raise InvalidArgument(f"app.guardrails[{index}]: guardrail {value} does not exist in {name}")
 
 
 def row_to_app(row: AnyRow) -> App:
@@ -140,6 +154,9 @@ class AppService:
         _check_text(request.app)
         if request.app.root_agent:
             raise InvalidArgument("app.rootAgent: an app has no agents yet when it is created; set it with update_app")
+        if request.app.guardrails:
+            raise InvalidArgument("app.guardrails: an app has no guardrails yet when it is created; set them with "
+                                  "update_app")
         with self.database.transaction() as connection:
             return self.ensure(connection, AppName(parent.project, parent.location, app_id), request.app, create_only=True)
 
@@ -177,7 +194,7 @@ class AppService:
         _check_text(app)
         row = connection.execute(select(apps).where(apps.c.name == str(name))).one()
         settings = _settings_of(app)
-        _check_root_agent(connection, row.id, name, settings)
+        _check_references(connection, row.id, name, settings)
         values: dict[str, Any] = {
             "display_name": app.display_name or "",
             "description": app.description or "",
@@ -245,7 +262,7 @@ class AppService:
                         settings[path] = incoming[path]
                     else:
                         settings.pop(path, None)
-            _check_root_agent(connection, row.id, name, settings)
+            _check_references(connection, row.id, name, settings)
             values["settings"] = settings
             values["update_time_us"] = max(Timestamp.now().to_micros(), row.update_time_us + 1)
             values["etag"] = _etag({**row._asdict(), **values})

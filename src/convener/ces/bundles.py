@@ -1,9 +1,10 @@
-"""Apps as readable YAML: the app's settings, agents, tools and toolsets, by ID.
+"""Apps as readable YAML: the app's settings, agents, tools, toolsets and guardrails, by ID.
 
-References inside the file are short IDs (``rootAgent: front``, ``tools: [lookup]``), so a file
-exported from one app imports into any other. Import is one transaction: every part is checked
-against the parts imported before it (toolsets, tools, then agents children first), and either
-the whole app is written or nothing is.
+References inside the file are short IDs (``rootAgent: front``, ``tools: [lookup]``, ``guardrails:
+[no_swearing]``, a guardrail's ``transferAgent.agent: human``), so a file exported from one app imports
+into any other. Import is one transaction: every part is checked against the parts imported before it
+(toolsets, tools, a placeholder of every agent, guardrails, then the agents themselves), and either the
+whole app is written or nothing is.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from convener.api.protojson import check_storable_json
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService, row_to_app
 from convener.ces.catalog import AppParts, PartService
-from convener.ces.definitions import Agent, Tool, Toolset
+from convener.ces.definitions import Agent, Guardrail, Tool, Toolset
 from convener.ces.models import App
-from convener.ces.names import AgentName, AppChildName, AppName, ToolName, ToolsetName
+from convener.ces.names import AgentName, AppChildName, AppName, GuardrailName, ToolName, ToolsetName
 from convener.ces.tables import apps, definitions
 
 FORMAT = "convener.app/v1"
@@ -36,7 +37,7 @@ def _short(name: str) -> str:
 
 def _shorten_agent(body: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in body.items() if k not in OUTPUT_ONLY}
-    for key in ("tools", "childAgents"):
+    for key in ("tools", "childAgents", "guardrails"):
         if key in body:
             body[key] = [_short(name) for name in body[key]]
     if "toolsets" in body:
@@ -55,16 +56,48 @@ def _expand_agent(body: dict[str, Any], app: AppName, where: str) -> dict[str, A
         if "toolsets" in body:
             body["toolsets"] = [{**item, "toolset": str(app.child(ToolsetName, check_id(item["toolset"], f"{where}.toolsets")))}
                                 for item in body["toolsets"]]
+        if "guardrails" in body:
+            body["guardrails"] = _expand_ids(body["guardrails"], GuardrailName, app, f"{where}.guardrails")
     except (TypeError, KeyError, AttributeError):
-        raise InvalidArgument(f"{where}: tools, childAgents and toolsets list IDs") from None
+        raise InvalidArgument(f"{where}: tools, childAgents, toolsets and guardrails list IDs") from None
     return body
+
+
+def _expand_ids(ids: Any, kind: type[AppChildName], app: AppName, where: str) -> list[str]:
+    if not isinstance(ids, list):
+        raise InvalidArgument(f"{where} must be a list of IDs")
+    return [str(app.child(kind, check_id(str(item), where))) for item in ids]
+
+
+def _transfer_target(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The guardrail's ``action.transferAgent``, the one reference inside a guardrail, if it has one."""
+    action = body.get("action")
+    target = action.get("transferAgent") if isinstance(action, dict) else None
+    return target if isinstance(target, dict) and isinstance(target.get("agent"), str) else None
+
+
+def _shorten_guardrail(body: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in body.items() if k not in OUTPUT_ONLY}
+    if _transfer_target(body) is not None:
+        body["action"] = {**body["action"], "transferAgent": {**body["action"]["transferAgent"],
+                                                              "agent": _short(body["action"]["transferAgent"]["agent"])}}
+    return body
+
+
+def _expand_guardrail(body: dict[str, Any], app: AppName, where: str) -> dict[str, Any]:
+    target = _transfer_target(body)
+    if target is None:
+        return body
+    agent = str(app.child(AgentName, check_id(target["agent"], f"{where}.action.transferAgent.agent")))
+    return {**body, "action": {**body["action"], "transferAgent": {**target, "agent": agent}}}
 
 
 class Bundles:
     def __init__(self, apps: AppService, agents: PartService[Agent], tools: PartService[Tool],
-                 toolsets: PartService[Toolset]) -> None:
+                 toolsets: PartService[Toolset], guardrails: PartService[Guardrail]) -> None:
         self.apps = apps
-        self.parts: dict[str, PartService[Any]] = {"toolsets": toolsets, "tools": tools, "agents": agents}
+        self.parts: dict[str, PartService[Any]] = {"toolsets": toolsets, "tools": tools, "guardrails": guardrails,
+                                                   "agents": agents}
 
     def export(self, name_text: str, caller: Caller) -> str:
         name = AppName.parse(name_text)
@@ -76,6 +109,8 @@ class Bundles:
             document: dict[str, Any] = {"format": FORMAT, "app": {k: v for k, v in app.items() if k not in OUTPUT_ONLY}}
             if "rootAgent" in document["app"]:
                 document["app"]["rootAgent"] = _short(document["app"]["rootAgent"])
+            if "guardrails" in document["app"]:
+                document["app"]["guardrails"] = [_short(name) for name in document["app"]["guardrails"]]
             agents = parts.bodies("agents")
             if agents:
                 document["agents"] = {agent_id: _shorten_agent(body) for agent_id, body in agents.items()}
@@ -86,6 +121,9 @@ class Bundles:
                         part_id: {k: v for k, v in body.items() if k not in (*OUTPUT_ONLY, *derived)}
                         for part_id, body in bodies.items()
                     }
+            guardrails = parts.bodies("guardrails")
+            if guardrails:
+                document["guardrails"] = {part_id: _shorten_guardrail(body) for part_id, body in guardrails.items()}
         text: str = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
         return text
 
@@ -98,6 +136,7 @@ class Bundles:
         if not isinstance(app_body, dict):
             raise InvalidArgument("appContent: app must be a mapping")
         root = app_body.pop("rootAgent", None)
+        app_guardrails = app_body.pop("guardrails", None)
         try:
             app = App.model_validate({k: v for k, v in app_body.items() if k not in OUTPUT_ONLY})
         except ValidationError as error:
@@ -117,18 +156,26 @@ class Bundles:
             for collection in ("toolsets", "tools"):
                 for part_id, body in self._section(document, collection).items():
                     self._write(connection, app_pk, name, collection, part_id, body)
-            # Agents name each other (child agents, playbook transfers, back and forth): every agent
-            # is placed first, so that each definition is then checked against all the others.
+            # Agents name each other (child agents, playbook transfers, back and forth) and guardrails
+            # name agents (transferAgent) that name them back: every agent is placed first, so that each
+            # definition is then checked against all the others.
             agents = self._section(document, "agents")
             for agent_id in agents:
                 placeholder = name.child(AgentName, check_id(str(agent_id), f"appContent: agents.{agent_id}"))
                 self.parts["agents"].insert(connection, app_pk, placeholder, {"displayName": str(agent_id)})
+            for guardrail_id, body in self._section(document, "guardrails").items():
+                where = f"appContent: guardrails.{guardrail_id}"
+                expanded = _expand_guardrail(body, name, where) if isinstance(body, dict) else body
+                self._write(connection, app_pk, name, "guardrails", guardrail_id, expanded)
             for agent_id, body in agents.items():
                 where = f"appContent: agents.{agent_id}"
                 expanded = _expand_agent(body, name, where) if isinstance(body, dict) else body
                 self._write(connection, app_pk, name, "agents", agent_id, expanded)
             if root is not None:
                 app = app.model_copy(update={"root_agent": f"{name}/agents/{check_id(str(root), 'app.rootAgent')}"})
+            if app_guardrails is not None:
+                app = app.model_copy(update={
+                    "guardrails": _expand_ids(app_guardrails, GuardrailName, name, "appContent: app.guardrails")})
             try:
                 return self.apps.overwrite(connection, name, app)
             except InvalidArgument as error:
@@ -165,10 +212,10 @@ class Bundles:
             where = f" at line {mark.line + 1}" if mark is not None else ""
             raise InvalidArgument(f"appContent is not valid YAML{where}") from None
         if not isinstance(document, dict):
-            raise InvalidArgument("appContent must be a YAML mapping with app, agents, tools and toolsets")
+            raise InvalidArgument("appContent must be a YAML mapping with app, agents, tools, toolsets and guardrails")
         if document.get("format", FORMAT) != FORMAT:
             raise InvalidArgument(f"appContent: format must be {FORMAT}")
-        unknown = sorted(set(document) - {"format", "id", "app", "agents", "tools", "toolsets"})
+        unknown = sorted(set(document) - {"format", "id", "app", "agents", "tools", "toolsets", "guardrails"})
         if unknown:
             raise InvalidArgument(f"appContent: unknown sections {', '.join(map(str, unknown))}")
         check_storable_json(document, "appContent")

@@ -1,8 +1,9 @@
-"""Checks run when an agent, tool or toolset is written, so that what is stored can run.
+"""Checks run when an agent, tool, toolset or guardrail is written, so that what is stored can run.
 
-Every problem is INVALID_ARGUMENT naming the field: an unknown tool, a cycle of child agents, a bad
-playbook template, an entry point outside the allowed modules, an OpenAPI document that cannot be
-read. Checks may also fill output-only fields derived from the definition (a tool's description).
+Every problem is INVALID_ARGUMENT naming the field: an unknown tool or guardrail, a cycle of child
+agents, a bad playbook template or banned-content regular expression, an entry point outside the
+allowed modules, an OpenAPI document that cannot be read, a guardrail kind Convener cannot run.
+Checks may also fill output-only fields derived from the definition (a tool's description).
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ from pydantic import BaseModel, create_model
 from convener.api.errors import InvalidArgument
 from convener.api.protojson import Duration
 from convener.ces.catalog import AppParts
-from convener.ces.definitions import Agent, McpToolset, Tool, Toolset
-from convener.ces.names import AgentName, AppChildName, ToolName, ToolsetName
+from convener.ces.definitions import (
+    CALLBACK_LISTS,
+    Agent,
+    Callback,
+    CodeCallback,
+    Guardrail,
+    McpToolset,
+    Tool,
+    Toolset,
+    TriggerAction,
+)
+from convener.ces.names import AgentName, AppChildName, GuardrailName, ToolName, ToolsetName
+from convener.ces.runtime import content_filter
 from convener.ces.runtime.entrypoints import load_entry_point
 from convener.ces.runtime.mcp_toolset import McpEndpoint, check_endpoint
 from convener.ces.runtime.openapi import parse_operation
@@ -30,6 +42,15 @@ from convener.config import Settings
 FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 MAX_TIMEOUT_SECONDS = 600.0
 MAX_REFERENCES = 256
+MAX_CALLBACKS = 20
+MAX_RESPONSES = 50
+MAX_RESPONSE_LENGTH = 4_096
+MODEL_CALLBACKS = ("before_model_callbacks", "after_model_callbacks")
+UNSUPPORTED_GUARDRAILS = ("llm_prompt_security", "llm_policy", "model_safety")
+
+
+def _wire(model: type[BaseModel], attribute: str) -> str:
+    return model.model_fields[attribute].alias or attribute
 
 
 def check_timeout(timeout: Duration | None, field: str) -> None:
@@ -96,10 +117,31 @@ class Checks:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
+    def callback(self, callback: Callback, field: str) -> None:
+        if callback.python_code:
+            raise InvalidArgument(f"{field}.pythonCode is not run by Convener; name a function with {field}.entryPoint")
+        if not callback.entry_point:
+            raise InvalidArgument(f"{field}.entryPoint is required: module:callable in an allowed module")
+        load_entry_point(callback.entry_point, self.settings.python_modules, f"{field}.entryPoint")
+        check_timeout(callback.timeout, f"{field}.timeout")
+
+    def _agent_callbacks(self, agent: Agent) -> None:
+        for attribute in CALLBACK_LISTS:
+            field = f"agent.{_wire(Agent, attribute)}"
+            callbacks = getattr(agent, attribute) or []
+            if len(callbacks) > MAX_CALLBACKS:
+                raise InvalidArgument(f"{field} lists more than {MAX_CALLBACKS} callbacks")
+            if callbacks and attribute in MODEL_CALLBACKS and agent.kind != "llm_agent":
+                raise InvalidArgument(f"{field}: only llm agents call a model; this agent is a {agent.kind}")
+            for index, callback in enumerate(callbacks):
+                self.callback(callback, f"{field}[{index}]")
+
     def agent(self, agent: Agent, name: AppChildName, parts: AppParts) -> Agent:
         if not agent.display_name:
             raise InvalidArgument("agent.displayName is required")
         _references(agent.tools, ToolName, "agent.tools", name, parts)
+        _references(agent.guardrails, GuardrailName, "agent.guardrails", name, parts)
+        self._agent_callbacks(agent)
         for index, toolset in enumerate(agent.toolsets or ()):
             _references([toolset.toolset or ""], ToolsetName, f"agent.toolsets[{index}].toolset", name, parts)
         children = _references(agent.child_agents, AgentName, "agent.childAgents", name, parts)
@@ -174,12 +216,64 @@ class Checks:
             return tool.model_copy(update={"python_function": filled})
         raise InvalidArgument("tool needs one of clientFunction, openApiTool, pythonFunction")
 
+    def guardrail(self, guardrail: Guardrail, name: AppChildName, parts: AppParts) -> Guardrail:
+        if not guardrail.display_name:
+            raise InvalidArgument("guardrail.displayName is required")
+        kind = guardrail.kind
+        if kind is None:
+            raise InvalidArgument("guardrail needs one of contentFilter, codeCallback")
+        if kind in UNSUPPORTED_GUARDRAILS:
+            raise InvalidArgument(f"guardrail.{_wire(Guardrail, kind)} is not supported by Convener; "
+                                  "use contentFilter or codeCallback")
+        if guardrail.content_filter is not None:
+            content_filter.check(guardrail.content_filter, "guardrail.contentFilter")
+        if guardrail.code_callback is not None:
+            stages = [(attribute, getattr(guardrail.code_callback, attribute))
+                      for attribute in CodeCallback.model_fields]
+            if all(callback is None for _, callback in stages):
+                raise InvalidArgument("guardrail.codeCallback needs at least one of beforeAgentCallback, "
+                                      "afterAgentCallback, beforeModelCallback, afterModelCallback")
+            for attribute, callback in stages:
+                if callback is not None:
+                    self.callback(callback, f"guardrail.codeCallback.{_wire(CodeCallback, attribute)}")
+        if guardrail.action is not None:
+            _check_action(guardrail.action, name, parts)
+        return guardrail
+
     def toolset(self, toolset: Toolset, name: AppChildName, parts: AppParts) -> Toolset:
         check_timeout(toolset.timeout, "toolset.timeout")
         if toolset.mcp_toolset is None:
             raise InvalidArgument("toolset.mcpToolset is required")
         check_endpoint(endpoint_of(toolset.mcp_toolset), self.settings.mcp_stdio_commands, "toolset.mcpToolset")
         return toolset
+
+
+def _check_action(action: TriggerAction, owner: AppChildName, parts: AppParts) -> None:
+    if action.generative_answer is not None:
+        raise InvalidArgument("guardrail.action.generativeAnswer is not supported by Convener: it needs a model to "
+                              "write the answer; use respondImmediately or transferAgent")
+    if action.respond_immediately is not None:
+        field = "guardrail.action.respondImmediately.responses"
+        responses = action.respond_immediately.responses or []
+        if len(responses) > MAX_RESPONSES:
+            raise InvalidArgument(f"{field} lists more than {MAX_RESPONSES} responses")
+        for index, response in enumerate(responses):
+            if not (response.text or "").strip():
+                raise InvalidArgument(f"{field}[{index}].text is required")
+            if len(response.text or "") > MAX_RESPONSE_LENGTH:
+                raise InvalidArgument(f"{field}[{index}].text is longer than {MAX_RESPONSE_LENGTH} characters")
+        if all(response.disabled for response in responses):
+            raise InvalidArgument(f"{field} needs a response that is not disabled")
+    if action.transfer_agent is not None:
+        field = "guardrail.action.transferAgent.agent"
+        value = action.transfer_agent.agent or ""
+        if not value:
+            raise InvalidArgument(f"{field} is required")
+        agent = AgentName.parse(value, field)
+        if agent.app_name != owner.app_name:
+            raise InvalidArgument(f"{field}: {value} is not in the app {owner.app_name}")
+        if not parts.exists("agents", agent.id):
+            raise InvalidArgument(f"{field}: agent {value} does not exist")
 
 
 def endpoint_of(spec: McpToolset) -> McpEndpoint:

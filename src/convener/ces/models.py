@@ -260,6 +260,10 @@ class App(ProtoModel):
     model_settings: ModelSettings | None = Field(None, description="Model used by llm agents that name none.")
     language_settings: LanguageSettings | None = Field(None, description="Language recorded on the app's conversations.")
     time_zone_settings: TimeZoneSettings | None = Field(None, description="Time zone of the app's users.")
+    guardrails: list[str] | None = Field(
+        None, description="Guardrails checked for every agent of the app, before the agent's own: "
+                          "projects/{project}/locations/{location}/apps/{app}/guardrails/{guardrail}"
+    )
     create_time: Timestamp | None = Field(None, description="Output only.")
     update_time: Timestamp | None = Field(None, description="Output only.")
     etag: str | None = Field(None, description="Checksum for optimistic concurrency on update and delete.")

@@ -55,6 +55,10 @@ class ToolsetName(AppChildName):
     collection = "toolsets"
 
 
+class GuardrailName(AppChildName):
+    collection = "guardrails"
+
+
 class AppVersionName(AppChildName):
     collection = "versions"
 

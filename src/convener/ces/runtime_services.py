@@ -11,8 +11,18 @@ from convener.ces.bundles import Bundles
 from convener.ces.catalog import PartKind, PartService
 from convener.ces.checks import Checks, tool_display_name
 from convener.ces.conversations import ConversationService
-from convener.ces.definitions import AGENT_KINDS, TOOL_KINDS, Agent, AppVersion, Tool, Toolset, output_only
-from convener.ces.names import AgentName, AppVersionName, ToolName, ToolsetName
+from convener.ces.definitions import (
+    AGENT_KINDS,
+    GUARDRAIL_KINDS,
+    TOOL_KINDS,
+    Agent,
+    AppVersion,
+    Guardrail,
+    Tool,
+    Toolset,
+    output_only,
+)
+from convener.ces.names import AgentName, AppVersionName, GuardrailName, ToolName, ToolsetName
 from convener.ces.sessions import SessionService
 from convener.ces.versions import VersionService
 from convener.config import Settings
@@ -29,6 +39,7 @@ class Runtime:
     agents: PartService[Agent]
     tools: PartService[Tool]
     toolsets: PartService[Toolset]
+    guardrails: PartService[Guardrail]
     versions: VersionService
     sessions: SessionService
     bundles: Bundles
@@ -43,9 +54,12 @@ class Runtime:
                                      oneofs=(_wire(TOOL_KINDS),), derive=tool_display_name), database, tokens, apps)
         toolsets = PartService(PartKind(Toolset, ToolsetName, "toolset", output_only(Toolset), checks.toolset),
                                database, tokens, apps)
+        guardrails = PartService(PartKind(Guardrail, GuardrailName, "guardrail", output_only(Guardrail),
+                                          checks.guardrail, oneofs=(_wire(GUARDRAIL_KINDS),)), database, tokens, apps)
         versions = VersionService(PartService(
             PartKind(AppVersion, AppVersionName, "appVersion", output_only(AppVersion), lambda part, name, parts: part),
             database, tokens, apps,
         ))
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
-        return cls(agents, tools, toolsets, versions, sessions, Bundles(apps, agents, tools, toolsets))
+        return cls(agents, tools, toolsets, guardrails, versions, sessions,
+                   Bundles(apps, agents, tools, toolsets, guardrails))

@@ -87,8 +87,8 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     ))
     register_part_tools(registry, runtime.agents, PartTools(
         "agent", "agents", "agent",
-        "an agent of an app: its instruction, tools, toolsets, child agents and kind (llmAgent, playbookAgent, "
-        "remoteAgent or pythonAgent).",
+        "an agent of an app: its instruction, tools, toolsets, child agents, guardrails, callbacks and kind "
+        "(llmAgent, playbookAgent, remoteAgent or pythonAgent).",
     ))
     register_part_tools(registry, runtime.tools, PartTools(
         "tool", "tools", "tool",
@@ -98,6 +98,12 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     register_part_tools(registry, runtime.toolsets, PartTools(
         "toolset", "toolsets", "toolset",
         "a toolset of an app: the tools of another MCP server (mcpToolset.serverAddress, or a stdio command).",
+    ))
+    register_part_tools(registry, runtime.guardrails, PartTools(
+        "guardrail", "guardrails", "guardrail",
+        "a guardrail of an app: a contentFilter (banned phrases in user inputs or agent responses) or a "
+        "codeCallback (Python callables deciding OK or TRIGGER), its action (respondImmediately or "
+        "transferAgent) and whether it is enabled. Agents name it in agent.guardrails, the app in app.guardrails.",
     ))
     _register_versions(registry, runtime)
 
@@ -109,7 +115,7 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
 
     registry.add(ToolSpec(
         "export_app", "Export an app",
-        "Exports an app's settings, agents, tools and toolsets as readable YAML (references by ID).",
+        "Exports an app's settings, agents, tools, toolsets and guardrails as readable YAML (references by ID).",
         ExportAppRequest, ExportAppResponse, READ_ONLY, export_app,
     ))
     registry.add(ToolSpec(
@@ -150,7 +156,8 @@ def _register_versions(registry: ToolRegistry, runtime: Runtime) -> None:
 
     registry.add(ToolSpec(
         "create_app_version", "Create an app version",
-        "Snapshots the app with its agents, tools and toolsets as an immutable version that sessions can run.",
+        "Snapshots the app with its agents, tools, toolsets and guardrails as an immutable version that sessions "
+        "can run.",
         CreateAppVersionRequest, AppVersion, CREATES, create,
     ))
     registry.add(ToolSpec("get_app_version", "Get an app version", "Gets an app version with its snapshot.",

@@ -1,4 +1,4 @@
-"""App versions: immutable snapshots of an app with its agents, tools and toolsets."""
+"""App versions: immutable snapshots of an app with its agents, tools, toolsets and guardrails."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from convener.api.names import check_id
 from convener.auth.caller import Caller
 from convener.ces.apps import row_to_app
 from convener.ces.catalog import AppParts, PartService
-from convener.ces.definitions import Agent, AppSnapshot, AppVersion, Tool, Toolset
-from convener.ces.names import AgentName, AppName, AppVersionName, ToolName, ToolsetName
+from convener.ces.definitions import Agent, AppSnapshot, AppVersion, Guardrail, Tool, Toolset
+from convener.ces.names import AgentName, AppName, AppVersionName, GuardrailName, ToolName, ToolsetName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.tables import apps, definitions
 
@@ -70,6 +70,7 @@ def draft_blueprint(connection: Connection, app_pk: int, app: AppName) -> Bluepr
         agents=_parts(parts, Agent, AgentName),
         tools=_parts(parts, Tool, ToolName),
         toolsets=_parts(parts, Toolset, ToolsetName),
+        guardrails=_parts(parts, Guardrail, GuardrailName),
     )
     return Blueprint.from_snapshot(snapshot, None)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from convener.ces.definitions import Agent, AppSnapshot, Tool, Toolset
+from convener.ces.definitions import Agent, AppSnapshot, Guardrail, Tool, Toolset
 from convener.ces.models import App
-from convener.ces.names import AgentName, ToolName, ToolsetName
+from convener.ces.names import AgentName, GuardrailName, ToolName, ToolsetName
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class Blueprint:
     agents: dict[str, Agent]
     tools: dict[str, Tool]
     toolsets: dict[str, Toolset]
+    guardrails: dict[str, Guardrail]
     version: str | None = None
     """The app version's name, or None for the draft."""
 
@@ -25,6 +26,7 @@ class Blueprint:
             agents={AgentName.parse(a.name).id: a for a in snapshot.agents or ()},
             tools={ToolName.parse(t.name).id: t for t in snapshot.tools or ()},
             toolsets={ToolsetName.parse(t.name).id: t for t in snapshot.toolsets or ()},
+            guardrails={GuardrailName.parse(g.name).id: g for g in snapshot.guardrails or ()},
             version=version,
         )
 
@@ -34,6 +36,7 @@ class Blueprint:
             agents=list(self.agents.values()) or None,
             tools=list(self.tools.values()) or None,
             toolsets=list(self.toolsets.values()) or None,
+            guardrails=list(self.guardrails.values()) or None,
         )
 
     def agent_name(self, agent_id: str) -> str:

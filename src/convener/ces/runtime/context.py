@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from convener.ces.definitions import Agent
 from convener.ces.models import AgentTransfer, Chunk, Message, ToolCall
+from convener.ces.runtime import callbacks
 from convener.ces.runtime.blueprint import Blueprint
-from convener.ces.runtime.toolbox import Toolbox, ToolRef
+from convener.ces.runtime.failures import ToolFailure
+from convener.ces.runtime.toolbox import Toolbox, ToolRef, as_response
 from convener.ces.runtime.tracing import Trace
 from convener.ces.session_models import SessionOutput, ToolCalls
 from convener.config import Settings
 from convener.llm.base import ModelProvider
+
+T = TypeVar("T")
+
+
+def _replaced(items: list[T], replacement: T | None, is_text: Callable[[T], bool]) -> list[T]:
+    first = next((index for index, item in enumerate(items) if is_text(item)), len(items))
+    rest = [item for item in items[first:] if not is_text(item)]
+    return [*items[:first], *([replacement] if replacement is not None else []), *rest]
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,8 @@ class AgentInput:
     """The SessionInput as JSON, for agents behind the turn protocol."""
     handoff: bool = False
     """The input was handled by another agent first, which transferred it here."""
+    guarded: bool = False
+    """A guardrail sent the input here: the agent's input guardrails have had their say on it."""
 
 
 @dataclass
@@ -39,6 +52,19 @@ class Step:
     end_session: bool = False
     waiting: bool = False
     """Waiting for the client to answer tool calls."""
+    guarded: bool = False
+    """The transfer is a guardrail's action."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where an agent's handling began in the turn's record, so its text replies can be found again."""
+
+    chunks: int
+    outputs: int
+    model_entries: tuple[dict[str, Any], ...]
+    """The model history's entries before, known by identity (the history may be trimmed from the front).
+    Held, not just their ids: an entry trimmed and freed could otherwise lend its id to a new one."""
 
 
 @dataclass
@@ -95,10 +121,74 @@ class TurnContext:
         if self.toolbox.is_client(ref):
             self.record_call(agent_id, ref, args, call_id, None)
             return None
+        args, response = self.call_tool(agent_id, ref, args)
         call = self.record_call(agent_id, ref, args, call_id, None, pending=False)
-        response = self.toolbox.run(ref, args)
         self.chunks.append(Chunk(tool_response=self.toolbox.tool_response(call, response)))
         return response
+
+    def call_tool(self, agent_id: str, ref: ToolRef, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A server-side tool call between the agent's tool callbacks: the arguments it ran with, and the
+        response. A before-tool callback may change the arguments or answer instead of the tool; an
+        after-tool callback may replace the response."""
+        agent = self.blueprint.agents.get(agent_id)
+        before_list = agent.before_tool_callbacks if agent else None
+        after_list = agent.after_tool_callbacks if agent else None
+        if not before_list and not after_list:
+            return args, self.toolbox.run(ref, args)
+        payload: dict[str, Any] = {"agent": self.blueprint.agent_name(agent_id), "args": args,
+                                   "variables": self.variables}
+        if ref.tool:
+            payload["tool"] = self.toolbox.tool_name(ref.tool)
+        else:
+            payload["toolsetTool"] = {"toolset": self.toolbox.toolset_name(ref.toolset or ""), "toolId": ref.tool_id}
+        before = callbacks.run(self.trace, self.settings, before_list, "BEFORE_TOOL", "agent.beforeToolCallbacks",
+                               payload, override="response", updates=("args",))
+        args = payload["args"]
+        if before.override is not None:
+            response = self._tool_response(before.override)
+        else:
+            response = self.toolbox.run(ref, args)
+        after = callbacks.run(self.trace, self.settings, after_list, "AFTER_TOOL", "agent.afterToolCallbacks",
+                              {**payload, "response": response}, override="response")
+        if after.override is not None:
+            response = self._tool_response(after.override)
+        return args, response
+
+    @staticmethod
+    def _tool_response(value: dict[str, Any]) -> dict[str, Any]:
+        """A callback's response in the tools' convention (``output``/``error`` keys)."""
+        try:
+            return as_response(value)
+        except ToolFailure as failure:
+            return {"error": failure.message}
+
+    # -- replacing what an agent said --------------------------------------------------------------
+
+    def mark(self) -> Mark:
+        return Mark(len(self.chunks), len(self.outputs), tuple(self.state.get("llm", [])))
+
+    def replies_since(self, mark: Mark) -> list[str]:
+        return [chunk.text for chunk in self.chunks[mark.chunks:] if chunk.text is not None]
+
+    def replace_replies(self, mark: Mark, text: str | None) -> None:
+        """Replace the text replies made since ``mark`` with ``text`` (or remove them, when None), where the
+        first of them was; tool calls, transfers and variables stay. The model's history is rewritten to
+        match, so that an llm agent does not believe it said what a guardrail or callback took back."""
+        self.chunks[mark.chunks:] = _replaced(self.chunks[mark.chunks:], Chunk(text=text) if text else None,
+                                              lambda chunk: chunk.text is not None)
+        self.outputs[mark.outputs:] = _replaced(self.outputs[mark.outputs:],
+                                                SessionOutput(text=text) if text else None,
+                                                lambda output: output.text is not None)
+        history: list[dict[str, Any]] = self.state.get("llm", [])
+        before = {id(entry) for entry in mark.model_entries}
+        said = [entry for entry in history if id(entry) not in before and entry.get("role") == "assistant"]
+        if not said:
+            return
+        for entry in said:
+            entry["content"] = None
+        said[-1]["content"] = text or None
+        dropped = {id(entry) for entry in said if entry["content"] is None and not entry.get("toolCalls")}
+        history[:] = [entry for entry in history if id(entry) not in dropped]
 
     def record_call(self, agent_id: str, ref: ToolRef, args: dict[str, Any], call_id: str,
                     response: dict[str, Any] | None, *, pending: bool = True) -> ToolCall:

@@ -19,8 +19,9 @@ from pydantic import Field, ValidationError
 from convener.api.errors import ApiError, describe_validation
 from convener.api.protojson import ProtoModel, Struct
 from convener.ces.definitions import Agent
-from convener.ces.models import Chunk
+from convener.ces.models import Chunk, ModelSettings
 from convener.ces.names import AgentName
+from convener.ces.runtime import callbacks, guardrails
 from convener.ces.runtime import playbook as playbooks
 from convener.ces.runtime.context import AgentInput, Step, TurnContext
 from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
@@ -56,6 +57,16 @@ def _message(entry: dict[str, Any]) -> ChatMessage:
         tool_call_id=entry.get("toolCallId"),
         name=entry.get("name"),
     )
+
+
+def _wire_message(message: ChatMessage) -> dict[str, Any]:
+    """A message as before-model callbacks and guardrails see it."""
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        wire["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.arguments} for c in message.tool_calls]
+    if message.tool_call_id:
+        wire["toolCallId"] = message.tool_call_id
+    return wire
 
 
 def _recent(history: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -101,33 +112,40 @@ class LlmKind:
                 {"type": "object", "properties": {"agent": {"type": "string", "enum": children}}, "required": ["agent"]},
             ))
         settings = agent.model_settings or ctx.blueprint.app.model_settings
+        name = ctx.blueprint.agent_name(agent_id)
         for _ in range(MAX_MODEL_STEPS):
             messages = [ChatMessage("system", self._instruction(ctx, agent, children))]
             messages += [_message(entry) for entry in _recent(history, MAX_HISTORY_SENT)]
-            with ctx.trace.span("LLM", agent=ctx.blueprint.agent_name(agent_id)) as span:
-                try:
-                    completion = ctx.provider.complete(
-                        messages, tools=declarations,
-                        model=settings.model if settings else None,
-                        temperature=settings.temperature if settings else None,
-                    )
-                except ApiError as error:
-                    span.fail(error.code.name, error.message)
-                    raise AgentFailure(f"the model failed: {error.message}", code=error.code.name) from None
-                span.attributes.update(model=completion.model, latencySeconds=round(completion.latency_seconds, 6),
-                                       finishReason=completion.finish_reason)
-                if completion.usage is not None:
-                    span.attributes.update(inputTokens=completion.usage.input_tokens,
-                                           outputTokens=completion.usage.output_tokens)
+            request = {"agent": name, "messages": [_wire_message(message) for message in messages]}
+            verdict = guardrails.check(ctx, agent, guardrails.MODEL_REQUEST, payload=request)
+            if verdict is not None:
+                return self._blocked(ctx, verdict, history)
+            before = callbacks.run(ctx.trace, ctx.settings, agent.before_model_callbacks, "BEFORE_MODEL",
+                                   "agent.beforeModelCallbacks", request, override="text")
+            text: str | None
+            calls: tuple[ToolInvocation, ...]
+            if before.override is not None:
+                text, calls = before.override, ()  # the callback answered: no model call
+            else:
+                text, calls = self._complete(ctx, name, messages, declarations, settings)
+            answer = {"agent": name, "text": text,
+                      "toolCalls": [{"id": c.id, "name": c.name, "args": c.arguments} for c in calls]}
+            after = callbacks.run(ctx.trace, ctx.settings, agent.after_model_callbacks, "AFTER_MODEL",
+                                  "agent.afterModelCallbacks", answer, override="text")
+            if after.override is not None:
+                text = answer["text"] = after.override
+            verdict = guardrails.check(ctx, agent, guardrails.MODEL_RESPONSE, payload=answer)
+            if verdict is not None:
+                return self._blocked(ctx, verdict, history)  # the answer is dropped, tool calls and all
             history.append({
-                "role": "assistant", "content": completion.text,
-                "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in completion.tool_calls],
+                "role": "assistant", "content": text,
+                "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             })
-            if completion.text:
-                ctx.say(completion.text)
-            if not completion.tool_calls:
+            if text:
+                ctx.say(text)
+            if not calls:
                 break
-            step = self._call_tools(ctx, agent_id, completion.tool_calls, by_name, children, history)
+            step = self._call_tools(ctx, agent_id, calls, by_name, children, history)
             if step is not None:
                 del history[:-MAX_HISTORY_KEPT]
                 return step
@@ -135,6 +153,35 @@ class LlmKind:
             ctx.trace.current.fail("RESOURCE_EXHAUSTED", f"stopped after {MAX_MODEL_STEPS} model steps")
         del history[:-MAX_HISTORY_KEPT]
         return Step()
+
+    @staticmethod
+    def _complete(ctx: TurnContext, name: str, messages: list[ChatMessage], declarations: list[ToolDeclaration],
+                  settings: ModelSettings | None) -> tuple[str | None, tuple[ToolInvocation, ...]]:
+        assert ctx.provider is not None
+        with ctx.trace.span("LLM", agent=name) as span:
+            try:
+                completion = ctx.provider.complete(
+                    messages, tools=declarations,
+                    model=settings.model if settings else None,
+                    temperature=settings.temperature if settings else None,
+                )
+            except ApiError as error:
+                span.fail(error.code.name, error.message)
+                raise AgentFailure(f"the model failed: {error.message}", code=error.code.name) from None
+            span.attributes.update(model=completion.model, latencySeconds=round(completion.latency_seconds, 6),
+                                   finishReason=completion.finish_reason)
+            if completion.usage is not None:
+                span.attributes.update(inputTokens=completion.usage.input_tokens,
+                                       outputTokens=completion.usage.output_tokens)
+        return completion.text, completion.tool_calls
+
+    @staticmethod
+    def _blocked(ctx: TurnContext, verdict: guardrails.Verdict, history: list[dict[str, Any]]) -> Step:
+        """A guardrail stopped the model loop: its response is what the agent said."""
+        if verdict.transfer_to is None:
+            history.append({"role": "assistant", "content": verdict.text or guardrails.DEFAULT_RESPONSE})
+        del history[:-MAX_HISTORY_KEPT]
+        return guardrails.act(ctx, verdict)
 
     def _call_tools(self, ctx: TurnContext, agent_id: str, calls: tuple[ToolInvocation, ...], by_name: dict[str, Any],
                     children: list[str], history: list[dict[str, Any]]) -> Step | None:
@@ -197,10 +244,18 @@ class PlaybookKind:
         state = own.get("playbook", {})
         counter = own.get("calls", 0)
 
+        used: list[dict[str, Any]] = []
+
         def port(tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
-            # Tools run here, as the steps reach them; what they did is recorded below, in step order.
+            # Tools run here, as the steps reach them; what they did is recorded below, in step order, with
+            # the arguments they ran with (a before-tool callback may have changed them).
             ref = ToolRef(tool=tool)
-            return None if ctx.toolbox.is_client(ref) else ctx.toolbox.run(ref, args)
+            if ctx.toolbox.is_client(ref):
+                used.append(args)
+                return None
+            ran_with, response = ctx.call_tool(agent_id, ref, args)
+            used.append(ran_with)
+            return response
 
         if given.tool_responses:
             outcome = book.on_tool_response(state, given.tool_responses[0]["response"], ctx.variables, port)
@@ -219,8 +274,8 @@ class PlaybookKind:
             if isinstance(action, playbooks.ToolCalled | playbooks.AwaitingClient):
                 counter += 1  # deterministic call IDs: the same inputs record the same conversation
                 response = action.response if isinstance(action, playbooks.ToolCalled) else None
-                ctx.record_call(agent_id, ToolRef(tool=action.tool), action.args, f"{agent_id}-call-{counter}",
-                                response)
+                args = used.pop(0) if used else action.args  # each action is one port call, in order
+                ctx.record_call(agent_id, ToolRef(tool=action.tool), args, f"{agent_id}-call-{counter}", response)
             if isinstance(action, playbooks.Reply):
                 ctx.say(action.text)
             elif isinstance(action, playbooks.VariablesSet):

@@ -377,6 +377,14 @@ def _check_pattern(pattern: str, where: str) -> None:
         raise InvalidArgument(f"{where}: regular expression refused: {hazard}")
 
 
+def check_regex(pattern: str, where: str) -> re.Pattern[str]:
+    """The pattern compiled case-insensitively, or INVALID_ARGUMENT naming ``where``: a bad expression,
+    one longer than ``MAX_PATTERN_LENGTH``, or one whose shape could backtrack catastrophically. Other
+    parts of an app that match user text (guardrails' content filters) hold to the same rules."""
+    _check_pattern(pattern, where)
+    return _compile_pattern(pattern)
+
+
 _SAMPLE_CHARS = "".join(map(chr, range(32, 127))) + (
     "\t\n\r\x0b\x0c\x00\x85\xa0\u2028\u3000éßİıKſяЯ中١²ǅ\U0001f600"
 )

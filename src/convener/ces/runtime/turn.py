@@ -14,9 +14,11 @@ from typing import Any
 
 from convener.api.errors import InvalidArgument
 from convener.api.protojson import Timestamp
+from convener.ces.definitions import Agent
 from convener.ces.models import Blob, Chunk, Message, Span, ToolResponse
+from convener.ces.runtime import callbacks, guardrails
 from convener.ces.runtime.blueprint import Blueprint
-from convener.ces.runtime.context import AgentInput, TurnContext
+from convener.ces.runtime.context import AgentInput, Step, TurnContext
 from convener.ces.runtime.failures import AgentFailure
 from convener.ces.runtime.kinds import KINDS
 from convener.ces.runtime.toolbox import Toolbox, ToolRef
@@ -149,7 +151,7 @@ class TurnRunner:
                 raise AgentFailure(f"agent {agent_id} does not exist in this version of the app", code="FAILED_PRECONDITION")
             with self.ctx.trace.span("AGENT", agent=self.ctx.blueprint.agent_name(agent_id), kind=agent.kind) as span:
                 try:
-                    step = KINDS[agent.kind].handle(self.ctx, agent_id, agent, given)
+                    step = self._handle(agent_id, agent, given)
                 except AgentFailure as failure:
                     span.fail(failure.code, failure.message)
                     raise
@@ -160,5 +162,46 @@ class TurnRunner:
                 return
             agent_id = step.transfer_to
             self.state["agent"] = agent_id
-            given = replace(given, tool_responses=(), handoff=True)
+            given = replace(given, tool_responses=(), handoff=True, guarded=step.guarded)
         raise AgentFailure(f"agents transferred the turn more than {MAX_TRANSFERS} times", code="ABORTED")
+
+    def _handle(self, agent_id: str, agent: Agent, given: AgentInput) -> Step:
+        """One agent's part of the turn, between its guardrails and its agent callbacks (docs/agents.md,
+        "Callbacks and guardrails"): input guardrails, before-agent callbacks, the agent itself, after-agent
+        callbacks, then the guardrails on what it said, which see the replies as the user would."""
+        ctx = self.ctx
+        payload: dict[str, Any] = {"session": ctx.session, "agent": ctx.blueprint.agent_name(agent_id),
+                                   "input": given.raw, "variables": ctx.variables}
+        if not given.tool_responses and not given.guarded:
+            # On a handoff the app's guardrails have already checked this input, for the agent before.
+            verdict = guardrails.check(ctx, agent, guardrails.USER_INPUT, payload=payload, app_level=not given.handoff,
+                                       texts=[given.text] if given.text is not None else [])
+            if verdict is not None:
+                return guardrails.act(ctx, verdict)
+        mark = ctx.mark()
+        # Not on tool responses: the agent is resuming its own work, and must get the answers it waits for.
+        before = callbacks.run(ctx.trace, ctx.settings, None if given.tool_responses else agent.before_agent_callbacks,
+                               "BEFORE_AGENT", "agent.beforeAgentCallbacks", payload, override="text",
+                               updates=("variables",))
+        ctx.set_variables(before.updates.get("variables", {}))
+        if before.override is not None:
+            ctx.say(before.override)
+            step = Step()
+        else:
+            step = KINDS[agent.kind].handle(ctx, agent_id, agent, given)
+            after = callbacks.run(ctx.trace, ctx.settings, agent.after_agent_callbacks, "AFTER_AGENT",
+                                  "agent.afterAgentCallbacks",
+                                  {**payload, "variables": ctx.variables, "replies": ctx.replies_since(mark)},
+                                  override="text", updates=("variables",))
+            ctx.set_variables(after.updates.get("variables", {}))
+            if after.override is not None:
+                ctx.replace_replies(mark, after.override)
+        replies = ctx.replies_since(mark)
+        verdict = guardrails.check(ctx, agent, guardrails.AGENT_RESPONSE, texts=replies,
+                                   payload={**payload, "variables": ctx.variables, "replies": replies})
+        if verdict is None:
+            return step
+        ctx.replace_replies(mark, verdict.text)
+        if verdict.transfer_to is not None:
+            return guardrails.act(ctx, verdict)
+        return step

@@ -46,7 +46,7 @@ class ResourceName:
     def parse(cls, text: Any, field: str = "name") -> Self:
         """Parse ``text`` or raise INVALID_ARGUMENT naming the field and the expected format."""
         if not isinstance(text, str) or not text:
-            raise InvalidArgument(f"{field} is required, in the format {cls.template}")
+            raise InvalidArgument(f"{field} is required, in the format {cls.format()}")
         if len(text) > MAX_NAME_LENGTH:
             raise InvalidArgument(f"{field} is longer than {MAX_NAME_LENGTH} characters")
         parts = text.split("/")
@@ -54,13 +54,18 @@ class ResourceName:
         if len(parts) != len(segments) or any(
             not variable and part != literal for part, (literal, variable) in zip(parts, segments, strict=True)
         ):
-            raise InvalidArgument(f'{field} "{_clip(text)}" does not match the format {cls.template}')
+            raise InvalidArgument(f'{field} "{_clip(text)}" does not match the format {cls.format()}')
         values = {
             literal: check_id(part, f"{field}: {literal}")
             for part, (literal, variable) in zip(parts, segments, strict=True)
             if variable
         }
         return cls(**values)
+
+    @classmethod
+    def format(cls) -> str:
+        """The template as callers read it in errors and descriptions."""
+        return cls.template
 
     def __str__(self) -> str:
         return "/".join(getattr(self, text) if variable else text for text, variable in self._segments())

@@ -38,6 +38,10 @@ class AppChildName(ResourceName):
         super().__init_subclass__(**kwargs)
         cls.template = f"projects/{{project}}/locations/{{location}}/apps/{{app}}/{cls.collection}/{{resource}}"
 
+    @classmethod
+    def format(cls) -> str:
+        return cls.template.replace("{resource}", "{" + cls.collection.removesuffix("s") + "}")
+
     @property
     def app_name(self) -> AppName:
         return AppName(self.project, self.location, self.app)

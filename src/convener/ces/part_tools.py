@@ -35,7 +35,7 @@ class PartTools:
 def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools: PartTools) -> None:
     model = service.kind.model
     singular, plural, title = tools.singular, tools.plural, tools.title
-    template = service.kind.name_type.template
+    template = service.kind.name_type.format()
     parent_description = "Required. The app: projects/{project}/locations/{location}/apps/{app}"
     plural_title = plural.title().replace("_", "")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -207,7 +208,14 @@ class ProtoModel(BaseModel):
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
-        return cls.model_json_schema(by_alias=True, mode="validation")
+        """The JSON Schema of the wire form; generated once per class (it is costly), copied per caller."""
+        copied: dict[str, Any] = json.loads(_schema_of(cls))
+        return copied
+
+
+@functools.cache
+def _schema_of(model: type[ProtoModel]) -> str:
+    return json.dumps(model.model_json_schema(by_alias=True, mode="validation"))
 
 
 def _omit_empty_repeated(data: dict[str, Any], model: BaseModel) -> dict[str, Any]:

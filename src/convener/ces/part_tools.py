@@ -7,8 +7,9 @@ Every kind gets the same five tools with the same request shapes as Google's Age
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field, create_model
 
@@ -16,6 +17,7 @@ from convener.api.protojson import ProtoModel
 from convener.auth.caller import Caller
 from convener.ces.catalog import PartService
 from convener.ces.models import PageSize, PageToken
+from convener.ces.names import AppChildName
 from convener.ces.requests import Empty
 from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, ToolRegistry, ToolSpec
 
@@ -32,47 +34,69 @@ class PartTools:
     update_note: str = ""
 
 
-def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools: PartTools) -> None:
-    model = service.kind.model
-    singular, plural, title = tools.singular, tools.plural, tools.title
-    template = service.kind.name_type.format()
+class PartMessages(NamedTuple):
+    create: type[ProtoModel]
+    get: type[ProtoModel]
+    list: type[ProtoModel]
+    listed: type[ProtoModel]
+    update: type[ProtoModel]
+    delete: type[ProtoModel]
+
+
+@functools.cache
+def part_messages(model: type[ProtoModel], name_type: type[AppChildName], singular: str, plural: str,
+                  title: str) -> PartMessages:
+    """The request and response messages of a kind's tools, made once per kind (their schemas are cached
+    per class, and every server built for the kind shares them)."""
+    template = name_type.format()
     parent_description = "Required. The app: projects/{project}/locations/{location}/apps/{app}"
     plural_title = plural.title().replace("_", "")
 
     def model_named(suffix: str, **fields: Any) -> type[ProtoModel]:
         return create_model(f"{suffix}", __base__=ProtoModel, **fields)
 
-    create_request = model_named(
-        f"Create{model.__name__}Request",
-        parent=(str, Field(description=parent_description)),
-        **{f"{singular}_id": (str | None, Field(None, description=f"ID of the new {title}; generated when unset."))},
-        **{singular: (model, Field(description=f"Required. The {title} to create; output-only fields are ignored."))},
+    return PartMessages(
+        create=model_named(
+            f"Create{model.__name__}Request",
+            parent=(str, Field(description=parent_description)),
+            **{f"{singular}_id": (str | None, Field(None, description=f"ID of the new {title}; generated when unset."))},
+            **{singular: (model, Field(description=f"Required. The {title} to create; output-only fields are ignored."))},
+        ),
+        get=model_named(f"Get{model.__name__}Request", name=(str, Field(description=f"Required. {template}"))),
+        list=model_named(
+            f"List{plural_title}Request",
+            parent=(str, Field(description=parent_description)),
+            page_size=(PageSize, None),
+            page_token=(PageToken, None),
+        ),
+        listed=model_named(
+            f"List{plural_title}Response",
+            **{plural: (list[model] | None, None)},  # type: ignore[valid-type]
+            next_page_token=(str | None, Field(None, description="Absent when there are no more pages.")),
+        ),
+        update=model_named(
+            f"Update{model.__name__}Request",
+            **{singular: (model, Field(description=f"Required. The {title} with its name set and the fields to change."))},
+            update_mask=(str | None, Field(
+                None, description='Comma-separated top-level fields to update, e.g. "instruction,tools"; unset or "*" '
+                                  "replaces every field."
+            )),
+        ),
+        delete=model_named(
+            f"Delete{model.__name__}Request",
+            name=(str, Field(description=f"Required. {template}")),
+            etag=(str | None, Field(None, description=f"If set, must match the {title}'s current etag.")),
+        ),
     )
-    get_request = model_named(f"Get{model.__name__}Request", name=(str, Field(description=f"Required. {template}")))
-    list_request = model_named(
-        f"List{plural_title}Request",
-        parent=(str, Field(description=parent_description)),
-        page_size=(PageSize, None),
-        page_token=(PageToken, None),
-    )
-    list_response = model_named(
-        f"List{plural_title}Response",
-        **{plural: (list[model] | None, None)},  # type: ignore[valid-type]
-        next_page_token=(str | None, Field(None, description="Absent when there are no more pages.")),
-    )
-    update_request = model_named(
-        f"Update{model.__name__}Request",
-        **{singular: (model, Field(description=f"Required. The {title} with its name set and the fields to change."))},
-        update_mask=(str | None, Field(
-            None, description='Comma-separated top-level fields to update, e.g. "instruction,tools"; unset or "*" '
-                              "replaces every field."
-        )),
-    )
-    delete_request = model_named(
-        f"Delete{model.__name__}Request",
-        name=(str, Field(description=f"Required. {template}")),
-        etag=(str | None, Field(None, description=f"If set, must match the {title}'s current etag.")),
-    )
+
+
+def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools: PartTools) -> None:
+    model = service.kind.model
+    singular, plural, title = tools.singular, tools.plural, tools.title
+    # Classes hash by identity; mypy reads the dataclass name types as unhashable.
+    messages = part_messages(model, service.kind.name_type, singular, plural, title)  # type: ignore[arg-type]
+    create_request, get_request, list_request = messages.create, messages.get, messages.list
+    list_response, update_request, delete_request = messages.listed, messages.update, messages.delete
 
     def create(request: Any, caller: Caller) -> Any:
         return service.create(request.parent, getattr(request, f"{singular}_id"), getattr(request, singular), caller)

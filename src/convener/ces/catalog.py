@@ -174,8 +174,9 @@ class PartService(Generic[Part]):
         name = parent.child(self.kind.name_type, resource_id)
         with self.database.transaction() as connection:
             app_pk = self.apps.app_pk(connection, parent)
-            body = self._checked(part, name, AppParts(connection, app_pk, parent))
-            if AppParts(connection, app_pk, parent).exists(self.kind.collection, resource_id):
+            parts = AppParts(connection, app_pk, parent)
+            body = self._checked(part, name, parts)
+            if parts.exists(self.kind.collection, resource_id):
                 raise AlreadyExists(f"{self.kind.singular} {name} already exists")
             return self.insert(connection, app_pk, name, body)
 

@@ -13,7 +13,7 @@ from enum import StrEnum
 from pydantic import Field, JsonValue, model_validator
 
 from convener.api.protojson import Duration, ProtoModel, Timestamp
-from convener.ces.models import App, ModelSettings, Schema
+from convener.ces.models import App, ModelSettings, Schema, at_most_one
 
 AGENT_KINDS = ("llm_agent", "playbook_agent", "remote_agent", "python_agent", "remote_dialogflow_agent")
 TOOL_KINDS = ("client_function", "open_api_tool", "python_function")
@@ -22,15 +22,6 @@ GUARDRAIL_KINDS = ("content_filter", "llm_prompt_security", "llm_policy", "model
 ACTION_KINDS = ("respond_immediately", "transfer_agent", "generative_answer")
 CALLBACK_LISTS = ("before_agent_callbacks", "after_agent_callbacks", "before_model_callbacks",
                   "after_model_callbacks", "before_tool_callbacks", "after_tool_callbacks")
-
-
-def _one_of(model: ProtoModel, fields: tuple[str, ...], union: str, *, required: bool = False) -> None:
-    present = [name for name in fields if getattr(model, name) is not None]
-    aliases = [type(model).model_fields[name].alias or name for name in fields]
-    if len(present) > 1:
-        raise ValueError(f"only one field of the union {union} may be set; got {', '.join(present)}")
-    if required and not present:
-        raise ValueError(f"one of {', '.join(aliases)} is required")
 
 
 class LlmAgent(ProtoModel):
@@ -131,7 +122,7 @@ class Agent(ProtoModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Agent:
-        _one_of(self, AGENT_KINDS, "agent_type")
+        at_most_one(self, AGENT_KINDS, "agent_type")
         return self
 
     @property
@@ -187,7 +178,7 @@ class Tool(ProtoModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Tool:
-        _one_of(self, TOOL_KINDS, "tool_type")
+        at_most_one(self, TOOL_KINDS, "tool_type")
         return self
 
     @property
@@ -244,7 +235,7 @@ class TriggerAction(ProtoModel):
 
     @model_validator(mode="after")
     def _one_action(self) -> TriggerAction:
-        _one_of(self, ACTION_KINDS, "action")
+        at_most_one(self, ACTION_KINDS, "action")
         return self
 
 
@@ -323,7 +314,7 @@ class Guardrail(ProtoModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Guardrail:
-        _one_of(self, GUARDRAIL_KINDS, "guardrail_type")
+        at_most_one(self, GUARDRAIL_KINDS, "guardrail_type")
         return self
 
     @property

@@ -64,7 +64,7 @@ class ToolsetTool(ProtoModel):
     tool_id: str | None = Field(None, description="ID of the tool within the toolset.")
 
 
-def _at_most_one(model: ProtoModel, fields: tuple[str, ...], union: str) -> None:
+def at_most_one(model: ProtoModel, fields: tuple[str, ...], union: str) -> None:
     present = [name for name in fields if getattr(model, name) is not None]
     if len(present) > 1:
         aliases = ", ".join(type(model).model_fields[name].alias or name for name in present)
@@ -84,7 +84,7 @@ class _ToolExchange(ProtoModel):
 
     @model_validator(mode="after")
     def _one_tool_identifier(self) -> _ToolExchange:
-        _at_most_one(self, ("tool", "toolset_tool"), "tool_identifier")
+        at_most_one(self, ("tool", "toolset_tool"), "tool_identifier")
         return self
 
 
@@ -131,7 +131,7 @@ class Chunk(ProtoModel):
 
     @model_validator(mode="after")
     def _one_data_member(self) -> Chunk:
-        _at_most_one(self, CHUNK_FIELDS, "data")
+        at_most_one(self, CHUNK_FIELDS, "data")
         return self
 
 

@@ -7,7 +7,7 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from convener.api.protojson import Bytes, ProtoModel, Struct
-from convener.ces.models import Blob, Image, Message, Source, Span, ToolCall, ToolResponse, _at_most_one
+from convener.ces.models import Blob, Image, Message, Source, Span, ToolCall, ToolResponse, at_most_one
 
 
 class RecordingControl(StrEnum):
@@ -46,7 +46,7 @@ class SessionInput(ProtoModel):
 
     @model_validator(mode="after")
     def _one_input(self) -> SessionInput:
-        _at_most_one(self, INPUT_FIELDS, "input_type")
+        at_most_one(self, INPUT_FIELDS, "input_type")
         return self
 
     @property

@@ -8,6 +8,7 @@ go back to the session's client, who answers with ``toolResponses``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from convener.ces.runtime import mcp_toolset
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
 from convener.ces.runtime.failures import ToolFailure
-from convener.ces.runtime.openapi import call_operation, parse_operation
+from convener.ces.runtime.openapi import OpenApiOperation, call_operation, parse_operation
 from convener.ces.runtime.tracing import Trace
 from convener.config import Settings
 from convener.llm.base import ToolDeclaration
@@ -72,6 +73,12 @@ def as_response(value: Any) -> dict[str, Any]:
     if len(json.dumps(response)) > MAX_RESPONSE_CHARS:
         raise ToolFailure(f"the tool's response is larger than {MAX_RESPONSE_CHARS} characters", code="OUT_OF_RANGE")
     return response
+
+
+@functools.lru_cache(maxsize=128)
+def _operation_of(schema: str, name: str | None, url: str | None) -> OpenApiOperation:
+    """An OpenAPI tool's operation, parsed (and, for a document given by URL, fetched) once, not per call."""
+    return parse_operation(schema, name=name, url=url, field="tool.openApiTool.openApiSchema")
 
 
 class Toolbox:
@@ -225,11 +232,10 @@ class Toolbox:
         return load_entry_point(tool.python_function.entry_point or "", self.settings.python_modules,
                                 "tool.pythonFunction.entryPoint")
 
-    def _operation(self, tool: Tool) -> Any:
+    def _operation(self, tool: Tool) -> OpenApiOperation:
         assert tool.open_api_tool is not None
         spec = tool.open_api_tool
-        return parse_operation(spec.open_api_schema or "", name=spec.name, url=spec.url,
-                               field="tool.openApiTool.openApiSchema")
+        return _operation_of(spec.open_api_schema or "", spec.name, spec.url)
 
     @staticmethod
     def _timeout(definition: Any) -> float:

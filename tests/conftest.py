@@ -50,6 +50,26 @@ CES_TOOLS = (
     "run_session",
     "export_app",
     "import_app",
+    *(f"{verb}_{kind}" for kind in ("evaluation", "evaluation_dataset", "evaluation_expectation", "evaluation_persona")
+      for verb in ("create", "get", "update", "delete")),
+    "list_evaluations",
+    "list_evaluation_datasets",
+    "list_evaluation_expectations",
+    "list_evaluation_personas",
+    "generate_evaluation",
+    "import_adk_evaluations",
+    "run_evaluation",
+    "get_evaluation_run",
+    "list_evaluation_runs",
+    "delete_evaluation_run",
+    "get_evaluation_result",
+    "list_evaluation_results",
+    "delete_evaluation_result",
+    "get_operation",
+    "list_operations",
+    "cancel_operation",
+    "delete_operation",
+    "wait_operation",
 )
 """The ces tools, named here once so that a tool added or lost shows in the tests."""
 

@@ -16,7 +16,7 @@ from mcp import Client
 
 from tests.conftest import CES_TOOLS
 
-SEED_TOOLS = ("list_conversations", "get_conversation")
+SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation")
 SOURCES = ["SOURCE_UNSPECIFIED", "LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL"]
 LOCATION = "projects/meta/locations/global"
 APP = f"{LOCATION}/apps/meta-app"

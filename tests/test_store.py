@@ -11,12 +11,14 @@ from sqlalchemy import bindparam, insert, inspect, select, text
 
 import convener.auth.tables
 import convener.ces.tables
+import convener.longrunning.tables
 from convener.config import Settings
 from convener.services import Services
 from convener.store.database import Database
 from convener.store.schema import Json, installation, metadata
 
-EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_definitions", "ces_sessions"}
+EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_definitions", "ces_sessions",
+                   "ces_evaluation_runs", "ces_evaluation_results", "operations"}
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +47,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0003"
+HEAD = "0004"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(database_url: str) -> None:

@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(default=None, description="API key of the provider, if it needs one.")
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Deadline of one model call.")
     llm_max_retries: int = Field(default=3, ge=0, le=10, description="Retries, with backoff, on 429 and 5xx.")
+    eval_parallelism: int = Field(default=4, ge=1, le=64, description="Evaluation results replayed at once.")
     python_modules: Annotated[tuple[str, ...], NoDecode] = Field(
         default=("convener.demo",),
         description="Modules (and their submodules) whose callables python agents and tools may name.",

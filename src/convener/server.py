@@ -64,6 +64,7 @@ def build_app(services: Services) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        services.runtime.evaluations.executor.recover()  # runs a stopped server left unfinished
         async with AsyncExitStack() as stack:
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
@@ -84,5 +85,6 @@ def build_app(services: Services) -> Starlette:
 
 async def serve_stdio(services: Services) -> None:
     server = build_mcp_server("convener", services.registries().values(), instructions=INSTRUCTIONS)
+    services.runtime.evaluations.executor.recover()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -55,6 +55,7 @@ class Services:
         return {name: available[name]() for name in self.settings.services}
 
     def close(self) -> None:
+        self.runtime.evaluations.executor.shutdown()
         if self._provider is not None:
             close_provider(self._provider)
         self.database.dispose()

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -27,6 +28,10 @@ from convener.api.protojson import ProtoModel, check_storable_json
 from convener.auth.caller import LOCAL_USER, Caller
 
 logger = logging.getLogger(__name__)
+
+Report = Callable[[float, float | None, str | None], None]
+"""``report(progress, total, message)``: an MCP progress notification, if the caller asked for them."""
+Notify = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
 
 Req = TypeVar("Req", bound=ProtoModel)
 Resp = TypeVar("Resp", bound=ProtoModel)
@@ -50,6 +55,8 @@ class ToolSpec(Generic[Req, Resp]):
     annotations: types.ToolAnnotations
     handler: Callable[[Req, Caller], Resp]
     """Blocking domain call; run on a worker thread so the event loop keeps serving."""
+    progress_handler: Callable[[Req, Caller, Report], Resp] | None = None
+    """Used instead of ``handler`` when set: also gets a ``Report`` that sends MCP progress notifications."""
 
     def definition(self) -> types.Tool:
         return types.Tool(
@@ -103,13 +110,32 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     return caller if isinstance(caller, Caller) else LOCAL_USER
 
 
-async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any] | None, caller: Caller) -> types.CallToolResult:
+def _reporter(notify: Notify | None) -> Report:
+    """A ``Report`` callable from the worker thread, sending through the event loop; failures to send are
+    dropped (a client that went away must not fail the work)."""
+
+    def report(progress: float, total: float | None, message: str | None) -> None:
+        if notify is None:
+            return
+        try:
+            anyio.from_thread.run(notify, progress, total, message)
+        except Exception:
+            logger.debug("progress notification dropped", exc_info=True)
+
+    return report
+
+
+async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any] | None, caller: Caller,
+               notify: Notify | None = None) -> types.CallToolResult:
     try:
         if not caller.may_use(service):
             raise PermissionDenied(f"{caller.principal} may not use the {service} service")
         check_storable_json(arguments or {}, "arguments")
         request = spec.request.model_validate(arguments or {})
-        response = await anyio.to_thread.run_sync(spec.handler, request, caller)
+        if spec.progress_handler is not None:
+            response = await anyio.to_thread.run_sync(spec.progress_handler, request, caller, _reporter(notify))
+        else:
+            response = await anyio.to_thread.run_sync(spec.handler, request, caller)
     except Exception as error:  # noqa: BLE001 - the boundary: every error is mapped to one shape here
         return _map_exception(spec.name, error)
     structured = response.to_json()
@@ -135,7 +161,7 @@ def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructi
         if found is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name[:100]}")
         service, spec = found
-        return await call(spec, service, params.arguments, caller_of(ctx))
+        return await call(spec, service, params.arguments, caller_of(ctx), ctx.session.report_progress)
 
     return Server(
         name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -156,3 +157,30 @@ def sign_model_text(request: dict[str, Any]) -> dict[str, Any] | None:
 
 def slow_callback(request: dict[str, Any]) -> None:
     time.sleep(2)
+
+
+# -- agents for evaluation runs -------------------------------------------------------------------------
+
+
+def order_checker(request: dict[str, Any]) -> dict[str, Any]:
+    """A python agent: calls lookup_order for each order ID (like A-1) in the text, in order, then says how many;
+    "remember" also stores the IDs in a variable, "handoff" transfers to the helper agent."""
+    text = str((request.get("input") or {}).get("text", ""))
+    ids = re.findall(r"\b[A-Z]-\d\b", text)
+    chunks: list[dict[str, Any]] = [
+        {"toolCall": {"id": f"check-{index}", "tool": "lookup_order", "args": {"order_id": order_id}}}
+        for index, order_id in enumerate(ids)
+    ]
+    chunks.append({"text": f"I checked {len(ids)} orders."})
+    if "remember" in text:
+        chunks.append({"updatedVariables": {"remembered": ids}})
+    if "handoff" in text:
+        chunks.append({"agentTransfer": {"targetAgent": request["agent"].rsplit("/", 1)[0] + "/helper"}})
+    return {"chunks": chunks}
+
+
+def sleepy_agent(request: dict[str, Any]) -> dict[str, Any]:
+    """A python agent that calls the slow tool for as many seconds as the text says."""
+    text = str((request.get("input") or {}).get("text", "0"))
+    return {"chunks": [{"toolCall": {"id": "nap", "tool": "slow", "args": {"seconds": float(text)}}},
+                       {"text": "awake"}]}

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 class Code(Enum):
     """google.rpc.Code values used by Convener (name → HTTP status, for reference)."""
 
+    CANCELLED = 1
     INVALID_ARGUMENT = 3
     DEADLINE_EXCEEDED = 4
     NOT_FOUND = 5

@@ -155,7 +155,7 @@ class Bundles:
             app_pk = self.apps.app_pk(connection, name)
             for collection in ("toolsets", "tools"):
                 for part_id, body in self._section(document, collection).items():
-                    self._write(connection, app_pk, name, collection, part_id, body)
+                    self._write(connection, caller, app_pk, name, collection, part_id, body)
             # Agents name each other (child agents, playbook transfers, back and forth) and guardrails
             # name agents (transferAgent) that name them back: every agent is placed first, so that each
             # definition is then checked against all the others.
@@ -166,11 +166,11 @@ class Bundles:
             for guardrail_id, body in self._section(document, "guardrails").items():
                 where = f"appContent: guardrails.{guardrail_id}"
                 expanded = _expand_guardrail(body, name, where) if isinstance(body, dict) else body
-                self._write(connection, app_pk, name, "guardrails", guardrail_id, expanded)
+                self._write(connection, caller, app_pk, name, "guardrails", guardrail_id, expanded)
             for agent_id, body in agents.items():
                 where = f"appContent: agents.{agent_id}"
                 expanded = _expand_agent(body, name, where) if isinstance(body, dict) else body
-                self._write(connection, app_pk, name, "agents", agent_id, expanded)
+                self._write(connection, caller, app_pk, name, "agents", agent_id, expanded)
             if root is not None:
                 app = app.model_copy(update={"root_agent": f"{name}/agents/{check_id(str(root), 'app.rootAgent')}"})
             if app_guardrails is not None:
@@ -181,7 +181,7 @@ class Bundles:
             except InvalidArgument as error:
                 raise InvalidArgument(f"appContent: {error.message}") from None
 
-    def _write(self, connection: Any, app_pk: int, app: AppName, collection: str, part_id: str, body: Any) -> None:
+    def _write(self, connection: Any, caller: Caller, app_pk: int, app: AppName, collection: str, part_id: str, body: Any) -> None:
         """Check one part of the file against the app so far and store it (over its placeholder, if any)."""
         service = self.parts[collection]
         where = f"appContent: {collection}.{part_id}"
@@ -191,7 +191,7 @@ class Bundles:
         name: AppChildName = app.child(service.kind.name_type, resource_id)
         try:
             part = service.kind.model.model_validate({k: v for k, v in body.items() if k not in OUTPUT_ONLY})
-            checked = service._checked(part, name, AppParts(connection, app_pk, app))
+            checked = service._checked(part, name, AppParts(connection, app_pk, app), caller)
         except ValidationError as error:
             raise InvalidArgument(f"{where}: {describe_validation(error)}") from None
         except InvalidArgument as error:

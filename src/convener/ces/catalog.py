@@ -80,6 +80,10 @@ class PartKind(Generic[Part]):
     """Groups of wire names of which setting one clears the others (proto oneofs)."""
     derive: Callable[[Part], dict[str, Any]] = field(default=lambda part: {})
     """Output-only fields computed from the definition (e.g. a tool's displayName)."""
+    authors: bool = False
+    """Record who created and who last updated each part (createdBy, lastUpdatedBy)."""
+    unique_display_name: bool = False
+    """displayName is required and unique within the app (evaluations, datasets, ...)."""
 
     @property
     def collection(self) -> str:
@@ -161,12 +165,42 @@ class PartService(Generic[Part]):
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def _checked(self, part: Part, name: AppChildName, parts: AppParts) -> dict[str, Any]:
+    def _checked(self, part: Part, name: AppChildName, parts: AppParts, caller: Caller,
+                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
         checked = self.kind.check(part, name, parts)
         part = checked if isinstance(checked, self.kind.model) else part
         body = _definition_of(self.kind, part)
         body.update(self.kind.derive(part))
+        if self.kind.unique_display_name:
+            self._check_display_name(body, name, parts)
+        if self.kind.authors:
+            body["createdBy"] = (previous or {}).get("createdBy", caller.principal)
+            body["lastUpdatedBy"] = caller.principal
         return body
+
+    def _check_display_name(self, body: dict[str, Any], name: AppChildName, parts: AppParts) -> None:
+        display_name = body.get("displayName")
+        if not isinstance(display_name, str) or not display_name.strip():
+            raise InvalidArgument(f"{self.kind.singular}.displayName is required")
+        if len(display_name) > 512:
+            raise InvalidArgument(f"{self.kind.singular}.displayName is longer than 512 characters")
+        taken = parts.connection.scalar(
+            select(definitions.c.resource_id).where(
+                definitions.c.app_pk == parts.app_pk,
+                definitions.c.collection == self.kind.collection,
+                definitions.c.display_name == display_name,
+                definitions.c.resource_id != name.id,
+            ).limit(1)
+        )
+        if taken is not None:
+            raise AlreadyExists(
+                f'{self.kind.singular} displayName "{display_name[:80]}" is already used by '
+                f"{parts.app.child(self.kind.name_type, taken)}"
+            )
+
+    def _display_name(self, body: dict[str, Any]) -> str | None:
+        value = body.get("displayName")
+        return value if self.kind.unique_display_name and isinstance(value, str) else None
 
     def create(self, parent_text: str, part_id: str | None, part: Part, caller: Caller) -> Part:
         parent = AppName.parse(parent_text, "parent")
@@ -175,7 +209,7 @@ class PartService(Generic[Part]):
         with self.database.transaction() as connection:
             app_pk = self.apps.app_pk(connection, parent)
             parts = AppParts(connection, app_pk, parent)
-            body = self._checked(part, name, parts)
+            body = self._checked(part, name, parts, caller)
             if parts.exists(self.kind.collection, resource_id):
                 raise AlreadyExists(f"{self.kind.singular} {name} already exists")
             return self.insert(connection, app_pk, name, body)
@@ -190,6 +224,7 @@ class PartService(Generic[Part]):
             "update_time_us": now,
             "etag": _etag(body, now),
             "body": body,
+            "display_name": self._display_name(body),
         }
         connection.execute(insert(definitions).values(**values))
         _, row = self._row(connection, name)
@@ -202,7 +237,7 @@ class PartService(Generic[Part]):
             update(definitions)
             .where(definitions.c.app_pk == app_pk, definitions.c.collection == self.kind.collection,
                    definitions.c.resource_id == name.id)
-            .values(body=body, update_time_us=now, etag=_etag(body, now))
+            .values(body=body, update_time_us=now, etag=_etag(body, now), display_name=self._display_name(body))
         )
 
     def update(self, part: Part, update_mask: str | None, caller: Caller) -> Part:
@@ -223,13 +258,13 @@ class PartService(Generic[Part]):
                 raise Aborted(f"{self.kind.singular} {name} was changed since etag {etag}; get it again and retry")
             merged = dict(incoming) if mask == ["*"] else self._merge(dict(row.body), incoming, mask)
             merged_part = self.kind.model.model_validate(merged)
-            body = self._checked(merged_part, name, AppParts(connection, app_pk, name.app_name))
+            body = self._checked(merged_part, name, AppParts(connection, app_pk, name.app_name), caller, row.body)
             now = max(Timestamp.now().to_micros(), row.update_time_us + 1)
             # Conditional on the etag we read: of two writers that read the same version, one wins.
             changed = connection.execute(
                 update(definitions)
                 .where(definitions.c.id == row.id, definitions.c.etag == row.etag)
-                .values(body=body, update_time_us=now, etag=_etag(body, now))
+                .values(body=body, update_time_us=now, etag=_etag(body, now), display_name=self._display_name(body))
             ).rowcount
             if changed == 0:
                 raise Aborted(f"{self.kind.singular} {name} was changed concurrently; get it again and retry")

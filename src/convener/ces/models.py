@@ -142,12 +142,12 @@ class Message(ProtoModel):
 
 
 class Span(ProtoModel):
-    name: str | None = None
-    start_time: Timestamp | None = None
-    end_time: Timestamp | None = None
-    duration: Duration | None = None
-    attributes: Struct | None = None
-    child_spans: list[Span] | None = None
+    name: str | None = Field(None, description="Output only. What the span measures: TURN, AGENT, LLM, TOOL, ...")
+    start_time: Timestamp | None = Field(None, description="Output only. When the span began.")
+    end_time: Timestamp | None = Field(None, description="Output only. When the span ended.")
+    duration: Duration | None = Field(None, description="Output only. How long the span took.")
+    attributes: Struct | None = Field(None, description="Output only. What the span was about (tool, agent, ...).")
+    child_spans: list[Span] | None = Field(None, description="Output only. The spans within this one, in order.")
 
 
 class Turn(ProtoModel):

@@ -71,6 +71,45 @@ class SessionName(AppChildName):
     collection = "sessions"
 
 
+class EvaluationName(AppChildName):
+    collection = "evaluations"
+
+    def result(self, result_id: str) -> EvaluationResultName:
+        return EvaluationResultName(self.project, self.location, self.app, self.resource, result_id)
+
+
+class EvaluationDatasetName(AppChildName):
+    collection = "evaluationDatasets"
+
+
+class EvaluationExpectationName(AppChildName):
+    collection = "evaluationExpectations"
+
+
+class EvaluationPersonaName(AppChildName):
+    collection = "evaluationPersonas"
+
+
+class EvaluationRunName(AppChildName):
+    collection = "evaluationRuns"
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationResultName(ResourceName):
+    template: ClassVar[str] = (
+        "projects/{project}/locations/{location}/apps/{app}/evaluations/{evaluation}/results/{result}"
+    )
+    project: str
+    location: str
+    app: str
+    evaluation: str
+    result: str
+
+    @property
+    def app_name(self) -> AppName:
+        return AppName(self.project, self.location, self.app)
+
+
 @dataclasses.dataclass(frozen=True)
 class ConversationName(ResourceName):
     template: ClassVar[str] = "projects/{project}/locations/{location}/apps/{app}/conversations/{conversation}"

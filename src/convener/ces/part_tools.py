@@ -32,6 +32,7 @@ class PartTools:
     about: str
     """One sentence on what the part is, for tool descriptions."""
     update_note: str = ""
+    delete_note: str = "App versions that include it keep their copy."
 
 
 class PartMessages(NamedTuple):
@@ -124,5 +125,5 @@ def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools
                           f"Updates the fields of {tools.about} named in updateMask. If the etag is set it must match "
                           f"the current etag. {tools.update_note}".strip(), update_request, model, UPDATES, update))
     registry.add(ToolSpec(f"delete_{singular}", f"Delete {title}",
-                          f"Deletes {tools.about} App versions that include it keep their copy.",
+                          f"Deletes {tools.about} {tools.delete_note}".strip(),
                           delete_request, Empty, DELETES, delete))

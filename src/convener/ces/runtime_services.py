@@ -22,11 +22,14 @@ from convener.ces.definitions import (
     Toolset,
     output_only,
 )
+from convener.ces.evaluation.service import EvaluationService
 from convener.ces.names import AgentName, AppVersionName, GuardrailName, ToolName, ToolsetName
 from convener.ces.sessions import SessionService
 from convener.ces.versions import VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
+from convener.llm.judges import judge_from
+from convener.longrunning.service import OperationService
 from convener.store.database import Database
 
 
@@ -43,6 +46,8 @@ class Runtime:
     versions: VersionService
     sessions: SessionService
     bundles: Bundles
+    operations: OperationService
+    evaluations: EvaluationService
 
     @classmethod
     def build(cls, database: Database, tokens: PageTokens, settings: Settings, apps: AppService,
@@ -61,5 +66,8 @@ class Runtime:
             database, tokens, apps,
         ))
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
+        operations = OperationService(database, tokens)
+        evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
+                                        lambda: judge_from(provider()), settings.eval_parallelism)
         return cls(agents, tools, toolsets, guardrails, versions, sessions,
-                   Bundles(apps, agents, tools, toolsets, guardrails))
+                   Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)

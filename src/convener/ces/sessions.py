@@ -22,6 +22,7 @@ from convener.ces.conversations import ConversationService
 from convener.ces.models import Conversation, Message, Source, Turn
 from convener.ces.names import AgentName, SessionName
 from convener.ces.runtime.blueprint import Blueprint
+from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse
 from convener.ces.tables import conversations, sessions
@@ -53,6 +54,14 @@ class SessionService:
         self.drafts = DraftBlueprints()
 
     def run(self, request: RunSessionRequest, caller: Caller) -> RunSessionResponse:
+        record = self.run_turn(request, caller)
+        if record.failure is not None:
+            raise _error(record.failure.code, record.failure.message)
+        return RunSessionResponse(outputs=record.outputs)
+
+    def run_turn(self, request: RunSessionRequest, caller: Caller, fakes: ToolFakes | None = None) -> TurnRecord:
+        """Run and record one turn; an agent's failure is in the record (the turn is recorded all the same).
+        ``fakes`` (evaluations) answers tool calls instead of the tools."""
         config = request.config
         name = SessionName.parse(config.session, "config.session")
         if not request.inputs:
@@ -72,13 +81,12 @@ class SessionService:
         if state.get("ended"):
             raise FailedPrecondition(f"session {name} has ended; start a new session")
         history = history_of(conversation) if conversation else list(config.historical_contexts or ())
-        record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history).run(request.inputs)
+        record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history,
+                            fakes).run(request.inputs)
         with self.database.transaction() as connection:
             self._save(connection, app_pk, name, row, blueprint, record)
             self._record(connection, app_pk, name, conversation, blueprint, record, config)
-        if record.failure is not None:
-            raise _error(record.failure.code, record.failure.message)
-        return RunSessionResponse(outputs=record.outputs)
+        return record
 
     def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None) -> Blueprint:
         if version:

@@ -72,14 +72,17 @@ definitions = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
-    Column("collection", String(16), nullable=False),
+    Column("collection", String(32), nullable=False),
     Column("resource_id", String(128), nullable=False),
+    # Kinds whose display names are unique within an app (evaluations, datasets, ...) are checked on it.
+    Column("display_name", String(512), nullable=True),
     Column("create_time_us", BigInteger, nullable=False),
     Column("update_time_us", BigInteger, nullable=False),
     Column("etag", String(64), nullable=False),
     Column("body", Json, nullable=False),
     # Agents, tools, toolsets and app versions of an app, one collection each; also their list order.
     Index("ix_ces_def_id", "app_pk", "collection", "resource_id", unique=True),
+    Index("ix_ces_def_display_name", "app_pk", "collection", "display_name"),
 )
 """The parts of an app, each stored whole as its proto3 JSON: they are read whole and listed by ID."""
 
@@ -97,3 +100,47 @@ sessions = Table(
     Index("ix_ces_sessions_id", "app_pk", "session_id", unique=True),
 )
 """What a session carries between run_session calls: variables, current agent, pending client tool calls."""
+
+evaluation_runs = Table(
+    "ces_evaluation_runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(128), nullable=False),
+    Column("create_time_us", BigInteger, nullable=False),
+    Column("initiated_by", String(256), nullable=False),
+    Column("app_version_display_name", String(512), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("cancel_requested", Boolean, nullable=False),
+    Column("operation", String(512), nullable=False),
+    Column("body", Json, nullable=False),
+    Index("ix_ces_eval_runs_id", "app_pk", "run_id", unique=True),
+    # Runs still to finish, found again after a restart.
+    Index("ix_ces_eval_runs_state", "state"),
+)
+"""An EvaluationRun; its progress and summaries are recomputed from its results whenever one finishes."""
+
+evaluation_results = Table(
+    "ces_evaluation_results",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("evaluation_id", String(128), nullable=False),
+    Column("result_id", String(128), nullable=False),
+    Column("evaluation_run", String(512), nullable=False),
+    Column("create_time_us", BigInteger, nullable=False),
+    Column("execution_state", String(16), nullable=False),
+    Column("evaluation_status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("body", Json, nullable=False),
+    # What the run replays: the evaluation as it was when the run started, and how to run it.
+    Column("plan", Json, nullable=False),
+    # One evaluation's results, newest first: lastTenResults, lastCompletedResult, list_evaluation_results.
+    Index("ix_ces_eval_results_id", "app_pk", "evaluation_id", "result_id", unique=True),
+    Index("ix_ces_eval_results_keyset", "app_pk", "evaluation_id", "create_time_us", "result_id"),
+    # A run's results: its progress, and results listed across evaluations with a run filter.
+    Index("ix_ces_eval_results_run", "app_pk", "evaluation_run", "execution_state"),
+    # Results across evaluations, newest first (parent …/evaluations/-).
+    Index("ix_ces_eval_results_time", "app_pk", "create_time_us", "evaluation_id", "result_id"),
+)
+"""An EvaluationResult, stored whole; state and outcome are copied into columns for progress counts."""

@@ -6,6 +6,7 @@ from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
 from convener.ces.definitions import AppVersion
+from convener.ces.evaluation.tools import register_evaluation_tools, register_operation_tools
 from convener.ces.models import App, Conversation
 from convener.ces.part_tools import PartTools, register_part_tools
 from convener.ces.requests import (
@@ -106,6 +107,8 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "transferAgent) and whether it is enabled. Agents name it in agent.guardrails, the app in app.guardrails.",
     ))
     _register_versions(registry, runtime)
+    register_evaluation_tools(registry, runtime.evaluations)
+    register_operation_tools(registry, runtime.operations)
 
     def export_app(request: ExportAppRequest, caller: Caller) -> ExportAppResponse:
         return ExportAppResponse(app_content=runtime.bundles.export(request.name, caller))

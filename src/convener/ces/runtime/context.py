@@ -118,7 +118,7 @@ class TurnContext:
 
     def run_tool(self, agent_id: str, ref: ToolRef, args: dict[str, Any], call_id: str) -> dict[str, Any] | None:
         """Run a tool for an agent, recording the call and its response; None when the client must answer."""
-        if self.toolbox.is_client(ref):
+        if self.toolbox.is_client(ref, args):
             self.record_call(agent_id, ref, args, call_id, None)
             return None
         args, response = self.call_tool(agent_id, ref, args)

@@ -250,7 +250,7 @@ class PlaybookKind:
             # Tools run here, as the steps reach them; what they did is recorded below, in step order, with
             # the arguments they ran with (a before-tool callback may have changed them).
             ref = ToolRef(tool=tool)
-            if ctx.toolbox.is_client(ref):
+            if ctx.toolbox.is_client(ref, args):
                 used.append(args)
                 return None
             ran_with, response = ctx.call_tool(agent_id, ref, args)

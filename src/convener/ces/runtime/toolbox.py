@@ -12,7 +12,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from convener.api.errors import ApiError
 from convener.ces.checks import endpoint_of, parameters_of
@@ -81,11 +81,21 @@ def _operation_of(schema: str, name: str | None, url: str | None) -> OpenApiOper
     return parse_operation(schema, name=name, url=url, field="tool.openApiTool.openApiSchema")
 
 
+class ToolFakes(Protocol):
+    """Answers tool calls instead of the tools (evaluations: mocked responses, FAKE tool-call behaviour)."""
+
+    def has_answer(self, call: ToolCall) -> bool: ...
+
+    def answer(self, call: ToolCall) -> dict[str, Any] | None:
+        """The response to give instead of running the tool, or None to run it."""
+
+
 class Toolbox:
-    def __init__(self, blueprint: Blueprint, settings: Settings, trace: Trace) -> None:
+    def __init__(self, blueprint: Blueprint, settings: Settings, trace: Trace, fakes: ToolFakes | None = None) -> None:
         self.blueprint = blueprint
         self.settings = settings
         self.trace = trace
+        self.fakes = fakes
 
     def tool_name(self, tool_id: str) -> str:
         return f"{self.blueprint.app.name}/tools/{tool_id}"
@@ -157,9 +167,12 @@ class Toolbox:
                     tool.open_api_tool.description or operation.description or "", operation.arguments_schema())
         raise ToolFailure(f"tool {tool_id} has no kind Convener can run", code="FAILED_PRECONDITION")
 
-    def is_client(self, ref: ToolRef) -> bool:
+    def is_client(self, ref: ToolRef, args: dict[str, Any]) -> bool:
+        """Whether the session's client must answer this call (a client function no fake answers)."""
         tool = self.blueprint.tools.get(ref.tool or "")
-        return tool is not None and tool.client_function is not None
+        if tool is None or tool.client_function is None:
+            return False
+        return self.fakes is None or not self.fakes.has_answer(self.tool_call(ref, args, "", None))
 
     def tool_call(self, ref: ToolRef, args: dict[str, Any], call_id: str, agent: str | None) -> ToolCall:
         """The chunk recording a call, in CES's shape."""
@@ -191,7 +204,12 @@ class Toolbox:
                              toolset=self.toolset_name(ref.toolset) if ref.toolset else None,
                              toolId=ref.tool_id, args=args) as span:
             try:
-                response = self._execute(ref, args)
+                faked = self.fakes.answer(self.tool_call(ref, args, "", None)) if self.fakes else None
+                if faked is not None:
+                    span.attributes["faked"] = True
+                    response = as_response(faked)
+                else:
+                    response = self._execute(ref, args)
             except ToolFailure as failure:
                 span.fail(failure.code, failure.message)
                 response = {"error": failure.message}

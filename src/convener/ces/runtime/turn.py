@@ -21,7 +21,7 @@ from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.context import AgentInput, Step, TurnContext
 from convener.ces.runtime.failures import AgentFailure
 from convener.ces.runtime.kinds import KINDS
-from convener.ces.runtime.toolbox import Toolbox, ToolRef
+from convener.ces.runtime.toolbox import Toolbox, ToolFakes, ToolRef
 from convener.ces.runtime.tracing import Trace
 from convener.ces.session_models import DiagnosticInfo, EndSession, SessionInput, SessionOutput
 from convener.config import Settings
@@ -48,13 +48,13 @@ class TurnRecord:
 
 class TurnRunner:
     def __init__(self, blueprint: Blueprint, settings: Settings, provider: ModelProvider | None, session: str,
-                 state: dict[str, Any], history: list[Message]) -> None:
+                 state: dict[str, Any], history: list[Message], fakes: ToolFakes | None = None) -> None:
         self.started = Timestamp.now()
         self.state = state
         self.turn_index = int(state.get("turns", 0)) + 1
         trace = Trace("TURN", {"session": session, "turnIndex": self.turn_index})
-        self.ctx = TurnContext(blueprint, settings, provider, trace, Toolbox(blueprint, settings, trace), session,
-                               state, history)
+        self.ctx = TurnContext(blueprint, settings, provider, trace, Toolbox(blueprint, settings, trace, fakes),
+                               session, state, history)
         self.user: list[Chunk] = []
 
     def run(self, inputs: list[SessionInput]) -> TurnRecord:

@@ -1,0 +1,344 @@
+"""Evaluation runs carried out in the background, with bounded parallelism, surviving restarts.
+
+A run is decided in one transaction (``EvaluationService.run``): the run, one QUEUED result per
+evaluation and repetition (each with the plan it will follow: the evaluation as it was then), and
+the operation. Workers then take results one at a time:
+
+1. claim it (QUEUED -> RUNNING, counting the attempt), unless the run was cancelled (-> CANCELLED);
+2. replay and score it with no transaction open (agents and judges may be slow);
+3. store the outcome (COMPLETED or ERROR) and, in the same transaction, recount the run's results
+   into its progress, its per-evaluation summaries and its operation's metadata; the last result
+   to settle finishes the run and its operation.
+
+A claim is conditional on the state, so two processes on one store never run a result twice. After
+a crash, ``recover`` puts results left RUNNING back in the queue (or, on their second interruption,
+marks them ERROR with the reason) and queues the unfinished runs again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+
+from convener.api.errors import ApiError
+from convener.api.protojson import Timestamp
+from convener.auth.caller import Caller
+from convener.ces.evaluation.models import (
+    ErrorType,
+    Evaluation,
+    EvaluationErrorInfo,
+    EvaluationExpectation,
+    EvaluationResult,
+    EvaluationRun,
+    EvaluationRunProgress,
+    EvaluationRunState,
+    EvaluationRunSummary,
+    EvaluationToolCallBehaviour,
+    ExecutionState,
+    GoldenResult,
+    GoldenRunMethod,
+    Outcome,
+    TurnReplayResult,
+)
+from convener.ces.evaluation.replay import GoldenReplay, ReplayPlan
+from convener.ces.evaluation.scoring import evaluation_outcome, score_criteria, score_turn, transcript_of
+from convener.ces.models import Span
+from convener.ces.names import AppName, EvaluationName, EvaluationResultName
+from convener.ces.sessions import SessionService
+from convener.ces.tables import apps, evaluation_results, evaluation_runs
+from convener.llm.judges import Judge
+from convener.longrunning.models import Status
+from convener.longrunning.service import OperationService
+from convener.store.database import AnyRow, Database
+
+logger = logging.getLogger(__name__)
+
+RUN_METADATA = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
+RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationResponse"
+MAX_ATTEMPTS = 2
+PENDING = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
+
+
+def operation_metadata(run: EvaluationRun, cancel_requested: bool, end: Timestamp | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "@type": RUN_METADATA,
+        "evaluations": run.evaluations or [],
+        "evaluationRun": run.name,
+        "createTime": str(run.create_time),
+        "verb": "run",
+        "cancelRequested": cancel_requested,
+        "progress": (run.progress or EvaluationRunProgress()).to_json(),
+    }
+    if end is not None:
+        metadata["endTime"] = str(end)
+    return metadata
+
+
+class RunExecutor:
+    def __init__(self, database: Database, sessions: SessionService, operations: OperationService,
+                 judge: Callable[[], Judge], parallelism: int) -> None:
+        self.database = database
+        self.sessions = sessions
+        self.operations = operations
+        self.judge = judge
+        self.parallelism = max(1, parallelism)
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    # -- scheduling ----------------------------------------------------------------------------------
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="convener-eval")
+            return self._pool
+
+    def submit(self, result_pks: list[int]) -> list[Future[None]]:
+        pool = self._executor()
+        return [pool.submit(self._guarded, pk) for pk in result_pks]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def recover(self) -> list[Future[None]]:
+        """Queue again what a stopped process left unfinished; return the work submitted."""
+        queued: list[int] = []
+        with self.database.transaction() as connection:
+            runs = connection.execute(
+                select(evaluation_runs).where(evaluation_runs.c.state == EvaluationRunState.RUNNING.value)
+            ).all()
+            for run in runs:
+                name = str(AppName.parse(self._app_name(connection, run.app_pk))) + f"/evaluationRuns/{run.run_id}"
+                for row in connection.execute(select(evaluation_results).where(
+                        evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
+                        evaluation_results.c.execution_state == ExecutionState.RUNNING.value)).all():
+                    if row.attempts >= MAX_ATTEMPTS:
+                        self._store(connection, row, ExecutionState.ERROR, error=EvaluationErrorInfo(
+                            error_type=ErrorType.RUNTIME_FAILURE,
+                            error_message=f"interrupted {row.attempts} times by a stop of the server; not retried",
+                        ))
+                    else:
+                        self._store(connection, row, ExecutionState.QUEUED)
+                self._settle(connection, run.app_pk, run.run_id)
+                queued.extend(connection.execute(select(evaluation_results.c.id).where(
+                    evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
+                    evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
+                ).order_by(evaluation_results.c.id)).scalars().all())
+        self.operations.notify()
+        if queued:
+            logger.info("resuming %d queued evaluation results", len(queued))
+        return self.submit(queued)
+
+    def cancel(self, operation: str) -> None:
+        """Cancel the run of an operation: its queued results are not run; running ones finish."""
+        with self.database.transaction() as connection:
+            run = connection.execute(select(evaluation_runs).where(evaluation_runs.c.operation == operation)).first()
+            if run is None or run.state != EvaluationRunState.RUNNING.value:
+                return
+            connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(
+                cancel_requested=True))
+            name = self._run_name(connection, run)
+            for row in connection.execute(select(evaluation_results).where(
+                    evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
+                    evaluation_results.c.execution_state == ExecutionState.QUEUED.value)).all():
+                self._store(connection, row, ExecutionState.CANCELLED)
+            self._settle(connection, run.app_pk, run.run_id)
+        self.operations.notify()
+
+    # -- one result ------------------------------------------------------------------------------------
+
+    def _guarded(self, result_pk: int) -> None:
+        try:
+            self.execute(result_pk)
+        except Exception:
+            logger.exception("evaluation result %s failed to execute", result_pk)
+
+    def execute(self, result_pk: int) -> None:
+        claimed = self._claim(result_pk)
+        if claimed is None:
+            return
+        row, caller = claimed
+        try:
+            body = self._outcome(row, caller)
+            state, error = ExecutionState.COMPLETED, None
+        except ApiError as failure:
+            body, state = None, ExecutionState.ERROR
+            error = EvaluationErrorInfo(error_type=_error_type(failure), error_message=f"{failure.code.name}: {failure.message}")
+        except Exception as failure:
+            logger.exception("evaluation result %s failed", row.result_id)
+            body, state = None, ExecutionState.ERROR
+            error = EvaluationErrorInfo(error_type=ErrorType.METRIC_CALCULATION_FAILURE,
+                                        error_message=f"the evaluation failed unexpectedly ({type(failure).__name__})")
+        with self.database.transaction() as connection:
+            current = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
+            if current is None or current.execution_state != ExecutionState.RUNNING.value:
+                return  # deleted meanwhile, or recovered by another process
+            self._store(connection, current, state, outcome=body, error=error)
+            self._settle(connection, current.app_pk, _run_id(current.evaluation_run))
+        self.operations.notify()
+
+    def _claim(self, result_pk: int) -> tuple[AnyRow, Caller] | None:
+        with self.database.transaction() as connection:
+            row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
+            if row is None or row.execution_state != ExecutionState.QUEUED.value:
+                return None
+            run = connection.execute(select(evaluation_runs).where(
+                evaluation_runs.c.app_pk == row.app_pk, evaluation_runs.c.run_id == _run_id(row.evaluation_run),
+            ).with_for_update()).first()
+            if run is None:
+                return None
+            if run.cancel_requested:
+                self._store(connection, row, ExecutionState.CANCELLED)
+                self._settle(connection, row.app_pk, run.run_id)
+                return None
+            claimed = connection.execute(update(evaluation_results).where(
+                evaluation_results.c.id == row.id, evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
+            ).values(execution_state=ExecutionState.RUNNING.value, attempts=row.attempts + 1,
+                     body={**row.body, "executionState": ExecutionState.RUNNING.value})).rowcount
+            if not claimed:
+                return None
+            self._settle(connection, row.app_pk, run.run_id)
+        self.operations.notify()
+        return row, Caller(run.initiated_by)
+
+    def _outcome(self, row: AnyRow, caller: Caller) -> dict[str, Any]:
+        """Replay the result's evaluation and score it: the result's fields that say how it went."""
+        plan = row.plan
+        evaluation = Evaluation.model_validate(plan["evaluation"])
+        assert evaluation.golden is not None
+        name = EvaluationResultName.parse(row.body["name"])
+        replay = ReplayPlan(
+            golden=evaluation.golden,
+            method=GoldenRunMethod(plan.get("goldenRunMethod") or GoldenRunMethod.STABLE.value),
+            tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
+            app_version=plan.get("appVersion") or None,
+        )
+        observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, f"eval-{name.result}")
+        judge = self.judge()
+        golden = GoldenResult(
+            # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
+            turn_replay_results=[score_turn(turn, observed[index], evaluation, judge) if index < len(observed)
+                                 else _not_replayed() for index, turn in enumerate(evaluation.golden.turns or ())],
+            evaluation_expectation_results=score_criteria(
+                [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])],
+                transcript_of(observed), judge) or None,
+        )
+        spans = [turn.turn.root_span for turn in observed if turn.turn is not None and turn.turn.root_span]
+        root = Span(name="EVALUATION", start_time=spans[0].start_time if spans else None,
+                    end_time=spans[-1].end_time if spans else None,
+                    attributes={"judge": judge.name, "goldenRunMethod": replay.method.value},
+                    child_spans=spans or None)
+        return {
+            "goldenResult": golden.to_json(),
+            "evaluationStatus": evaluation_outcome(golden, evaluation).value,
+            "rootSpan": root.to_json(),
+        }
+
+    # -- storing ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+               error: EvaluationErrorInfo | None = None) -> None:
+        body = {**row.body, **(outcome or {}), "executionState": state.value}
+        if error is not None:
+            body["errorInfo"] = error.to_json()
+            body["error"] = Status(code=13, message=error.error_message).to_json()
+        connection.execute(update(evaluation_results).where(evaluation_results.c.id == row.id).values(
+            execution_state=state.value, evaluation_status=body.get("evaluationStatus", ""), body=body))
+
+    @staticmethod
+    def _app_name(connection: Connection, app_pk: int) -> str:
+        return str(connection.scalar(select(apps.c.name).where(apps.c.id == app_pk)))
+
+    def _run_name(self, connection: Connection, run: AnyRow) -> str:
+        return f"{self._app_name(connection, run.app_pk)}/evaluationRuns/{run.run_id}"
+
+    def _settle(self, connection: Connection, app_pk: int, run_id: str) -> None:
+        """Recount a run's results into its progress and summaries; finish it when none is left to run."""
+        run = connection.execute(select(evaluation_runs).where(
+            evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id).with_for_update()).first()
+        if run is None:
+            return
+        name = self._run_name(connection, run)
+        counts = connection.execute(
+            select(evaluation_results.c.evaluation_id, evaluation_results.c.execution_state,
+                   evaluation_results.c.evaluation_status, func.count())
+            .where(evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == name)
+            .group_by(evaluation_results.c.evaluation_id, evaluation_results.c.execution_state,
+                      evaluation_results.c.evaluation_status)
+        ).all()
+        app = AppName.parse(self._app_name(connection, app_pk))
+        progress = EvaluationRunProgress(total_count=0, failed_count=0, error_count=0, completed_count=0,
+                                         passed_count=0)
+        summaries: dict[str, EvaluationRunSummary] = {}
+        pending = cancelled = 0
+        for evaluation_id, state, status, count in counts:
+            summary = summaries.setdefault(str(app.child(EvaluationName, evaluation_id)),
+                                           EvaluationRunSummary(passed_count=0, failed_count=0, error_count=0))
+            progress.total_count = (progress.total_count or 0) + count
+            if state in PENDING:
+                pending += count
+            elif state == ExecutionState.CANCELLED.value:
+                cancelled += count
+            elif state == ExecutionState.ERROR.value:
+                progress.error_count = (progress.error_count or 0) + count
+                summary.error_count = (summary.error_count or 0) + count
+            elif state == ExecutionState.COMPLETED.value:
+                progress.completed_count = (progress.completed_count or 0) + count
+                if status == Outcome.PASS.value:
+                    progress.passed_count = (progress.passed_count or 0) + count
+                    summary.passed_count = (summary.passed_count or 0) + count
+                else:
+                    progress.failed_count = (progress.failed_count or 0) + count
+                    summary.failed_count = (summary.failed_count or 0) + count
+        model = EvaluationRun.model_validate(run.body)
+        state = EvaluationRunState.RUNNING
+        if pending == 0:
+            if run.cancel_requested and cancelled:
+                state = EvaluationRunState.CANCELLED
+            elif progress.error_count and not progress.completed_count:
+                state = EvaluationRunState.ERROR
+            else:
+                state = EvaluationRunState.COMPLETED
+        model = model.model_copy(update={"progress": progress, "evaluation_run_summaries": summaries or None,
+                                         "state": state})
+        connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(
+            state=state.value, body=model.to_json()))
+        finished = state != EvaluationRunState.RUNNING
+        changes: dict[str, Any] = {"metadata": operation_metadata(model, run.cancel_requested,
+                                                                  Timestamp.now() if finished else None)}
+        if finished:
+            changes["done"] = True
+            if state == EvaluationRunState.CANCELLED:
+                changes["error"] = Status(code=1, message=f"evaluation run {name} was cancelled")
+            elif state == EvaluationRunState.ERROR:
+                changes["error"] = Status(code=13, message="every evaluation result failed to execute; "
+                                                           "see their errorInfo")
+            else:
+                changes["response"] = {"@type": RUN_RESPONSE, "evaluationRun": name}
+        self.operations.record(connection, run.operation, **changes)
+
+
+def _run_id(run_name: str) -> str:
+    return run_name.rsplit("/", 1)[-1]
+
+
+def _error_type(failure: ApiError) -> ErrorType:
+    return ErrorType.QUOTA_EXHAUSTED if failure.code.name == "RESOURCE_EXHAUSTED" else ErrorType.RUNTIME_FAILURE
+
+
+def _not_replayed() -> TurnReplayResult:
+    return TurnReplayResult(error_info=EvaluationErrorInfo(
+        error_type=ErrorType.RUNTIME_FAILURE, error_message="not replayed: the session ended or failed earlier"))
+
+
+def result_model(row: AnyRow) -> EvaluationResult:
+    return EvaluationResult.model_validate(row.body)

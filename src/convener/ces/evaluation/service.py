@@ -1,0 +1,626 @@
+"""EvaluationService: evaluations, datasets, expectations and personas; runs and their results.
+
+Definitions are app parts (``catalog.PartService``). What ``get_evaluation`` adds to a definition
+is computed when it is read, from the results table: the runs that ran it, its last completed
+result, its last ten results, its metrics aggregated by app version (over its newest
+``AGGREGATE_LIMIT`` completed results), the datasets that list it, and whether it still resolves
+against the app (``invalid``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy.sql.elements import ColumnElement
+
+from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
+from convener.api.filtering import FieldType, FilterField, compile_filter
+from convener.api.names import LocationName
+from convener.api.paging import PageTokens, resolve_page_size, split_page
+from convener.api.protojson import Timestamp
+from convener.auth.caller import Caller
+from convener.ces.apps import AppService
+from convener.ces.catalog import AppParts, PartKind, PartService
+from convener.ces.conversations import ConversationService
+from convener.ces.evaluation import adk
+from convener.ces.evaluation.aggregation import aggregate
+from convener.ces.evaluation.definitions import (
+    check_dataset,
+    check_evaluation,
+    check_expectation,
+    check_persona,
+    missing_references,
+)
+from convener.ces.evaluation.executor import RunExecutor, operation_metadata
+from convener.ces.evaluation.generation import golden_from_conversation
+from convener.ces.evaluation.models import (
+    Evaluation,
+    EvaluationConfig,
+    EvaluationDataset,
+    EvaluationExpectation,
+    EvaluationPersona,
+    EvaluationResult,
+    EvaluationRun,
+    EvaluationRunProgress,
+    EvaluationRunState,
+    EvaluationToolCallBehaviour,
+    EvaluationType,
+    ExecutionState,
+    GoldenRunMethod,
+)
+from convener.ces.evaluation.requests import (
+    DeleteEvaluationRequest,
+    GenerateEvaluationRequest,
+    ListEvaluationResultsRequest,
+    ListEvaluationRunsRequest,
+    ListEvaluationsRequest,
+    RunEvaluationRequest,
+)
+from convener.ces.evaluation.thresholds import effective_thresholds
+from convener.ces.names import (
+    AppName,
+    AppVersionName,
+    ConversationName,
+    EvaluationDatasetName,
+    EvaluationExpectationName,
+    EvaluationName,
+    EvaluationPersonaName,
+    EvaluationResultName,
+    EvaluationRunName,
+)
+from convener.ces.requests import GetConversationRequest
+from convener.ces.sessions import SessionService
+from convener.ces.tables import definitions, evaluation_results, evaluation_runs
+from convener.llm.judges import Judge
+from convener.longrunning.models import Operation
+from convener.longrunning.service import OperationService
+from convener.store.database import AnyRow, Database
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+AGGREGATE_LIMIT = 1000
+MAX_RUN_COUNT = 100
+MAX_RUN_RESULTS = 100_000
+LAST_TEN = 10
+
+_COMMON_OUTPUT = frozenset({"name", "createTime", "updateTime", "etag"})
+EVALUATION_OUTPUT = _COMMON_OUTPUT | {"evaluationDatasets", "createdBy", "lastUpdatedBy", "evaluationRuns",
+                                      "aggregatedMetrics", "lastCompletedResult", "invalid", "lastTenResults"}
+DATASET_OUTPUT = _COMMON_OUTPUT | {"createdBy", "lastUpdatedBy", "aggregatedMetrics"}
+
+_RESULT_FIELDS = {
+    "evaluation_run": FilterField(evaluation_results.c.evaluation_run, FieldType.STRING),
+    "execution_state": FilterField(evaluation_results.c.execution_state, FieldType.ENUM,
+                                   enum_values=tuple(state.value for state in ExecutionState)),
+    "evaluation_status": FilterField(evaluation_results.c.evaluation_status, FieldType.STRING),
+    "create_time": FilterField(evaluation_results.c.create_time_us, FieldType.TIMESTAMP),
+}
+_RUN_FIELDS = {
+    "create_time": FilterField(evaluation_runs.c.create_time_us, FieldType.TIMESTAMP),
+    "initiated_by": FilterField(evaluation_runs.c.initiated_by, FieldType.STRING),
+    "app_version_display_name": FilterField(evaluation_runs.c.app_version_display_name, FieldType.STRING),
+    "state": FilterField(evaluation_runs.c.state, FieldType.ENUM,
+                         enum_values=tuple(state.value for state in EvaluationRunState)),
+}
+
+
+def _camel_too(fields: dict[str, FilterField]) -> dict[str, FilterField]:
+    """AIP-160 filters name fields as in the proto (snake_case); JSON clients write camelCase. Take both."""
+    camel = {"".join(p.title() if i else p for i, p in enumerate(k.split("_"))): v for k, v in fields.items()}
+    return {**fields, **camel}
+
+
+RESULT_FIELDS = _camel_too(_RESULT_FIELDS)
+RUN_FIELDS = _camel_too(_RUN_FIELDS)
+
+
+@dataclass(frozen=True)
+class _Order:
+    column: str
+    descending: bool
+
+
+def _order(text: str | None, allowed: Sequence[str], default: str) -> _Order:
+    words = (text or default).replace(",", " ").split()
+    field = words[0] if words else default
+    field = {"updateTime": "update_time", "createTime": "create_time"}.get(field, field)
+    if field not in allowed or len(words) > 2 or (len(words) == 2 and words[1].lower() not in ("asc", "desc")):
+        raise InvalidArgument(f'orderBy "{(text or "")[:80]}" is not supported; use {", ".join(allowed)}')
+    descending = field != "name" if len(words) == 1 else words[1].lower() == "desc"
+    return _Order(field, descending)
+
+
+class EvaluationService:
+    def __init__(self, database: Database, tokens: PageTokens, apps: AppService, conversations: ConversationService,
+                 sessions: SessionService, operations: OperationService, judge: Callable[[], Judge],
+                 parallelism: int) -> None:
+        self.database = database
+        self.tokens = tokens
+        self.apps = apps
+        self.conversations = conversations
+        self.operations = operations
+        self.evaluations = PartService(PartKind(
+            Evaluation, EvaluationName, "evaluation", frozenset(EVALUATION_OUTPUT), check_evaluation,
+            oneofs=(frozenset({"golden", "scenario"}),), authors=True, unique_display_name=True,
+        ), database, tokens, apps)
+        self.datasets = PartService(PartKind(
+            EvaluationDataset, EvaluationDatasetName, "evaluationDataset", frozenset(DATASET_OUTPUT), check_dataset,
+            authors=True, unique_display_name=True,
+        ), database, tokens, apps)
+        self.expectations = PartService(PartKind(
+            EvaluationExpectation, EvaluationExpectationName, "evaluationExpectation", _COMMON_OUTPUT,
+            check_expectation, unique_display_name=True,
+        ), database, tokens, apps)
+        self.personas = PartService(PartKind(
+            EvaluationPersona, EvaluationPersonaName, "evaluationPersona", _COMMON_OUTPUT, check_persona,
+            unique_display_name=True,
+        ), database, tokens, apps)
+        self.executor = RunExecutor(database, sessions, operations, judge, parallelism)
+        operations.cancel_hooks.append(self.executor.cancel)
+
+    # -- evaluations ------------------------------------------------------------------------------------
+
+    def create_evaluation(self, parent: str, evaluation_id: str | None, evaluation: Evaluation,
+                          caller: Caller) -> Evaluation:
+        created = self.evaluations.create(parent, evaluation_id, evaluation, caller)
+        return self.get_evaluation(created.name or "", False, caller)
+
+    def update_evaluation(self, evaluation: Evaluation, update_mask: str | None, caller: Caller) -> Evaluation:
+        updated = self.evaluations.update(evaluation, update_mask, caller)
+        return self.get_evaluation(updated.name or "", False, caller)
+
+    def get_evaluation(self, name_text: str, last_ten: bool, caller: Caller) -> Evaluation:
+        name = EvaluationName.parse(name_text)
+        evaluation = self.evaluations.get(str(name), caller)
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, name.app_name)
+            parts = AppParts(connection, app_pk, name.app_name)
+            return self._decorate(connection, parts, evaluation, self._datasets_by_member(parts), last_ten)
+
+    def list_evaluations(self, request: ListEvaluationsRequest, caller: Caller) -> tuple[list[Evaluation], str | None]:
+        parent = AppName.parse(request.parent, "parent")
+        size = resolve_page_size(request.page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+        order = _order(request.order_by, ("update_time", "create_time", "name"), "update_time")
+        query = {"method": "list_evaluations", "parent": str(parent), "filter": request.filter or "",
+                 "evaluationFilter": request.evaluation_filter or "",
+                 "evaluationRunFilter": request.evaluation_run_filter or "", "orderBy": request.order_by or ""}
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, parent)
+            parts = AppParts(connection, app_pk, parent)
+            statement = select(definitions).where(definitions.c.app_pk == app_pk,
+                                                  definitions.c.collection == EvaluationName.collection)
+            for condition in self._evaluation_filters(connection, app_pk, parent, request):
+                statement = statement.where(condition)
+            key = {"update_time": definitions.c.update_time_us, "create_time": definitions.c.create_time_us,
+                   "name": definitions.c.resource_id}[order.column]
+            if request.page_token:
+                match self.tokens.position(request.page_token, query=query, caller=caller.principal):
+                    case [value, str() as after] if isinstance(value, int | str):
+                        if order.column == "name":
+                            statement = statement.where(definitions.c.resource_id > after)
+                        elif order.descending:
+                            statement = statement.where(key <= value, (key < value) | (definitions.c.resource_id > after))
+                        else:
+                            statement = statement.where(key >= value, (key > value) | (definitions.c.resource_id > after))
+                    case _:
+                        raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+            ordering: list[Any] = [key.desc() if order.descending else key.asc()]
+            if order.column != "name":
+                ordering.append(definitions.c.resource_id)
+            rows = connection.execute(statement.order_by(*ordering).limit(size + 1)).all()
+            page, more = split_page(rows, size)
+            members = self._datasets_by_member(parts)
+            evaluations = [self._decorate(connection, parts, self.evaluations.to_model(
+                row, str(parent.child(EvaluationName, row.resource_id))), members, bool(request.last_ten_results))
+                for row in page]
+        token = None
+        if more:
+            last = page[-1]
+            position = {"update_time": last.update_time_us, "create_time": last.create_time_us,
+                        "name": last.resource_id}[order.column]
+            token = self.tokens.issue(query=query, caller=caller.principal, position=[position, last.resource_id])
+        return evaluations, token
+
+    def _evaluation_filters(self, connection: Connection, app_pk: int, parent: AppName,
+                            request: ListEvaluationsRequest) -> list[ColumnElement[bool]]:
+        conditions: list[ColumnElement[bool]] = []
+        dataset_filter = request.evaluation_filter or request.filter
+        if dataset_filter:
+            datasets = _dataset_filter(dataset_filter)
+            members: set[str] = set()
+            for dataset in datasets:
+                name = EvaluationDatasetName.parse(dataset if "/" in dataset else f"{parent}/evaluationDatasets/{dataset}",
+                                                   "evaluationFilter")
+                body = connection.scalar(select(definitions.c.body).where(
+                    definitions.c.app_pk == app_pk, definitions.c.collection == EvaluationDatasetName.collection,
+                    definitions.c.resource_id == name.id))
+                members.update(EvaluationName.parse(m).id for m in (body or {}).get("evaluations", []))
+            conditions.append(definitions.c.resource_id.in_(sorted(members)))
+        if request.evaluation_run_filter:
+            run_condition = compile_filter(request.evaluation_run_filter, RUN_FIELDS)
+            runs = select(evaluation_runs.c.run_id).where(evaluation_runs.c.app_pk == app_pk)
+            if run_condition is not None:
+                runs = runs.where(run_condition)
+            run_names = [f"{parent}/evaluationRuns/{run_id}" for run_id in connection.execute(runs).scalars()]
+            ran = select(evaluation_results.c.evaluation_id).where(
+                evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run.in_(run_names)).distinct()
+            conditions.append(definitions.c.resource_id.in_(ran))
+        return conditions
+
+    def _datasets_by_member(self, parts: AppParts) -> dict[str, list[str]]:
+        members: dict[str, list[str]] = {}
+        for dataset_id, body in parts.bodies(EvaluationDatasetName.collection).items():
+            dataset = str(parts.app.child(EvaluationDatasetName, dataset_id))
+            for evaluation in body.get("evaluations", []):
+                members.setdefault(evaluation, []).append(dataset)
+        return members
+
+    def _decorate(self, connection: Connection, parts: AppParts, evaluation: Evaluation,
+                  members: dict[str, list[str]], last_ten: bool) -> Evaluation:
+        name = EvaluationName.parse(evaluation.name)
+        rows = connection.execute(
+            select(evaluation_results.c.body, evaluation_results.c.evaluation_run,
+                   evaluation_results.c.execution_state)
+            .where(evaluation_results.c.app_pk == parts.app_pk, evaluation_results.c.evaluation_id == name.id)
+            .order_by(evaluation_results.c.create_time_us.desc(), evaluation_results.c.result_id.desc())
+            .limit(AGGREGATE_LIMIT)
+        ).all()
+        results = [EvaluationResult.model_validate(row.body) for row in rows]
+        completed = [result for result, row in zip(results, rows, strict=True)
+                     if row.execution_state == ExecutionState.COMPLETED.value]
+        runs = list(dict.fromkeys(row.evaluation_run for row in rows))
+        metrics = aggregate(reversed(completed))
+        return evaluation.model_copy(update={
+            "evaluation_datasets": members.get(str(name)) or None,
+            "evaluation_runs": runs or None,
+            "aggregated_metrics": metrics if metrics.metrics_by_app_version else None,
+            "last_completed_result": completed[0] if completed else None,
+            "last_ten_results": results[:LAST_TEN] or None if last_ten else None,
+            "invalid": bool(missing_references(evaluation, name, parts)),
+        })
+
+    def delete_evaluation(self, request: DeleteEvaluationRequest, caller: Caller) -> None:
+        name = EvaluationName.parse(request.name)
+        with self.database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, name.app_name)
+            parts = AppParts(connection, app_pk, name.app_name)
+            listing = [dataset for dataset, body in parts.bodies(EvaluationDatasetName.collection).items()
+                       if str(name) in body.get("evaluations", [])]
+            if listing and not request.force:
+                raise FailedPrecondition(
+                    f"evaluation {name} is in the dataset(s) {', '.join(listing[:5])}; remove it from them or set force")
+            for dataset_id in listing:
+                dataset_name = name.app_name.child(EvaluationDatasetName, dataset_id)
+                body = parts.bodies(EvaluationDatasetName.collection)[dataset_id]
+                body = {**body, "evaluations": [e for e in body.get("evaluations", []) if e != str(name)]}
+                self.datasets.overwrite(connection, app_pk, dataset_name, body)
+            connection.execute(delete(evaluation_results).where(
+                evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == name.id,
+                evaluation_results.c.execution_state.not_in((ExecutionState.QUEUED.value,
+                                                             ExecutionState.RUNNING.value))))
+            if connection.scalar(select(evaluation_results.c.id).where(
+                    evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == name.id).limit(1)):
+                raise FailedPrecondition(f"evaluation {name} is being run; cancel the run or wait for it")
+        self.evaluations.delete(str(name), request.etag, caller)
+
+    def generate_evaluation(self, request: GenerateEvaluationRequest, caller: Caller) -> Evaluation:
+        """A golden evaluation from a recorded conversation (see ``generation.golden_from_conversation``)."""
+        name = ConversationName.parse(request.conversation, "conversation")
+        conversation = self.conversations.get(GetConversationRequest(name=str(name)), caller)
+        golden = golden_from_conversation(conversation)
+        display_name = request.display_name or f"Generated from conversation {name.conversation}"
+        evaluation = Evaluation(
+            display_name=display_name, golden=golden,
+            description=f"Generated from {name}.", tags=["generated"],
+        )
+        return self.create_evaluation(str(name.app_name), request.evaluation_id, evaluation, caller)
+
+    def import_adk(self, parent: str, content: str, source: str | None, caller: Caller) -> list[Evaluation]:
+        """Golden evaluations from an ADK evalset, all or none (see ``adk``)."""
+        app = AppName.parse(parent, "parent")
+        imported = adk.evaluations_from_adk(content, app, source=source or "")
+        created: list[Evaluation] = []
+        with self.database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, app)
+            parts = AppParts(connection, app_pk, app)
+            for item in imported:
+                name = app.child(EvaluationName, item.evaluation_id)
+                if parts.exists(EvaluationName.collection, name.id):
+                    raise InvalidArgument(f"evaluation {name} already exists; nothing was imported")
+                body = self.evaluations._checked(item.evaluation, name, parts, caller)
+                created.append(self.evaluations.insert(connection, app_pk, name, body))
+        return created
+
+    # -- runs ---------------------------------------------------------------------------------------------
+
+    def run(self, request: RunEvaluationRequest, caller: Caller) -> Operation:
+        app = AppName.parse(request.app, "app")
+        run_count = 1 if request.run_count in (None, 0) else request.run_count
+        assert run_count is not None
+        if not 1 <= run_count <= MAX_RUN_COUNT:
+            raise InvalidArgument(f"runCount must be between 1 and {MAX_RUN_COUNT}")
+        if request.evaluations and request.evaluation_dataset:
+            raise InvalidArgument("set evaluations or evaluationDataset, not both")
+        if not request.evaluations and not request.evaluation_dataset:
+            raise InvalidArgument("evaluations or evaluationDataset is required")
+        config = request.config or EvaluationConfig()
+        if config.evaluation_channel not in (None, "EVALUATION_CHANNEL_UNSPECIFIED", "TEXT"):
+            raise InvalidArgument("config.evaluationChannel: only TEXT evaluations can be run")
+        method = request.golden_run_method or GoldenRunMethod.STABLE
+        if method == GoldenRunMethod.GOLDEN_RUN_METHOD_UNSPECIFIED:
+            method = GoldenRunMethod.STABLE
+        behaviour = config.tool_call_behaviour or EvaluationToolCallBehaviour.REAL
+        if behaviour == EvaluationToolCallBehaviour.EVALUATION_TOOL_CALL_BEHAVIOUR_UNSPECIFIED:
+            behaviour = EvaluationToolCallBehaviour.REAL
+        now = Timestamp.now()
+        run_id = uuid.uuid4().hex[:16]
+        run_name = app.child(EvaluationRunName, run_id)
+        with self.database.transaction() as connection:
+            app_pk = self.apps.app_pk(connection, app)
+            parts = AppParts(connection, app_pk, app)
+            names, dataset = self._run_members(connection, parts, request)
+            version_name, version_display = self._version(connection, parts, request.app_version)
+            evaluations = [self.evaluations.to_model(self.evaluations._row(connection, name)[1], str(name))
+                           for name in names]
+            for evaluation in evaluations:
+                if evaluation.scenario is not None:
+                    raise FailedPrecondition(
+                        f"evaluation {evaluation.name} is a scenario evaluation; Convener runs golden evaluations "
+                        "only so far")
+                problems = missing_references(evaluation, EvaluationName.parse(evaluation.name), parts)
+                if problems:
+                    raise FailedPrecondition(f"evaluation {evaluation.name} is invalid: {problems[0]}")
+            if len(evaluations) * run_count > MAX_RUN_RESULTS:
+                raise InvalidArgument(f"a run may have at most {MAX_RUN_RESULTS} results")
+            criteria = self._criteria(connection, app, parts, evaluations)
+            result_names: list[str] = []
+            rows: list[dict[str, Any]] = []
+            for repetition in range(run_count):
+                for evaluation in evaluations:
+                    evaluation_name = EvaluationName.parse(evaluation.name)
+                    result_id = uuid.uuid4().hex[:16]
+                    result_name = evaluation_name.result(result_id)
+                    label = f" #{repetition + 1}" if run_count > 1 else ""
+                    result = EvaluationResult(
+                        name=str(result_name), display_name=f"{evaluation.display_name} result - {now}{label}",
+                        create_time=now, evaluation_run=str(run_name), initiated_by=caller.principal,
+                        app_version=version_name, app_version_display_name=version_display,
+                        execution_state=ExecutionState.QUEUED, evaluation_metrics_thresholds=effective_thresholds(evaluation),
+                        config=config, golden_run_method=method,
+                    )
+                    plan = {
+                        "evaluation": evaluation.model_copy(update={
+                            "aggregated_metrics": None, "last_completed_result": None, "last_ten_results": None,
+                        }).to_json(),
+                        "goldenRunMethod": method.value, "toolCallBehaviour": behaviour.value,
+                        "appVersion": version_name or "",
+                        "criteria": [criteria[c].to_json() for c in (evaluation.golden.evaluation_expectations or ())]
+                        if evaluation.golden else [],
+                    }
+                    result_names.append(str(result_name))
+                    rows.append({
+                        "app_pk": app_pk, "evaluation_id": evaluation_name.id, "result_id": result_id,
+                        "evaluation_run": str(run_name), "create_time_us": now.to_micros() + repetition,
+                        "execution_state": ExecutionState.QUEUED.value, "evaluation_status": "", "attempts": 0,
+                        "body": result.to_json(), "plan": plan,
+                    })
+            run = EvaluationRun(
+                name=str(run_name),
+                display_name=request.display_name or f"{dataset[1] if dataset else app.app} run - {now}",
+                evaluation_results=result_names, create_time=now, initiated_by=caller.principal,
+                app_version=version_name, app_version_display_name=version_display,
+                evaluations=[str(name) for name in names] if not dataset else None,
+                evaluation_dataset=dataset[0] if dataset else None, evaluation_type=EvaluationType.GOLDEN,
+                state=EvaluationRunState.RUNNING,
+                progress=EvaluationRunProgress(total_count=len(rows), failed_count=0, error_count=0, completed_count=0,
+                                               passed_count=0),
+                config=config, run_count=run_count, persona_run_configs=request.persona_run_configs,
+                golden_run_method=method,
+            )
+            operation = self.operations.start(connection, LocationName(app.project, app.location), caller,
+                                              operation_metadata(run, False))
+            connection.execute(insert(evaluation_runs).values(
+                app_pk=app_pk, run_id=run_id, create_time_us=now.to_micros(), initiated_by=caller.principal,
+                app_version_display_name=version_display or "", state=EvaluationRunState.RUNNING.value,
+                cancel_requested=False, operation=operation.name, body=run.to_json(),
+            ))
+            if rows:
+                connection.execute(insert(evaluation_results), rows)
+            pks = connection.execute(select(evaluation_results.c.id).where(
+                evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == str(run_name),
+            ).order_by(evaluation_results.c.create_time_us, evaluation_results.c.id)).scalars().all()
+        self.executor.submit(list(pks))
+        return operation
+
+    def _run_members(self, connection: Connection, parts: AppParts,
+                     request: RunEvaluationRequest) -> tuple[list[EvaluationName], tuple[str, str] | None]:
+        """The evaluations to run, and the dataset (name, display name) when a dataset was given."""
+        if request.evaluation_dataset:
+            dataset = EvaluationDatasetName.parse(request.evaluation_dataset, "evaluationDataset")
+            if dataset.app_name != parts.app:
+                raise InvalidArgument(f"evaluationDataset: {dataset} is not in the app {parts.app}")
+            body = connection.scalar(select(definitions.c.body).where(
+                definitions.c.app_pk == parts.app_pk, definitions.c.collection == EvaluationDatasetName.collection,
+                definitions.c.resource_id == dataset.id))
+            if body is None:
+                raise NotFound(f"evaluation dataset {dataset} does not exist")
+            names = [EvaluationName.parse(member) for member in body.get("evaluations", [])]
+            if not names:
+                raise FailedPrecondition(f"evaluation dataset {dataset} has no evaluations")
+            return names, (str(dataset), str(body.get("displayName") or dataset.id))
+        names = []
+        for index, value in enumerate(request.evaluations or ()):
+            name = EvaluationName.parse(value, f"evaluations[{index}]")
+            if name.app_name != parts.app:
+                raise InvalidArgument(f"evaluations[{index}]: {value} is not in the app {parts.app}")
+            if not parts.exists(EvaluationName.collection, name.id):
+                raise NotFound(f"evaluation {name} does not exist")
+            if name not in names:
+                names.append(name)
+        return names, None
+
+    def _version(self, connection: Connection, parts: AppParts, version: str | None) -> tuple[str | None, str | None]:
+        """The app version to run (name, display name), or (None, None) for the draft."""
+        if not version:
+            return None, None
+        name = AppVersionName.parse(version, "appVersion")
+        if name.app_name != parts.app:
+            raise InvalidArgument(f"appVersion: {version} is not a version of the app {parts.app}")
+        body = connection.scalar(select(definitions.c.body).where(
+            definitions.c.app_pk == parts.app_pk, definitions.c.collection == AppVersionName.collection,
+            definitions.c.resource_id == name.id))
+        if body is None:
+            raise NotFound(f"app version {name} does not exist")
+        return str(name), str(body.get("displayName") or name.id)
+
+    def _criteria(self, connection: Connection, app: AppName, parts: AppParts,
+                  evaluations: list[Evaluation]) -> dict[str, EvaluationExpectation]:
+        wanted = {value for evaluation in evaluations if evaluation.golden
+                  for value in evaluation.golden.evaluation_expectations or ()}
+        found = {}
+        for value in sorted(wanted):
+            name = EvaluationExpectationName.parse(value)
+            _, row = self.expectations._row(connection, name)
+            found[value] = self.expectations.to_model(row, str(name))
+        return found
+
+    def get_run(self, name_text: str, caller: Caller) -> EvaluationRun:
+        name = EvaluationRunName.parse(name_text)
+        with self.database.reading() as connection:
+            return EvaluationRun.model_validate(self._run_row(connection, name).body)
+
+    def _run_row(self, connection: Connection, name: EvaluationRunName) -> AnyRow:
+        app_pk = self.apps.app_pk(connection, name.app_name)
+        row = connection.execute(select(evaluation_runs).where(
+            evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == name.id)).first()
+        if row is None:
+            raise NotFound(f"evaluation run {name} does not exist")
+        return row
+
+    def list_runs(self, request: ListEvaluationRunsRequest, caller: Caller) -> tuple[list[EvaluationRun], str | None]:
+        parent = AppName.parse(request.parent, "parent")
+        size = resolve_page_size(request.page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+        order = _order(request.order_by, ("create_time", "name"), "create_time")
+        query = {"method": "list_evaluation_runs", "parent": str(parent), "filter": request.filter or "",
+                 "orderBy": request.order_by or ""}
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, parent)
+            statement = select(evaluation_runs).where(evaluation_runs.c.app_pk == app_pk)
+            condition = compile_filter(request.filter, RUN_FIELDS)
+            if condition is not None:
+                statement = statement.where(condition)
+            statement = _keyset(statement, self.tokens, request.page_token, query, caller, order,
+                                evaluation_runs.c.create_time_us, evaluation_runs.c.run_id)
+            rows = connection.execute(statement.limit(size + 1)).all()
+        page, more = split_page(rows, size)
+        token = self.tokens.issue(query=query, caller=caller.principal,
+                                  position=[page[-1].create_time_us, page[-1].run_id]) if more else None
+        return [EvaluationRun.model_validate(row.body) for row in page], token
+
+    def delete_run(self, name_text: str, caller: Caller) -> None:
+        name = EvaluationRunName.parse(name_text)
+        with self.database.transaction() as connection:
+            row = self._run_row(connection, name)
+            if row.state == EvaluationRunState.RUNNING.value:
+                raise FailedPrecondition(f"evaluation run {name} is still running; cancel its operation first")
+            connection.execute(delete(evaluation_results).where(
+                evaluation_results.c.app_pk == row.app_pk, evaluation_results.c.evaluation_run == str(name)))
+            connection.execute(delete(evaluation_runs).where(evaluation_runs.c.id == row.id))
+
+    # -- results ------------------------------------------------------------------------------------------
+
+    def get_result(self, name_text: str, caller: Caller) -> EvaluationResult:
+        name = EvaluationResultName.parse(name_text)
+        with self.database.reading() as connection:
+            return EvaluationResult.model_validate(self._result_row(connection, name).body)
+
+    def _result_row(self, connection: Connection, name: EvaluationResultName) -> AnyRow:
+        app_pk = self.apps.app_pk(connection, name.app_name)
+        row = connection.execute(select(evaluation_results).where(
+            evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == name.evaluation,
+            evaluation_results.c.result_id == name.result)).first()
+        if row is None:
+            raise NotFound(f"evaluation result {name} does not exist")
+        return row
+
+    def list_results(self, request: ListEvaluationResultsRequest,
+                     caller: Caller) -> tuple[list[EvaluationResult], str | None]:
+        every = request.parent.endswith("/evaluations/-")
+        app = (AppName.parse(request.parent.removesuffix("/evaluations/-"), "parent") if every
+               else EvaluationName.parse(request.parent, "parent").app_name)
+        size = resolve_page_size(request.page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+        order = _order(request.order_by, ("create_time",), "create_time")
+        query = {"method": "list_evaluation_results", "parent": request.parent, "filter": request.filter or "",
+                 "orderBy": request.order_by or ""}
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, app)
+            statement = select(evaluation_results).where(evaluation_results.c.app_pk == app_pk)
+            if not every:
+                evaluation = EvaluationName.parse(request.parent, "parent")
+                if not AppParts(connection, app_pk, app).exists(EvaluationName.collection, evaluation.id):
+                    raise NotFound(f"evaluation {evaluation} does not exist")
+                statement = statement.where(evaluation_results.c.evaluation_id == evaluation.id)
+            condition = compile_filter(request.filter, RESULT_FIELDS)
+            if condition is not None:
+                statement = statement.where(condition)
+            tie = evaluation_results.c.evaluation_id + "/" + evaluation_results.c.result_id
+            statement = _keyset(statement, self.tokens, request.page_token, query, caller, order,
+                                evaluation_results.c.create_time_us, tie)
+            rows = connection.execute(statement.limit(size + 1)).all()
+        page, more = split_page(rows, size)
+        token = self.tokens.issue(query=query, caller=caller.principal, position=[
+            page[-1].create_time_us, f"{page[-1].evaluation_id}/{page[-1].result_id}"]) if more else None
+        return [EvaluationResult.model_validate(row.body) for row in page], token
+
+    def delete_result(self, name_text: str, caller: Caller) -> None:
+        name = EvaluationResultName.parse(name_text)
+        with self.database.transaction() as connection:
+            row = self._result_row(connection, name)
+            if row.execution_state in (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value):
+                raise FailedPrecondition(f"evaluation result {name} is still to run; cancel its run first")
+            connection.execute(delete(evaluation_results).where(evaluation_results.c.id == row.id))
+            run = connection.execute(select(evaluation_runs).where(
+                evaluation_runs.c.app_pk == row.app_pk,
+                evaluation_runs.c.run_id == row.evaluation_run.rsplit("/", 1)[-1])).first()
+            if run is not None:
+                body = dict(run.body)
+                body["evaluationResults"] = [r for r in body.get("evaluationResults", []) if r != str(name)]
+                connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(body=body))
+
+
+def _keyset(statement: Any, tokens: PageTokens, page_token: str | None, query: dict[str, Any], caller: Caller,
+            order: _Order, time_column: Any, tie_column: Any) -> Any:
+    """Newest-first (or by name) keyset paging over (time, tie-breaker)."""
+    if page_token:
+        match tokens.position(page_token, query=query, caller=caller.principal):
+            case [int() as at, str() as after]:
+                if order.column == "name":
+                    statement = statement.where(tie_column > after)
+                elif order.descending:
+                    statement = statement.where(time_column <= at, (time_column < at) | (tie_column > after))
+                else:
+                    statement = statement.where(time_column >= at, (time_column > at) | (tie_column > after))
+            case _:
+                raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+    if order.column == "name":
+        return statement.order_by(tie_column)
+    return statement.order_by(time_column.desc() if order.descending else time_column.asc(), tie_column)
+
+
+def _dataset_filter(text: str) -> list[str]:
+    """The datasets of an evaluation filter: ``evaluation_datasets:"NAME"`` terms joined with OR."""
+    terms = [t.strip() for t in re.split(r"\s+OR\s+", text.strip()) if t.strip()]
+    datasets = []
+    for term in terms:
+        match = re.fullmatch(r'(?:evaluation_datasets|evaluationDatasets)\s*[:=]\s*"?([^"\s]+)"?', term)
+        if match is None:
+            raise InvalidArgument(
+                f'evaluationFilter "{text[:80]}" is not supported; use evaluation_datasets:"…/evaluationDatasets/ID" '
+                "(several joined with OR)")
+        datasets.append(match.group(1))
+    return datasets

@@ -1,0 +1,225 @@
+"""MCP tools of CES's EvaluationService, and of the long-running operations evaluation runs are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convener.auth.caller import Caller
+from convener.ces.evaluation.models import Evaluation, EvaluationResult, EvaluationRun
+from convener.ces.evaluation.requests import (
+    DeleteEvaluationRequest,
+    DeleteEvaluationResultRequest,
+    DeleteEvaluationRunRequest,
+    GenerateEvaluationRequest,
+    GetEvaluationRequest,
+    GetEvaluationResultRequest,
+    GetEvaluationRunRequest,
+    ImportAdkRequest,
+    ImportAdkResponse,
+    ListEvaluationResultsRequest,
+    ListEvaluationResultsResponse,
+    ListEvaluationRunsRequest,
+    ListEvaluationRunsResponse,
+    ListEvaluationsRequest,
+    ListEvaluationsResponse,
+    RunEvaluationRequest,
+)
+from convener.ces.evaluation.service import EvaluationService
+from convener.ces.names import EvaluationName
+from convener.ces.part_tools import PartTools, part_messages, register_part_tools
+from convener.ces.requests import Empty
+from convener.longrunning.models import (
+    CancelOperationRequest,
+    DeleteOperationRequest,
+    GetOperationRequest,
+    ListOperationsRequest,
+    ListOperationsResponse,
+    Operation,
+    WaitOperationRequest,
+)
+from convener.longrunning.service import OperationService
+from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, Report, ToolRegistry, ToolSpec
+
+# get_evaluation as seed 001 annotates it: read-only, not destructive, idempotent, closed world.
+EVALUATION_ABOUT = ("a golden evaluation (turns of user inputs and the expectations on what the agent does) or a "
+                    "scenario evaluation (a task for a simulated user) of an app")
+
+
+def register_evaluation_tools(registry: ToolRegistry, service: EvaluationService) -> None:
+    _register_evaluations(registry, service)
+    register_part_tools(registry, service.datasets, PartTools(
+        "evaluation_dataset", "evaluation_datasets", "evaluation dataset",
+        "an evaluation dataset of an app: a named set of evaluations to run together.",
+        delete_note="Its evaluations are kept.",
+    ))
+    register_part_tools(registry, service.expectations, PartTools(
+        "evaluation_expectation", "evaluation_expectations", "evaluation expectation",
+        "an evaluation expectation of an app: a criterion (llmCriteria.prompt) a judge checks a whole replayed "
+        "conversation against; goldens name it in evaluationExpectations.",
+        delete_note="",
+    ))
+    register_part_tools(registry, service.personas, PartTools(
+        "evaluation_persona", "evaluation_personas", "evaluation persona",
+        "an evaluation persona of an app: who a simulated user is (personality, description, speech settings).",
+        delete_note="",
+    ))
+    _register_runs(registry, service)
+
+
+def _register_evaluations(registry: ToolRegistry, service: EvaluationService) -> None:
+    messages = part_messages(Evaluation, EvaluationName, "evaluation", "evaluations", "evaluation")
+
+    def create(request: Any, caller: Caller) -> Evaluation:
+        return service.create_evaluation(request.parent, request.evaluation_id,
+                                         request.evaluation, caller)
+
+    def update(request: Any, caller: Caller) -> Evaluation:
+        return service.update_evaluation(request.evaluation, request.update_mask, caller)
+
+    def get(request: GetEvaluationRequest, caller: Caller) -> Evaluation:
+        return service.get_evaluation(request.name, bool(request.last_ten_results), caller)
+
+    def list_(request: ListEvaluationsRequest, caller: Caller) -> ListEvaluationsResponse:
+        items, token = service.list_evaluations(request, caller)
+        return ListEvaluationsResponse(evaluations=items, next_page_token=token)
+
+    def delete(request: DeleteEvaluationRequest, caller: Caller) -> Empty:
+        service.delete_evaluation(request, caller)
+        return Empty()
+
+    def generate(request: GenerateEvaluationRequest, caller: Caller) -> Evaluation:
+        return service.generate_evaluation(request, caller)
+
+    def import_adk(request: ImportAdkRequest, caller: Caller) -> ImportAdkResponse:
+        return ImportAdkResponse(evaluations=service.import_adk(request.parent, request.content, request.source, caller))
+
+    registry.add(ToolSpec("create_evaluation", "Create an evaluation", f"Creates {EVALUATION_ABOUT}. Every tool, "
+                          "toolset, agent and evaluation expectation it names must exist in the app.",
+                          messages.create, Evaluation, CREATES, create))
+    registry.add(ToolSpec(
+        "get_evaluation", "Get an evaluation",
+        "Gets an evaluation with its definition and what its runs found: the runs that ran it, its last completed "
+        "result, metrics aggregated by app version, the datasets that list it, and whether it still resolves "
+        "against the app (invalid).", GetEvaluationRequest, Evaluation, READ_ONLY, get))
+    registry.add(ToolSpec(
+        "list_evaluations", "List evaluations",
+        "Lists the evaluations of an app, most recently updated first (orderBy create_time or name also), "
+        "optionally only those of a dataset (evaluationFilter) or run by matching runs (evaluationRunFilter).",
+        ListEvaluationsRequest, ListEvaluationsResponse, READ_ONLY, list_))
+    registry.add(ToolSpec("update_evaluation", "Update an evaluation",
+                          "Updates the fields of an evaluation named in updateMask; a stale etag is ABORTED.",
+                          messages.update, Evaluation, UPDATES, update))
+    registry.add(ToolSpec("delete_evaluation", "Delete an evaluation",
+                          "Deletes an evaluation and its results. One that a dataset lists is deleted only with force, "
+                          "which also removes it from those datasets.", DeleteEvaluationRequest, Empty, DELETES, delete))
+    registry.add(ToolSpec(
+        "generate_evaluation", "Generate an evaluation",
+        "Creates a golden evaluation from a recorded conversation: its user inputs become the steps; its tool "
+        "calls, tool responses, transfers, variable updates and replies become the expectations.",
+        GenerateEvaluationRequest, Evaluation, CREATES, generate))
+    registry.add(ToolSpec(
+        "import_adk_evaluations", "Import ADK evaluations",
+        "Creates golden evaluations from a Google ADK evalset (*.evalset.json) or test file (*.test.json), all or "
+        "none.", ImportAdkRequest, ImportAdkResponse, CREATES, import_adk))
+
+
+def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
+    def run(request: RunEvaluationRequest, caller: Caller) -> Operation:
+        return service.run(request, caller)
+
+    def get_run(request: GetEvaluationRunRequest, caller: Caller) -> EvaluationRun:
+        return service.get_run(request.name, caller)
+
+    def list_runs(request: ListEvaluationRunsRequest, caller: Caller) -> ListEvaluationRunsResponse:
+        items, token = service.list_runs(request, caller)
+        return ListEvaluationRunsResponse(evaluation_runs=items, next_page_token=token)
+
+    def delete_run(request: DeleteEvaluationRunRequest, caller: Caller) -> Empty:
+        service.delete_run(request.name, caller)
+        return Empty()
+
+    def get_result(request: GetEvaluationResultRequest, caller: Caller) -> EvaluationResult:
+        return service.get_result(request.name, caller)
+
+    def list_results(request: ListEvaluationResultsRequest, caller: Caller) -> ListEvaluationResultsResponse:
+        items, token = service.list_results(request, caller)
+        return ListEvaluationResultsResponse(evaluation_results=items, next_page_token=token)
+
+    def delete_result(request: DeleteEvaluationResultRequest, caller: Caller) -> Empty:
+        service.delete_result(request.name, caller)
+        return Empty()
+
+    registry.add(ToolSpec(
+        "run_evaluation", "Run evaluations",
+        "Runs evaluations (or a dataset's) against the app's draft or appVersion, runCount times each, in the "
+        "background. Golden evaluations are replayed STABLE (each turn a fresh session that starts from the "
+        "expected earlier turns; the default) or NAIVE (one session); tool calls are REAL or FAKE (answered from "
+        "the golden). Returns a long-running operation: follow it with get_operation or wait_operation; results "
+        "appear with get_evaluation_run and list_evaluation_results.",
+        RunEvaluationRequest, Operation, RUNS, run))
+    registry.add(ToolSpec("get_evaluation_run", "Get an evaluation run",
+                          "Gets an evaluation run with its state, progress and per-evaluation summaries.",
+                          GetEvaluationRunRequest, EvaluationRun, READ_ONLY, get_run))
+    registry.add(ToolSpec("list_evaluation_runs", "List evaluation runs",
+                          "Lists the evaluation runs of an app, newest first.",
+                          ListEvaluationRunsRequest, ListEvaluationRunsResponse, READ_ONLY, list_runs))
+    registry.add(ToolSpec("delete_evaluation_run", "Delete an evaluation run",
+                          "Deletes a finished evaluation run and its results.",
+                          DeleteEvaluationRunRequest, Empty, DELETES, delete_run))
+    registry.add(ToolSpec("get_evaluation_result", "Get an evaluation result",
+                          "Gets one result of an evaluation: per-turn replay results with every metric, the "
+                          "outcome, and the conversation recorded for each replayed turn.",
+                          GetEvaluationResultRequest, EvaluationResult, READ_ONLY, get_result))
+    registry.add(ToolSpec("list_evaluation_results", "List evaluation results",
+                          "Lists the results of an evaluation, newest first; with parent …/evaluations/- the results "
+                          'of every evaluation, e.g. with filter evaluation_run = "…/evaluationRuns/RUN".',
+                          ListEvaluationResultsRequest, ListEvaluationResultsResponse, READ_ONLY, list_results))
+    registry.add(ToolSpec("delete_evaluation_result", "Delete an evaluation result",
+                          "Deletes a finished evaluation result.",
+                          DeleteEvaluationResultRequest, Empty, DELETES, delete_result))
+
+
+def register_operation_tools(registry: ToolRegistry, operations: OperationService) -> None:
+    def get(request: GetOperationRequest, caller: Caller) -> Operation:
+        return operations.get(request.name, caller)
+
+    def list_(request: ListOperationsRequest, caller: Caller) -> ListOperationsResponse:
+        items, token = operations.list(request.name, request.filter, request.page_size, request.page_token, caller)
+        return ListOperationsResponse(operations=items, next_page_token=token)
+
+    def cancel(request: CancelOperationRequest, caller: Caller) -> Empty:
+        operations.cancel(request.name, caller)
+        return Empty()
+
+    def delete(request: DeleteOperationRequest, caller: Caller) -> Empty:
+        operations.delete(request.name, caller)
+        return Empty()
+
+    def wait(request: WaitOperationRequest, caller: Caller, report: Report) -> Operation:
+        def progress(operation: Operation) -> None:
+            counts = (operation.metadata or {}).get("progress") or {}
+            total = counts.get("totalCount")
+            finished = sum(counts.get(key, 0) for key in ("completedCount", "errorCount"))
+            report(float(finished), float(total) if total else None,
+                   f"{finished}/{total} results finished" if total else None)
+
+        return operations.wait(request.name, request.timeout, caller, progress)
+
+    registry.add(ToolSpec("get_operation", "Get an operation",
+                          "Gets a long-running operation: its metadata (for evaluation runs, progress), and once "
+                          "done, its response or error.", GetOperationRequest, Operation, READ_ONLY, get))
+    registry.add(ToolSpec("list_operations", "List operations",
+                          "Lists the caller's operations in a location, newest first.",
+                          ListOperationsRequest, ListOperationsResponse, READ_ONLY, list_))
+    registry.add(ToolSpec("cancel_operation", "Cancel an operation",
+                          "Asks an operation to stop: work not yet started is not started; the operation ends with "
+                          "error code 1 (CANCELLED).", CancelOperationRequest, Empty, UPDATES, cancel))
+    registry.add(ToolSpec("delete_operation", "Delete an operation",
+                          "Forgets a finished operation; what it produced stays.",
+                          DeleteOperationRequest, Empty, DELETES, delete))
+    registry.add(ToolSpec(
+        "wait_operation", "Wait for an operation",
+        "Waits until an operation is done or the timeout passes, and returns it. Sends MCP progress "
+        "notifications as the work advances when the call carries a progressToken.",
+        WaitOperationRequest, Operation, READ_ONLY, lambda request, caller: operations.wait(
+            request.name, request.timeout, caller), progress_handler=wait))

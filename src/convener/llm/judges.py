@@ -1,0 +1,93 @@
+"""Judges: the metrics of an evaluation that need reading, behind one interface.
+
+Three questions are asked of a judge, each answered with a :class:`Verdict` whose score and label follow
+seed 001's definitions:
+
+- ``similarity(expected, actual)``: how consistent the agent's response is with the expected one, 0-4
+  (4 fully consistent, 3 mostly consistent, 2 partially consistent (minor omissions), 1 mostly
+  inconsistent (major omissions), 0 completely inconsistent / contradictory).
+- ``hallucination(response, context)``: whether the response's claims are justified by the context
+  (the user's words, tool responses, earlier turns): 1 justified, 0 not justified, -1 no claim to judge.
+- ``criterion(prompt, transcript)``: whether a conversation meets an evaluation expectation's criterion:
+  score 1 (PASS) or 0 (FAIL).
+
+``OfflineJudge`` is deterministic and needs nothing; ``ModelJudge`` asks the configured model provider.
+Every explanation says which judge gave it. :func:`judge_from` picks one. The two judges live in
+:mod:`convener.llm.offline_judge` and :mod:`convener.llm.model_judge` (which import this module for
+:class:`Verdict` and the labels) and are re-exported from here, loaded on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from convener.llm.base import ModelProvider
+    from convener.llm.model_judge import ModelJudge
+    from convener.llm.offline_judge import OfflineJudge
+
+__all__ = [
+    "CRITERION_LABELS",
+    "HALLUCINATION_LABELS",
+    "SIMILARITY_LABELS",
+    "Judge",
+    "ModelJudge",
+    "OfflineJudge",
+    "Verdict",
+    "judge_from",
+]
+
+SIMILARITY_LABELS = {
+    4: "Fully consistent",
+    3: "Mostly consistent",
+    2: "Partially consistent (minor omissions)",
+    1: "Mostly inconsistent (major omissions)",
+    0: "Completely inconsistent / contradictory",
+}
+HALLUCINATION_LABELS = {1: "Justified", 0: "Not justified", -1: "No claim to assess"}
+CRITERION_LABELS = {1: "Met", 0: "Not met"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: int
+    label: str
+    explanation: str
+
+
+class Judge(Protocol):
+    name: str
+    """"offline" or the provider's model, for reports."""
+
+    def similarity(self, expected: str, actual: str) -> Verdict: ...
+
+    def hallucination(self, response: str, context: Sequence[str]) -> Verdict: ...
+
+    def criterion(self, prompt: str, transcript: str) -> Verdict: ...
+
+
+def judge_from(provider: ModelProvider | None) -> Judge:
+    """A :class:`ModelJudge` asking ``provider``, or the :class:`OfflineJudge` when there is none."""
+    if provider is None:
+        from convener.llm.offline_judge import OfflineJudge
+
+        return OfflineJudge()
+    from convener.llm.model_judge import ModelJudge
+
+    return ModelJudge(provider)
+
+
+def __getattr__(name: str) -> object:
+    # The judges import Verdict from this module, so importing them here at the top would be circular;
+    # they are loaded when first asked for instead (type checkers see the imports under TYPE_CHECKING).
+    if name == "OfflineJudge":
+        from convener.llm.offline_judge import OfflineJudge
+
+        return OfflineJudge
+    if name == "ModelJudge":
+        from convener.llm.model_judge import ModelJudge
+
+        return ModelJudge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

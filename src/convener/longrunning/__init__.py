@@ -1,0 +1,1 @@
+"""Long-running operations (google.longrunning): work that outlives the call that started it."""

@@ -123,7 +123,8 @@ def span_paths(span: Json, above: tuple[str, ...] = ()) -> Iterator[tuple[tuple[
 async def test_the_demo_app_its_agents_and_tools_exist(services: Services, client: Client) -> None:
     summary = load_demo(services)
 
-    assert summary == f"{PARENT}: app imported, {len(scripts())} conversations ({len(scripts())} new)"
+    assert summary.startswith(f"{PARENT}: app imported, 7 evaluations (8 written; ran them in {PARENT}/evaluationRuns/")
+    assert summary.endswith(f"), {len(scripts())} conversations ({len(scripts())} new)")
     app = await call_json(client, "get_app", {"name": PARENT})
     assert app["displayName"] == "Acme Support" and app["description"]
     assert app["rootAgent"] == f"{PARENT}/agents/triage"
@@ -223,7 +224,11 @@ def test_load_demo_needs_its_tools_module_allowed(settings: Settings) -> None:
 async def test_every_script_is_listed_as_a_conversation(services: Services, client: Client) -> None:
     load_demo(services)
 
-    found = {short(c["name"]): c for c in await all_conversations(client)}
+    listed = await all_conversations(client)
+    # The demo's evaluation run recorded its replays too, as conversations of source EVAL named eval-….
+    replays = [c for c in listed if short(c["name"]).startswith("eval-")]
+    assert replays and {c["source"] for c in replays} == {"EVAL"}
+    found = {short(c["name"]): c for c in listed if c not in replays}
 
     assert list(found) == [script.id for script in scripts()] == sorted(EXPECTED)
     assert 16 <= len(found) <= 24
@@ -237,7 +242,8 @@ async def test_every_script_is_listed_as_a_conversation(services: Services, clie
     sources = [c["source"] for c in found.values()]
     assert sources.count("LIVE") > len(sources) / 2 and {"SIMULATOR", "EVAL"} <= set(sources)
     evals = await all_conversations(client, filter="source = EVAL")
-    assert [short(c["name"]) for c in evals] == [s.id for s in scripts() if s.source.value == "EVAL"]
+    assert [short(c["name"]) for c in evals if not short(c["name"]).startswith("eval-")] == [
+        s.id for s in scripts() if s.source.value == "EVAL"]
 
 
 async def test_the_user_side_is_the_scripted_input(demo: dict[str, Json]) -> None:
@@ -347,7 +353,7 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
 
     summary = load_demo(services)
 
-    assert summary == f"{PARENT}: app unchanged, {len(scripts())} conversations (0 new)"
+    assert summary == f"{PARENT}: app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)"
     assert await all_conversations(client) == before
     assert await call_json(client, "get_app", {"name": PARENT}) == app
     assert await call_json(client, "list_agents", {"parent": PARENT}) == agents
@@ -401,9 +407,10 @@ def test_demo_cli_command_loads_then_changes_nothing(database_url: str, tmp_path
     second = runner.invoke(cli, arguments)
 
     assert first.exit_code == 0, first.output
-    assert f"app imported, {len(scripts())} conversations ({len(scripts())} new)" in first.output
+    assert "app imported, 7 evaluations (8 written; ran them in " in first.output
+    assert f"{len(scripts())} conversations ({len(scripts())} new)" in first.output
     assert second.exit_code == 0, second.output
-    assert f"app unchanged, {len(scripts())} conversations (0 new)" in second.output
+    assert f"app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)" in second.output
 
 
 # -- the dataset's rules ---------------------------------------------------------------------------
@@ -438,3 +445,28 @@ def test_tools_read_order_numbers_leniently_and_refuse_what_they_cannot_do() -> 
     assert "error" in tools.create_refund("AC-1001", 1_000.0)
     assert [o["orderId"] for o in tools.list_customer_orders("C-201")] == ["AC-1009", "AC-1001"]
     assert tools.list_customer_orders("C-999") == []
+
+
+# -- the demo's evaluations ------------------------------------------------------------------------
+
+
+async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(services: Services, client: Client) -> None:
+    load_demo(services)
+    listed = await call_json(client, "list_evaluations", {"parent": PARENT, "orderBy": "name"})
+    outcomes = {e["name"].rsplit("/", 1)[1]: e["lastCompletedResult"]["evaluationStatus"] for e in listed["evaluations"]}
+    assert outcomes == {
+        "cancelled-order-status": "FAIL", "gift-card-refund": "FAIL", "order-status-delivered": "PASS",
+        "refund-amount-wrong": "FAIL", "refund-confirmed-on-phone": "PASS", "shipping-to-canada": "PASS",
+        "track-in-two-turns": "PASS",
+    }
+    for evaluation in listed["evaluations"]:
+        result = evaluation["lastCompletedResult"]
+        failed = [outcome["expectation"].get("note") for turn in result["goldenResult"]["turnReplayResults"]
+                  for outcome in turn["expectationOutcome"] if outcome["outcome"] == "FAIL"]
+        if result["evaluationStatus"] == "FAIL":
+            assert failed and all(note and note.startswith("Expect_") for note in failed), (evaluation["name"], failed)
+        else:
+            assert not failed
+        assert evaluation["evaluationDatasets"] == [f"{PARENT}/evaluationDatasets/regression"]
+        assert evaluation["aggregatedMetrics"]["metricsByAppVersion"][0]["passCount"] + \
+            evaluation["aggregatedMetrics"]["metricsByAppVersion"][0]["failCount"] == 1

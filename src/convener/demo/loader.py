@@ -38,7 +38,7 @@ from convener.ces.session_models import (
     ToolResponses,
 )
 from convener.ces.tables import conversations, sessions
-from convener.demo import tools
+from convener.demo import evaluations, tools
 from convener.services import Services
 
 APP = AppName("demo", "global", "support")
@@ -202,4 +202,9 @@ def load_demo(services: Services) -> str:
         run_script(services, script)
         played += 1
     state = "imported" if imported else "unchanged"
-    return f"{APP}: app {state}, {len(scripts())} conversations ({played} new)"
+    written = evaluations.install_evaluations(services, APP)
+    _, (dataset_id, _) = evaluations.definitions(APP)
+    ran = evaluations.run_once(services, APP, dataset_id)
+    run = "; ran them in " + ran if ran else ""
+    return (f"{APP}: app {state}, {len(evaluations.definitions(APP)[0])} evaluations ({written} written{run}), "
+            f"{len(scripts())} conversations ({played} new)")

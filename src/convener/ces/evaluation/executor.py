@@ -205,8 +205,6 @@ class RunExecutor:
                      body={**row.body, "executionState": ExecutionState.RUNNING.value})).rowcount
             if not claimed:
                 return None
-            self._settle(connection, row.app_pk, run.run_id)
-        self.operations.notify()
         return row, Caller(run.initiated_by)
 
     def _outcome(self, row: AnyRow, caller: Caller) -> dict[str, Any]:

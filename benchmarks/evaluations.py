@@ -1,0 +1,137 @@
+"""Benchmark of evaluation runs: golden evaluations of 5 turns replayed against the demo agents and scored
+with the offline judges, at several degrees of parallelism.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/evaluations.py [--evaluations 1000] [--parallelism 1 4 16] [--backend both]
+
+Each evaluation replays STABLE (a fresh session per turn, the expected earlier turns as history) five
+turns of the demo app: order lookups through its python tools, a shipping question, thanks. The baseline,
+in the same run and on the same store, is the same turns played as plain ``SessionService`` turns, one
+after the other with no evaluation around them: what the agents themselves cost. For each degree of
+parallelism it reports evaluations per second, the run's cost per evaluation as a ratio of the baseline,
+and how the workers' time divides between the agent (replay, including recording each turn) and scoring
+(metrics and judges). Nothing is asserted about timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from convener.auth.caller import LOCAL_USER
+from convener.ces.evaluation import executor as executor_module
+from convener.ces.evaluation.models import Evaluation
+from convener.ces.evaluation.requests import RunEvaluationRequest
+from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
+from convener.config import Settings
+from convener.demo.loader import APP, install_app
+from convener.services import Services
+
+from backends import add_arguments, each_backend
+
+T = TypeVar("T")
+ORDERS = [f"AC-10{n:02d}" for n in range(1, 11)]
+
+
+def golden(index: int) -> dict[str, Any]:
+    """Five turns, varied by the evaluation's index so that sessions differ."""
+    order = ORDERS[index % len(ORDERS)]
+    other = ORDERS[(index + 3) % len(ORDERS)]
+    tool = f"{APP}/tools/lookup_order"
+
+    def turn(text: str, *expectations: dict[str, Any]) -> dict[str, Any]:
+        return {"steps": [{"userInput": {"text": text}}, *({"expectation": e} for e in expectations)]}
+
+    return {"turns": [
+        turn(f"Where is my order {order}?", {"toolCall": {"tool": tool, "args": {"order_id": order}}},
+             {"agentResponse": {"role": "agent", "chunks": [{"text": f"Order {order} is on its way."}]}}),
+        turn("Do you ship to Canada?", {"noToolCalls": True},
+             {"agentResponse": {"role": "agent", "chunks": [{"text": "We ship to Canada in 5-8 business days for $12."}]}}),
+        turn(f"And what about {other}?", {"toolCall": {"tool": tool, "args": {"order_id": other}}}),
+        turn("what are your opening hours",
+             {"agentResponse": {"role": "agent", "chunks": [{"text": "Monday to Friday, 9 am to 6 pm Eastern."}]}}),
+        turn("thanks", {"agentResponse": {"role": "agent", "chunks": [{"text": "You're welcome!"}]}}),
+    ]}
+
+
+class Stopwatch:
+    """Time spent inside wrapped functions, summed over every thread."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def wrap(self, label: str, function: Callable[..., T]) -> Callable[..., T]:
+        def timed(*args: Any, **kwargs: Any) -> T:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
+        return timed
+
+
+def baseline(services: Services, count: int) -> float:
+    """Seconds per evaluation's worth of turns, played as plain session turns."""
+    started = time.perf_counter()
+    for index in range(count):
+        for number, turn in enumerate(golden(index)["turns"]):
+            text = turn["steps"][0]["userInput"]["text"]
+            services.runtime.sessions.run_turn(RunSessionRequest(
+                config=SessionConfig(session=f"{APP}/sessions/base-{index}-{number}"),
+                inputs=[SessionInput(text=text)]), LOCAL_USER)
+    return (time.perf_counter() - started) / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--evaluations", type=int, default=1000)
+    parser.add_argument("--parallelism", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--baseline-evaluations", type=int, default=100)
+    add_arguments(parser)
+    args = parser.parse_args()
+    watch = Stopwatch()
+    # Instrument the two halves of a result's work where the executor calls them.
+    executor_module.GoldenReplay.run = watch.wrap("agent", executor_module.GoldenReplay.run)  # type: ignore[method-assign]
+    for name in ("score_turn", "score_criteria", "evaluation_outcome"):
+        setattr(executor_module, name, watch.wrap("scoring", getattr(executor_module, name)))
+
+    print(f"{args.evaluations} golden evaluations of 5 turns (STABLE, REAL tools, offline judges)")
+    print("| backend | parallelism | evaluations/s | seconds per evaluation ÷ baseline | agent | scoring |")
+    print("|---|---|---|---|---|---|")
+    for backend, url in each_backend(args):
+        data = Path(f"/tmp/convener-bench-{backend}")
+        setup = Services.open(Settings(data_dir=data, database_url=url))
+        install_app(setup)
+        for index in range(args.evaluations):
+            setup.runtime.evaluations.create_evaluation(str(APP), f"e{index:05d}", Evaluation.model_validate(
+                {"displayName": f"bench {index}", "golden": golden(index)}), LOCAL_USER)
+        base = baseline(setup, args.baseline_evaluations)
+        setup.close()
+        names = [f"{APP}/evaluations/e{index:05d}" for index in range(args.evaluations)]
+        print(f"| {backend} | baseline: plain turns, one at a time | {1 / base:.1f} | 1.00 | | |")
+        for parallelism in args.parallelism:
+            services = Services.open(Settings(data_dir=data, database_url=url, eval_parallelism=parallelism))
+            watch.seconds.clear()
+            started = time.perf_counter()
+            operation = services.runtime.evaluations.run(RunEvaluationRequest(app=str(APP), evaluations=names),
+                                                         LOCAL_USER)
+            done = services.runtime.operations.wait(operation.name or "", "600s", LOCAL_USER)
+            elapsed = time.perf_counter() - started
+            progress = (done.metadata or {}).get("progress", {})
+            assert done.done and progress.get("completedCount") == args.evaluations, done.to_json()
+            agent, scoring = watch.seconds.get("agent", 0.0), watch.seconds.get("scoring", 0.0)
+            share = agent + scoring
+            print(f"| {backend} | {parallelism} | {args.evaluations / elapsed:.1f} | "
+                  f"{elapsed / args.evaluations / base:.2f} | {agent / share:.0%} | {scoring / share:.0%} |")
+            services.close()
+
+
+if __name__ == "__main__":
+    main()

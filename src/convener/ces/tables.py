@@ -113,12 +113,20 @@ evaluation_runs = Table(
     Column("state", String(16), nullable=False),
     Column("cancel_requested", Boolean, nullable=False),
     Column("operation", String(512), nullable=False),
+    # The run's progress, counted as its results settle (incremented, so each settles in constant time).
+    Column("pending_count", Integer, nullable=False),
+    Column("completed_count", Integer, nullable=False),
+    Column("passed_count", Integer, nullable=False),
+    Column("failed_count", Integer, nullable=False),
+    Column("error_count", Integer, nullable=False),
+    Column("cancelled_count", Integer, nullable=False),
     Column("body", Json, nullable=False),
     Index("ix_ces_eval_runs_id", "app_pk", "run_id", unique=True),
     # Runs still to finish, found again after a restart.
     Index("ix_ces_eval_runs_state", "state"),
 )
-"""An EvaluationRun; its progress and summaries are recomputed from its results whenever one finishes."""
+"""An EvaluationRun. ``body`` holds what is fixed when it starts; state and counts are the columns, and the
+per-evaluation summaries are written into ``body`` when the run finishes."""
 
 evaluation_results = Table(
     "ces_evaluation_results",

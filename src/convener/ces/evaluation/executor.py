@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -61,7 +61,10 @@ logger = logging.getLogger(__name__)
 RUN_METADATA = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
 RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationResponse"
 MAX_ATTEMPTS = 2
-PENDING = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
+PROGRESS_STEPS = 100
+
+Settled = tuple[ExecutionState, str]
+"""A result that reached a final state, and its evaluationStatus ("" unless COMPLETED)."""
 
 
 def operation_metadata(run: EvaluationRun, cancel_requested: bool, end: Timestamp | None = None) -> dict[str, Any]:
@@ -116,18 +119,19 @@ class RunExecutor:
                 select(evaluation_runs).where(evaluation_runs.c.state == EvaluationRunState.RUNNING.value)
             ).all()
             for run in runs:
-                name = str(AppName.parse(self._app_name(connection, run.app_pk))) + f"/evaluationRuns/{run.run_id}"
+                name = self._run_name(connection, run)
+                settled: list[Settled] = []
                 for row in connection.execute(select(evaluation_results).where(
                         evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
                         evaluation_results.c.execution_state == ExecutionState.RUNNING.value)).all():
                     if row.attempts >= MAX_ATTEMPTS:
-                        self._store(connection, row, ExecutionState.ERROR, error=EvaluationErrorInfo(
+                        settled.append(self._store(connection, row, ExecutionState.ERROR, error=EvaluationErrorInfo(
                             error_type=ErrorType.RUNTIME_FAILURE,
                             error_message=f"interrupted {row.attempts} times by a stop of the server; not retried",
-                        ))
+                        )))
                     else:
                         self._store(connection, row, ExecutionState.QUEUED)
-                self._settle(connection, run.app_pk, run.run_id)
+                self._settle(connection, run.app_pk, run.run_id, settled)
                 queued.extend(connection.execute(select(evaluation_results.c.id).where(
                     evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
                     evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
@@ -146,11 +150,11 @@ class RunExecutor:
             connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(
                 cancel_requested=True))
             name = self._run_name(connection, run)
-            for row in connection.execute(select(evaluation_results).where(
+            settled = [self._store(connection, row, ExecutionState.CANCELLED) for row in connection.execute(
+                select(evaluation_results).where(
                     evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
-                    evaluation_results.c.execution_state == ExecutionState.QUEUED.value)).all():
-                self._store(connection, row, ExecutionState.CANCELLED)
-            self._settle(connection, run.app_pk, run.run_id)
+                    evaluation_results.c.execution_state == ExecutionState.QUEUED.value)).all()]
+            self._settle(connection, run.app_pk, run.run_id, settled)
         self.operations.notify()
 
     # -- one result ------------------------------------------------------------------------------------
@@ -181,8 +185,8 @@ class RunExecutor:
             current = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
             if current is None or current.execution_state != ExecutionState.RUNNING.value:
                 return  # deleted meanwhile, or recovered by another process
-            self._store(connection, current, state, outcome=body, error=error)
-            self._settle(connection, current.app_pk, _run_id(current.evaluation_run))
+            settled = self._store(connection, current, state, outcome=body, error=error)
+            self._settle(connection, current.app_pk, _run_id(current.evaluation_run), [settled])
         self.operations.notify()
 
     def _claim(self, result_pk: int) -> tuple[AnyRow, Caller] | None:
@@ -196,8 +200,8 @@ class RunExecutor:
             if run is None:
                 return None
             if run.cancel_requested:
-                self._store(connection, row, ExecutionState.CANCELLED)
-                self._settle(connection, row.app_pk, run.run_id)
+                settled = self._store(connection, row, ExecutionState.CANCELLED)
+                self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
             claimed = connection.execute(update(evaluation_results).where(
                 evaluation_results.c.id == row.id, evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
@@ -244,13 +248,15 @@ class RunExecutor:
 
     @staticmethod
     def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
-               error: EvaluationErrorInfo | None = None) -> None:
+               error: EvaluationErrorInfo | None = None) -> Settled:
         body = {**row.body, **(outcome or {}), "executionState": state.value}
         if error is not None:
             body["errorInfo"] = error.to_json()
             body["error"] = Status(code=13, message=error.error_message).to_json()
+        status = str(body.get("evaluationStatus", ""))
         connection.execute(update(evaluation_results).where(evaluation_results.c.id == row.id).values(
-            execution_state=state.value, evaluation_status=body.get("evaluationStatus", ""), body=body))
+            execution_state=state.value, evaluation_status=status, body=body))
+        return state, status
 
     @staticmethod
     def _app_name(connection: Connection, app_pk: int) -> str:
@@ -259,70 +265,91 @@ class RunExecutor:
     def _run_name(self, connection: Connection, run: AnyRow) -> str:
         return f"{self._app_name(connection, run.app_pk)}/evaluationRuns/{run.run_id}"
 
-    def _settle(self, connection: Connection, app_pk: int, run_id: str) -> None:
-        """Recount a run's results into its progress and summaries; finish it when none is left to run."""
+    def _settle(self, connection: Connection, app_pk: int, run_id: str, settled: Sequence[Settled]) -> None:
+        """Count results that reached a final state into their run; finish the run when none is left.
+
+        Counting by increments keeps a result's settling constant-time however large the run. The operation's
+        metadata is rewritten at most about ``PROGRESS_STEPS`` times a run (its progress is read live from the
+        run's counts by get_evaluation_run), and the per-evaluation summaries once, when the run finishes.
+        """
+        if not settled:
+            return
+        deltas = {"pending_count": -len(settled)}
+        for result_state, status in settled:
+            column = {ExecutionState.ERROR: "error_count", ExecutionState.CANCELLED: "cancelled_count"}.get(result_state)
+            if result_state == ExecutionState.COMPLETED:
+                deltas["completed_count"] = deltas.get("completed_count", 0) + 1
+                column = "passed_count" if status == Outcome.PASS.value else "failed_count"
+            if column is not None:
+                deltas[column] = deltas.get(column, 0) + 1
+        connection.execute(update(evaluation_runs).where(
+            evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id,
+        ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + delta
+                  for key, delta in deltas.items()}))
         run = connection.execute(select(evaluation_runs).where(
             evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id).with_for_update()).first()
         if run is None:
             return
-        name = self._run_name(connection, run)
-        counts = connection.execute(
-            select(evaluation_results.c.evaluation_id, evaluation_results.c.execution_state,
-                   evaluation_results.c.evaluation_status, func.count())
-            .where(evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == name)
-            .group_by(evaluation_results.c.evaluation_id, evaluation_results.c.execution_state,
-                      evaluation_results.c.evaluation_status)
-        ).all()
-        app = AppName.parse(self._app_name(connection, app_pk))
-        progress = EvaluationRunProgress(total_count=0, failed_count=0, error_count=0, completed_count=0,
-                                         passed_count=0)
-        summaries: dict[str, EvaluationRunSummary] = {}
-        pending = cancelled = 0
-        for evaluation_id, state, status, count in counts:
-            summary = summaries.setdefault(str(app.child(EvaluationName, evaluation_id)),
-                                           EvaluationRunSummary(passed_count=0, failed_count=0, error_count=0))
-            progress.total_count = (progress.total_count or 0) + count
-            if state in PENDING:
-                pending += count
-            elif state == ExecutionState.CANCELLED.value:
-                cancelled += count
-            elif state == ExecutionState.ERROR.value:
-                progress.error_count = (progress.error_count or 0) + count
-                summary.error_count = (summary.error_count or 0) + count
-            elif state == ExecutionState.COMPLETED.value:
-                progress.completed_count = (progress.completed_count or 0) + count
-                if status == Outcome.PASS.value:
-                    progress.passed_count = (progress.passed_count or 0) + count
-                    summary.passed_count = (summary.passed_count or 0) + count
-                else:
-                    progress.failed_count = (progress.failed_count or 0) + count
-                    summary.failed_count = (summary.failed_count or 0) + count
-        model = EvaluationRun.model_validate(run.body)
-        state = EvaluationRunState.RUNNING
-        if pending == 0:
-            if run.cancel_requested and cancelled:
-                state = EvaluationRunState.CANCELLED
-            elif progress.error_count and not progress.completed_count:
-                state = EvaluationRunState.ERROR
-            else:
-                state = EvaluationRunState.COMPLETED
-        model = model.model_copy(update={"progress": progress, "evaluation_run_summaries": summaries or None,
-                                         "state": state})
+        model = run_model(run)
+        progress = model.progress or EvaluationRunProgress()
+        total = progress.total_count or 0
+        finished_count = total - run.pending_count
+        step = max(1, total // PROGRESS_STEPS)
+        finished = run.pending_count <= 0
+        if not finished:
+            if finished_count // step != (finished_count - len(settled)) // step:
+                self.operations.record(connection, run.operation,
+                                       metadata=operation_metadata(model, run.cancel_requested))
+            return
+        if run.cancel_requested and run.cancelled_count:
+            state = EvaluationRunState.CANCELLED
+        elif run.error_count and not run.completed_count:
+            state = EvaluationRunState.ERROR
+        else:
+            state = EvaluationRunState.COMPLETED
+        model = model.model_copy(update={"state": state, "evaluation_run_summaries": self.summaries(
+            connection, app_pk, model.name or "") or None})
         connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(
             state=state.value, body=model.to_json()))
-        finished = state != EvaluationRunState.RUNNING
-        changes: dict[str, Any] = {"metadata": operation_metadata(model, run.cancel_requested,
-                                                                  Timestamp.now() if finished else None)}
-        if finished:
-            changes["done"] = True
-            if state == EvaluationRunState.CANCELLED:
-                changes["error"] = Status(code=1, message=f"evaluation run {name} was cancelled")
-            elif state == EvaluationRunState.ERROR:
-                changes["error"] = Status(code=13, message="every evaluation result failed to execute; "
-                                                           "see their errorInfo")
-            else:
-                changes["response"] = {"@type": RUN_RESPONSE, "evaluationRun": name}
+        name = model.name or ""
+        changes: dict[str, Any] = {"metadata": operation_metadata(model, run.cancel_requested, Timestamp.now()),
+                                   "done": True}
+        if state == EvaluationRunState.CANCELLED:
+            changes["error"] = Status(code=1, message=f"evaluation run {name} was cancelled")
+        elif state == EvaluationRunState.ERROR:
+            changes["error"] = Status(code=13, message="every evaluation result failed to execute; see their errorInfo")
+        else:
+            changes["response"] = {"@type": RUN_RESPONSE, "evaluationRun": name}
         self.operations.record(connection, run.operation, **changes)
+
+    def summaries(self, connection: Connection, app_pk: int, run_name: str) -> dict[str, EvaluationRunSummary]:
+        app = AppName.parse(self._app_name(connection, app_pk))
+        summaries: dict[str, EvaluationRunSummary] = {}
+        for evaluation_id, state, status, count in connection.execute(
+            select(evaluation_results.c.evaluation_id, evaluation_results.c.execution_state,
+                   evaluation_results.c.evaluation_status, func.count())
+            .where(evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == run_name)
+            .group_by(evaluation_results.c.evaluation_id, evaluation_results.c.execution_state,
+                      evaluation_results.c.evaluation_status)
+        ).all():
+            summary = summaries.setdefault(str(app.child(EvaluationName, evaluation_id)),
+                                           EvaluationRunSummary(passed_count=0, failed_count=0, error_count=0))
+            if state == ExecutionState.ERROR.value:
+                summary.error_count = (summary.error_count or 0) + count
+            elif state == ExecutionState.COMPLETED.value and status == Outcome.PASS.value:
+                summary.passed_count = (summary.passed_count or 0) + count
+            elif state == ExecutionState.COMPLETED.value:
+                summary.failed_count = (summary.failed_count or 0) + count
+        return summaries
+
+
+def run_model(row: AnyRow) -> EvaluationRun:
+    """An EvaluationRun as it stands: its stored body with the state and counts of its row."""
+    model = EvaluationRun.model_validate(row.body)
+    total = (model.progress.total_count if model.progress else None) or 0
+    progress = EvaluationRunProgress(total_count=total, failed_count=row.failed_count, error_count=row.error_count,
+                                     completed_count=row.completed_count, passed_count=row.passed_count)
+    return model.model_copy(update={"progress": progress, "state": EvaluationRunState(row.state)})
 
 
 def _run_id(run_name: str) -> str:

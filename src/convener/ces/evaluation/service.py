@@ -36,7 +36,7 @@ from convener.ces.evaluation.definitions import (
     check_persona,
     missing_references,
 )
-from convener.ces.evaluation.executor import RunExecutor, operation_metadata
+from convener.ces.evaluation.executor import RunExecutor, operation_metadata, run_model
 from convener.ces.evaluation.generation import golden_from_conversation
 from convener.ces.evaluation.models import (
     Evaluation,
@@ -427,7 +427,8 @@ class EvaluationService:
             connection.execute(insert(evaluation_runs).values(
                 app_pk=app_pk, run_id=run_id, create_time_us=now.to_micros(), initiated_by=caller.principal,
                 app_version_display_name=version_display or "", state=EvaluationRunState.RUNNING.value,
-                cancel_requested=False, operation=operation.name, body=run.to_json(),
+                cancel_requested=False, operation=operation.name, pending_count=len(rows), completed_count=0,
+                passed_count=0, failed_count=0, error_count=0, cancelled_count=0, body=run.to_json(),
             ))
             if rows:
                 connection.execute(insert(evaluation_results), rows)
@@ -492,7 +493,12 @@ class EvaluationService:
     def get_run(self, name_text: str, caller: Caller) -> EvaluationRun:
         name = EvaluationRunName.parse(name_text)
         with self.database.reading() as connection:
-            return EvaluationRun.model_validate(self._run_row(connection, name).body)
+            row = self._run_row(connection, name)
+            run = run_model(row)
+            if run.state == EvaluationRunState.RUNNING:  # summaries are stored when it finishes
+                run = run.model_copy(update={"evaluation_run_summaries": self.executor.summaries(
+                    connection, row.app_pk, str(name)) or None})
+            return run
 
     def _run_row(self, connection: Connection, name: EvaluationRunName) -> AnyRow:
         app_pk = self.apps.app_pk(connection, name.app_name)
@@ -520,7 +526,7 @@ class EvaluationService:
         page, more = split_page(rows, size)
         token = self.tokens.issue(query=query, caller=caller.principal,
                                   position=[page[-1].create_time_us, page[-1].run_id]) if more else None
-        return [EvaluationRun.model_validate(row.body) for row in page], token
+        return [run_model(row) for row in page], token
 
     def delete_run(self, name_text: str, caller: Caller) -> None:
         name = EvaluationRunName.parse(name_text)

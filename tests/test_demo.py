@@ -25,7 +25,15 @@ from convener.config import Settings
 from convener.demo import APP, load_demo, tools
 from convener.demo.loader import app_yaml, expected_export, scripts
 from convener.services import Services
-from tests.e2e.conftest import call_json, conversation, error_text, listed, timestamp_nanos
+from tests.e2e.conftest import (
+    EVALUATION_VALIDATOR,
+    assert_matches,
+    call_json,
+    conversation,
+    error_text,
+    listed,
+    timestamp_nanos,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -460,6 +468,7 @@ async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(serv
         "track-in-two-turns": "PASS",
     }
     for evaluation in listed["evaluations"]:
+        assert_matches(EVALUATION_VALIDATOR, evaluation)
         result = evaluation["lastCompletedResult"]
         failed = [outcome["expectation"].get("note") for turn in result["goldenResult"]["turnReplayResults"]
                   for outcome in turn["expectationOutcome"] if outcome["outcome"] == "FAIL"]

@@ -58,12 +58,17 @@ def _load(name: str) -> dict[str, Any]:
 
 _CONVERSATION_SCHEMA = _load("conversation.schema.json")
 _LIST_SCHEMA = _load("list_conversations_response.schema.json")
+_EVALUATION_SCHEMA = _load("evaluation.schema.json")
 _REGISTRY: Registry = Registry().with_resources(
-    (schema["$id"], Resource.from_contents(schema)) for schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA)
+    (schema["$id"], Resource.from_contents(schema))
+    for schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA, _EVALUATION_SCHEMA)
 )
 CONVERSATION_VALIDATOR = jsonschema.Draft202012Validator(_CONVERSATION_SCHEMA, registry=_REGISTRY)
 LIST_VALIDATOR = jsonschema.Draft202012Validator(_LIST_SCHEMA, registry=_REGISTRY)
-for _schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA):
+EVALUATION_VALIDATOR = jsonschema.Draft202012Validator(_EVALUATION_SCHEMA, registry=_REGISTRY)
+EVALUATION_RESULT_VALIDATOR = jsonschema.Draft202012Validator(
+    {"$ref": f"{_EVALUATION_SCHEMA['$id']}#/$defs/EvaluationResult"}, registry=_REGISTRY)
+for _schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA, _EVALUATION_SCHEMA):
     jsonschema.Draft202012Validator.check_schema(_schema)
 
 

@@ -26,7 +26,13 @@ from tests.ces.session_helpers import (
     set_root,
     tool_name,
 )
-from tests.e2e.conftest import call_json, error_text
+from tests.e2e.conftest import (
+    EVALUATION_RESULT_VALIDATOR,
+    EVALUATION_VALIDATOR,
+    assert_matches,
+    call_json,
+    error_text,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +84,10 @@ async def evaluate(client: Client, evaluation_id: str, turns: list[list[dict[str
     results = await call_json(client, "list_evaluation_results", {"parent": f"{APP}/evaluations/{evaluation_id}"})
     assert len(results["evaluationResults"]) == 1
     result: dict[str, Any] = results["evaluationResults"][0]
+    assert_matches(EVALUATION_RESULT_VALIDATOR, result)
+    evaluation = await call_json(client, "get_evaluation", {"name": f"{APP}/evaluations/{evaluation_id}",
+                                                            "lastTenResults": True})
+    assert_matches(EVALUATION_VALIDATOR, evaluation)
     return result
 
 

@@ -62,6 +62,8 @@ RUN_METADATA = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperati
 RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationResponse"
 MAX_ATTEMPTS = 2
 PROGRESS_STEPS = 100
+RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body")
+"""A run's row without its body, which lists every result and evaluation: large, and rarely needed."""
 
 Settled = tuple[ExecutionState, str]
 """A result that reached a final state, and its evaluationStatus ("" unless COMPLETED)."""
@@ -194,7 +196,7 @@ class RunExecutor:
             row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
             if row is None or row.execution_state != ExecutionState.QUEUED.value:
                 return None
-            run = connection.execute(select(evaluation_runs).where(
+            run = connection.execute(select(*RUN_STATE).where(
                 evaluation_runs.c.app_pk == row.app_pk, evaluation_runs.c.run_id == _run_id(row.evaluation_run),
             ).with_for_update()).first()
             if run is None:
@@ -286,20 +288,19 @@ class RunExecutor:
             evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id,
         ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + delta
                   for key, delta in deltas.items()}))
-        run = connection.execute(select(evaluation_runs).where(
+        run = connection.execute(select(*RUN_STATE).where(
             evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id).with_for_update()).first()
         if run is None:
             return
-        model = run_model(run)
-        progress = model.progress or EvaluationRunProgress()
-        total = progress.total_count or 0
-        finished_count = total - run.pending_count
-        step = max(1, total // PROGRESS_STEPS)
+        finished_count = run.completed_count + run.error_count + run.cancelled_count
+        step = max(1, (finished_count + run.pending_count) // PROGRESS_STEPS)
         finished = run.pending_count <= 0
+        if not finished and finished_count // step == (finished_count - len(settled)) // step:
+            return
+        run = connection.execute(select(evaluation_runs).where(evaluation_runs.c.id == run.id)).one()
+        model = run_model(run)
         if not finished:
-            if finished_count // step != (finished_count - len(settled)) // step:
-                self.operations.record(connection, run.operation,
-                                       metadata=operation_metadata(model, run.cancel_requested))
+            self.operations.record(connection, run.operation, metadata=operation_metadata(model, run.cancel_requested))
             return
         if run.cancel_requested and run.cancelled_count:
             state = EvaluationRunState.CANCELLED

@@ -439,6 +439,9 @@ async def test_hostile_runs_are_refused_and_start_nothing(client: Client) -> Non
         ({"app": APP, "evaluations": [ok], "config": {"evaluationChannel": "AUDIO"}}, "INVALID_ARGUMENT"),
         ({"app": APP, "evaluations": [ok], "goldenRunMethod": "SIDEWAYS"}, "INVALID_ARGUMENT"),
         ({"app": f"{APP}-gone", "evaluations": [ok]}, "NOT_FOUND"),
+        ({"app": APP, "evaluations": [ok], "personaRunConfigs": [{"persona": f"{APP}/evaluationPersonas/nobody"}]},
+         "NOT_FOUND"),
+        ({"app": APP, "evaluations": [ok], "personaRunConfigs": [{"taskCount": -2}]}, "INVALID_ARGUMENT"),
     ]
     for arguments, code in cases:
         error_text(await client.call_tool("run_evaluation", arguments), code)

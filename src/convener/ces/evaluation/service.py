@@ -378,6 +378,15 @@ class EvaluationService:
             if len(evaluations) * run_count > MAX_RUN_RESULTS:
                 raise InvalidArgument(f"a run may have at most {MAX_RUN_RESULTS} results")
             criteria = self._criteria(connection, app, parts, evaluations)
+            for index, persona in enumerate(request.persona_run_configs or ()):
+                where = f"personaRunConfigs[{index}]"
+                if persona.task_count is not None and persona.task_count < 0:
+                    raise InvalidArgument(f"{where}.taskCount must not be negative")
+                if persona.persona:
+                    persona_name = EvaluationPersonaName.parse(persona.persona, f"{where}.persona")
+                    if persona_name.app_name != app or not parts.exists(EvaluationPersonaName.collection,
+                                                                        persona_name.id):
+                        raise NotFound(f"{where}.persona: evaluation persona {persona.persona} does not exist")
             result_names: list[str] = []
             rows: list[dict[str, Any]] = []
             for repetition in range(run_count):

@@ -73,6 +73,9 @@ def test_the_command_tree_is_the_expected_one() -> None:
         ("apps", "export"),
         ("apps", "import"),
         ("chat",),
+        ("eval",),
+        ("eval", "run"),
+        ("eval", "import-adk"),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,23 +13,57 @@ import anyio
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
 
-from convener.api.errors import ApiError
+from convener.api.errors import ApiError, NotFound
 from convener.auth.caller import LOCAL_USER
 from convener.auth.keys import ApiKeys
+from convener.ces.evaluation.junit import ResultSummary, junit_xml, summarise, write_junit
+from convener.ces.evaluation.models import (
+    EvaluationConfig,
+    EvaluationResult,
+    EvaluationRun,
+    EvaluationToolCallBehaviour,
+    GoldenRunMethod,
+)
+from convener.ces.evaluation.requests import (
+    ListEvaluationResultsRequest,
+    ListEvaluationsRequest,
+    RunEvaluationRequest,
+)
+from convener.ces.evaluation.service import EvaluationService
 from convener.ces.importing import import_conversations
-from convener.ces.names import AppName
+from convener.ces.names import (
+    AppName,
+    AppVersionName,
+    EvaluationDatasetName,
+    EvaluationName,
+    EvaluationResultName,
+)
 from convener.config import Settings
+from convener.longrunning.models import Operation
 from convener.services import Services
 
 app = typer.Typer(help="Convener: Google's agent-platform MCP tools on your own machine.", no_args_is_help=True)
 import_app = typer.Typer(help="Import data in the formats users have.", no_args_is_help=True)
 auth_app = typer.Typer(help="API keys for HTTP callers.", no_args_is_help=True)
 apps_app = typer.Typer(help="Apps as YAML files: export and import.", no_args_is_help=True)
+eval_app = typer.Typer(help="Golden evaluations: run them (for CI too) and import ADK eval sets.",
+                       no_args_is_help=True)
 app.add_typer(import_app, name="import")
 app.add_typer(auth_app, name="auth")
 app.add_typer(apps_app, name="apps")
+app.add_typer(eval_app, name="eval")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -58,13 +93,13 @@ def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any)
 
 
 @contextmanager
-def _services(settings: Settings) -> Iterator[Services]:
-    """Open the store; render any ApiError as ``CODE: message`` and exit non-zero."""
+def _services(settings: Settings, api_error_exit: int = 1) -> Iterator[Services]:
+    """Open the store; render any ApiError as ``CODE: message`` and exit with ``api_error_exit``."""
     services = Services.open(settings)
     try:
         yield services
     except ApiError as error:
-        raise _fail(error.code.name, error.message) from None
+        raise _fail(error.code.name, error.message, api_error_exit) from None
     finally:
         services.close()
 
@@ -232,6 +267,229 @@ def revoke_key(
     with _services(_settings(data_dir, database_url)) as opened:
         ApiKeys(opened.database).revoke(key_id)
         out.print(f"revoked {key_id}", markup=False)
+
+# -- evaluations -------------------------------------------------------------------------------------
+
+USAGE_ERROR = 2
+INTERRUPTED = 130
+
+
+class RunMethod(StrEnum):
+    STABLE = "STABLE"
+    NAIVE = "NAIVE"
+
+
+def _child(app_name: AppName, kind: type[AppVersionName | EvaluationName | EvaluationDatasetName], value: str) -> str:
+    """A part of the app given by ID (``status``) or by full name (left to the service to check)."""
+    return value if "/" in value else str(app_name.child(kind, value))
+
+
+def _golden_evaluations(service: EvaluationService, app_name: AppName) -> list[str]:
+    """Every golden evaluation of the app, by name; the others are named on stderr as skipped."""
+    golden: list[str] = []
+    skipped: list[str] = []
+    token: str | None = None
+    while True:
+        page, token = service.list_evaluations(ListEvaluationsRequest(
+            parent=str(app_name), page_size=500, page_token=token, order_by="name"), LOCAL_USER)
+        for evaluation in page:
+            (golden if evaluation.golden is not None else skipped).append(evaluation.name or "")
+        if not token:
+            break
+    if skipped:
+        err.print(f"skipped {len(skipped)} scenario evaluation{'s' if len(skipped) != 1 else ''} (only golden "
+                  f"evaluations are run): {', '.join(name.rsplit('/', 1)[-1] for name in skipped)}",
+                  markup=False, highlight=False)
+    if not golden:
+        raise _fail("FAILED_PRECONDITION", f"the app {app_name} has no golden evaluations", USAGE_ERROR)
+    return golden
+
+
+def _wait_for_run(services: Services, operation: Operation) -> Operation:
+    """Wait for the run's operation to finish, showing its progress (finished of total) on stderr."""
+    with Progress(
+        TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(), console=err, transient=True,
+    ) as progress:
+        task = progress.add_task("evaluating", total=None, tally="")
+
+        def show(current: Operation) -> None:
+            counts = (current.metadata or {}).get("progress") or {}
+            passed, failed, errors = (int(counts.get(key) or 0) for key in ("passedCount", "failedCount", "errorCount"))
+            progress.update(task, total=int(counts.get("totalCount") or 0) or None,
+                            completed=int(counts.get("completedCount") or 0) + errors,
+                            tally=f"{passed} passed, {failed} failed, {errors} errors")
+
+        while not operation.done:
+            operation = services.runtime.operations.wait(operation.name or "", "600s", LOCAL_USER, progress=show)
+    return operation
+
+
+def _run_summaries(service: EvaluationService, app_name: AppName, run: EvaluationRun) -> list[ResultSummary]:
+    """The run's results in the run's order (repetition by repetition), summarised."""
+    results: list[EvaluationResult] = []
+    token: str | None = None
+    while True:
+        page, token = service.list_results(ListEvaluationResultsRequest(
+            parent=f"{app_name}/evaluations/-", filter=f'evaluation_run = "{run.name}"', page_size=500,
+            page_token=token), LOCAL_USER)
+        results.extend(page)
+        if not token:
+            break
+    order = {name: index for index, name in enumerate(run.evaluation_results or [])}
+    results.sort(key=lambda result: order.get(result.name or "", len(order)))
+    display_names: dict[str, str] = {}
+    repetitions: dict[str, int] = {}
+    repeated = (run.run_count or 1) > 1
+    summaries = []
+    for result in results:
+        parsed = EvaluationResultName.parse(result.name or "")
+        evaluation = str(parsed.app_name.child(EvaluationName, parsed.evaluation))
+        if evaluation not in display_names:
+            try:
+                display_names[evaluation] = service.evaluations.get(evaluation, LOCAL_USER).display_name or ""
+            except NotFound:  # deleted since the run started
+                display_names[evaluation] = ""
+            display_names[evaluation] = display_names[evaluation] or evaluation.rsplit("/", 1)[-1]
+        repetitions[evaluation] = repetitions.get(evaluation, 0) + 1
+        label = f" #{repetitions[evaluation]}" if repeated else ""
+        summaries.append(summarise(result, display_names[evaluation] + label))
+    return summaries
+
+
+_STATUS_STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "magenta", "CANCELLED": "yellow"}
+
+
+def _show_summaries(summaries: list[ResultSummary]) -> None:
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("Evaluation", overflow="fold")
+    table.add_column("Status")
+    table.add_column("Turns", justify="right")
+    table.add_column("First failure", overflow="fold")
+    table.add_column("Latency", justify="right")
+    for summary in summaries:
+        mean = summary.mean_latency
+        table.add_row(
+            Text(summary.display_name), Text(summary.status, style=_STATUS_STYLES.get(summary.status, "")),
+            Text(f"{summary.turns_passed}/{summary.turns_total}" if summary.turns_total else "-"),
+            Text(summary.reason), Text(f"{mean:.3f}s" if mean is not None else "-"),
+        )
+    out.print(table)
+
+
+@eval_app.command("run")
+def eval_run(
+    app_name: Annotated[str, typer.Option("--app", help="projects/{project}/locations/{location}/apps/{app}")],
+    evaluation: Annotated[list[str] | None, typer.Option(
+        "--evaluation", help="An evaluation to run, by ID or full name (repeatable); every golden evaluation of "
+                             "the app when neither this nor --dataset is given.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", help="Run the evaluations of this evaluation dataset (ID or full name).")] = None,
+    app_version: Annotated[str | None, typer.Option(
+        "--app-version", help="The app version to evaluate (ID or full name); the draft when unset.")] = None,
+    run_count: Annotated[int, typer.Option(
+        "--run-count", min=1, max=100, help="How many times to run each evaluation.")] = 1,
+    method: Annotated[RunMethod, typer.Option(
+        "--method", case_sensitive=False,
+        help="STABLE replays each turn in a fresh session from the golden's history; NAIVE replays the "
+             "conversation in one session.")] = RunMethod.STABLE,
+    fake_tools: Annotated[bool, typer.Option(
+        "--fake-tools", help="Run no tool: answer tool calls from the goldens' mock and expected responses.")] = False,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Also write the results to this file as JUnit XML.")] = None,
+    fail_under: Annotated[float, typer.Option(
+        "--fail-under", min=0.0, max=1.0,
+        help="Exit 1 when the pass rate (passed / results) is below this; 1.0: every result must pass.")] = 1.0,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Run golden evaluations against an app, show the results, and exit 0 when enough of them passed.
+
+    Exit codes: 0 pass rate reached, 1 not reached, 2 bad usage or an API error, 130 interrupted
+    (the run is cancelled).
+    """
+    if evaluation and dataset:
+        raise _fail("INVALID_ARGUMENT", "give --evaluation or --dataset, not both", USAGE_ERROR)
+    if junit is not None and not junit.parent.is_dir():
+        raise _fail("INVALID_ARGUMENT", f"--junit: no such directory {junit.parent}", USAGE_ERROR)
+    settings = _settings(data_dir, database_url)
+    with _services(settings, USAGE_ERROR) as opened:
+        service = opened.runtime.evaluations
+        target = AppName.parse(app_name, "--app")
+        request = RunEvaluationRequest(
+            app=str(target),
+            app_version=_child(target, AppVersionName, app_version) if app_version else None,
+            run_count=run_count, golden_run_method=GoldenRunMethod(method.value),
+            config=EvaluationConfig(tool_call_behaviour=EvaluationToolCallBehaviour.FAKE) if fake_tools else None,
+        )
+        if dataset:
+            request.evaluation_dataset = _child(target, EvaluationDatasetName, dataset)
+        elif evaluation:
+            request.evaluations = [_child(target, EvaluationName, value) for value in evaluation]
+        else:
+            request.evaluations = _golden_evaluations(service, target)
+        operation = service.run(request, LOCAL_USER)
+        run_name = str((operation.metadata or {}).get("evaluationRun") or "")
+        err.print(f"evaluation run {run_name}", markup=False, highlight=False)
+        try:
+            operation = _wait_for_run(opened, operation)
+            run = service.get_run(run_name, LOCAL_USER)
+            summaries = _run_summaries(service, target, run)
+        except KeyboardInterrupt:
+            opened.runtime.operations.cancel(operation.name or "", LOCAL_USER)
+            err.print(f"interrupted: cancelled {run_name} (results already running finish first)",
+                      markup=False, highlight=False)
+            raise typer.Exit(INTERRUPTED) from None
+        _show_summaries(summaries)
+        if junit is not None:
+            properties = {"evaluationRun": run_name, "displayName": run.display_name or "",
+                          "state": run.state.value if run.state else "", "runCount": str(run.run_count or 1),
+                          "goldenRunMethod": request.golden_run_method.value if request.golden_run_method else "",
+                          "toolCallBehaviour": "FAKE" if fake_tools else "REAL"}
+            if run.app_version:
+                properties["appVersion"] = run.app_version
+            tree = junit_xml(run_name, str(target), summaries, properties,
+                             timestamp=str(run.create_time) if run.create_time else None)
+            try:
+                write_junit(junit, tree)
+            except OSError as error:
+                raise _fail("INVALID_ARGUMENT", f"--junit: cannot write {junit}: {error.strerror}", USAGE_ERROR) from None
+        passed = sum(1 for summary in summaries if summary.status == "PASS")
+        failed = sum(1 for summary in summaries if summary.status == "FAIL")
+        errors = sum(1 for summary in summaries if summary.status == "ERROR")
+        cancelled = len(summaries) - passed - failed - errors
+        rate = passed / len(summaries) if summaries else 0.0
+        out.print(
+            f"{len(summaries)} result{'s' if len(summaries) != 1 else ''}: {passed} passed, {failed} failed, "
+            f"{errors} error{'s' if errors != 1 else ''}" + (f", {cancelled} cancelled" if cancelled else "")
+            + f"; pass rate {rate:.1%} (required {fail_under:.1%})", markup=False, highlight=False)
+        if junit is not None:
+            err.print(f"JUnit XML written to {junit}", markup=False, highlight=False)
+        if rate < fail_under:
+            raise typer.Exit(1)
+
+
+@eval_app.command("import-adk")
+def eval_import_adk(
+    file: Annotated[Path, typer.Argument(help="A Google ADK *.evalset.json or *.test.json file ('-' for stdin).")],
+    app_name: Annotated[str, typer.Option("--app", help="projects/{project}/locations/{location}/apps/{app}")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Create golden evaluations from an ADK eval file, all or none; prints the names of those created."""
+    stdin = str(file) == "-"
+    if not stdin and not file.is_file():
+        raise _fail("NOT_FOUND", f"no such file {file}", USAGE_ERROR)
+    raw = sys.stdin.buffer.read() if stdin else file.read_bytes()
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _fail("INVALID_ARGUMENT", f"{file} is not UTF-8 text (byte {error.start})", USAGE_ERROR) from None
+    with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
+        created = opened.runtime.evaluations.import_adk(app_name, content, None if stdin else file.name, LOCAL_USER)
+        for evaluation in created:
+            out.print(evaluation.name, markup=False, highlight=False)
+        err.print(f"{len(created)} evaluation{'s' if len(created) != 1 else ''} imported", markup=False)
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from convener.ces.sessions import SessionService
 from convener.ces.versions import VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
-from convener.llm.judges import judge_from
+from convener.llm.judges import JudgeOf
 from convener.longrunning.service import OperationService
 from convener.store.database import Database
 
@@ -68,6 +68,6 @@ class Runtime:
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
         operations = OperationService(database, tokens)
         evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
-                                        lambda: judge_from(provider()), settings.eval_parallelism)
+                                        JudgeOf(provider), settings.eval_parallelism)
         return cls(agents, tools, toolsets, guardrails, versions, sessions,
                    Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)

@@ -19,7 +19,8 @@ Every explanation says which judge gave it. :func:`judge_from` picks one. The tw
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,6 +37,7 @@ __all__ = [
     "ModelJudge",
     "OfflineJudge",
     "Verdict",
+    "JudgeOf",
     "judge_from",
 ]
 
@@ -77,6 +79,22 @@ def judge_from(provider: ModelProvider | None) -> Judge:
     from convener.llm.model_judge import ModelJudge
 
     return ModelJudge(provider)
+
+
+class JudgeOf:
+    """The judge of the configured provider, made once per provider so that its cache serves every run."""
+
+    def __init__(self, provider: Callable[[], ModelProvider | None]) -> None:
+        self.provider = provider
+        self._made: tuple[ModelProvider | None, Judge] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Judge:
+        provider = self.provider()
+        with self._lock:
+            if self._made is None or self._made[0] is not provider:
+                self._made = (provider, judge_from(provider))
+            return self._made[1]
 
 
 def __getattr__(name: str) -> object:

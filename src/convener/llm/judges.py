@@ -34,10 +34,10 @@ __all__ = [
     "HALLUCINATION_LABELS",
     "SIMILARITY_LABELS",
     "Judge",
+    "JudgeOf",
     "ModelJudge",
     "OfflineJudge",
     "Verdict",
-    "JudgeOf",
     "judge_from",
 ]
 

@@ -4,6 +4,10 @@ cancellation and recovery after a crash."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -458,3 +462,61 @@ async def test_hostile_runs_are_refused_and_start_nothing(client: Client) -> Non
         ("list_evaluation_runs", {"parent": APP, "orderBy": "drop table"}, "INVALID_ARGUMENT"),
     ]:
         error_text(await client.call_tool(tool, arguments), code)
+
+
+async def test_a_run_survives_the_kill_of_the_process_running_it(database_url: str, tmp_path: Path) -> None:
+    settings = runtime_settings(database_url, tmp_path)
+    setup = Services.open(settings)
+    try:
+        async with Client(mcp_servers(setup)["/mcp"]) as client:
+            await _checker_app(client)
+            await set_root(client, "sleepy")
+            for index in range(4):
+                await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": f"nap-{index}", "evaluation": {
+                    "displayName": f"nap {index}", "golden": {"turns": [{"steps": [
+                        user("0.5"), {"expectation": {"toolCall": {"tool": tool_name("slow"), "args": {"seconds": 0.5}}}},
+                        said("awake")]}]}}})
+    finally:
+        setup.close()
+    # A real process runs the evaluations, one at a time, and is killed (SIGKILL) in the middle of one.
+    environment = {**os.environ, "CONVENER_PYTHON_MODULES": FIXTURES, "CONVENER_EVAL_PARALLELISM": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "convener", "eval", "run", "--app", APP, "--database-url", database_url,
+         "--data-dir", str(settings.data_dir)],
+        env=environment, cwd=Path(__file__).parents[3], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = Services.open(settings)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with watcher.database.reading() as connection:
+                states = connection.execute(select(evaluation_results.c.execution_state)).scalars().all()
+            if "COMPLETED" in states and "RUNNING" in states:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the run never got under way: {states}")
+        process.kill()
+        process.wait(timeout=10)
+    finally:
+        watcher.close()
+        if process.poll() is None:
+            process.kill()
+
+    restarted = Services.open(settings)
+    try:
+        for future in restarted.runtime.evaluations.executor.recover():
+            future.result(timeout=60)
+        with restarted.database.reading() as connection:
+            rows = connection.execute(select(evaluation_results)).all()
+        assert sorted(row.execution_state for row in rows) == ["COMPLETED"] * 4
+        assert sorted(row.attempts for row in rows)[-1] == 2, "the result the kill interrupted ran again"
+        run_name = rows[0].evaluation_run
+        run = restarted.runtime.evaluations.get_run(run_name, LOCAL_USER)
+        assert run.state == "COMPLETED"
+        assert run.progress is not None and run.progress.to_json() == {
+            "totalCount": 4, "failedCount": 0, "errorCount": 0, "completedCount": 4, "passedCount": 4}
+        operations, _ = restarted.runtime.operations.list("projects/acme/locations/global", None, None, None, LOCAL_USER)
+        assert [op.done for op in operations] == [True]
+        assert (operations[0].response or {})["evaluationRun"] == run_name
+    finally:
+        restarted.close()

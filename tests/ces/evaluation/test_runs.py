@@ -294,7 +294,7 @@ async def test_run_count_repeats_and_the_run_counts_its_results(client: Client) 
     listed = [r["name"] for r in across["evaluationResults"] + rest["evaluationResults"]]
     assert sorted(listed) == sorted(run["evaluationResults"])
     failed = await call_json(client, "list_evaluation_results", {
-        "parent": f"{APP}/evaluations/-", "filter": 'evaluation_status = "FAIL"'})
+        "parent": f"{APP}/evaluations/-", "filter": 'evaluation_status = FAIL'})
     assert {r["name"].split("/results/")[0] for r in failed["evaluationResults"]} == {names[1]}
 
     evaluation = await call_json(client, "get_evaluation", {"name": names[1], "lastTenResults": True})

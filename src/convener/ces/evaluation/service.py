@@ -52,6 +52,7 @@ from convener.ces.evaluation.models import (
     EvaluationType,
     ExecutionState,
     GoldenRunMethod,
+    Outcome,
 )
 from convener.ces.evaluation.requests import (
     DeleteEvaluationRequest,
@@ -97,7 +98,8 @@ _RESULT_FIELDS = {
     "evaluation_run": FilterField(evaluation_results.c.evaluation_run, FieldType.STRING),
     "execution_state": FilterField(evaluation_results.c.execution_state, FieldType.ENUM,
                                    enum_values=tuple(state.value for state in ExecutionState)),
-    "evaluation_status": FilterField(evaluation_results.c.evaluation_status, FieldType.STRING),
+    "evaluation_status": FilterField(evaluation_results.c.evaluation_status, FieldType.ENUM,
+                                     enum_values=tuple(outcome.value for outcome in Outcome)),
     "create_time": FilterField(evaluation_results.c.create_time_us, FieldType.TIMESTAMP),
 }
 _RUN_FIELDS = {

@@ -286,11 +286,15 @@ class PartService(Generic[Part]):
     def delete(self, name_text: str, etag: str | None, caller: Caller) -> None:
         name = self.kind.name_type.parse(name_text)
         with self.database.transaction() as connection:
-            _, row = self._row(connection, name)
-            if etag and etag != row.etag:
-                raise Aborted(f"{self.kind.singular} {name} was changed since etag {etag}; get it again and retry")
-            deleted = connection.execute(
-                delete(definitions).where(definitions.c.id == row.id, definitions.c.etag == row.etag)
-            ).rowcount
-            if deleted == 0:
-                raise Aborted(f"{self.kind.singular} {name} was changed or deleted concurrently; get it again and retry")
+            self.remove(connection, name, etag)
+
+    def remove(self, connection: Connection, name: AppChildName, etag: str | None) -> None:
+        """Delete a part in the caller's transaction (with what else goes with it), checking the etag."""
+        _, row = self._row(connection, name)
+        if etag and etag != row.etag:
+            raise Aborted(f"{self.kind.singular} {name} was changed since etag {etag}; get it again and retry")
+        deleted = connection.execute(
+            delete(definitions).where(definitions.c.id == row.id, definitions.c.etag == row.etag)
+        ).rowcount
+        if deleted == 0:
+            raise Aborted(f"{self.kind.singular} {name} was changed or deleted concurrently; get it again and retry")

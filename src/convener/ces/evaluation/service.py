@@ -204,7 +204,8 @@ class EvaluationService:
                 match self.tokens.position(request.page_token, query=query, caller=caller.principal):
                     case [value, str() as after] if isinstance(value, int | str):
                         if order.column == "name":
-                            statement = statement.where(definitions.c.resource_id > after)
+                            statement = statement.where(definitions.c.resource_id < after if order.descending
+                                                        else definitions.c.resource_id > after)
                         elif order.descending:
                             statement = statement.where(key <= value, (key < value) | (definitions.c.resource_id > after))
                         else:
@@ -238,6 +239,8 @@ class EvaluationService:
             for dataset in datasets:
                 name = EvaluationDatasetName.parse(dataset if "/" in dataset else f"{parent}/evaluationDatasets/{dataset}",
                                                    "evaluationFilter")
+                if name.app_name != parent:
+                    raise InvalidArgument(f"evaluationFilter: {dataset} is not a dataset of the app {parent}")
                 body = connection.scalar(select(definitions.c.body).where(
                     definitions.c.app_pk == app_pk, definitions.c.collection == EvaluationDatasetName.collection,
                     definitions.c.resource_id == name.id))
@@ -287,10 +290,12 @@ class EvaluationService:
         })
 
     def delete_evaluation(self, request: DeleteEvaluationRequest, caller: Caller) -> None:
+        """Delete an evaluation with its results (and, with force, its place in datasets): all or nothing."""
         name = EvaluationName.parse(request.name)
         with self.database.transaction() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
             parts = AppParts(connection, app_pk, name.app_name)
+            self.evaluations.remove(connection, name, request.etag)
             listing = [dataset for dataset, body in parts.bodies(EvaluationDatasetName.collection).items()
                        if str(name) in body.get("evaluations", [])]
             if listing and not request.force:
@@ -308,14 +313,13 @@ class EvaluationService:
             if connection.scalar(select(evaluation_results.c.id).where(
                     evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == name.id).limit(1)):
                 raise FailedPrecondition(f"evaluation {name} is being run; cancel the run or wait for it")
-        self.evaluations.delete(str(name), request.etag, caller)
 
     def generate_evaluation(self, request: GenerateEvaluationRequest, caller: Caller) -> Evaluation:
         """A golden evaluation from a recorded conversation (see ``generation.golden_from_conversation``)."""
         name = ConversationName.parse(request.conversation, "conversation")
         conversation = self.conversations.get(GetConversationRequest(name=str(name)), caller)
         golden = golden_from_conversation(conversation)
-        display_name = request.display_name or f"Generated from conversation {name.conversation}"
+        display_name = request.display_name or f"Generated from conversation {name.conversation} at {Timestamp.now()}"
         evaluation = Evaluation(
             display_name=display_name, golden=golden,
             description=f"Generated from {name}.", tags=["generated"],
@@ -617,7 +621,7 @@ def _keyset(statement: Any, tokens: PageTokens, page_token: str | None, query: d
         match tokens.position(page_token, query=query, caller=caller.principal):
             case [int() as at, str() as after]:
                 if order.column == "name":
-                    statement = statement.where(tie_column > after)
+                    statement = statement.where(tie_column < after if order.descending else tie_column > after)
                 elif order.descending:
                     statement = statement.where(time_column <= at, (time_column < at) | (tie_column > after))
                 else:
@@ -625,7 +629,7 @@ def _keyset(statement: Any, tokens: PageTokens, page_token: str | None, query: d
             case _:
                 raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
     if order.column == "name":
-        return statement.order_by(tie_column)
+        return statement.order_by(tie_column.desc() if order.descending else tie_column)
     return statement.order_by(time_column.desc() if order.descending else time_column.asc(), tie_column)
 
 

@@ -63,7 +63,7 @@ class ToolSpec(Generic[Req, Resp]):
             name=self.name,
             title=self.title,
             description=self.description,
-            input_schema=self.request.json_schema(),
+            input_schema=self.request.input_json_schema(),
             output_schema=self.response.json_schema(),
             annotations=self.annotations.model_copy(update={"title": self.title}),
         )

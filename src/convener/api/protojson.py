@@ -213,9 +213,50 @@ class ProtoModel(BaseModel):
         return copied
 
 
+    @classmethod
+    def input_json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema a caller writes to: without the output-only sub-messages (results, metrics,
+        snapshots) that the service fills in and ignores on input, which would only cost a client's model
+        its context. Such fields are still accepted, so a resource read can be sent back as it is."""
+        copied: dict[str, Any] = json.loads(_input_schema_of(cls))
+        return copied
+
+
 @functools.cache
 def _schema_of(model: type[ProtoModel]) -> str:
     return json.dumps(model.model_json_schema(by_alias=True, mode="validation"))
+
+
+_OUTPUT_ONLY = "Output only."
+_REF = re.compile(r'"#/\$defs/([^"]+)"')
+
+
+def _is_message(prop: dict[str, Any]) -> bool:
+    """A property holding a message or a list of them (not a scalar, an enum or a Struct)."""
+    options = [option.get("items", option) for option in prop.get("anyOf", [prop])]
+    return any("$ref" in option for option in options)
+
+
+@functools.cache
+def _input_schema_of(model: type[ProtoModel]) -> str:
+    schema: dict[str, Any] = json.loads(_schema_of(model))
+    definitions: dict[str, Any] = schema.get("$defs", {})
+    for owner in (schema, *definitions.values()):
+        properties = owner.get("properties", {})
+        for key in [k for k, prop in properties.items()
+                    if str(prop.get("description", "")).startswith(_OUTPUT_ONLY) and _is_message(prop)]:
+            del properties[key]
+    # Keep the definitions still reachable from the top.
+    reachable: set[str] = set()
+    pending = set(_REF.findall(json.dumps({k: v for k, v in schema.items() if k != "$defs"})))
+    while pending:
+        name = pending.pop()
+        if name not in reachable and name in definitions:
+            reachable.add(name)
+            pending.update(_REF.findall(json.dumps(definitions[name])))
+    if definitions:
+        schema["$defs"] = {name: body for name, body in definitions.items() if name in reachable}
+    return json.dumps(schema)
 
 
 def _omit_empty_repeated(data: dict[str, Any], model: BaseModel) -> dict[str, Any]:

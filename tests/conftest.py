@@ -6,6 +6,7 @@ PostgreSQL database, against PostgreSQL too: each test gets its own schema there
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -13,10 +14,12 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
 from mcp import Client
+from mcp.client.session import ClientSession
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp
@@ -28,6 +31,27 @@ from convener.services import Services
 from convener.store.database import normalise_url
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
+
+_COMPILED: dict[str, Any] = {}
+_compile_validator = ClientSession._output_schema_validator
+
+
+def _shared_validator(self: ClientSession, name: str, output_schema: dict[str, Any]) -> Any:
+    """The MCP client checks a tool's output schema against the JSON Schema metaschema before compiling it,
+    once per client: over a second for the evaluation tools' schemas. Tests make a client each, so the
+    compiled validator of each distinct schema is shared by the whole run; every result is still
+    validated against its tool's output schema."""
+    known = self._tool_output_validators.get(name)
+    if known is not None:
+        return known
+    key = json.dumps(output_schema, sort_keys=True)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile_validator(self, name, output_schema)
+    self._tool_output_validators[name] = _COMPILED[key]
+    return _COMPILED[key]
+
+
+ClientSession._output_schema_validator = _shared_validator  # type: ignore[method-assign]
 CES_TOOLS = (
     "list_conversations",
     "get_conversation",

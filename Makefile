@@ -15,6 +15,7 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/list_conversations.py
 	$(BIN)/python benchmarks/run_session.py
+	$(BIN)/python benchmarks/evaluations.py
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Convener needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'

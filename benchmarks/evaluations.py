@@ -11,12 +11,14 @@ in the same run and on the same store, is the same turns played as plain ``Sessi
 after the other with no evaluation around them: what the agents themselves cost. For each degree of
 parallelism it reports evaluations per second, the run's cost per evaluation as a ratio of the baseline,
 and how the workers' time divides between the agent (replay, including recording each turn) and scoring
-(metrics and judges). Nothing is asserted about timings.
+(metrics and judges). ``--tool-latency`` makes the order lookup wait, as a tool behind a network does:
+that is where running results in parallel pays. Nothing is asserted about timings.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +31,7 @@ from convener.ces.evaluation.models import Evaluation
 from convener.ces.evaluation.requests import RunEvaluationRequest
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.config import Settings
+from convener.demo import tools as demo_tools
 from convener.demo.loader import APP, install_app
 from convener.services import Services
 
@@ -94,15 +97,28 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=1000)
     parser.add_argument("--parallelism", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--baseline-evaluations", type=int, default=100)
+    parser.add_argument("--tool-latency", type=float, default=0.0,
+                        help="Seconds each lookup_order call waits, as a tool behind a network would.")
     add_arguments(parser)
     args = parser.parse_args()
+    if args.tool_latency:
+        # Tools run by entry point, looked up in their module at each call: slow the demo's lookup down there.
+        real_lookup = demo_tools.lookup_order
+
+        @functools.wraps(real_lookup)  # the same name, module and signature, so it passes as the demo's tool
+        def slow_lookup(order_id: str) -> dict[str, Any]:
+            time.sleep(args.tool_latency)
+            return real_lookup(order_id)
+
+        demo_tools.lookup_order = slow_lookup  # type: ignore[assignment]
     watch = Stopwatch()
     # Instrument the two halves of a result's work where the executor calls them.
     executor_module.GoldenReplay.run = watch.wrap("agent", executor_module.GoldenReplay.run)  # type: ignore[method-assign]
     for name in ("score_turn", "score_criteria", "evaluation_outcome"):
         setattr(executor_module, name, watch.wrap("scoring", getattr(executor_module, name)))
 
-    print(f"{args.evaluations} golden evaluations of 5 turns (STABLE, REAL tools, offline judges)")
+    latency = f", lookup_order taking {args.tool_latency:g} s" if args.tool_latency else ""
+    print(f"{args.evaluations} golden evaluations of 5 turns (STABLE, REAL tools{latency}, offline judges)")
     print("| backend | parallelism | evaluations/s | seconds per evaluation ÷ baseline | agent | scoring |")
     print("|---|---|---|---|---|---|")
     for backend, url in each_backend(args):

@@ -16,7 +16,8 @@ import pytest
 from mcp import Client
 from sqlalchemy import select, update
 
-from convener.auth.caller import LOCAL_USER
+from convener.api.errors import NotFound
+from convener.auth.caller import LOCAL_USER, Caller
 from convener.ces.tables import evaluation_results
 from convener.config import Settings
 from convener.server import mcp_servers
@@ -521,3 +522,20 @@ async def test_a_run_survives_the_kill_of_the_process_running_it(database_url: s
         assert (operations[0].response or {})["evaluationRun"] == run_name
     finally:
         restarted.close()
+
+
+async def test_an_operation_is_seen_and_cancelled_only_by_who_started_it(client: Client, services: Services) -> None:
+    await _checker_app(client)
+    await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": "mine", "evaluation": {
+        "displayName": "mine", "golden": {"turns": [{"steps": [user("check A-1"), called("A-1")]}]}}})
+    operation = await call_json(client, "run_evaluation", {"app": APP, "evaluations": [f"{APP}/evaluations/mine"]})
+    stranger = Caller("users/mallory")
+    operations = services.runtime.operations
+    for attempt in (lambda: operations.get(operation["name"], stranger),
+                    lambda: operations.cancel(operation["name"], stranger),
+                    lambda: operations.wait(operation["name"], "1s", stranger)):
+        with pytest.raises(NotFound):
+            attempt()
+    assert operations.list("projects/acme/locations/global", None, None, None, stranger) == ([], None)
+    done = await call_json(client, "wait_operation", {"name": operation["name"]})
+    assert done["done"] is True and "error" not in done, "the stranger's cancel did nothing"

@@ -33,7 +33,6 @@ from convener.ces.evaluation.models import (
     Evaluation,
     EvaluationErrorInfo,
     EvaluationExpectation,
-    EvaluationResult,
     EvaluationRun,
     EvaluationRunProgress,
     EvaluationRunState,
@@ -365,6 +364,3 @@ def _not_replayed() -> TurnReplayResult:
     return TurnReplayResult(error_info=EvaluationErrorInfo(
         error_type=ErrorType.RUNTIME_FAILURE, error_message="not replayed: the session ended or failed earlier"))
 
-
-def result_model(row: AnyRow) -> EvaluationResult:
-    return EvaluationResult.model_validate(row.body)

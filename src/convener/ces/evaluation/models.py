@@ -442,8 +442,6 @@ class SpanLatency(ProtoModel):
     callback: str | None = Field(None, description="Output only. The name of the user callback span.")
 
 
-OBSERVED = ("observed_tool_call", "observed_tool_response", "observed_agent_response", "observed_agent_transfer",
-            "observed_payload")
 
 
 class GoldenExpectationOutcome(ProtoModel):

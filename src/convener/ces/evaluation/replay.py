@@ -31,7 +31,7 @@ from convener.ces.evaluation.models import (
     GoldenRunMethod,
     GoldenTurn,
 )
-from convener.ces.evaluation.scoring import ObservedTurn, context_of
+from convener.ces.evaluation.scoring import ObservedTurn, context_of, tool_name
 from convener.ces.models import Chunk, Message, Source, ToolCall, ToolResponse, Turn
 from convener.ces.names import AppName, SessionName
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
@@ -39,10 +39,8 @@ from convener.ces.sessions import SessionService
 
 
 def same_tool(call: ToolCall | ToolResponse, other: ToolCall | ToolResponse) -> bool:
-    if call.tool is not None or other.tool is not None:
-        return call.tool == other.tool
-    left, right = call.toolset_tool, other.toolset_tool
-    return left is not None and right is not None and (left.toolset, left.tool_id) == (right.toolset, right.tool_id)
+    """Whether two exchanges name the same tool, by the rule scoring uses (``scoring.tool_name``)."""
+    return tool_name(call) is not None and tool_name(call) == tool_name(other)
 
 
 @dataclass

@@ -96,6 +96,9 @@ CES_TOOLS = (
     "wait_operation",
 )
 """The ces tools, named here once so that a tool added or lost shows in the tests."""
+CHAT_TOOLS = ("list_messages", "search_messages", "search_conversations", "send_message", "list_memberships")
+"""The chat tools, likewise."""
+ALL_TOOLS = CES_TOOLS + CHAT_TOOLS
 
 BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
 

@@ -65,6 +65,7 @@ def test_the_command_tree_is_the_expected_one() -> None:
         ("demo",),
         ("import",),
         ("import", "conversations"),
+        ("import", "chat"),
         ("auth",),
         ("auth", "create-key"),
         ("auth", "list-keys"),

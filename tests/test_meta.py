@@ -14,9 +14,9 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import CES_TOOLS
+from tests.conftest import ALL_TOOLS, CES_TOOLS, CHAT_TOOLS
 
-SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation")
+SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation", "list_messages")
 SOURCES = ["SOURCE_UNSPECIFIED", "LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL"]
 LOCATION = "projects/meta/locations/global"
 APP = f"{LOCATION}/apps/meta-app"
@@ -50,12 +50,12 @@ def _enum_of(schema: dict[str, Any], prop: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_the_ces_tools_are_all_listed(client: Client) -> None:
-    assert set(CES_TOOLS) <= set(await tools_by_name(client))
+async def test_the_tools_of_every_service_are_all_listed(client: Client) -> None:
+    assert set(await tools_by_name(client)) == set(CES_TOOLS) | set(CHAT_TOOLS)
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", CES_TOOLS)
+@pytest.mark.parametrize("name", ALL_TOOLS)
 async def test_every_tool_has_a_title_a_description_and_all_four_hints(client: Client, name: str) -> None:
     tool = (await tools_by_name(client))[name]
 
@@ -68,7 +68,7 @@ async def test_every_tool_has_a_title_a_description_and_all_four_hints(client: C
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", CES_TOOLS)
+@pytest.mark.parametrize("name", ALL_TOOLS)
 async def test_every_input_property_is_described(client: Client, name: str) -> None:
     schema = (await tools_by_name(client))[name].input_schema
 
@@ -78,7 +78,7 @@ async def test_every_input_property_is_described(client: Client, name: str) -> N
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", CES_TOOLS)
+@pytest.mark.parametrize("name", ALL_TOOLS)
 async def test_every_tool_declares_an_object_output_schema(client: Client, name: str) -> None:
     tool = (await tools_by_name(client))[name]
 

@@ -26,8 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from convener.api.errors import ApiError, NotFound
-from convener.auth.caller import LOCAL_USER
-from convener.auth.keys import ApiKeys
+from convener.auth.caller import LOCAL_USER, Caller
+from convener.auth.keys import PRINCIPAL, ApiKeys
 from convener.ces.evaluation.junit import ResultSummary, junit_xml, summarise, write_junit
 from convener.ces.evaluation.models import (
     EvaluationConfig,
@@ -115,6 +115,8 @@ def serve(
         bool | None,
         typer.Option("--allow-anonymous/--require-key", help="Serve loopback HTTP callers without an API key."),
     ] = None,
+    act_as: Annotated[str | None, typer.Option(
+        "--as", help="stdio: the user every call acts as, e.g. users/alice or users/alice@example.com.")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -132,8 +134,15 @@ def serve(
         if settings.transport == "stdio":
             from convener.server import serve_stdio
 
-            anyio.run(serve_stdio, opened)
+            caller = LOCAL_USER
+            if act_as is not None:
+                if not PRINCIPAL.fullmatch(act_as):
+                    raise _fail("INVALID_ARGUMENT", f'--as "{act_as[:80]}" must look like users/alice', 2)
+                caller = Caller(act_as)
+            anyio.run(serve_stdio, opened, caller)
             return
+        if act_as is not None:
+            raise _fail("INVALID_ARGUMENT", "--as is for stdio; HTTP callers are whom their API key says", 2)
         import uvicorn
 
         from convener.server import build_app
@@ -187,6 +196,44 @@ def import_conversations_command(
             raise typer.Exit(1)
 
 
+@import_app.command("chat")
+def import_chat_command(
+    format_name: Annotated[str, typer.Argument(
+        metavar="FORMAT", help="slack (workspace export), google-chat (Google Takeout) or mattermost (bulk export).")],
+    path: Annotated[Path, typer.Argument(help="The export: a folder or a zip (Mattermost: the .jsonl file).")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Import a team's chat history; each conversation is written whole or not at all, re-imports change nothing."""
+    from convener.chat.importing import ChatImporter, ImportProgress, open_export
+
+    with _services(_settings(data_dir, database_url)) as opened:
+        export = open_export(format_name, path)
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} conversations"),
+            TextColumn("{task.fields[messages]} messages"), TimeRemainingColumn(), console=err, transient=True,
+        ) as progress:
+            task = progress.add_task("importing", total=export.conversation_count(), messages=0)
+
+            def show(step: ImportProgress) -> None:
+                progress.update(task, completed=step.conversations_done, messages=step.messages,
+                                description=step.conversation[:30])
+
+            summary = ChatImporter(opened.database).run(export, show)
+        for problem in summary.problems:
+            err.print(str(problem), highlight=False, markup=False)
+        if summary.problem_count > len(summary.problems):
+            err.print(f"… and {summary.problem_count - len(summary.problems)} more problems", highlight=False)
+        out.print(
+            f"{summary.users} users, {summary.conversations} conversations, {summary.messages} messages imported"
+            f" from {summary.source}; {summary.failed_conversations} conversations failed,"
+            f" {summary.problem_count} problems",
+            highlight=False,
+        )
+        if summary.problem_count:
+            raise typer.Exit(1)
+
+
 @apps_app.command("export")
 def export_app(
     app_name: Annotated[str, typer.Argument(help="projects/{project}/locations/{location}/apps/{app}")],
@@ -227,7 +274,7 @@ def chat(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Talk to an app's agents in the terminal; every turn is recorded as a conversation."""
-    from convener.chat import Chat
+    from convener.ces.terminal import Chat
 
     with _services(_settings(data_dir, database_url)) as opened:
         target = AppName.parse(app_name, "APP_NAME")
@@ -237,14 +284,22 @@ def chat(
 
 @auth_app.command("create-key")
 def create_key(
-    principal: Annotated[str, typer.Argument(help="Who the key stands for, e.g. users/alice.")],
-    scope: Annotated[list[str] | None, typer.Option(help="A service the key may use (repeatable); default all.")] = None,
+    principal: Annotated[str | None, typer.Argument(help="Who the key stands for, e.g. users/alice.")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="Who the key stands for: users/ID or users/EMAIL (the same as the argument).")] = None,
+    scope: Annotated[list[str] | None, typer.Option(
+        help="A scope (repeatable): *, a service (ces, chat) or a Google scope such as chat.messages.readonly; "
+        "default *.")] = None,
+    scopes: Annotated[str | None, typer.Option(help="Scopes, comma-separated (the same as --scope).")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create an API key; it is printed once and only its hash is kept."""
+    if (principal is None) == (user is None):
+        raise _fail("INVALID_ARGUMENT", "name the key's user once: convener auth create-key --user users/alice", 2)
+    wanted = [*(scope or []), *(part for part in (scopes or "").split(",") if part.strip())]
     with _services(_settings(data_dir, database_url)) as opened:
-        key, secret = ApiKeys(opened.database).create(principal, tuple(scope) if scope else ("*",))
+        key, secret = ApiKeys(opened.database).create(str(principal or user), tuple(wanted) if wanted else ("*",))
         err.print(f"key {key.key_id} for {key.principal} (scopes: {', '.join(key.scopes)}):", markup=False)
         typer.echo(secret)
 

@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-SERVICES = ("ces",)
+SERVICES = ("ces", "chat")
 """Services this build can serve, in the order /mcp lists their tools."""
 
 

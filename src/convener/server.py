@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from convener import __version__
+from convener.auth.caller import LOCAL_USER, Caller
 from convener.auth.http import BearerKeyMiddleware, is_loopback
 from convener.auth.keys import ApiKeys
 from convener.services import Services
@@ -24,17 +25,21 @@ from convener.tooling import build_mcp_server
 
 INSTRUCTIONS = (
     "Convener serves Google agent-platform tools on your own machine. Resource names look like "
-    "projects/{project}/locations/{location}/apps/{app}; the demo workspace is projects/demo/locations/global."
+    "projects/{project}/locations/{location}/apps/{app}; the demo workspace is projects/demo/locations/global. "
+    "Chat conversations are spaces/{space}; find them with search_conversations."
 )
 MAX_REQUEST_BODY = 16 * 1024 * 1024
 
 
-def mcp_servers(services: Services) -> dict[str, Server[Any]]:
-    """Path → MCP server: one for all enabled services, one per service."""
+def mcp_servers(services: Services, default_caller: Caller = LOCAL_USER) -> dict[str, Server[Any]]:
+    """Path → MCP server: one for all enabled services, one per service. ``default_caller`` is whom
+    calls without an HTTP caller (stdio, in process) act as."""
     registries = services.registries()
-    servers = {"/mcp": build_mcp_server("convener", registries.values(), instructions=INSTRUCTIONS)}
+    servers = {"/mcp": build_mcp_server("convener", registries.values(), instructions=INSTRUCTIONS,
+                                        default_caller=default_caller)}
     for name, registry in registries.items():
-        servers[f"/{name}/mcp"] = build_mcp_server(f"convener-{name}", [registry], instructions=INSTRUCTIONS)
+        servers[f"/{name}/mcp"] = build_mcp_server(f"convener-{name}", [registry], instructions=INSTRUCTIONS,
+                                                   default_caller=default_caller)
     return servers
 
 
@@ -83,8 +88,10 @@ def build_app(services: Services) -> Starlette:
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
-async def serve_stdio(services: Services) -> None:
-    server = build_mcp_server("convener", services.registries().values(), instructions=INSTRUCTIONS)
+async def serve_stdio(services: Services, caller: Caller = LOCAL_USER) -> None:
+    """Serve over stdio, every call acting as ``caller`` (``convener serve --transport stdio --as users/ID``)."""
+    server = build_mcp_server("convener", services.registries().values(), instructions=INSTRUCTIONS,
+                              default_caller=caller)
     services.runtime.evaluations.executor.recover()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -10,6 +10,8 @@ from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
 from convener.ces.runtime_services import Runtime
 from convener.ces.tools import ces_tools
+from convener.chat.service import ChatService
+from convener.chat.tools import chat_tools
 from convener.config import Settings
 from convener.llm.base import ModelProvider, close_provider
 from convener.llm.providers import provider_from_settings
@@ -24,12 +26,14 @@ class Services:
     apps: AppService
     conversations: ConversationService
     runtime: Runtime = field(init=False)
+    chat: ChatService = field(init=False)
     _provider: ModelProvider | None = field(init=False, default=None)
     _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         tokens = self.conversations.tokens
         self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider)
+        self.chat = ChatService(self.database, tokens)
 
     def provider(self) -> ModelProvider | None:
         """The configured model provider, made on first use (most sessions run no llm agent)."""
@@ -51,7 +55,10 @@ class Services:
 
     def registries(self) -> dict[str, ToolRegistry]:
         """Tool registries of the enabled services, by service name."""
-        available = {"ces": lambda: ces_tools(self.apps, self.conversations, self.runtime)}
+        available = {
+            "ces": lambda: ces_tools(self.apps, self.conversations, self.runtime),
+            "chat": lambda: chat_tools(self.chat),
+        }
         return {name: available[name]() for name in self.settings.services}
 
     def close(self) -> None:

@@ -57,6 +57,8 @@ class ToolSpec(Generic[Req, Resp]):
     """Blocking domain call; run on a worker thread so the event loop keeps serving."""
     progress_handler: Callable[[Req, Caller, Report], Resp] | None = None
     """Used instead of ``handler`` when set: also gets a ``Report`` that sends MCP progress notifications."""
+    scopes: tuple[str, ...] = ()
+    """Google OAuth scopes of which the caller's key needs one (none: the service scope is enough)."""
 
     def definition(self) -> types.Tool:
         return types.Tool(
@@ -103,11 +105,12 @@ def _map_exception(tool: str, error: BaseException) -> types.CallToolResult:
     return error_result(Code.INTERNAL, INTERNAL_MESSAGE)
 
 
-def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
-    """The HTTP middleware leaves the caller on the request; stdio and in-process calls are local."""
+def caller_of(ctx: ServerRequestContext[Any, Any], default: Caller = LOCAL_USER) -> Caller:
+    """The HTTP middleware leaves the caller on the request; stdio and in-process calls are ``default``
+    (the local user, or whom a stdio server was started ``--as``)."""
     request = ctx.request
     caller = getattr(getattr(request, "state", None), "caller", None) if request is not None else None
-    return caller if isinstance(caller, Caller) else LOCAL_USER
+    return caller if isinstance(caller, Caller) else default
 
 
 def _reporter(notify: Notify | None) -> Report:
@@ -130,6 +133,8 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     try:
         if not caller.may_use(service):
             raise PermissionDenied(f"{caller.principal} may not use the {service} service")
+        if not caller.has_any(service, spec.scopes):
+            raise PermissionDenied(f"{spec.name} needs one of the scopes {', '.join(spec.scopes)}")
         check_storable_json(arguments or {}, "arguments")
         request = spec.request.model_validate(arguments or {})
         if spec.progress_handler is not None:
@@ -145,7 +150,8 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     )
 
 
-def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructions: str | None = None) -> Server[Any]:
+def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructions: str | None = None,
+                     default_caller: Caller = LOCAL_USER) -> Server[Any]:
     """A low-level MCP server exposing the tools of the given services."""
     specs: dict[str, tuple[str, ToolSpec[Any, Any]]] = {}
     for registry in registries:
@@ -161,7 +167,7 @@ def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructi
         if found is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name[:100]}")
         service, spec = found
-        return await call(spec, service, params.arguments, caller_of(ctx), ctx.session.report_progress)
+        return await call(spec, service, params.arguments, caller_of(ctx, default_caller), ctx.session.report_progress)
 
     return Server(
         name,

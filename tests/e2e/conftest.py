@@ -42,7 +42,7 @@ SOURCES = ("LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL")
 SEEDED = 57
 ERROR = re.compile(
     r"^(INVALID_ARGUMENT|NOT_FOUND|PERMISSION_DENIED|ALREADY_EXISTS|ABORTED|FAILED_PRECONDITION|DEADLINE_EXCEEDED"
-    r"|UNAVAILABLE|RESOURCE_EXHAUSTED): \S"
+    r"|UNAVAILABLE|RESOURCE_EXHAUSTED|UNIMPLEMENTED): \S"
 )
 LEAKS = ("Traceback", "sqlalchemy", "psycopg", "Error executing tool", "sqlite3", 'File "')
 BASE_TIME = datetime(2025, 3, 1, 8, 0, 0, tzinfo=UTC)
@@ -59,16 +59,21 @@ def _load(name: str) -> dict[str, Any]:
 _CONVERSATION_SCHEMA = _load("conversation.schema.json")
 _LIST_SCHEMA = _load("list_conversations_response.schema.json")
 _EVALUATION_SCHEMA = _load("evaluation.schema.json")
+_MESSAGES_SCHEMA = _load("list_messages_response.schema.json")
 _REGISTRY: Registry = Registry().with_resources(
     (schema["$id"], Resource.from_contents(schema))
-    for schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA, _EVALUATION_SCHEMA)
+    for schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA, _EVALUATION_SCHEMA, _MESSAGES_SCHEMA)
 )
 CONVERSATION_VALIDATOR = jsonschema.Draft202012Validator(_CONVERSATION_SCHEMA, registry=_REGISTRY)
 LIST_VALIDATOR = jsonschema.Draft202012Validator(_LIST_SCHEMA, registry=_REGISTRY)
 EVALUATION_VALIDATOR = jsonschema.Draft202012Validator(_EVALUATION_SCHEMA, registry=_REGISTRY)
 EVALUATION_RESULT_VALIDATOR = jsonschema.Draft202012Validator(
     {"$ref": f"{_EVALUATION_SCHEMA['$id']}#/$defs/EvaluationResult"}, registry=_REGISTRY)
-for _schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA, _EVALUATION_SCHEMA):
+MESSAGES_VALIDATOR = jsonschema.Draft202012Validator(_MESSAGES_SCHEMA, registry=_REGISTRY)
+"""list_messages' response as seed 002 gives it (send_message and search_messages carry the same ChatMessage)."""
+CHAT_MESSAGE_VALIDATOR = jsonschema.Draft202012Validator(
+    {"$ref": f"{_MESSAGES_SCHEMA['$id']}#/$defs/ChatMessage"}, registry=_REGISTRY)
+for _schema in (_CONVERSATION_SCHEMA, _LIST_SCHEMA, _EVALUATION_SCHEMA, _MESSAGES_SCHEMA):
     jsonschema.Draft202012Validator.check_schema(_schema)
 
 

@@ -71,6 +71,10 @@ class Unauthenticated(ApiError):
     code = Code.UNAUTHENTICATED
 
 
+class Unimplemented(ApiError):
+    code = Code.UNIMPLEMENTED
+
+
 class Internal(ApiError):
     code = Code.INTERNAL
 

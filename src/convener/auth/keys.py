@@ -14,7 +14,7 @@ from sqlalchemy import delete, insert, select
 
 from convener.api.errors import InvalidArgument, NotFound
 from convener.api.protojson import Timestamp
-from convener.auth.caller import ALL_SCOPES, Caller
+from convener.auth.caller import ALL_SCOPES, SERVICE_SCOPES, Caller, normalise_scope
 from convener.auth.tables import api_keys
 from convener.config import SERVICES
 from convener.store.database import Database
@@ -43,9 +43,14 @@ class ApiKeys:
         """A new key for ``principal``; the secret is returned once and never stored."""
         if not PRINCIPAL.fullmatch(principal):
             raise InvalidArgument(f'principal "{principal[:80]}" must look like users/alice')
-        unknown = sorted(set(scopes) - {ALL_SCOPES, *SERVICES})
+        scopes = tuple(dict.fromkeys(normalise_scope(scope) for scope in scopes))
+        known = {ALL_SCOPES, *SERVICES, *(scope for service in SERVICES for scope in SERVICE_SCOPES.get(service, ()))}
+        unknown = sorted(set(scopes) - known)
         if unknown or not scopes:
-            raise InvalidArgument(f"unknown scope(s) {', '.join(unknown)}; scopes are * or one of {', '.join(SERVICES)}")
+            raise InvalidArgument(
+                f"unknown scope(s) {', '.join(unknown)}; scopes are *, a service ({', '.join(SERVICES)}) "
+                f"or one of {', '.join(sorted(known - {ALL_SCOPES, *SERVICES}))}"
+            )
         key_id = secrets.token_hex(6)
         secret = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(24)}"
         created = Timestamp.now()

@@ -1,0 +1,388 @@
+"""Stores what a reader yields: users first, then each conversation in one transaction.
+
+Re-importing the same export lands on the same rows: an export's IDs are linked once to Convener's
+(``chat_links``) and every write is an upsert, so nothing is duplicated. A conversation that cannot be
+read to the end (``MalformedConversation``) is rolled back whole and reported; the import goes on.
+Imported people become the same Convener user wherever their email matches, so one person's key sees
+their history across Slack, Google Chat and Mattermost.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
+
+from convener.api.protojson import Timestamp
+from convener.chat import markdown
+from convener.chat.ids import safe_id
+from convener.chat.models import ChatAttachmentMetadata, ForwardedMetadata, QuotedMessageMetadata
+from convener.chat.records import (
+    ChatExport,
+    ImportedAttachment,
+    ImportedConversation,
+    ImportedMessage,
+    ImportedQuote,
+    ImportedReaction,
+    ImportedUser,
+    ImportProblem,
+    MalformedConversation,
+)
+from convener.chat.tables import links, memberships, mentions, messages, spaces, users
+from convener.store.database import Database
+from convener.store.upsert import upsert
+
+BATCH = 500
+MAX_KEPT_PROBLEMS = 1000
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    conversations_done: int
+    conversations_total: int | None
+    messages: int
+    """Messages written so far, over all conversations."""
+    conversation: str
+    """The conversation being written, as its export names it."""
+
+
+@dataclass
+class ImportSummary:
+    source: str
+    users: int = 0
+    conversations: int = 0
+    messages: int = 0
+    failed_conversations: int = 0
+    problem_count: int = 0
+    problems: list[ImportProblem] = field(default_factory=list)
+    """The first ``MAX_KEPT_PROBLEMS`` problems; ``problem_count`` counts them all."""
+
+    def report(self, problem: ImportProblem) -> None:
+        self.problem_count += 1
+        if len(self.problems) < MAX_KEPT_PROBLEMS:
+            self.problems.append(problem)
+
+
+Progress = Callable[[ImportProgress], None]
+
+
+class _Directory:
+    """Every chat user by ID, email and this source's external IDs: the users are few, the messages many."""
+
+    def __init__(self, connection: Connection, source: str) -> None:
+        self.source = source
+        self.names: dict[str, str] = {}
+        self.by_email: dict[str, str] = {}
+        for row in connection.execute(select(users.c.user_id, users.c.display_name, users.c.email)):
+            self.remember(row.user_id, row.display_name, row.email)
+        self.by_external: dict[str, str] = dict(
+            connection.execute(
+                select(links.c.external_id, links.c.internal_id).where(links.c.source == source, links.c.kind == "user")
+            ).all()
+        )
+        self._staged: list[tuple[str, str, str, str | None]] = []
+
+    def remember(self, user_id: str, display_name: str, email: str | None) -> None:
+        self.names[user_id] = display_name
+        if email:
+            self.by_email[email] = user_id
+
+    def resolve(self, ref: str | None) -> str | None:
+        """Our user ID for an external ID, an email, ``users/{id}`` or ``users/{email}``."""
+        if not ref:
+            return None
+        if ref in self.by_external:
+            return self.by_external[ref]
+        bare = ref.removeprefix("users/")
+        found = self.by_email.get(bare.lower())
+        return found if found is not None else (bare if bare in self.names else None)
+
+    def stage(self, external: str, user_id: str, display_name: str, email: str | None) -> None:
+        """Known at once inside the current transaction; forgotten by ``rollback`` if it fails."""
+        self._staged.append((external, user_id, display_name, email))
+        self.by_external[external] = user_id
+        self.remember(user_id, display_name, email)
+
+    def commit(self) -> None:
+        self._staged.clear()
+
+    def rollback(self) -> None:
+        for external, user_id, _, email in self._staged:
+            self.by_external.pop(external, None)
+            self.names.pop(user_id, None)
+            if email:
+                self.by_email.pop(email, None)
+        self._staged.clear()
+
+
+class _Names:
+    """What the Markdown renderer asks: display names of mentioned users and linked channels."""
+
+    def __init__(self, directory: _Directory, channel: Callable[[str], str | None]) -> None:
+        self.directory = directory
+        self._channel = channel
+
+    def user(self, ref: str) -> str | None:
+        user_id = self.directory.resolve(ref)
+        return self.directory.names.get(user_id) if user_id else None
+
+    def channel(self, ref: str) -> str | None:
+        return self._channel(ref)
+
+
+class ChatImporter:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def run(self, export: ChatExport, progress: Progress | None = None) -> ImportSummary:
+        summary = ImportSummary(export.source)
+        with self.database.reading() as connection:
+            directory = _Directory(connection, export.source)
+        self._import_users(export, directory, summary)
+        total = export.conversation_count()
+        for conversation in export.conversations(summary.report):
+            label = conversation.display_name or conversation.external_id
+
+            def tick(count: int, label: str = label) -> None:
+                self._tick(progress, summary, total, label, count)
+
+            try:
+                with self.database.transaction() as connection:
+                    written = _ConversationWriter(connection, export.source, directory).write(conversation, tick)
+            except MalformedConversation as error:
+                directory.rollback()
+                summary.failed_conversations += 1
+                summary.report(error.problem)
+                continue
+            directory.commit()
+            summary.conversations += 1
+            summary.messages += written
+            if progress is not None:
+                progress(ImportProgress(summary.conversations + summary.failed_conversations, total,
+                                        summary.messages, label))
+        return summary
+
+    @staticmethod
+    def _tick(progress: Progress | None, summary: ImportSummary, total: int | None, label: str, count: int) -> None:
+        if progress is not None:
+            done = summary.conversations + summary.failed_conversations
+            progress(ImportProgress(done, total, summary.messages + count, label))
+
+    def _import_users(self, export: ChatExport, directory: _Directory, summary: ImportSummary) -> None:
+        stream = iter(export.users(summary.report))
+        while batch := list(itertools.islice(stream, BATCH)):
+            with self.database.transaction() as connection:
+                for user in batch:
+                    _write_user(connection, export.source, directory, user)
+            directory.commit()
+            summary.users += len(batch)
+
+
+def _write_user(connection: Connection, source: str, directory: _Directory, user: ImportedUser) -> str:
+    email = user.email.strip().lower() if user.email and user.email.strip() else None
+    user_id = directory.by_external.get(user.external_id) or (directory.by_email.get(email) if email else None)
+    if user_id is not None:
+        values: dict[str, Any] = {"display_name": user.display_name[:512] or user_id, "user_type": user.user_type}
+        if email and email not in directory.by_email:
+            values["email"] = email
+        connection.execute(update(users).where(users.c.user_id == user_id).values(**values))
+        directory.remember(user_id, values["display_name"], values.get("email"))
+    else:
+        user_id = _free_id(connection, users.c.user_id, safe_id(user.preferred_id or user.external_id))
+        connection.execute(insert(users).values(user_id=user_id, display_name=user.display_name[:512] or user_id,
+                                                email=email, user_type=user.user_type))
+    if directory.by_external.get(user.external_id) != user_id:
+        connection.execute(upsert(connection.dialect.name, links, ["source", "kind", "external_id"], ["internal_id"]),
+                           [{"source": source, "kind": "user", "external_id": user.external_id[:512],
+                             "internal_id": user_id}])
+    directory.stage(user.external_id, user_id, user.display_name[:512] or user_id, email)
+    return user_id
+
+
+def _free_id(connection: Connection, column: Any, wanted: str) -> str:
+    """``wanted``, or ``wanted-2``, ``wanted-3``… whichever is not yet taken in ``column``."""
+    for attempt in itertools.count(1):
+        candidate = wanted if attempt == 1 else f"{wanted[:120]}-{attempt}"
+        if connection.scalar(select(func.count()).where(column == candidate)) == 0:
+            return candidate
+    raise AssertionError("unreachable")
+
+
+class _ConversationWriter:
+    """Writes one conversation inside the caller's transaction."""
+
+    def __init__(self, connection: Connection, source: str, directory: _Directory) -> None:
+        self.connection = connection
+        self.source = source
+        self.directory = directory
+        self.dialect = connection.dialect.name
+        self._channel_names: dict[str, str | None] = {}
+        self.names = _Names(directory, self._channel_name)
+
+    def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> int:
+        space_id = self._space_id(conversation.external_id)
+        member_ids = [self._user(ref) for ref in conversation.members]
+        self._write_space(space_id, conversation)
+        if member_ids:
+            self.connection.execute(
+                upsert(self.dialect, memberships, ["space_id", "user_id"], []),
+                [{"space_id": space_id, "user_id": user_id, "role": "member", "create_time_us": None}
+                 for user_id in dict.fromkeys(member_ids)],
+            )
+        written = 0
+        last_active = 0
+        stream = iter(conversation.messages)
+        while batch := list(itertools.islice(stream, BATCH)):
+            rows, mentioned = zip(*(self._message_row(space_id, message) for message in batch), strict=True)
+            self._write_messages(space_id, list(rows), list(mentioned))
+            written += len(rows)
+            last_active = max([last_active, *(row["create_time_us"] for row in rows if row["listed"])])
+            tick(written)
+        if last_active:
+            self.connection.execute(
+                update(spaces).where(spaces.c.space_id == space_id, spaces.c.last_active_time_us < last_active)
+                .values(last_active_time_us=last_active)
+            )
+        return written
+
+    # ------------------------------------------------------------------ spaces and users
+
+    def _space_id(self, external: str) -> str:
+        """Our space ID for a conversation of this export, linked on first sight (also when only quoted)."""
+        found = self.connection.scalar(select(links.c.internal_id).where(
+            links.c.source == self.source, links.c.kind == "space", links.c.external_id == external[:512]))
+        if found is not None:
+            return str(found)
+        wanted = safe_id(external)
+        space_id = wanted
+        for attempt in itertools.count(2):
+            taken = self.connection.scalar(select(func.count()).select_from(links).where(
+                links.c.kind == "space", links.c.internal_id == space_id))
+            taken = taken or self.connection.scalar(select(func.count()).where(spaces.c.space_id == space_id))
+            if not taken:
+                break
+            space_id = f"{wanted[:120]}-{attempt}"
+        self.connection.execute(insert(links).values(source=self.source, kind="space", external_id=external[:512],
+                                                     internal_id=space_id))
+        return space_id
+
+    def _write_space(self, space_id: str, conversation: ImportedConversation) -> None:
+        self.connection.execute(
+            upsert(self.dialect, spaces, ["space_id"], ["display_name", "space_type", "create_time_us"]),
+            [{"space_id": space_id, "display_name": (conversation.display_name or None) and conversation.display_name[:512],
+              "space_type": conversation.space_type, "create_time_us": conversation.create_time,
+              "last_active_time_us": conversation.create_time or 0}],
+        )
+
+    def _user(self, ref: str) -> str:
+        """Our user ID for a reference; an unknown one (a bot, a deactivated account) becomes a user named by it."""
+        found = self.directory.resolve(ref)
+        if found is not None:
+            return found
+        bare = ref.removeprefix("users/")
+        email = bare.lower() if "@" in bare else None
+        display = bare.split("@")[0] if email else bare
+        return _write_user(self.connection, self.source, self.directory,
+                           ImportedUser(external_id=ref, display_name=display, email=email,
+                                        preferred_id=display))
+
+    def _channel_name(self, external: str) -> str | None:
+        if external not in self._channel_names:
+            self._channel_names[external] = self.connection.scalar(
+                select(spaces.c.display_name).join(links, and_(links.c.internal_id == spaces.c.space_id,
+                                                               links.c.kind == "space"))
+                .where(links.c.source == self.source, links.c.external_id == external)
+            )
+        return self._channel_names[external]
+
+    # ------------------------------------------------------------------ messages
+
+    def _message_row(self, space_id: str, message: ImportedMessage) -> tuple[dict[str, Any], list[str]]:
+        message_id = safe_id(message.external_id)
+        private_viewer = self._user(message.private_viewer) if message.private_viewer else None
+        listed = not message.system and message.delete_time is None and private_viewer is None
+        row = {
+            "space_id": space_id,
+            "message_id": message_id,
+            "thread_id": safe_id(message.thread_external_id) if message.thread_external_id else None,
+            "threaded_reply": message.threaded_reply,
+            "sender_id": self._user(message.sender) if message.sender else None,
+            "create_time_us": message.create_time,
+            "last_update_time_us": message.last_update_time,
+            "delete_time_us": message.delete_time,
+            "private_viewer_id": private_viewer,
+            "system": message.system,
+            "listed": listed,
+            "has_link": markdown.has_link(message.text, message.text_format),
+            "body": markdown.to_markdown(message.text, message.text_format, self.names),
+            "search_text": markdown.plain_text(message.text, message.text_format, self.names),
+            "attachments": _attachments(space_id, message_id, message.attachments) or None,
+            "reactions": self._reactions(message.reactions) or None,
+            "quote": self._quote(space_id, message) if message.quote else None,
+        }
+        mentioned = [user_id for ref in markdown.mentions(message.text, message.text_format)
+                     if (user_id := self.directory.resolve(ref)) is not None]
+        return row, list(dict.fromkeys(mentioned))
+
+    def _write_messages(self, space_id: str, rows: list[dict[str, Any]], mentioned: list[list[str]]) -> None:
+        columns = [name for name in rows[0] if name not in ("space_id", "message_id")]
+        self.connection.execute(upsert(self.dialect, messages, ["space_id", "message_id"], columns), rows)
+        row_ids = dict(self.connection.execute(
+            select(messages.c.message_id, messages.c.row_id)
+            .where(messages.c.space_id == space_id, messages.c.message_id.in_([row["message_id"] for row in rows]))
+        ).all())
+        ids = [row_ids[row["message_id"]] for row in rows]
+        self.connection.execute(delete(mentions).where(mentions.c.message_row_id.in_(ids)))
+        pairs = [{"message_row_id": row_id, "user_id": user_id}
+                 for row_id, users_mentioned in zip(ids, mentioned, strict=True) for user_id in users_mentioned]
+        if pairs:
+            self.connection.execute(upsert(self.dialect, mentions, ["message_row_id", "user_id"], []), pairs)
+
+    def _reactions(self, reactions: Iterable[ImportedReaction]) -> list[dict[str, Any]]:
+        """One entry per emoji (an export may list one emoji twice, e.g. per skin tone collapsed)."""
+        merged: dict[str, dict[str, Any]] = {}
+        for reaction in reactions:
+            entry = merged.setdefault(reaction.emoji, {"emoji": reaction.emoji, "count": 0, "reactors": []})
+            entry["count"] += max(reaction.count, len(reaction.reactors))
+            entry["reactors"].extend(self._user(ref) for ref in reaction.reactors)
+        return [entry for entry in merged.values() if entry["count"] > 0]
+
+    def _quote(self, space_id: str, message: ImportedMessage) -> dict[str, Any]:
+        quote: ImportedQuote = message.quote  # type: ignore[assignment]
+        source_space = self._space_id(quote.conversation_external_id) if quote.conversation_external_id else space_id
+        forward = quote.quote_type == "FORWARD"
+        quoted_id = safe_id(quote.message_external_id) if quote.message_external_id else None
+        body = (markdown.to_markdown(quote.text, message.text_format, self.names) if forward
+                else markdown.plain_text(quote.text, message.text_format, self.names))
+        metadata = QuotedMessageMetadata(
+            message_id=f"spaces/{source_space}/messages/{quoted_id}" if quoted_id else None,
+            last_update_time=Timestamp.from_micros(quote.last_update_time) if quote.last_update_time else None,
+            quote_type=quote.quote_type,
+            plaintext_body=body,
+            sender=quote.sender_display_name,
+            attachments=[ChatAttachmentMetadata.model_validate(item) for item in
+                         _attachments(source_space, quoted_id or "quoted", quote.attachments)] if forward else None,
+            forwarded_metadata=ForwardedMetadata(
+                conversation_id=f"spaces/{source_space}",
+                conversation_display_name=quote.conversation_display_name or self._channel_name(
+                    quote.conversation_external_id or ""),
+            ) if forward else None,
+        )
+        return metadata.to_json()
+
+
+def _attachments(space_id: str, message_id: str, attachments: Iterable[ImportedAttachment]) -> list[dict[str, Any]]:
+    return [
+        ChatAttachmentMetadata(
+            attachment_id=f"spaces/{space_id}/messages/{message_id}/attachments/{safe_id(item.external_id or str(index))}",
+            filename=item.filename,
+            mime_type=item.mime_type,
+            source=item.source,
+            drive_file_id=item.drive_file_id if item.source == "DRIVE_FILE" else None,
+        ).to_json()
+        for index, item in enumerate(attachments)
+    ]
+

@@ -1,0 +1,115 @@
+"""The import writer: idempotent re-imports, one person across exports, whole conversations or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlalchemy import func, select
+
+from convener.chat.importing.writer import ChatImporter, ImportProgress
+from convener.chat.records import (
+    ImportedConversation,
+    ImportedMessage,
+    ImportedUser,
+    ImportProblem,
+    MalformedConversation,
+)
+from convener.chat.tables import links, memberships, mentions, messages, spaces, users
+from convener.services import Services
+from tests.chat.conftest import RecordsExport, at, micros, workspace
+
+
+def counts(services: Services) -> dict[str, int]:
+    with services.database.reading() as connection:
+        return {table.name: int(connection.scalar(select(func.count()).select_from(table)))
+                for table in (users, links, spaces, memberships, messages, mentions)}
+
+
+def test_importing_twice_changes_nothing(services: Services) -> None:
+    first = ChatImporter(services.database).run(workspace())
+    before = counts(services)
+
+    second = ChatImporter(services.database).run(workspace())
+
+    assert counts(services) == before
+    assert (first.users, first.conversations, first.messages) == (second.users, second.conversations, second.messages)
+    assert before["chat_messages"] == first.messages and first.problem_count == 0
+    assert before["chat_users"] == 4 and before["chat_spaces"] == 4
+
+
+def test_people_are_one_user_across_exports_by_email(services: Services) -> None:
+    ChatImporter(services.database).run(workspace())
+    other = RecordsExport(
+        [ImportedUser("mm-ana", "ana.l", "ANA@example.com"), ImportedUser("mm-dee", "Dee", "dee@example.com")],
+        [ImportedConversation("town-square", "SPACE", "Town Square", ("mm-ana", "mm-dee"), iter([
+            ImportedMessage("p1", micros(at(1)), "hello from @ana.l", "markdown", "mm-ana"),
+        ]))],
+        source="mattermost",
+    )
+
+    ChatImporter(services.database).run(other)
+
+    with services.database.reading() as connection:
+        assert connection.scalar(select(func.count()).select_from(users)) == 5
+        sender = connection.scalar(select(messages.c.sender_id).where(messages.c.message_id == "p1"))
+        spaces_of_ana = set(connection.scalars(select(memberships.c.space_id).where(memberships.c.user_id == "ana")))
+    assert sender == "ana"
+    assert len(spaces_of_ana) == 4
+
+
+def _breaks_midway() -> Iterator[ImportedMessage]:
+    yield ImportedMessage("ok-1", micros(at(1)), "first", "slack", "U-ANA")
+    yield ImportedMessage("ok-2", micros(at(2)), "second", "slack", "U-NEW-PERSON")
+    raise MalformedConversation(ImportProblem("broken/2026-03-02.json", "not valid JSON at line 3"))
+
+
+def test_a_conversation_that_breaks_midway_leaves_nothing_behind(services: Services) -> None:
+    export = RecordsExport(
+        [ImportedUser("U-ANA", "Ana Lima", "ana@example.com", preferred_id="ana")],
+        [
+            ImportedConversation("C-BROKEN", "SPACE", "broken", ("U-ANA", "U-GHOST"), _breaks_midway()),
+            ImportedConversation("C-FINE", "SPACE", "fine", ("U-ANA",), iter([
+                ImportedMessage("f1", micros(at(3)), "fine words", "slack", "U-ANA")])),
+        ],
+    )
+    seen: list[ImportProgress] = []
+
+    summary = ChatImporter(services.database).run(export, seen.append)
+
+    assert summary.conversations == 1 and summary.failed_conversations == 1 and summary.messages == 1
+    assert [str(problem) for problem in summary.problems] == ["broken/2026-03-02.json: not valid JSON at line 3"]
+    with services.database.reading() as connection:
+        assert set(connection.scalars(select(spaces.c.display_name))) == {"fine"}
+        assert set(connection.scalars(select(users.c.user_id))) == {"ana"}
+        assert connection.scalar(select(func.count()).select_from(messages)) == 1
+    assert seen[-1].conversations_done == 2 and seen[-1].conversations_total == 2
+
+    # The people first met in the broken conversation are met again, cleanly, when it is fixed.
+    fixed = RecordsExport(export.people, [ImportedConversation("C-BROKEN", "SPACE", "broken", ("U-ANA", "U-GHOST"),
+                                                               iter(list(_first_two())))])
+    ChatImporter(services.database).run(fixed)
+    with services.database.reading() as connection:
+        assert set(connection.scalars(select(users.c.user_id))) == {"ana", "U-GHOST", "U-NEW-PERSON"}
+
+
+def _first_two() -> Iterator[ImportedMessage]:
+    yield ImportedMessage("ok-1", micros(at(1)), "first", "slack", "U-ANA")
+    yield ImportedMessage("ok-2", micros(at(2)), "second", "slack", "U-NEW-PERSON")
+
+
+def test_ids_an_export_spells_unsafely_become_stable_safe_ids(services: Services) -> None:
+    export = RecordsExport([], [ImportedConversation("Space AAAA/xyz", "SPACE", "odd", (), iter([
+        ImportedMessage("TOPIC/MSG 1", micros(at(1)), "x", "chat", "someone@example.com",
+                        thread_external_id="TOPIC"),
+    ]))])
+
+    ChatImporter(services.database).run(export)
+    ChatImporter(services.database).run(RecordsExport([], [ImportedConversation("Space AAAA/xyz", "SPACE", "odd", (), iter([
+        ImportedMessage("TOPIC/MSG 1", micros(at(1)), "x", "chat", "someone@example.com", thread_external_id="TOPIC"),
+    ]))]))
+
+    with services.database.reading() as connection:
+        row = connection.execute(select(messages.c.space_id, messages.c.message_id, messages.c.sender_id)).one()
+        assert connection.scalar(select(users.c.email).where(users.c.user_id == row.sender_id)) == "someone@example.com"
+    assert row.space_id.startswith("Space-AAAA-xyz-") and row.message_id.startswith("TOPIC-MSG-1-")
+    assert row.sender_id == "someone"

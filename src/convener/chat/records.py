@@ -75,6 +75,8 @@ class ImportedMessage:
     text_format: TextFormat
     sender: str | None = None
     """External user ID (or email) of the sender; None for messages of the system."""
+    sender_profile: ImportedUser | None = None
+    """Who the sender is when ``users()`` does not say: a bot posting under its own name and icon."""
     thread_external_id: str | None = None
     """The external ID of the thread's root message (Slack ``thread_ts``), or of the thread itself."""
     threaded_reply: bool = False

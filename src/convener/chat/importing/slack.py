@@ -335,6 +335,7 @@ class SlackExport:
             text="" if deleted else record.get("text") or "",
             text_format="slack",
             sender=self._sender(record),
+            sender_profile=_bot_profile(record),
             thread_external_id=thread_id,
             threaded_reply=is_reply,
             last_update_time=edited,
@@ -355,6 +356,16 @@ class SlackExport:
 
 
 # ---------------------------------------------------------------------------------------------- records
+
+
+def _bot_profile(record: JsonObject) -> ImportedUser | None:
+    """A bot or webhook posting without a user: its ``bot_profile`` or ``username`` names it, as an app."""
+    bot_id = _text(record.get("bot_id"))
+    if bot_id is None or _text(record.get("user")) is not None:
+        return None
+    profile = record.get("bot_profile")
+    name = (_text(profile.get("name")) if isinstance(profile, dict) else None) or _text(record.get("username"))
+    return ImportedUser(external_id=bot_id, display_name=name or bot_id, user_type="APP", preferred_id=name)
 
 
 def _user(record: JsonObject) -> ImportedUser | None:

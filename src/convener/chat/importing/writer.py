@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
@@ -277,11 +277,14 @@ class _ConversationWriter:
               "last_active_time_us": conversation.create_time or 0}],
         )
 
-    def _user(self, ref: str) -> str:
-        """Our user ID for a reference; an unknown one (a bot, a deactivated account) becomes a user named by it."""
+    def _user(self, ref: str, profile: ImportedUser | None = None) -> str:
+        """Our user ID for a reference. An unknown one (a bot, a deactivated account) becomes a user: as
+        ``profile`` describes it, else named by the reference itself."""
         found = self.directory.resolve(ref)
         if found is not None:
             return found
+        if profile is not None:
+            return _write_user(self.connection, self.source, self.directory, replace(profile, external_id=ref))
         bare = ref.removeprefix("users/")
         email = bare.lower() if "@" in bare else None
         display = bare.split("@")[0] if email else bare
@@ -309,7 +312,7 @@ class _ConversationWriter:
             "message_id": message_id,
             "thread_id": safe_id(message.thread_external_id) if message.thread_external_id else None,
             "threaded_reply": message.threaded_reply,
-            "sender_id": self._user(message.sender) if message.sender else None,
+            "sender_id": self._user(message.sender, message.sender_profile) if message.sender else None,
             "create_time_us": message.create_time,
             "last_update_time_us": message.last_update_time,
             "delete_time_us": message.delete_time,

@@ -355,3 +355,23 @@ def test_any_markup_converts_to_the_dialect_showing_the_plain_text(text_format: 
     assert token_types(markdown) <= DIALECT_TOKENS, markdown
     shown = without_blank_lines(unquote(text_content(markdown)))
     assert shown == without_blank_lines(unquote(plain_text(text, text_format, NAMES))), markdown
+
+
+@pytest.mark.parametrize("text", [
+    "[click](javascript:alert(1))",
+    "<script>alert(1)</script>",
+    "hi <img src=x onerror=alert(1)>",
+    "![pixel](data:image/png;base64,AAAA)",
+    "[x](JAVASCRIPT:alert(1)) and **bold**",
+])
+def test_markdown_with_raw_html_or_unsafe_links_is_served_as_literal_text(text: str) -> None:
+    served = to_markdown(text, "markdown", NAMES)
+
+    tokens = MarkdownIt("commonmark").enable("strikethrough").parse(served)
+    kinds = {inner.type for token in tokens for inner in [token, *(token.children or [])]}
+    assert not kinds & {"html_inline", "html_block", "link_open", "image"}
+
+
+def test_safe_markdown_is_served_as_written() -> None:
+    text = "**release** of [v2](https://acme.test/v2) is out\n\n- item\n> quoted `code`"
+    assert to_markdown(text, "markdown", NAMES) == text

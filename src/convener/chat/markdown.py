@@ -67,7 +67,9 @@ The two are read alike; where they differ it is said.
 - Slack's entities ``&amp;`` ``&lt;`` ``&gt;`` are read as ``&`` ``<`` ``>`` (also inside code);
   Google Chat text has none.
 
-Markdown (Mattermost) is already the dialect: it is served as written, with line endings normalised.
+Markdown (Mattermost) is already the dialect: it is served as written, with line endings normalised,
+unless it holds raw HTML or a link to another scheme than ``http``, ``https`` or ``mailto`` (say
+``javascript:``): such a message is served as literal text, escaped, so no client renders that markup.
 Its mentions are ``@username`` words; its plain text (for search) drops markup approximately.
 """
 
@@ -80,6 +82,8 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
+
+from markdown_it import MarkdownIt
 
 from convener.chat.records import TextFormat
 
@@ -105,7 +109,7 @@ def to_markdown(text: str, text_format: TextFormat, names: Names) -> str:
     """The message in the served dialect (see the module's documentation)."""
     text = _normalise_newlines(text)
     if text_format == "markdown":
-        return text
+        return text if _is_safe_markdown(text) else escape(text)
     out: list[str] = []
     for quoted, block in _blocks(_lines(text, text_format), text_format, names):
         # a code line is kept as it is, trailing whitespace included
@@ -159,6 +163,23 @@ def escape(text: str) -> str:
     only spaces or tabs (they become blank) and more than one blank line in a row are not kept."""
     lines = _normalise_newlines(text).split("\n")
     return "\n".join(_escape(line, line_start=True, after=None) if line.strip(" \t") else "" for line in lines)
+
+
+def _is_safe_markdown(text: str) -> bool:
+    """No raw HTML and only http(s)/mailto links or images, as CommonMark reads the text."""
+    for token in _COMMONMARK.parse(text):
+        for inner in [token, *(token.children or [])]:
+            if inner.type in ("html_block", "html_inline"):
+                return False
+            if inner.type in ("link_open", "image"):
+                target = str(inner.attrGet("href") or inner.attrGet("src") or "")
+                if not target.lower().startswith(_SAFE_SCHEMES):
+                    return False
+    return True
+
+
+_COMMONMARK = MarkdownIt("commonmark").enable("strikethrough")
+_SAFE_SCHEMES = ("http://", "https://", "mailto:")
 
 
 # ---------------------------------------------------------------- lines and blocks

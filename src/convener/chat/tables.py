@@ -78,6 +78,7 @@ messages = Table(
     Index("ix_chat_messages_listing", "space_id", "listed", "create_time_us", "row_id"),
     Index("ix_chat_messages_thread", "space_id", "thread_id", "listed", "create_time_us", "row_id"),
     Index("ix_chat_messages_sender", "sender_id", "create_time_us"),
+    Index("ix_chat_messages_time", "create_time_us", "row_id"),
 )
 
 mentions = Table(

@@ -85,6 +85,8 @@ def upgrade() -> None:
     op.create_index("ix_chat_messages_thread", "chat_messages",
                     ["space_id", "thread_id", "listed", "create_time_us", "row_id"])
     op.create_index("ix_chat_messages_sender", "chat_messages", ["sender_id", "create_time_us"])
+    # Searches without keywords over all of a caller's conversations walk messages in time order.
+    op.create_index("ix_chat_messages_time", "chat_messages", ["create_time_us", "row_id"])
     op.create_table(
         "chat_mentions",
         sa.Column("message_row_id", sa.Integer, nullable=False),

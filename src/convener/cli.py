@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -207,8 +207,7 @@ def import_chat_command(
     """Import a team's chat history; each conversation is written whole or not at all, re-imports change nothing."""
     from convener.chat.importing import ChatImporter, ImportProgress, open_export
 
-    with _services(_settings(data_dir, database_url)) as opened:
-        export = open_export(format_name, path)
+    with _services(_settings(data_dir, database_url)) as opened, closing(open_export(format_name, path)) as export:
         with Progress(
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} conversations"),
             TextColumn("{task.fields[messages]} messages"), TimeRemainingColumn(), console=err, transient=True,

@@ -63,6 +63,9 @@ class RecordsExport:
     def conversation_count(self) -> int | None:
         return len(self.talks)
 
+    def close(self) -> None:
+        pass
+
 
 PEOPLE = [
     ImportedUser("U-ANA", "Ana Lima", "ana@example.com", preferred_id="ana"),

@@ -142,3 +142,7 @@ class ChatExport(Protocol):
     def conversation_count(self) -> int | None:
         """How many conversations ``conversations`` will yield, for a progress bar; None if unknown."""
         ...
+
+    def close(self) -> None:
+        """Let go of the files the export holds open."""
+        ...

@@ -10,7 +10,8 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import IO
+from types import TracebackType
+from typing import IO, Self
 
 from convener.api.errors import InvalidArgument
 
@@ -82,3 +83,17 @@ class Archive:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+
+
+class ClosingExport:
+    """An export that keeps files open while it is read: close it, or use it in a ``with`` block."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()

@@ -20,11 +20,10 @@ from collections.abc import Generator, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any
 
 from convener.api.errors import InvalidArgument
-from convener.chat.importing.archive import Archive
+from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.importing.slack import unicode_emoji
 from convener.chat.records import (
     ImportedAttachment,
@@ -198,7 +197,7 @@ def _post_key(record: _Record) -> Key | None:
     return None
 
 
-class MattermostExport:
+class MattermostExport(ClosingExport):
     """A Mattermost bulk export, streamed.
 
     Real exports list a channel's posts together, but nothing in the format requires it: each contiguous
@@ -228,13 +227,6 @@ class MattermostExport:
     def close(self) -> None:
         if self._archive is not None:
             self._archive.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.close()
 
     def conversation_count(self) -> int | None:
         return None  # known only after reading the whole file

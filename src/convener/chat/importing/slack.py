@@ -15,13 +15,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlparse
 
 import emoji
 
-from convener.chat.importing.archive import Archive
+from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.records import (
     ImportedAttachment,
     ImportedConversation,
@@ -201,7 +200,7 @@ class _Link(NamedTuple):
     thread_ts: str | None = None
 
 
-class SlackExport:
+class SlackExport(ClosingExport):
     """A Slack workspace export, read lazily: one day file in memory at a time.
 
     Users are read from ``users.json``. Bots that post without a ``user`` are named by their ``bot_id``;
@@ -219,13 +218,6 @@ class SlackExport:
 
     def close(self) -> None:
         self._archive.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.close()
 
     # ------------------------------------------------------------------------------------------ users
 

@@ -31,12 +31,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import ijson  # type: ignore[import-untyped, unused-ignore]
 
-from convener.chat.importing.archive import Archive
+from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.records import (
     ImportedAttachment,
     ImportedConversation,
@@ -307,7 +306,7 @@ class _UserBook:
 # --- the export ----------------------------------------------------------------------------------------------
 
 
-class TakeoutExport:
+class TakeoutExport(ClosingExport):
     """A Google Takeout export of Google Chat, from a folder or a zip (``Takeout/`` or not)."""
 
     source = SOURCE
@@ -322,13 +321,6 @@ class TakeoutExport:
 
     def close(self) -> None:
         self._archive.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.close()
 
     def conversation_count(self) -> int:
         return len(self._groups)

@@ -113,3 +113,16 @@ def test_ids_an_export_spells_unsafely_become_stable_safe_ids(services: Services
         assert connection.scalar(select(users.c.email).where(users.c.user_id == row.sender_id)) == "someone@example.com"
     assert row.space_id.startswith("Space-AAAA-xyz-") and row.message_id.startswith("TOPIC-MSG-1-")
     assert row.sender_id == "someone"
+
+
+def test_a_conversation_written_again_without_name_or_time_keeps_them(services: Services) -> None:
+    first = ImportedConversation("town", "SPACE", "Town Square", (), iter(()), micros(at(0)))
+    again = ImportedConversation("town", "SPACE", None, (), iter([
+        ImportedMessage("p9", micros(at(9)), "later run of posts", "markdown")]))
+
+    ChatImporter(services.database).run(RecordsExport([], [first, again]))
+
+    with services.database.reading() as connection:
+        row = connection.execute(select(spaces)).one()
+    assert (row.display_name, row.create_time_us, row.last_active_time_us) == ("Town Square", micros(at(0)),
+                                                                               micros(at(9)))

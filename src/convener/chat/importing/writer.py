@@ -270,12 +270,18 @@ class _ConversationWriter:
         return space_id
 
     def _write_space(self, space_id: str, conversation: ImportedConversation) -> None:
+        """Create the space, or update what this export says of it: a reader that does not know a
+        conversation's name or creation time (say, one run of a Mattermost channel's posts) erases neither."""
+        display_name = conversation.display_name[:512] if conversation.display_name else None
         self.connection.execute(
-            upsert(self.dialect, spaces, ["space_id"], ["display_name", "space_type", "create_time_us"]),
-            [{"space_id": space_id, "display_name": (conversation.display_name or None) and conversation.display_name[:512],
-              "space_type": conversation.space_type, "create_time_us": conversation.create_time,
-              "last_active_time_us": conversation.create_time or 0}],
+            upsert(self.dialect, spaces, ["space_id"], ["space_type"]),
+            [{"space_id": space_id, "display_name": display_name, "space_type": conversation.space_type,
+              "create_time_us": conversation.create_time, "last_active_time_us": conversation.create_time or 0}],
         )
+        known = {"display_name": display_name, "create_time_us": conversation.create_time}
+        if any(value is not None for value in known.values()):
+            self.connection.execute(update(spaces).where(spaces.c.space_id == space_id).values(
+                **{column: value for column, value in known.items() if value is not None}))
 
     def _user(self, ref: str, profile: ImportedUser | None = None) -> str:
         """Our user ID for a reference. An unknown one (a bot, a deactivated account) becomes a user: as

@@ -9,29 +9,38 @@ app's tools called directly, and the bundled dataset.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+import re
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from mcp import Client
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from convener.api.errors import FailedPrecondition
+from convener.auth.caller import Caller
+from convener.auth.keys import ApiKeys
 from convener.ces.runtime.toolbox import as_response
+from convener.chat.tables import links, memberships, messages, spaces, users
 from convener.cli import app as cli
 from convener.config import Settings
 from convener.demo import APP, load_demo, tools
+from convener.demo.chat import install_chat
 from convener.demo.loader import app_yaml, expected_export, scripts
+from convener.server import mcp_servers
 from convener.services import Services
 from tests.e2e.conftest import (
     EVALUATION_VALIDATOR,
+    MESSAGES_VALIDATOR,
     assert_matches,
     call_json,
     conversation,
     error_text,
     listed,
+    structured,
     timestamp_nanos,
 )
 
@@ -132,7 +141,7 @@ async def test_the_demo_app_its_agents_and_tools_exist(services: Services, clien
     summary = load_demo(services)
 
     assert summary.startswith(f"{PARENT}: app imported, 7 evaluations (8 written; ran them in {PARENT}/evaluationRuns/")
-    assert summary.endswith(f"), {len(scripts())} conversations ({len(scripts())} new)")
+    assert summary.splitlines()[0].endswith(f"), {len(scripts())} conversations ({len(scripts())} new)")
     app = await call_json(client, "get_app", {"name": PARENT})
     assert app["displayName"] == "Acme Support" and app["description"]
     assert app["rootAgent"] == f"{PARENT}/agents/triage"
@@ -361,7 +370,10 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
 
     summary = load_demo(services)
 
-    assert summary == f"{PARENT}: app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)"
+    app_line, chat_line = summary.splitlines()
+    assert app_line == f"{PARENT}: app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)"
+    assert re.fullmatch(r"chat: 5 conversations, \d+ messages \(0 new\); keys: users/ana cnv_\S+ users/ben cnv_\S+",
+                        chat_line)
     assert await all_conversations(client) == before
     assert await call_json(client, "get_app", {"name": PARENT}) == app
     assert await call_json(client, "list_agents", {"parent": PARENT}) == agents
@@ -375,7 +387,7 @@ async def test_loading_again_replays_a_deleted_conversation(services: Services, 
 
     summary = load_demo(services)
 
-    assert summary.endswith(f"{len(scripts())} conversations (1 new)")
+    assert summary.splitlines()[0].endswith(f"{len(scripts())} conversations (1 new)")
     after = await get_conversation(client, "demo-004")
     assert after["turnCount"] == before["turnCount"]
     agent_side = [[list(chunks(turn, "agent")) for turn in body["turns"]] for body in (before, after)]
@@ -391,7 +403,7 @@ async def test_loading_again_keeps_turns_added_to_a_demo_session(services: Servi
 
     summary = load_demo(services)
 
-    assert summary.endswith("(0 new)")
+    assert summary.splitlines()[0].endswith("(0 new)")
     assert await get_conversation(client, "demo-011") == continued
     assert continued["turnCount"] == len(next(s for s in scripts() if s.id == "demo-011").turns) + 1
 
@@ -403,7 +415,7 @@ async def test_a_changed_app_definition_is_imported_again(services: Services, cl
 
     summary = load_demo(services)
 
-    assert summary.startswith(f"{PARENT}: app imported,") and summary.endswith("(0 new)")
+    assert summary.startswith(f"{PARENT}: app imported,") and summary.splitlines()[0].endswith("(0 new)")
     assert (await call_json(client, "get_app", {"name": PARENT}))["displayName"] == "Acme Support"
 
 
@@ -479,3 +491,144 @@ async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(serv
         assert evaluation["evaluationDatasets"] == [f"{PARENT}/evaluationDatasets/regression"]
         assert evaluation["aggregatedMetrics"]["metricsByAppVersion"][0]["passCount"] + \
             evaluation["aggregatedMetrics"]["metricsByAppVersion"][0]["failCount"] == 1
+
+
+# -- the demo's chat -------------------------------------------------------------------------------
+
+CHAT_SUMMARY = re.compile(r"chat: 5 conversations, (?P<messages>\d+) messages \((?P<new>\d+) new\); "
+                          r"keys: users/ana (?P<ana>cnv_\S+) users/ben (?P<ben>cnv_\S+)")
+CHAT_TABLES = (users, links, spaces, memberships, messages)
+
+
+def chat_rows(services: Services) -> dict[str, list[Any]]:
+    """Every row of the chat tables, in a comparable order."""
+    with services.database.reading() as connection:
+        return {table.name: sorted(tuple(map(str, row)) for row in connection.execute(select(table)).all())
+                for table in CHAT_TABLES}
+
+
+async def as_user(services: Services, principal: str) -> AsyncIterator[Client]:
+    async with Client(mcp_servers(services, default_caller=Caller(principal))["/mcp"]) as connected:
+        yield connected
+
+
+@pytest.fixture
+async def ana(services: Services) -> AsyncIterator[Client]:
+    """Ana on MCP, the demo's chat imported (without the app, which the chat tests do not need)."""
+    install_chat(services)
+    async for connected in as_user(services, "users/ana"):
+        yield connected
+
+
+async def every_message(client: Client, conversation_id: str) -> list[Json]:
+    found: list[Json] = []
+    token = None
+    while True:
+        page = structured(await client.call_tool("list_messages", {
+            "conversationId": conversation_id, "pageSize": 50, **({"pageToken": token} if token else {})}))
+        assert_matches(MESSAGES_VALIDATOR, page)
+        found.extend(page.get("messages", []))
+        token = page.get("nextPageToken")
+        if not token:
+            return found
+
+
+async def conversations_of(client: Client) -> dict[str, Json]:
+    page = await call_json(client, "search_conversations", {"pageSize": 50})
+    assert "nextPageToken" not in page
+    return {c["displayName"]: c for c in page["conversations"]}
+
+
+def test_the_demo_chat_imports_twice_without_a_change(services: Services) -> None:
+    first = CHAT_SUMMARY.fullmatch(install_chat(services))
+    rows = chat_rows(services)
+    again = CHAT_SUMMARY.fullmatch(install_chat(services))
+
+    assert first and again
+    stored = len(rows["chat_messages"])
+    assert 200 <= stored <= 400, "a few hundred messages"
+    assert first["messages"] == first["new"] == again["messages"] == str(stored)
+    assert again["new"] == "0"
+    assert chat_rows(services) == rows
+    assert {row[0] for row in rows["chat_users"]} == {"ana", "ben", "cy", "dana", "eli", "deploybot"}
+
+
+async def test_ana_sees_her_conversations_and_not_incidents(ana: Client, services: Services) -> None:
+    async for ben in as_user(services, "users/ben@acme.test"):
+        bens = await conversations_of(ben)
+
+    anas = await conversations_of(ana)
+
+    assert {(name, c["conversationType"]) for name, c in anas.items()} == {
+        ("general", "SPACE"), ("support-agent", "SPACE"), ("Ben Okafor", "DIRECT_MESSAGE"),
+        ("Ben Okafor, Cy Park", "GROUP_CHAT"),
+    }
+    assert set(bens) == {"general", "support-agent", "incidents", "Ana Lima", "Ana Lima, Cy Park"}
+    incidents = bens["incidents"]["conversationId"]
+    result = await ana.call_tool("list_messages", {"conversationId": incidents})
+    assert "does not exist or you are not a member" in error_text(result, "NOT_FOUND")
+    found = await call_json(ana, "search_messages", {"searchParameters": {"keywords": ["INC-2041"]}})
+    assert found["messages"] and all(m["messageId"].split("/messages/")[0] != incidents for m in found["messages"])
+
+
+async def test_support_agent_is_markdown_with_threads_reactions_attachments_and_quotes(ana: Client) -> None:
+    support = (await conversations_of(ana))["support-agent"]["conversationId"]
+
+    found = await every_message(ana, support)
+
+    assert 100 <= len(found) <= 200
+    roots = {m["threadId"] for m in found if "threadId" in m and not m["threadedReply"]}
+    replies = [m for m in found if m["threadedReply"]]
+    assert len(roots) >= 10 and replies and {m["threadId"] for m in replies} <= roots
+    bodies = "\n".join(m["plaintextBody"] for m in found)
+    for markdown in ("**Playbook freeze**", "`create_refund`", "[#482](https://git.acme.test/", "@Ana Lima",
+                     "\n- ✅ 4 passed", "\n> Boring release", "```\nconvener apps import"):
+        assert markdown in bodies, markdown
+    emoji = {r["emoji"] for m in found for r in m.get("reactionSummaries", [])}
+    assert {"👍", "🎉", "🙌🏾", "🙏🏼", "👍🏿", "🤦🏽\u200d♂️"} <= emoji
+    attachments = [a for m in found for a in m.get("attachments", [])]
+    assert {a["source"] for a in attachments} == {"DRIVE_FILE", "UPLOADED_CONTENT"}
+    assert [a["filename"] for a in attachments if "driveFileId" in a] == ["Acme refund policy v3"]
+    quotes = {m["quotedMessageMetadata"]["quoteType"]: m["quotedMessageMetadata"]
+              for m in found if "quotedMessageMetadata" in m}
+    assert quotes["REPLY"]["sender"] == "Ben Okafor"
+    assert quotes["REPLY"]["messageId"].startswith(f"{support}/messages/")
+    assert quotes["FORWARD"]["forwardedMetadata"]["conversationDisplayName"] == "general"
+    senders = {m["sender"]["userId"]: m["sender"] for m in found}
+    assert senders["users/deploybot"] == {"userId": "users/deploybot", "displayName": "deploybot", "userType": "APP"}
+
+
+async def test_the_private_message_is_stored_and_listed_to_no_one(ana: Client, services: Services) -> None:
+    support = (await conversations_of(ana))["support-agent"]["conversationId"]
+    async for ben in as_user(services, "users/ben"):
+        seen_by_ben = await every_message(ben, support)
+
+    seen_by_ana = await every_message(ana, support)
+    searched = await call_json(ana, "search_messages", {"searchParameters": {"keywords": ["r-1027a"]}})
+
+    with services.database.reading() as connection:
+        private = connection.execute(select(messages).where(messages.c.private_viewer_id.is_not(None))).all()
+    assert [(row.space_id, row.private_viewer_id, row.sender_id) for row in private] == [
+        (support.removeprefix("spaces/"), "ana", "deploybot")]
+    assert "Only visible to you" in private[0].body
+    for seen in (seen_by_ana, seen_by_ben):
+        assert not [m for m in seen if "Only visible to you" in m["plaintextBody"]]
+    assert len(seen_by_ana) == len(seen_by_ben)
+    assert searched.get("messages", []) == []
+
+
+async def test_the_keys_load_demo_prints_act_as_the_demo_users(services: Services) -> None:
+    keys = ApiKeys(services.database)
+    first = CHAT_SUMMARY.search(load_demo(services))
+    assert first
+    assert keys.caller(first["ana"]) == Caller("users/ana", frozenset({"*"}))
+    assert keys.caller(first["ben"]) == Caller("users/ben", frozenset({"*"}))
+
+    again = CHAT_SUMMARY.search(install_chat(services))
+
+    assert again and {again["ana"], again["ben"]}.isdisjoint({first["ana"], first["ben"]})
+    assert keys.caller(first["ana"]) is None and keys.caller(first["ben"]) is None
+    assert keys.caller(again["ana"]) == Caller("users/ana", frozenset({"*"}))
+    assert sorted(key.principal for key in keys.list()) == ["users/ana", "users/ben"]
+    async for client in as_user(services, "users/ana"):
+        assert (await conversations_of(client)).keys() >= {"general", "support-agent"}

@@ -131,6 +131,11 @@ def serve(
 
             summary = load_demo(opened)
             err.print(f"demo workspace: {summary}", markup=False)
+            if settings.transport != "stdio":
+                err.print(f"Chat acts as a user: connect to http://{settings.host}:{settings.port}/mcp with a key "
+                          'above as the header "Authorization: Bearer <key>"', markup=False, highlight=False)
+            elif act_as is None:
+                err.print("Chat acts as a user: serve stdio with --as users/ana", markup=False, highlight=False)
         if settings.transport == "stdio":
             from convener.server import serve_stdio
 

@@ -5,6 +5,9 @@ export_app: a triage agent and two specialists, all playbook agents that need no
 over the bundled ``orders.json`` (``tools``) and one client tool. ``scripts.yaml`` holds scripted
 customers; ``load_demo`` imports the app and plays every script through run_session, so each demo
 conversation is a real recording of the runtime. Talk to the app yourself with ``convener chat``.
+
+``slack_export/`` is the Slack workspace of the team behind the app; ``chat`` imports it (with one private
+message no Slack export can hold) and issues keys for two of its people, ana and ben, to try the chat tools.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from convener.ces.session_models import (
 )
 from convener.ces.tables import conversations, sessions
 from convener.demo import evaluations, tools
+from convener.demo.chat import install_chat
 from convener.services import Services
 
 APP = AppName("demo", "global", "support")
@@ -186,7 +187,8 @@ def _forget(services: Services, session_id: str) -> None:
 
 
 def load_demo(services: Services) -> str:
-    """Put the demo app in place and play every script not yet recorded; a one-line summary."""
+    """Put the demo app in place, play every script not yet recorded, import the demo's chat and issue
+    its demo users fresh keys; a summary, one line for the app and one for the chat (with the keys)."""
     if not module_allowed(tools.__name__, services.settings.python_modules):
         raise FailedPrecondition(
             f"the demo's tools are in {tools.__name__}; add {PACKAGE} to CONVENER_PYTHON_MODULES "
@@ -206,5 +208,6 @@ def load_demo(services: Services) -> str:
     _, (dataset_id, _) = evaluations.definitions(APP)
     ran = evaluations.run_once(services, APP, dataset_id)
     run = "; ran them in " + ran if ran else ""
+    chat = install_chat(services)
     return (f"{APP}: app {state}, {len(evaluations.definitions(APP)[0])} evaluations ({written} written{run}), "
-            f"{len(scripts())} conversations ({played} new)")
+            f"{len(scripts())} conversations ({played} new)\n{chat}")

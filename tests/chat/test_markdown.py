@@ -375,3 +375,9 @@ def test_markdown_with_raw_html_or_unsafe_links_is_served_as_literal_text(text: 
 def test_safe_markdown_is_served_as_written() -> None:
     text = "**release** of [v2](https://acme.test/v2) is out\n\n- item\n> quoted `code`"
     assert to_markdown(text, "markdown", NAMES) == text
+
+
+def test_slack_emoji_codes_become_emoji_outside_code() -> None:
+    assert to_markdown("shipped :tada: :+1::skin-tone-2: :partyparrot: `:tada:`", "slack", NAMES) == (
+        "shipped 🎉 👍🏻 :partyparrot: `:tada:`")
+    assert to_markdown("12:30:45 and a:b:c", "slack", NAMES) == "12:30:45 and a:b:c"

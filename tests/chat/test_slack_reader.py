@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import pytest
 
-from convener.chat.importing.emoji_names import unicode_emoji
+from convener.chat.emoji_names import unicode_emoji
 from convener.chat.importing.slack import SlackExport, ts_micros
 from convener.chat.records import (
     ImportedAttachment,

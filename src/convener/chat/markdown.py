@@ -64,6 +64,8 @@ The two are read alike; where they differ it is said.
   ``<!subteam^S123|@team>`` → ``@team``; ``<!date^…|fallback>`` → ``fallback``.
 - Google Chat mentions: ``<users/123>``, ``<users/alice@x.com>`` → ``@Display Name`` (else
   ``@users/123``); ``<users/all>`` → ``@all``. Any other ``<…>`` is literal text.
+- Slack's emoji codes ``:tada:``, ``:+1::skin-tone-2:`` are written as the emoji they stand for (a custom
+  emoji's code stays as typed).
 - Slack's entities ``&amp;`` ``&lt;`` ``&gt;`` are read as ``&`` ``<`` ``>`` (also inside code);
   Google Chat text has none.
 
@@ -85,6 +87,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from markdown_it import MarkdownIt
 
+from convener.chat.emoji_names import unicode_emoji
 from convener.chat.records import TextFormat
 
 __all__ = ["Names", "escape", "has_link", "mentions", "plain_text", "to_markdown"]
@@ -391,6 +394,20 @@ def _lex(line: str, text_format: TextFormat) -> list[_Token]:
     return tokens
 
 
+_SHORTCODE = re.compile(r":([a-z0-9_+'-]{1,64}(?:::skin-tone-[2-6])?):")
+"""Slack writes emoji in text as ``:name:``; those with a Unicode form are shown as it."""
+
+
+def _shortcode_at(line: str, i: int) -> re.Match[str] | None:
+    """An emoji code standing as a word of its own (``a:b:c`` and ``12:30:45`` are not)."""
+    if i > 0 and line[i - 1].isalnum():
+        return None
+    found = _SHORTCODE.match(line, i)
+    if found is None or (found.end() < len(line) and line[found.end()].isalnum()):
+        return None
+    return found
+
+
 def _markup_at(line: str, i: int, text_format: TextFormat) -> tuple[list[_Token], int] | None:
     """The markup starting at ``line[i]`` and where it ends, or None if ``line[i]`` is literal."""
     char = line[i]
@@ -399,6 +416,9 @@ def _markup_at(line: str, i: int, text_format: TextFormat) -> tuple[list[_Token]
         return ([_Code(_unescape(line[i + 1:end], text_format))], end + 1) if end > i + 1 else None
     if char == "<":
         return _slack_angle(line, i) if text_format == "slack" else _chat_angle(line, i)
+    if char == ":" and text_format == "slack" and (shortcode := _shortcode_at(line, i)):
+        glyph = unicode_emoji(shortcode.group(1))
+        return ([_Text(glyph)], shortcode.end()) if glyph != shortcode.group(1) else None
     if char in _STYLES:
         return _markers(line, i)
     if char in "hH" and (i == 0 or not line[i - 1].isalnum()) and (url := _BARE_URL.match(line, i)):

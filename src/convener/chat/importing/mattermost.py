@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from convener.api.errors import InvalidArgument
 from convener.chat.importing.archive import Archive, ClosingExport
-from convener.chat.importing.emoji_names import unicode_emoji
+from convener.chat.emoji_names import unicode_emoji
 from convener.chat.records import (
     ImportedAttachment,
     ImportedConversation,

@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from convener.api.errors import InvalidArgument
-from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.emoji_names import unicode_emoji
+from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.records import (
     ImportedAttachment,
     ImportedConversation,

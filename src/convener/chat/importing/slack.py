@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlparse
 
-from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.emoji_names import unicode_emoji
+from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.records import (
     ImportedAttachment,
     ImportedConversation,

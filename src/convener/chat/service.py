@@ -281,8 +281,7 @@ class ChatService:
             key = ("rank", "row_id")
         elif order is OrderBy.CREATE_TIME_ASC:
             if position is not None:
-                statement = statement.where(or_(messages.c.create_time_us > position[0], and_(
-                    messages.c.create_time_us == position[0], messages.c.row_id > position[1])))
+                statement = statement.where(_newer_than(position))
             statement = statement.order_by(messages.c.create_time_us, messages.c.row_id)
             key = ("create_time_us", "row_id")
         else:
@@ -315,8 +314,9 @@ class ChatService:
             if name_query:
                 statement = statement.where(self._name_matches(viewer, name_query.lower()))
             if position is not None:
-                statement = statement.where(or_(spaces.c.last_active_time_us < position[0], and_(
-                    spaces.c.last_active_time_us == position[0], spaces.c.space_id > str(position[1]))))
+                statement = statement.where(spaces.c.last_active_time_us <= position[0], or_(
+                    spaces.c.last_active_time_us < position[0],
+                    and_(spaces.c.last_active_time_us == position[0], spaces.c.space_id > str(position[1]))))
             rows = connection.execute(
                 statement.order_by(spaces.c.last_active_time_us.desc(), spaces.c.space_id).limit(page_size + 1)
             ).all()
@@ -482,9 +482,21 @@ class _StoredNames:
 
 
 def _older_than(position: list[Any]) -> ColumnElement[bool]:
+    """Before ``(create_time_us, row_id)`` in newest-first order. The leading ``create_time_us <=`` is
+    implied by the rest, and is what lets SQLite and PostgreSQL seek the index to the position instead
+    of scanning it from the newest message (the OR alone is only a filter to both planners)."""
     created, row_id = position
-    return or_(messages.c.create_time_us < created,
-               and_(messages.c.create_time_us == created, messages.c.row_id < row_id))
+    return and_(messages.c.create_time_us <= created,
+                or_(messages.c.create_time_us < created,
+                    and_(messages.c.create_time_us == created, messages.c.row_id < row_id)))
+
+
+def _newer_than(position: list[Any]) -> ColumnElement[bool]:
+    """After ``(create_time_us, row_id)`` in oldest-first order; see ``_older_than``."""
+    created, row_id = position
+    return and_(messages.c.create_time_us >= created,
+                or_(messages.c.create_time_us > created,
+                    and_(messages.c.create_time_us == created, messages.c.row_id > row_id)))
 
 
 def _message(row: AnyRow) -> ChatMessage:

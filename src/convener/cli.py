@@ -301,7 +301,10 @@ def create_key(
     """Create an API key; it is printed once and only its hash is kept."""
     if (principal is None) == (user is None):
         raise _fail("INVALID_ARGUMENT", "name the key's user once: convener auth create-key --user users/alice", 2)
+    given = scope is not None or scopes is not None
     wanted = [*(scope or []), *(part for part in (scopes or "").split(",") if part.strip())]
+    if given and not wanted:
+        raise _fail("INVALID_ARGUMENT", "--scope/--scopes name no scope; leave them out for every scope (*)", 2)
     with _services(_settings(data_dir, database_url)) as opened:
         key, secret = ApiKeys(opened.database).create(str(principal or user), tuple(wanted) if wanted else ("*",))
         err.print(f"key {key.key_id} for {key.principal} (scopes: {', '.join(key.scopes)}):", markup=False)

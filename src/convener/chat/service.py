@@ -20,6 +20,7 @@ from sqlalchemy import (
     cast,
     column,
     exists,
+    false,
     func,
     insert,
     literal_column,
@@ -222,12 +223,15 @@ class ChatService:
             )
             if space is not None:
                 statement = statement.where(messages.c.space_id == space.space)
+            # A user that does not exist matches nothing (not the messages without a sender: no "IS NULL").
             if sender is not None:
-                statement = statement.where(messages.c.sender_id == self._user_id(connection, sender))
+                sender_id = self._user_id(connection, sender)
+                statement = statement.where(messages.c.sender_id == sender_id if sender_id else false())
             if includes is not None:
+                member_id = self._user_id(connection, includes)
                 statement = statement.where(messages.c.space_id.in_(
-                    select(memberships.c.space_id).where(memberships.c.user_id == self._user_id(connection, includes))
-                ))
+                    select(memberships.c.space_id).where(memberships.c.user_id == member_id)
+                ) if member_id else false())
             if parameters.has_link is not None:
                 statement = statement.where(messages.c.has_link == parameters.has_link)
             if start is not None:
@@ -237,8 +241,8 @@ class ChatService:
             if parameters.mentions_me:
                 statement = statement.where(exists().where(
                     mentions.c.message_row_id == messages.c.row_id, mentions.c.user_id == viewer.user_id))
-            if parameters.space_display_names:
-                wanted = [name.lower() for name in parameters.space_display_names if name.strip()][:20]
+            wanted = [name.lower() for name in parameters.space_display_names or [] if name.strip()][:20]
+            if wanted:
                 statement = statement.where(messages.c.space_id.in_(
                     select(spaces.c.space_id).where(or_(*(func.lower(spaces.c.display_name).contains(name, autoescape=True)
                                                          for name in wanted)))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlparse
 
+from convener.api.errors import InvalidArgument
 from convener.chat.emoji_names import unicode_emoji
 from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.records import (
@@ -156,6 +157,12 @@ class SlackExport(ClosingExport):
     def __init__(self, path: Path) -> None:
         self._archive = Archive(path, markers=("users.json", *(index for index, _ in _INDEXES)))
         self._bot_users: dict[str, str] | None = None
+        names = self._archive.names()
+        if not any(name in names for name in ("users.json", *(index for index, _ in _INDEXES))) and not any(
+                _DAY_FILE.fullmatch(name) for name in names):
+            self._archive.close()
+            raise InvalidArgument(f"{path} is not a Slack workspace export: it has no users.json, channels.json "
+                                  "or per-day message files")
 
     def close(self) -> None:
         self._archive.close()

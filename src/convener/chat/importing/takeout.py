@@ -35,6 +35,7 @@ from typing import Any
 
 import ijson  # type: ignore[import-untyped, unused-ignore]
 
+from convener.api.errors import InvalidArgument
 from convener.chat.importing.archive import Archive, ClosingExport
 from convener.chat.records import (
     ImportedAttachment,
@@ -318,6 +319,10 @@ class TakeoutExport(ClosingExport):
         self._groups = _find_groups(names, root)
         self._user_infos = _find_user_infos(names, root)
         self._dates = TakeoutDates()
+        if not self._groups and not self._user_infos:
+            self._archive.close()
+            raise InvalidArgument(f"{path} is not a Google Takeout export of Google Chat: it has no "
+                                  "Google Chat/Groups/ or Users/ folder")
 
     def close(self) -> None:
         self._archive.close()

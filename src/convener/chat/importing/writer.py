@@ -143,6 +143,7 @@ class ChatImporter:
             directory = _Directory(connection, export.source)
         self._import_users(export, directory, summary)
         total = export.conversation_count()
+        written_to: set[str] = set()  # a reader may yield one conversation in several parts (Mattermost)
         for conversation in export.conversations(summary.report):
             label = conversation.display_name or conversation.external_id
 
@@ -158,7 +159,8 @@ class ChatImporter:
                 summary.report(error.problem)
                 continue
             directory.commit()
-            summary.conversations += 1
+            written_to.add(conversation.external_id)
+            summary.conversations = len(written_to)
             summary.messages += written
             if progress is not None:
                 progress(ImportProgress(summary.conversations + summary.failed_conversations, total,

@@ -16,6 +16,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/list_conversations.py
 	$(BIN)/python benchmarks/run_session.py
 	$(BIN)/python benchmarks/evaluations.py
+	$(BIN)/python benchmarks/chat.py
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Convener needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'

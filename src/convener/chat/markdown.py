@@ -77,6 +77,7 @@ Its mentions are ``@username`` words; its plain text (for search) drops markup a
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -368,16 +369,25 @@ def _tokens(text: str, text_format: TextFormat) -> Iterator[_Token]:
             yield from _lex(line.text, text_format)
 
 
-def _lex(line: str, text_format: TextFormat) -> list[_Token]:
-    """A line of source markup as tokens: literal text, code spans, links, mentions and style markers."""
+_MARKUP_START = re.compile(r"[`<:*_~]|(?<![A-Za-z0-9])[hH](?=[tT][tT][pP])")
+"""Every place ``_markup_at`` may read as the start of markup (a bare URL starts with ``http``)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _lex(line: str, text_format: TextFormat) -> tuple[_Token, ...]:
+    """A line of source markup as tokens: literal text, code spans, links, mentions and style markers.
+    Kept for the last lines lexed: an import renders, indexes and scans each message's lines in turn."""
     tokens: list[_Token] = []
     literal: list[str] = []
     i = 0
     while i < len(line):
         found = _markup_at(line, i, text_format)
         if found is None:
-            literal.append(line[i])
-            i += 1
+            # Only these characters can start markup: take the plain run up to the next in one slice.
+            following = _MARKUP_START.search(line, i + 1)
+            end = following.start() if following else len(line)
+            literal.append(line[i:end])
+            i = end
             continue
         found_tokens, i = found
         if literal:
@@ -391,7 +401,7 @@ def _lex(line: str, text_format: TextFormat) -> list[_Token]:
                 tokens.append(token)
     if literal:
         tokens.append(_Text(_unescape("".join(literal), text_format)))
-    return tokens
+    return tuple(tokens)
 
 
 _SHORTCODE = re.compile(r":([a-z0-9_+'-]{1,64}(?:::skin-tone-[2-6])?):")
@@ -497,7 +507,7 @@ def _trim_url(url: str) -> str:
 # ---------------------------------------------------------------- inline: styles
 
 
-def _parse(tokens: list[_Token]) -> list[_Inline]:
+def _parse(tokens: Sequence[_Token]) -> list[_Inline]:
     """Pairs style markers: an opening marker takes the first closing marker of its character after
     non-empty content; what lies between is parsed alone, so styles nest but never cross. Unpaired
     markers are literal text."""

@@ -343,8 +343,9 @@ class _ConversationWriter:
         # The row IDs come back from the upsert itself, in the rows' order: a second SELECT by message ID
         # is at the planner's mercy while a fresh table's statistics still say it is empty.
         statement = upsert(self.dialect, messages, ["space_id", "message_id"], columns).returning(
-            messages.c.row_id, sort_by_parameter_order=True)
-        ids = [row.row_id for row in self.connection.execute(statement, rows)]
+            messages.c.message_id, messages.c.row_id)
+        row_ids = {row.message_id: row.row_id for row in self.connection.execute(statement, rows)}
+        ids = [row_ids[row["message_id"]] for row in rows]
         self.connection.execute(delete(mentions).where(mentions.c.message_row_id.in_(ids)))
         pairs = [{"message_row_id": row_id, "user_id": user_id}
                  for row_id, users_mentioned in zip(ids, mentioned, strict=True) for user_id in users_mentioned]

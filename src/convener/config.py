@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-SERVICES = ("ces", "chat")
+SERVICES = ("ces", "chat", "knowledge")
 """Services this build can serve, in the order /mcp lists their tools."""
 
 
@@ -63,8 +63,15 @@ class Settings(BaseSettings):
     mcp_stdio_commands: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="Programs a stdio MCP toolset may start; HTTP toolsets need no listing."
     )
+    knowledge_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(), description="Folders the ingest_documents tool may read (the CLI's ingest reads any path)."
+    )
+    knowledge_embeddings: Literal["auto", "off"] = Field(
+        default="auto",
+        description="Semantic search with local embeddings: auto uses them when the embeddings extra is installed.",
+    )
 
-    @field_validator("python_modules", "mcp_stdio_commands", mode="before")
+    @field_validator("python_modules", "mcp_stdio_commands", "knowledge_roots", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):

@@ -26,7 +26,8 @@ from convener.tooling import build_mcp_server
 INSTRUCTIONS = (
     "Convener serves Google agent-platform tools on your own machine. Resource names look like "
     "projects/{project}/locations/{location}/apps/{app}; the demo workspace is projects/demo/locations/global. "
-    "Chat conversations are spaces/{space}; find them with search_conversations."
+    "Chat conversations are spaces/{space}; find them with search_conversations. Documentation is searched "
+    "with search_documents and answered with answer_query; documents are documents/{uri_without_scheme}."
 )
 MAX_REQUEST_BODY = 16 * 1024 * 1024
 

@@ -13,6 +13,9 @@ from convener.ces.tools import ces_tools
 from convener.chat.service import ChatService
 from convener.chat.tools import chat_tools
 from convener.config import Settings
+from convener.knowledge.embeddings import default_embedder
+from convener.knowledge.service import KnowledgeService
+from convener.knowledge.tools import knowledge_tools
 from convener.llm.base import ModelProvider, close_provider
 from convener.llm.providers import provider_from_settings
 from convener.store.database import Database
@@ -27,6 +30,7 @@ class Services:
     conversations: ConversationService
     runtime: Runtime = field(init=False)
     chat: ChatService = field(init=False)
+    knowledge: KnowledgeService = field(init=False)
     _provider: ModelProvider | None = field(init=False, default=None)
     _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
@@ -34,6 +38,8 @@ class Services:
         tokens = self.conversations.tokens
         self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider)
         self.chat = ChatService(self.database, tokens)
+        self.knowledge = KnowledgeService(self.database, tokens, default_embedder(self.settings.knowledge_embeddings),
+                                          self.provider, self.settings.knowledge_roots)
 
     def provider(self) -> ModelProvider | None:
         """The configured model provider, made on first use (most sessions run no llm agent)."""
@@ -58,6 +64,7 @@ class Services:
         available = {
             "ces": lambda: ces_tools(self.apps, self.conversations, self.runtime),
             "chat": lambda: chat_tools(self.chat),
+            "knowledge": lambda: knowledge_tools(self.knowledge, self.runtime.operations),
         }
         return {name: available[name]() for name in self.settings.services}
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, JsonValue
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, JsonValue, WithJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic.functional_serializers import PlainSerializer
 from pydantic.functional_validators import AfterValidator, BeforeValidator
@@ -186,8 +186,11 @@ def _int64(value: Any) -> Any:
     return value
 
 
-Int64 = Annotated[int, BeforeValidator(_int64), PlainSerializer(str, return_type=str)]
-"""int64 fields are JSON strings on the wire but accepted as numbers too."""
+Int64 = Annotated[
+    int, BeforeValidator(_int64), PlainSerializer(str, return_type=str),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": "^-?[0-9]{1,19}$"}, {"type": "integer"}]}),
+]
+"""int64 fields are JSON strings on the wire but accepted as numbers too (and the schema says both)."""
 
 Struct = dict[str, JsonValue]
 """google.protobuf.Struct in its JSON form: an ordinary object."""

@@ -1,0 +1,186 @@
+"""Grounded answers from retrieved passages.
+
+Offline (no model configured) the answer is extractive: the sentences of the passages that best cover the
+question's terms, copied verbatim and traceable to a byte range of a referenced document, with an honest
+"not found" when they do not cover enough of it. Terms are weighted by how rare they are among the
+candidate sentences, so a question about something the documentation never mentions ("Kubernetes
+ingress") finds its rare terms uncovered and is not answered from a passage that only shares the filler.
+
+With a model, the answer is generated from the numbered passages and then checked: every sentence must be
+supported by one passage (most of its words found there), unsupported sentences are dropped, and if none
+survive the extractive answer is given instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from convener.api.errors import ApiError
+from convener.knowledge.models import Citation, CitationSource
+from convener.knowledge.text import sentences, stems, words
+from convener.llm.base import ChatMessage, ModelProvider
+
+OFFLINE_NOTE = ("Offline extractive answer (no language model is configured): the sentences below are quoted "
+                "verbatim from the referenced documents.")
+NOT_FOUND = "Not found in the indexed documentation: no passage supports an answer to this question."
+MAX_SENTENCES = 3
+MIN_COVERAGE = 0.5
+"""Share of the question's (rarity-weighted) terms the chosen sentences must contain to count as an answer."""
+MIN_SUPPORT = 0.7
+"""Share of a generated sentence's words one passage must contain for the sentence to be kept."""
+_MIN_WORDS = 4
+_MAX_SENTENCE_CHARACTERS = 600
+_CITATION_MARK = re.compile(r"\s*\[(\d{1,2})\]")
+
+
+@dataclass(frozen=True)
+class Passage:
+    document: str
+    """The document's name."""
+    content: str
+    start_byte: int
+    """Where ``content`` begins in the document's UTF-8 content."""
+    heading: str = ""
+    """The chunk's title and section path: what its sentences are about, though they need not repeat it."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    references: list[str]
+    citations: list[Citation]
+    supported: bool
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    passage: int
+    start: int
+    end: int
+    text: str
+    stems: frozenset[str]
+    """The sentence's words, with its passage's heading words: "The default is 50 GB." under "Storage quota"
+    answers a question about the storage quota."""
+
+
+def extractive_answer(query: str, passages: Sequence[Passage]) -> Answer:
+    candidates = _candidates(passages)
+    wanted = _content_stems(query)
+    if not wanted or not candidates:
+        return _not_found()
+    frequency = {term: sum(term in sentence.stems for sentence in candidates) for term in wanted}
+    weight = {term: math.log(1 + len(candidates) / (1 + frequency[term])) for term in wanted}
+    total = sum(weight.values())
+    chosen: list[_Sentence] = []
+    covered: set[str] = set()
+    while len(chosen) < MAX_SENTENCES:
+        best, best_gain = None, 0.0
+        for sentence in candidates:
+            if sentence in chosen:
+                continue
+            gain = sum(weight[t] for t in (sentence.stems & wanted) - covered) / total
+            # Earlier passages rank higher: a small preference settles near-ties in their favour.
+            gain += 0.05 / (1 + sentence.passage) if gain else 0.0
+            if gain > best_gain:
+                best, best_gain = sentence, gain
+        if best is None:
+            break
+        chosen.append(best)
+        covered |= best.stems & wanted
+    coverage = sum(weight[t] for t in covered) / total
+    if coverage < MIN_COVERAGE:
+        return _not_found()
+    chosen.sort(key=lambda s: (s.passage, s.start))
+    return _compose(OFFLINE_NOTE + "\n\n", [(s.text, [s]) for s in chosen], passages)
+
+
+def generated_answer(provider: ModelProvider, query: str, passages: Sequence[Passage]) -> Answer | None:
+    """A model's answer with its unsupported sentences dropped; None when the model fails or nothing it said
+    is supported (the caller answers extractively then)."""
+    numbered = "\n\n".join(f"[{index + 1}] ({p.document})\n{p.content}" for index, p in enumerate(passages))
+    messages = [
+        ChatMessage("system", "Answer the developer's question using only the numbered documentation passages. "
+                              "Write short plain sentences and put the number of the passage that supports each "
+                              "sentence after it, like [2]. If the passages do not answer the question, reply "
+                              "NOT_FOUND."),
+        ChatMessage("user", f"Passages:\n\n{numbered}\n\nQuestion: {query}"),
+    ]
+    try:
+        completion = provider.complete(messages, temperature=0.0)
+    except ApiError:
+        return None
+    text = (completion.text or "").strip()
+    if not text or "NOT_FOUND" in text:
+        return None
+    pool = _candidates(passages)
+    kept: list[tuple[str, list[_Sentence]]] = []
+    for start, end in sentences(text):
+        raw = text[start:end]
+        cited = {int(number) - 1 for number in _CITATION_MARK.findall(raw)}
+        clean = _CITATION_MARK.sub("", raw).strip()
+        support = _support(clean, pool, cited)
+        if support:
+            kept.append((clean, support))
+    if not kept:
+        return None
+    return _compose("", kept, passages)
+
+
+def _support(sentence: str, pool: Sequence[_Sentence], cited: set[int]) -> list[_Sentence]:
+    """The passage sentences that together hold most of ``sentence``'s words, all from one passage (a cited
+    one first); empty when no passage does."""
+    needed = _content_stems(sentence)
+    if not needed:
+        return []
+    by_passage: dict[int, list[_Sentence]] = {}
+    for candidate in pool:
+        by_passage.setdefault(candidate.passage, []).append(candidate)
+    for passage in sorted(by_passage, key=lambda p: (p not in cited, p)):
+        found = set().union(*(c.stems for c in by_passage[passage])) & needed
+        if len(found) / len(needed) >= MIN_SUPPORT:
+            return sorted((c for c in by_passage[passage] if c.stems & needed),
+                          key=lambda c: -len(c.stems & needed))[:2]
+    return []
+
+
+def _candidates(passages: Sequence[Passage]) -> list[_Sentence]:
+    found: list[_Sentence] = []
+    for index, passage in enumerate(passages):
+        context = stems(passage.heading)
+        for start, end in sentences(passage.content):
+            text = passage.content[start:end]
+            if len(text) <= _MAX_SENTENCE_CHARACTERS and len(words(text)) >= _MIN_WORDS:
+                found.append(_Sentence(index, start, end, text, frozenset(stems(text) | context)))
+    return found
+
+
+def _content_stems(text: str) -> set[str]:
+    return {s for s in stems(text) if len(s) > 1}
+
+
+def _compose(prefix: str, parts: Sequence[tuple[str, Sequence[_Sentence]]], passages: Sequence[Passage]) -> Answer:
+    text = prefix
+    citations: list[Citation] = []
+    references: list[str] = []
+    for index, (sentence, sources) in enumerate(parts):
+        if index:
+            text += " "
+        start = len(text.encode())
+        text += sentence
+        cited = []
+        for source in sources:
+            passage = passages[source.passage]
+            begin = passage.start_byte + len(passage.content[:source.start].encode())
+            cited.append(CitationSource(document=passage.document, start_byte=begin,
+                                        end_byte=begin + len(source.text.encode())))
+            if passage.document not in references:
+                references.append(passage.document)
+        citations.append(Citation(start_byte=start, end_byte=len(text.encode()), sources=cited))
+    return Answer(text, references, citations, True)
+
+
+def _not_found() -> Answer:
+    return Answer(NOT_FOUND, [], [], False)

@@ -1,0 +1,131 @@
+"""Ranking chunks for a query: lexical (BM25 in FTS5, weighted ``ts_rank`` on PostgreSQL), semantic (cosine
+over local embeddings), and reciprocal rank fusion of the two.
+
+Lexical ranking is a keyset-paged SQL query, so deep pages cost what the first does. Semantic ranking
+scores every vector: the vectors are held in memory, loaded once per change of the index (a query of the
+chunk count and highest row ID tells whether it changed), never per search.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Double, and_, cast, column, func, literal_column, or_, select, table
+from sqlalchemy.sql.elements import ColumnElement
+
+from convener.knowledge.embeddings import Embedder, Vectors, from_bytes
+from convener.knowledge.tables import chunks, documents
+
+RRF_K = 60
+"""The constant of reciprocal rank fusion (Cormack et al.): ranks past the first few matter little."""
+FUSION_WINDOW = 200
+"""How deep each ranking is read for fusion; results beyond it are not returned in hybrid mode."""
+HEADING_WEIGHT = 2.0
+
+
+@dataclass(frozen=True)
+class Ranked:
+    row_id: int
+    score: float
+    """Higher is better; comparable only within one ranking."""
+
+
+def lexical(connection: Connection, terms: Sequence[str], condition: ColumnElement[bool] | None, limit: int,
+            after: tuple[float, int] | None = None) -> list[Ranked]:
+    """Chunks matching any of ``terms``, best first, after the keyset position ``after`` (score, row_id)."""
+    if not terms:
+        return []
+    score: ColumnElement[Any]
+    statement = select(chunks.c.row_id).select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+    if connection.dialect.name == "postgresql":
+        parts = [func.plainto_tsquery(literal_column("'english'"), term) for term in terms]
+        tsquery: ColumnElement[Any] = parts[0]
+        for part in parts[1:]:
+            tsquery = tsquery.op("||")(part)
+        vector: ColumnElement[Any] = literal_column("knowledge_chunks.search_vector")
+        # Normalisation 1 divides by 1 + log(length), so long chunks do not win by size; a double keeps page
+        # tokens exact (ts_rank is float4).
+        score = cast(func.ts_rank(vector, tsquery, 1), Double)
+        statement = statement.where(vector.op("@@")(tsquery))
+    else:
+        # Each term a quoted FTS5 string, so FTS syntax in a query (NEAR, OR, *, column:) stays literal text.
+        fts_query = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        fts = table("knowledge_chunks_fts", column("rowid"))
+        score = -literal_column(f"bm25(knowledge_chunks_fts, {HEADING_WEIGHT}, 1.0)")
+        statement = statement.join(fts, fts.c.rowid == chunks.c.row_id).where(
+            literal_column("knowledge_chunks_fts").op("MATCH")(fts_query))
+    if condition is not None:
+        statement = statement.where(condition)
+    if after is not None:
+        statement = statement.where(or_(score < after[0], and_(score == after[0], chunks.c.row_id > after[1])))
+    statement = statement.add_columns(score.label("score")).order_by(score.desc(), chunks.c.row_id).limit(limit)
+    return [Ranked(row.row_id, float(row.score)) for row in connection.execute(statement)]
+
+
+class VectorIndex:
+    """The chunk vectors of the store, in memory, for brute-force cosine ranking."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        self._version: tuple[int, int] | None = None
+        self._row_ids = np.zeros(0, dtype=np.int64)
+        self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def _refresh(self, connection: Connection) -> None:
+        with_vectors = chunks.c.embedding.is_not(None)
+        version_row = connection.execute(
+            select(func.count(), func.coalesce(func.max(chunks.c.row_id), 0)).where(with_vectors)).one()
+        version = (int(version_row[0]), int(version_row[1]))
+        with self._lock:
+            if version == self._version:
+                return
+            rows = connection.execute(select(chunks.c.row_id, chunks.c.embedding).where(with_vectors)
+                                      .order_by(chunks.c.row_id)).all()
+            self._row_ids = np.fromiter((row.row_id for row in rows), dtype=np.int64, count=len(rows))
+            self._matrix = (np.vstack([from_bytes(row.embedding) for row in rows]) if rows
+                            else np.zeros((0, 0), dtype=np.float32))
+            self._version = version
+
+    def has_vectors(self, connection: Connection) -> bool:
+        self._refresh(connection)
+        return len(self._row_ids) > 0
+
+    def search(self, connection: Connection, query: str, condition: ColumnElement[bool] | None,
+               limit: int) -> list[Ranked]:
+        self._refresh(connection)
+        with self._lock:
+            row_ids, matrix = self._row_ids, self._matrix
+        if len(row_ids) == 0:
+            return []
+        scores = matrix @ self.embedder.embed([query])[0]
+        if condition is not None:
+            allowed = connection.execute(
+                select(chunks.c.row_id).select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+                .where(condition, chunks.c.embedding.is_not(None))).scalars().all()
+            scores = np.where(np.isin(row_ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))),
+                              scores, -np.inf)
+        count = min(limit, int(np.isfinite(scores).sum()))
+        if count == 0:
+            return []
+        top = np.argpartition(-scores, count - 1)[:count]
+        ordered = sorted(top, key=lambda i: (-scores[i], row_ids[i]))
+        return [Ranked(int(row_ids[i]), float(scores[i])) for i in ordered]
+
+
+def fuse(rankings: Sequence[Sequence[Ranked]], k: int = RRF_K) -> list[Ranked]:
+    """Reciprocal rank fusion, scaled to [0, 1]: 1.0 for a chunk ranked first by every ranking."""
+    if not rankings:
+        return []
+    totals: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            totals[item.row_id] = totals.get(item.row_id, 0.0) + 1.0 / (k + rank)
+    best = len(rankings) / (k + 1)
+    fused = [Ranked(row_id, total / best) for row_id, total in totals.items()]
+    fused.sort(key=lambda item: (-item.score, item.row_id))
+    return fused

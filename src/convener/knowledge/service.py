@@ -1,0 +1,255 @@
+"""The knowledge service: search chunks, get documents, answer questions, and administer the corpus.
+
+The corpus is shared by every caller of an installation (documentation is not per user); who may ingest
+and delete is decided by scopes at the tool layer, and which folders the ingest tool may read by
+``CONVENER_KNOWLEDGE_ROOTS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, select
+from sqlalchemy.sql.elements import ColumnElement
+
+from convener.api.errors import InvalidArgument, NotFound, PermissionDenied
+from convener.api.filtering import FieldType, FilterField, compile_filter
+from convener.api.paging import PageTokens, resolve_page_size, split_page
+from convener.api.protojson import Timestamp
+from convener.auth.caller import Caller
+from convener.knowledge import retrieval
+from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
+from convener.knowledge.embeddings import Embedder
+from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
+from convener.knowledge.models import (
+    DataSource,
+    Document,
+    DocumentChunk,
+    DocumentView,
+    IngestSummary,
+)
+from convener.knowledge.names import check_name
+from convener.knowledge.tables import chunks, data_sources, documents
+from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms
+from convener.llm.base import ModelProvider
+from convener.store.database import Database
+
+DEFAULT_PAGE_SIZE = 5
+MAX_PAGE_SIZE = 100
+MAX_NAMES = 20
+MAX_DELETE_NAMES = 1000
+ANSWER_PASSAGES = 6
+
+FILTER_FIELDS = {
+    "data_source": FilterField(documents.c.data_source, FieldType.STRING),
+    "uri": FilterField(documents.c.uri, FieldType.STRING),
+    "update_time": FilterField(documents.c.update_time_us, FieldType.TIMESTAMP),
+    "content_length_bytes": FilterField(documents.c.content_length_bytes, FieldType.INTEGER),
+}
+"""Google's filter fields of SearchDocumentChunks, over the chunks' documents."""
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    results: list[DocumentChunk]
+    next_page_token: str | None
+
+
+class KnowledgeService:
+    def __init__(self, database: Database, tokens: PageTokens, embedder: Embedder | None = None,
+                 provider: Callable[[], ModelProvider | None] = lambda: None,
+                 roots: Sequence[Path] = ()) -> None:
+        self.database = database
+        self.tokens = tokens
+        self.embedder = embedder
+        self.vectors = retrieval.VectorIndex(embedder) if embedder is not None else None
+        self.provider = provider
+        self.roots = tuple(root.expanduser().resolve() for root in roots)
+        self.ingestor = Ingestor(database, embedder)
+
+    # -- search --------------------------------------------------------------------------------------
+
+    def search(self, query: str, page_size: int | None, page_token: str | None, filter_text: str | None,
+               caller: Caller, mode: str = "auto") -> SearchPage:
+        """Chunks for ``query``, most relevant first. ``mode`` is ``auto`` (fused when the index has vectors,
+        else lexical), ``lexical``, ``semantic`` or ``fused``; the last three are for measuring."""
+        terms = _check_query(query)
+        size = resolve_page_size(page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+        condition = compile_filter(filter_text, FILTER_FIELDS)
+        request = {"method": "search_documents", "query": query, "filter": filter_text or "", "mode": mode}
+        position = self.tokens.position(page_token, query=request, caller=caller.principal) if page_token else None
+        with self.database.reading() as connection:
+            mode = self._mode(connection, mode)
+            if mode == "lexical":
+                after = (float(position[0]), int(position[1])) if position else None  # type: ignore[arg-type]
+                ranked = retrieval.lexical(connection, terms, condition, size + 1, after)
+                top = float(position[2]) if position else (ranked[0].score if ranked else 1.0)  # type: ignore[arg-type]
+                scored = [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
+                page, more = split_page(ranked, size)
+                next_position = [page[-1].score, page[-1].row_id, top] if more else None
+                scored = scored[:len(page)]
+            else:
+                ranked = self._ranking(connection, mode, query, terms, condition, retrieval.FUSION_WINDOW)
+                if position:
+                    score, row_id = float(position[0]), int(position[1])  # type: ignore[arg-type]
+                    ranked = [r for r in ranked if (r.score, -r.row_id) < (score, -row_id)]
+                page, more = split_page(ranked, size)
+                scored = list(page)
+                next_position = [page[-1].score, page[-1].row_id] if more else None
+            results = self._chunks(connection, scored)
+        token = self.tokens.issue(query=request, caller=caller.principal, position=next_position) \
+            if next_position else None
+        return SearchPage(results, token)
+
+    def _mode(self, connection: Connection, mode: str) -> str:
+        if mode not in ("auto", "lexical", "semantic", "fused"):
+            raise InvalidArgument(f"unknown search mode {mode}")
+        has_vectors = self.vectors is not None and self.vectors.has_vectors(connection)
+        if mode == "auto":
+            return "fused" if has_vectors else "lexical"
+        if mode != "lexical" and not has_vectors:
+            raise InvalidArgument("semantic search needs the embeddings extra and documents ingested with it")
+        return mode
+
+    def _ranking(self, connection: Connection, mode: str, query: str, terms: list[str],
+                 condition: ColumnElement[bool] | None, depth: int) -> list[retrieval.Ranked]:
+        if mode == "lexical":
+            ranked = retrieval.lexical(connection, terms, condition, depth)
+            top = ranked[0].score if ranked else 1.0
+            return [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
+        assert self.vectors is not None
+        semantic = self.vectors.search(connection, query, condition, depth)
+        if mode == "semantic":
+            return [retrieval.Ranked(r.row_id, max(0.0, min(1.0, r.score))) for r in semantic]
+        return retrieval.fuse([retrieval.lexical(connection, terms, condition, depth), semantic])
+
+    def _chunks(self, connection: Connection, ranked: Sequence[retrieval.Ranked]) -> list[DocumentChunk]:
+        if not ranked:
+            return []
+        rows = {row.row_id: row for row in connection.execute(
+            select(chunks.c.row_id, chunks.c.chunk_index, chunks.c.content, *_basic_columns())
+            .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+            .where(chunks.c.row_id.in_([r.row_id for r in ranked])))}
+        return [DocumentChunk(parent=rows[r.row_id].name, id=str(rows[r.row_id].chunk_index),
+                              content=rows[r.row_id].content, document=_document(rows[r.row_id], DocumentView.DOCUMENT_VIEW_BASIC),
+                              relevance_score=round(r.score, 6))
+                for r in ranked if r.row_id in rows]
+
+    # -- documents -----------------------------------------------------------------------------------
+
+    def get_documents(self, names: Sequence[str]) -> list[Document]:
+        if not names:
+            raise InvalidArgument("names is required: give 1 to 20 document names")
+        if len(names) > MAX_NAMES:
+            raise InvalidArgument(f"names has {len(names)} entries; at most {MAX_NAMES} documents per call")
+        for index, name in enumerate(names):
+            check_name(name, f"names[{index}]")
+        with self.database.reading() as connection:
+            rows = {row.name: row for row in connection.execute(
+                select(*_basic_columns(), documents.c.content, documents.c.content_length_bytes)
+                .where(documents.c.name.in_(set(names))))}
+        missing = [name for name in names if name not in rows]
+        if missing:
+            raise NotFound(f"document {missing[0]} does not exist" + (
+                f" (nor {len(missing) - 1} other of the names)" if len(missing) > 1 else ""))
+        return [_document(rows[name], DocumentView.DOCUMENT_VIEW_CONTENT) for name in names]
+
+    # -- answers -------------------------------------------------------------------------------------
+
+    def answer(self, query: str) -> Answer:
+        terms = _check_query(query)
+        with self.database.reading() as connection:
+            mode = self._mode(connection, "auto")
+            ranked = self._ranking(connection, mode, query, terms, None, ANSWER_PASSAGES)[:ANSWER_PASSAGES]
+            passages = self._passages(connection, ranked)
+        provider = self.provider()
+        if provider is not None and passages:
+            generated = generated_answer(provider, query, passages)
+            if generated is not None:
+                return generated
+        return extractive_answer(query, passages)
+
+    def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked]) -> list[Passage]:
+        if not ranked:
+            return []
+        rows = {row.row_id: row for row in connection.execute(
+            select(chunks.c.row_id, chunks.c.content, chunks.c.start_byte, chunks.c.heading, documents.c.name)
+            .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+            .where(chunks.c.row_id.in_([r.row_id for r in ranked])))}
+        return [Passage(rows[r.row_id].name, rows[r.row_id].content, rows[r.row_id].start_byte, rows[r.row_id].heading)
+                for r in ranked if r.row_id in rows]
+
+    # -- administration ------------------------------------------------------------------------------
+
+    def list_data_sources(self) -> list[DataSource]:
+        counts = (select(documents.c.data_source, func.count().label("document_count"))
+                  .group_by(documents.c.data_source).subquery())
+        with self.database.reading() as connection:
+            rows = connection.execute(
+                select(data_sources, func.coalesce(counts.c.document_count, 0).label("document_count"))
+                .outerjoin(counts, counts.c.data_source == data_sources.c.name).order_by(data_sources.c.name)).all()
+        return [DataSource(name=row.name, base_url=row.base_url, location=row.location,
+                           document_count=row.document_count, embedding_model=row.embedding_model,
+                           create_time=Timestamp.from_micros(row.create_time_us),
+                           update_time=Timestamp.from_micros(row.update_time_us)) for row in rows]
+
+    def delete_documents(self, names: Sequence[str] | None, data_source: str | None) -> int:
+        if bool(names) == bool(data_source):
+            raise InvalidArgument("give either names or dataSource")
+        with self.database.transaction() as connection:
+            if data_source:
+                count = connection.scalar(select(func.count()).where(documents.c.data_source == data_source))
+                if not connection.scalar(select(func.count()).where(data_sources.c.name == data_source)):
+                    raise NotFound(f"data source {data_source} does not exist")
+                connection.execute(delete(data_sources).where(data_sources.c.name == data_source))
+                return int(count or 0)
+            assert names is not None
+            if len(names) > MAX_DELETE_NAMES:
+                raise InvalidArgument(f"names has {len(names)} entries; at most {MAX_DELETE_NAMES} per call")
+            for index, name in enumerate(names):
+                check_name(name, f"names[{index}]")
+            return int(connection.execute(delete(documents).where(documents.c.name.in_(set(names)))).rowcount or 0)
+
+    def check_readable(self, path: Path) -> Path:
+        """A path the ingest tool may read: inside one of the configured roots (the CLI reads any path)."""
+        resolved = path.expanduser().resolve()
+        if not any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
+            raise PermissionDenied(
+                f"{path} is outside the folders the server may ingest; add its folder to CONVENER_KNOWLEDGE_ROOTS "
+                "or run `convener knowledge ingest` on the server")
+        return resolved
+
+    def ingest(self, plan: IngestPlan, progress: Progress | None = None,
+               stop_requested: StopRequested | None = None) -> IngestSummary:
+        return self.ingestor.run(plan, progress, stop_requested)
+
+
+def _check_query(query: str) -> list[str]:
+    if not query or not query.strip():
+        raise InvalidArgument("query is required")
+    if len(query) > MAX_QUERY_CHARACTERS:
+        raise InvalidArgument(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARACTERS} are allowed")
+    return query_terms(query)
+
+
+def _share(score: float, top: float) -> float:
+    """A lexical score as a share of the query's best one: the top chunk is 1.0, the rest in (0, 1]."""
+    return max(0.0, min(1.0, score / top)) if top > 0 else 0.0
+
+
+def _basic_columns() -> tuple[Any, ...]:
+    return (documents.c.name, documents.c.uri, documents.c.data_source, documents.c.title,
+            documents.c.description, documents.c.update_time_us)
+
+
+def _document(row: Any, view: DocumentView) -> Document:
+    document = Document(name=row.name, uri=row.uri, data_source=row.data_source, title=row.title,
+                        description=row.description or None, update_time=Timestamp.from_micros(row.update_time_us),
+                        view=view)
+    if view is DocumentView.DOCUMENT_VIEW_CONTENT:
+        document.content = row.content
+        document.content_length_bytes = row.content_length_bytes
+    return document

@@ -370,10 +370,11 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
 
     summary = load_demo(services)
 
-    app_line, chat_line = summary.splitlines()
+    app_line, chat_line, knowledge_line = summary.splitlines()
     assert app_line == f"{PARENT}: app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)"
     assert re.fullmatch(r"chat: 5 conversations, \d+ messages \(0 new\); keys: users/ana cnv_\S+ users/ben cnv_\S+",
                         chat_line)
+    assert re.match(r"knowledge: convener-docs from \S+/docs: 0 added, 0 updated, \d+ unchanged", knowledge_line)
     assert await all_conversations(client) == before
     assert await call_json(client, "get_app", {"name": PARENT}) == app
     assert await call_json(client, "list_agents", {"parent": PARENT}) == agents
@@ -632,3 +633,16 @@ async def test_the_keys_load_demo_prints_act_as_the_demo_users(services: Service
     assert sorted(key.principal for key in keys.list()) == ["users/ana", "users/ben"]
     async for client in as_user(services, "users/ana"):
         assert (await conversations_of(client)).keys() >= {"general", "support-agent"}
+
+
+async def test_the_demo_answers_questions_about_convener_from_its_own_docs(services: Services, client: Client) -> None:
+    load_demo(services)
+
+    answer = await call_json(client, "answer_query", {"query": "How do I import a Slack export?"})
+    chunks = await call_json(client, "search_documents", {"query": "Slack export import", "pageSize": 3})
+
+    assert answer["references"] and all(name.startswith("documents/") for name in answer["references"])
+    assert any(name.endswith("/docs/chat.md") for name in answer["references"])
+    assert "slack" in answer["answerText"].lower()
+    assert chunks["results"][0]["parent"].endswith("/docs/chat.md")
+    assert chunks["results"][0]["document"]["dataSource"] == "convener-docs"

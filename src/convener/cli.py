@@ -632,11 +632,10 @@ def knowledge_ask(
 def knowledge_sources(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
     """List the ingested data sources."""
     with _services(_settings(data_dir, database_url)) as opened:
-        table = Table("data source", "documents", "base URL", "embeddings", "updated")
         for source in opened.knowledge.list_data_sources():
-            table.add_row(source.name, str(source.document_count), source.base_url, source.embedding_model or "-",
-                          str(source.update_time))
-        out.print(table)
+            out.print(f"{source.name}: {source.document_count} documents from {source.base_url}, "
+                      f"{source.embedding_model or 'lexical only'}, updated {source.update_time}",
+                      highlight=False, markup=False)
 
 
 @knowledge_app.command("delete")

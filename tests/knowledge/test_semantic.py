@@ -11,6 +11,7 @@ from mcp import Client
 from convener.auth.caller import LOCAL_USER
 from convener.config import Settings
 from convener.knowledge.embeddings import MINILM, available
+from convener.knowledge.ingest import IngestPlan
 from convener.services import Services
 from tests.e2e.conftest import structured
 from tests.knowledge.conftest import BASE_URL, name_of
@@ -70,3 +71,19 @@ async def test_filters_apply_to_semantic_results_too(client: Client) -> None:
     results = (await search(client, "recovering after a disaster", filter=f'uri = "{BASE_URL}faq.txt"'))["results"]
 
     assert {r["parent"] for r in results} == {name_of("faq.txt")}
+
+
+async def test_changing_the_embedding_setting_reindexes_every_file(
+        client: Client, settings: Settings, docs: Path) -> None:
+    again = structured(await client.call_tool("ingest_documents", {"path": str(docs), "baseUrl": BASE_URL}))
+    assert again["response"]["unchanged"] == 4
+
+    lexical_only = Services.open(settings.model_copy(update={"knowledge_embeddings": "off"}))
+    try:
+        summary = lexical_only.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+        sources = lexical_only.knowledge.list_data_sources()
+    finally:
+        lexical_only.close()
+
+    assert (summary.updated, summary.unchanged) == (4, 0)
+    assert [s.embedding_model for s in sources] == [None]

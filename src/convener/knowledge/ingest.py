@@ -133,14 +133,16 @@ class Ingestor:
                 f'data source "{plan.data_source}" was ingested with base URL {existing.base_url}; use that URL, '
                 "another data source name, or delete the data source first")
         connection.execute(update(data_sources).where(data_sources.c.name == plan.data_source).values(
-            location=str(plan.location), embedding_model=model if existing.embedding_model == model else
-            existing.embedding_model, update_time_us=now))
+            location=str(plan.location), embedding_model=model, update_time_us=now))
 
     def _ingest_file(self, plan: IngestPlan, entry: SourceFile, stored: tuple[int, str] | None,
                      tally: _Tally) -> None:
         tally.files_seen += 1
         tally.bytes_read += len(entry.data)
-        digest = hashlib.sha256(CONVERTER_VERSION.encode() + b"\0" + entry.data).hexdigest()
+        # The converter's version and the embedding model are part of the hash: when either changes, every file
+        # is converted, chunked and embedded again rather than skipped as unchanged.
+        model = self.embedder.model if self.embedder is not None else ""
+        digest = hashlib.sha256(f"{CONVERTER_VERSION}\0{model}\0".encode() + entry.data).hexdigest()
         if stored is not None and stored[1] == digest:
             tally.unchanged += 1
             return

@@ -77,10 +77,11 @@ class VectorIndex:
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
 
     def _refresh(self, connection: Connection) -> None:
-        with_vectors = chunks.c.embedding.is_not(None)
-        version_row = connection.execute(
-            select(func.count(), func.coalesce(func.max(chunks.c.row_id), 0)).where(with_vectors)).one()
+        # Chunks are only ever inserted (with new row IDs) or deleted, so their count and highest row ID change
+        # whenever the vectors do; both come from an index, without reading the vectors.
+        version_row = connection.execute(select(func.count(), func.coalesce(func.max(chunks.c.row_id), 0))).one()
         version = (int(version_row[0]), int(version_row[1]))
+        with_vectors = chunks.c.embedding.is_not(None)
         with self._lock:
             if version == self._version:
                 return

@@ -95,10 +95,14 @@ def _after(column: Any, moment: Timestamp) -> ColumnElement[bool]:
     return column > moment.to_micros()  # type: ignore[no-any-return]  # to_micros floors the nanoseconds
 
 
+def _ceil_micros(moment: Timestamp) -> int:
+    """The first whole microsecond at or after ``moment`` (requests may carry nanoseconds, the store does not)."""
+    return moment.to_micros() + (1 if moment.nanos % 1000 else 0)
+
+
 def _before(column: Any, moment: Timestamp) -> ColumnElement[bool]:
     """Strictly before ``moment``: ``create < moment`` holds for micros below the moment's ceiling."""
-    micros = moment.to_micros() + (1 if moment.nanos % 1000 else 0)
-    return column < micros  # type: ignore[no-any-return]
+    return column < _ceil_micros(moment)  # type: ignore[no-any-return]
 
 
 class ChatService:
@@ -235,7 +239,7 @@ class ChatService:
             if parameters.has_link is not None:
                 statement = statement.where(messages.c.has_link == parameters.has_link)
             if start is not None:
-                statement = statement.where(messages.c.create_time_us >= start.to_micros() + (1 if start.nanos % 1000 else 0))
+                statement = statement.where(messages.c.create_time_us >= _ceil_micros(start))
             if end is not None:
                 statement = statement.where(_before(messages.c.create_time_us, end))
             if parameters.mentions_me:

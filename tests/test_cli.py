@@ -77,6 +77,12 @@ def test_the_command_tree_is_the_expected_one() -> None:
         ("eval",),
         ("eval", "run"),
         ("eval", "import-adk"),
+        ("knowledge",),
+        ("knowledge", "ingest"),
+        ("knowledge", "search"),
+        ("knowledge", "ask"),
+        ("knowledge", "sources"),
+        ("knowledge", "delete"),
     }
 
 

@@ -33,7 +33,7 @@ Set `A=1`. See [the docs](http://x) for é and ü.
 
 
 def test_each_section_is_a_chunk_headed_by_its_path_and_empty_sections_fold_into_the_next() -> None:
-    chunks = chunk_markdown("Guide", GUIDE)
+    chunks = chunk_markdown("Guide", GUIDE, min_characters=0)
 
     assert [c.heading for c in chunks] == ["Guide", "Guide › Install", "Guide › Install › Linux",
                                            "Guide › Setting"]  # a setext H2 ends "## Configure"
@@ -41,8 +41,20 @@ def test_each_section_is_a_chunk_headed_by_its_path_and_empty_sections_fold_into
     assert chunks[3].content.startswith("## Empty section")
 
 
+def test_small_sections_join_their_neighbours_under_the_cap() -> None:
+    page = ("# git-stash(1)\n\n## NAME\n\ngit-stash - Stash the changes away\n\n## DESCRIPTION\n\n"
+            + "Use git stash to record the working directory. " * 8 + "\n\n## GIT\n\nPart of the git(1) suite\n")
+
+    chunks = chunk_markdown("git-stash(1)", page)
+
+    assert len(chunks) == 1
+    assert chunks[0].content == page
+    assert chunks[0].heading == "git-stash(1) › DESCRIPTION"
+    assert len(chunk_markdown("git-stash(1)", page, min_characters=0)) == 3
+
+
 def test_chunks_are_exact_slices_with_utf8_byte_offsets() -> None:
-    chunks = chunk_markdown("Guide", GUIDE)
+    chunks = chunk_markdown("Guide", GUIDE, min_characters=0)
     encoded = GUIDE.encode()
 
     for chunk, (start, end) in zip(chunks, byte_offsets(GUIDE, chunks), strict=True):

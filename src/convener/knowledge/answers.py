@@ -34,6 +34,7 @@ MIN_SUPPORT = 0.7
 _MIN_WORDS = 4
 _MAX_SENTENCE_CHARACTERS = 600
 _CITATION_MARK = re.compile(r"\s*\[(\d{1,2})\]")
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,8 @@ class _Sentence:
     end: int
     text: str
     stems: frozenset[str]
-    """The sentence's words, with its passage's heading words: "The default is 50 GB." under "Storage quota"
-    answers a question about the storage quota."""
+    """The sentence's words, with the words of its passage's heading and of the section heading above it:
+    "The default is 50 GB." under "Storage quota" answers a question about the storage quota."""
 
 
 def extractive_answer(query: str, passages: Sequence[Passage]) -> Answer:
@@ -150,10 +151,12 @@ def _candidates(passages: Sequence[Passage]) -> list[_Sentence]:
     found: list[_Sentence] = []
     for index, passage in enumerate(passages):
         context = stems(passage.heading)
+        headings = [(match.start(), stems(match.group(1))) for match in _HEADING.finditer(passage.content)]
         for start, end in sentences(passage.content):
             text = passage.content[start:end]
             if len(text) <= _MAX_SENTENCE_CHARACTERS and len(words(text)) >= _MIN_WORDS:
-                found.append(_Sentence(index, start, end, text, frozenset(stems(text) | context)))
+                section = next((words for at, words in reversed(headings) if at < start), set())
+                found.append(_Sentence(index, start, end, text, frozenset(stems(text) | context | section)))
     return found
 
 

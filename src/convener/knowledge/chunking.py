@@ -11,7 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MAX_CHUNK_CHARACTERS = 1500
+MAX_CHUNK_CHARACTERS = 1200
+"""About 300 tokens: a little more than all-MiniLM-L6-v2 reads (256), and enough context for BM25."""
+MIN_CHUNK_CHARACTERS = 200
+"""A section shorter than this (a man page's NAME, a "Part of the git suite" footer) joins its neighbour:
+alone it would crowd results with near-empty chunks."""
 SEPARATOR = " › "
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -38,7 +42,8 @@ class _Section:
     """Where the text after the heading line begins (``start`` for the text before the first heading)."""
 
 
-def chunk_markdown(title: str, text: str, max_characters: int = MAX_CHUNK_CHARACTERS) -> list[Chunk]:
+def chunk_markdown(title: str, text: str, max_characters: int = MAX_CHUNK_CHARACTERS,
+                   min_characters: int = MIN_CHUNK_CHARACTERS) -> list[Chunk]:
     sections = _sections(text)
     chunks: list[Chunk] = []
     pending: int | None = None  # start of a heading-only section, folded into the next one
@@ -53,7 +58,23 @@ def chunk_markdown(title: str, text: str, max_characters: int = MAX_CHUNK_CHARAC
             content = text[piece_start:piece_end]
             if content.strip():
                 chunks.append(Chunk(heading, piece_start, piece_end, content))
-    return chunks
+    return _merge_small(text, chunks, max_characters, min_characters)
+
+
+def _merge_small(text: str, chunks: list[Chunk], limit: int, smallest: int) -> list[Chunk]:
+    """Each chunk under ``smallest`` characters joined to the chunk before it (or, for the first, after it)
+    when the two fit the cap; a chunk's heading is that of its first section, or of the larger part."""
+    merged: list[Chunk] = []
+    for chunk in chunks:
+        previous = merged[-1] if merged else None
+        if previous is not None and previous.end == chunk.start and chunk.end - previous.start <= limit and (
+                len(chunk.content.strip()) < smallest
+                or (len(merged) == 1 and len(previous.content.strip()) < smallest)):
+            heading = chunk.heading if len(previous.content) < len(chunk.content) else previous.heading
+            merged[-1] = Chunk(heading, previous.start, chunk.end, text[previous.start:chunk.end])
+        else:
+            merged.append(chunk)
+    return merged
 
 
 def byte_offsets(text: str, chunks: list[Chunk]) -> list[tuple[int, int]]:

@@ -33,7 +33,7 @@ from convener.knowledge.sources import SourceFile, SourceProblem, read_source, s
 from convener.knowledge.tables import chunks, data_sources, documents
 from convener.store.database import Database
 
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"
 """Part of every content hash: bump it when conversion or chunking changes, and re-ingests redo all files."""
 MAX_DATA_SOURCE_LENGTH = 255
 MAX_PROBLEMS_REPORTED = 1000

@@ -8,6 +8,7 @@ chunk count and highest row ID tells whether it changed), never per search.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,15 +43,11 @@ def lexical(connection: Connection, terms: Sequence[str], condition: ColumnEleme
     score: ColumnElement[Any]
     statement = select(chunks.c.row_id).select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
     if connection.dialect.name == "postgresql":
-        parts = [func.plainto_tsquery(literal_column("'english'"), term) for term in terms]
-        tsquery: ColumnElement[Any] = parts[0]
-        for part in parts[1:]:
-            tsquery = tsquery.op("||")(part)
-        vector: ColumnElement[Any] = literal_column("knowledge_chunks.search_vector")
-        # Normalisation 1 divides by 1 + log(length), so long chunks do not win by size; a double keeps page
-        # tokens exact (ts_rank is float4).
-        score = cast(func.ts_rank(vector, tsquery, 1), Double)
-        statement = statement.where(vector.op("@@")(tsquery))
+        weighted = _postgresql_score(connection, terms, condition)
+        if weighted is None:
+            return []
+        score, matches = weighted
+        statement = statement.where(matches)
     else:
         # Each term a quoted FTS5 string, so FTS syntax in a query (NEAR, OR, *, column:) stays literal text.
         fts_query = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -64,6 +61,36 @@ def lexical(connection: Connection, terms: Sequence[str], condition: ColumnEleme
         statement = statement.where(or_(score < after[0], and_(score == after[0], chunks.c.row_id > after[1])))
     statement = statement.add_columns(score.label("score")).order_by(score.desc(), chunks.c.row_id).limit(limit)
     return [Ranked(row.row_id, float(row.score)) for row in connection.execute(statement)]
+
+
+def _postgresql_score(connection: Connection, terms: Sequence[str], condition: ColumnElement[bool] | None
+                      ) -> tuple[ColumnElement[Any], ColumnElement[bool]] | None:
+    """BM25's idea on PostgreSQL: ``ts_rank`` has no inverse document frequency, so a question's common words
+    ("commit", "tree" in Git's manual) would outweigh its telling ones. Each term's ``ts_rank`` is weighted
+    by its IDF, counted from the GIN index over the chunks the filter allows. None when no chunk has any term."""
+    vector: ColumnElement[Any] = literal_column("knowledge_chunks.search_vector")
+    queries = [func.plainto_tsquery(literal_column("'english'"), term) for term in terms]
+    scope = select(func.count()).select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+    if condition is not None:
+        scope = scope.where(condition)
+    counts = connection.execute(select(
+        scope.scalar_subquery(), *(scope.where(vector.op("@@")(q)).scalar_subquery() for q in queries))).one()
+    total = max(int(counts[0]), 1)
+    score: ColumnElement[Any] | None = None
+    matches: ColumnElement[bool] | None = None
+    for query, frequency in zip(queries, counts[1:], strict=True):
+        if not frequency:
+            continue  # a stopword, or a word no chunk has
+        idf = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+        # Headings weigh twice the body (weights of D, C, B, A), as the bm25 column weights do on SQLite;
+        # normalisation 1 divides by 1 + log(length) so that long chunks do not win by size.
+        term_score = func.ts_rank(literal_column("'{0.1, 0.2, 0.5, 1.0}'::float4[]"), vector, query, 1) * idf
+        score = term_score if score is None else score + term_score
+        match = vector.op("@@")(query)
+        matches = match if matches is None else or_(matches, match)
+    if score is None or matches is None:
+        return None
+    return cast(score, Double), matches  # a double keeps page tokens exact (ts_rank is float4)
 
 
 class VectorIndex:
@@ -98,7 +125,7 @@ class VectorIndex:
 
     def search(self, connection: Connection, query: str, condition: ColumnElement[bool] | None,
                limit: int) -> list[Ranked]:
-        self._refresh(connection)
+        """Call ``has_vectors`` first in the same transaction: it brings the vectors up to date."""
         with self._lock:
             row_ids, matrix = self._row_ids, self._matrix
         if len(row_ids) == 0:

@@ -163,7 +163,7 @@ class KnowledgeService:
         terms = _check_query(query)
         with self.database.reading() as connection:
             mode = self._mode(connection, "auto")
-            ranked = self._ranking(connection, mode, query, terms, None, ANSWER_PASSAGES)[:ANSWER_PASSAGES]
+            ranked = self._ranking(connection, mode, query, terms, None, retrieval.FUSION_WINDOW)[:ANSWER_PASSAGES]
             passages = self._passages(connection, ranked)
         provider = self.provider()
         if provider is not None and passages:

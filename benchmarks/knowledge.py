@@ -1,0 +1,591 @@
+"""Benchmark of the knowledge service on Git's own documentation: ingest speed, retrieval quality, a bm25s
+baseline, and offline answers, on SQLite and PostgreSQL.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/knowledge.py [--backend sqlite|postgresql|both]
+        [--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test] [--limit N] [--no-embeddings]
+        [--repeat 3]
+
+The corpus is the Debian package ``git-doc`` (installed with apt-get when missing): the ``.html`` pages of
+``/usr/share/doc/git-doc`` (symlinks such as ``index.html`` left out, so each page counts once), copied to
+a temporary folder and ingested with base URL ``https://git-scm.example/docs/``. The questions are
+``benchmarks/knowledge_gold.json``: developer questions, each with the pages that answer it (the first one
+is the primary page), and a few out of scope (Kubernetes, Docker, ...) that no page answers. On each
+backend, in two fresh stores, one with ``knowledge_embeddings=off`` and one with ``auto`` (MiniLM):
+
+* ingest   - ``KnowledgeService.ingest`` of the folder: MB/s of source HTML (10^6 bytes) and chunks/s, in
+             each store; the embedding cost is the difference between the two. Then the same folder again,
+             unchanged: every file is hashed and skipped, so files/s should be high.
+* quality  - for every answerable question and mode (lexical, semantic, fused): the top 30 chunks of
+             ``search``, their documents in order of first appearance, the first 10 distinct ones kept.
+             nDCG@10 (binary: a document is relevant if the gold lists it), recall@10 (share of the gold
+             documents among those 10, averaged) and MRR@10 of the primary document. 1.0 is perfect.
+* bm25s    - a bm25s index over exactly the chunk texts Convener stores (``heading + "\\n" + content``),
+             English stopwords, PyStemmer's English stemmer if installed (else no stemming). Its quality
+             with the same document dedupe, and its speed: every question, top 10, through bm25s (query
+             tokenizing included) and through ``search(mode="lexical")`` with page size 10, in the same run.
+* answers  - ``answer`` for every question, answerable and out of scope, with no model configured (the
+             extractive answer): the share of answerable questions whose references hold a gold document,
+             the share answered (not ``NOT_FOUND``) among answerable and among out-of-scope questions (the
+             latter should be 0), the share of answer sentences (each citation's byte range of the answer)
+             whose bytes are exactly the cited document's bytes at the cited range, the share of answered
+             questions whose text holds one of the gold ``answer_terms``, and the latency (median and p95
+             over the questions of each question's median of ``--repeat`` runs), lexical (embeddings off)
+             and fused (embeddings auto).
+
+How to read the ratios: ``svc/bm25s`` is the time of one lexical search through the service divided by
+bm25s's for the same query, both in this process: bm25s scores a sparse matrix held in memory, the service
+runs the database's full-text index (FTS5 ``bm25``, PostgreSQL ``ts_rank``) and builds the response, so a
+ratio above 1 is the price of a persistent, filtered, paged index. bm25s's quality next to the lexical
+row tells whether the engine's ranking loses anything to a textbook BM25 over the same chunks. Medians of
+``--repeat`` runs; nothing is asserted about timings. The PostgreSQL stores are private schemas, dropped
+at the end (the run is skipped, with a note, when the server cannot be reached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from backends import add_arguments, each_backend
+from sqlalchemy import create_engine, select
+from sqlalchemy.exc import OperationalError
+
+from convener.auth.caller import LOCAL_USER
+from convener.config import Settings
+from convener.knowledge import answers
+from convener.knowledge.ingest import IngestPlan
+from convener.knowledge.models import IngestSummary
+from convener.knowledge.names import name_for, uri_for
+from convener.knowledge.service import MAX_NAMES
+from convener.knowledge.tables import chunks, documents
+from convener.services import Services
+from convener.store.database import normalise_url
+
+GOLD = Path(__file__).with_name("knowledge_gold.json")
+PACKAGE_CHECK = Path("/usr/share/doc/git-doc/git-stash.html")
+BASE_URL = "https://git-scm.example/docs/"
+DATA_SOURCE = "git-scm.example"
+DEPTH = 10  # documents judged per question
+CHUNKS_FETCHED = 30  # chunks read to find them
+SPEED_K = 10
+MB = 1_000_000
+PROGRESS_EVERY = 30.0  # seconds between progress lines on stderr
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    relevant: list[str]
+    """Document names, the primary one first; empty when the question is out of scope."""
+    answer_terms: list[str]
+
+
+@dataclass
+class Corpus:
+    folder: Path
+    files: int
+    size: int
+
+
+@dataclass
+class Quality:
+    ndcg: float
+    recall: float
+    mrr: float
+    median_ms: float | None = None
+
+
+@dataclass
+class AnswerStats:
+    reference_hit: float
+    answered: float
+    answered_out_of_scope: float | None
+    verbatim: float | None
+    sentences: int
+    with_terms: float | None
+    median_ms: float
+    p95_ms: float
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Results:
+    """What one backend measured, for the summary."""
+
+    ingest: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    """setting -> (MB/s, chunks/s, unchanged re-ingest files/s)"""
+    quality: dict[str, Quality] = field(default_factory=dict)
+    speed: tuple[float, float] | None = None
+    """(convener queries/s, bm25s queries/s)"""
+    answers: dict[str, AnswerStats] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------ the corpus
+
+
+def ensure_package(package: str) -> None:
+    """Install ``git-doc`` with apt-get when its pages are missing."""
+    if PACKAGE_CHECK.exists():
+        return
+    apt = shutil.which("apt-get")
+    if apt is None:
+        raise SystemExit(f"{PACKAGE_CHECK} is missing and apt-get is not available: install the Debian package "
+                         f"{package} (or its pages under /usr/share/doc/{package}) by hand")
+    for command in ([apt, "install", "-y", package], [apt, "update"], [apt, "install", "-y", package]):
+        print(f"$ {' '.join(command)}", flush=True)
+        done = subprocess.run(command, check=False, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        if command[1] == "install" and done.returncode == 0 and PACKAGE_CHECK.exists():
+            return
+    raise SystemExit(f"apt-get could not install {package} (are you root?): {PACKAGE_CHECK} is still missing")
+
+
+def package_version(package: str) -> str:
+    try:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
+                              check=False)
+    except FileNotFoundError:
+        return "?"
+    return done.stdout.strip() or "?"
+
+
+def copy_pages(root: Path, target: Path) -> Corpus:
+    """The ``.html`` files under ``root`` (not symlinks), copied to ``target`` at the same relative paths."""
+    files = size = 0
+    for folder, _, names in os.walk(root):
+        for name in sorted(names):
+            source = Path(folder) / name
+            if not name.endswith(".html") or source.is_symlink() or not source.is_file():
+                continue
+            destination = target / source.relative_to(root)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+            files += 1
+            size += destination.stat().st_size
+    return Corpus(target, files, size)
+
+
+def load_questions(limit: int | None) -> tuple[dict[str, Any], list[Question]]:
+    gold = json.loads(GOLD.read_text())
+    questions = [Question(item["question"], [name_for(uri_for(BASE_URL, path)) for path in item["relevant"]],
+                          [term.lower() for term in item.get("answer_terms", [])])
+                 for item in gold["questions"]]
+    return gold, questions[:limit] if limit else questions
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def median_ms(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def share(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def postgres_reachable(url: str) -> bool:
+    engine = create_engine(normalise_url(url))
+    try:
+        with engine.connect():
+            return True
+    except OperationalError:
+        return False
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def fresh_store(args: argparse.Namespace, backend: str, embeddings: str) -> Iterator[Services]:
+    """A new, empty store on ``backend`` (a SQLite file, or a private PostgreSQL schema), opened offline."""
+    only = argparse.Namespace(backend=backend, postgres_url=args.postgres_url)
+    for _, url in each_backend(only):
+        with tempfile.TemporaryDirectory() as data_dir:
+            services = Services.open(Settings(data_dir=Path(data_dir), database_url=url, llm_provider="none",
+                                              knowledge_embeddings=embeddings))  # type: ignore[arg-type]
+            try:
+                yield services
+            finally:
+                services.close()
+
+
+def settle(services: Services) -> None:
+    """VACUUM ANALYZE the knowledge tables on PostgreSQL, as autovacuum would soon after a bulk ingest."""
+    if services.database.dialect != "postgresql":
+        return
+    started = time.perf_counter()
+    with services.database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("VACUUM (ANALYZE) knowledge_documents, knowledge_chunks")
+    print(f"  VACUUM (ANALYZE) of the knowledge tables: {time.perf_counter() - started:.1f} s (not counted)")
+
+
+# ------------------------------------------------------------------------------------------ ingest
+
+
+def ingest(services: Services, corpus: Corpus, label: str) -> tuple[float, float, float]:
+    """(MB/s, chunks/s, unchanged re-ingest files/s), printed as they come."""
+    plan = IngestPlan.make(corpus.folder, BASE_URL, DATA_SOURCE)
+    started = shown = time.perf_counter()
+
+    def progress(step: IngestSummary) -> None:  # a line on stderr every few seconds
+        nonlocal shown
+        if (now := time.perf_counter()) - shown >= PROGRESS_EVERY:
+            shown = now
+            print(f"    ingested {step.files_seen}/{corpus.files} files, {step.chunks_written:,} chunks, "
+                  f"{now - started:.0f} s", file=sys.stderr, flush=True)
+
+    summary = services.knowledge.ingest(plan, progress)
+    seconds = time.perf_counter() - started
+    check(summary, corpus, "added")
+    chunk_count = summary.chunks_written or 0
+    started = time.perf_counter()
+    again = services.knowledge.ingest(plan)
+    unchanged_seconds = time.perf_counter() - started
+    check(again, corpus, "unchanged")
+    print(f"  ingest, embeddings {label}: {corpus.files} files, {corpus.size / MB:.2f} MB, {chunk_count:,} chunks "
+          f"in {seconds:.1f} s: {corpus.size / MB / seconds:.2f} MB/s, {chunk_count / seconds:,.0f} chunks/s; "
+          f"unchanged re-ingest {unchanged_seconds:.2f} s: {corpus.files / unchanged_seconds:,.0f} files/s")
+    return corpus.size / MB / seconds, chunk_count / seconds, corpus.files / unchanged_seconds
+
+
+def check(summary: IngestSummary, corpus: Corpus, expected: str) -> None:
+    problems = summary.problems or []
+    for problem in problems[:5]:
+        print(f"    problem: {problem.path}: {problem.reason}")
+    if getattr(summary, expected) != corpus.files - len(problems):
+        raise SystemExit(f"the ingest did not report every file {expected}: {summary}")
+
+
+# ------------------------------------------------------------------------------------------ quality
+
+
+def top_documents(parents: Sequence[str]) -> list[str]:
+    """Documents in order of their first chunk, the first ``DEPTH`` distinct ones."""
+    seen: list[str] = []
+    for parent in parents:
+        if parent not in seen:
+            seen.append(parent)
+            if len(seen) == DEPTH:
+                break
+    return seen
+
+
+def judge(ranked: Sequence[list[str]], questions: Sequence[Question]) -> Quality:
+    ndcg = recall = mrr = 0.0
+    for found, question in zip(ranked, questions, strict=True):
+        relevant = set(question.relevant)
+        dcg = sum(1 / math.log2(rank + 2) for rank, name in enumerate(found) if name in relevant)
+        ideal = sum(1 / math.log2(rank + 2) for rank in range(min(len(relevant), DEPTH)))
+        ndcg += dcg / ideal
+        recall += len(relevant & set(found)) / len(relevant)
+        if question.relevant[0] in found:
+            mrr += 1 / (found.index(question.relevant[0]) + 1)
+    count = len(questions)
+    return Quality(ndcg / count, recall / count, mrr / count)
+
+
+def measure_mode(services: Services, questions: Sequence[Question], mode: str) -> Quality:
+    ranked, times = [], []
+    for question in questions:
+        started = time.perf_counter()
+        page = services.knowledge.search(question.text, CHUNKS_FETCHED, None, None, LOCAL_USER, mode=mode)
+        times.append((time.perf_counter() - started) * 1000)
+        ranked.append(top_documents([chunk.parent or "" for chunk in page.results]))
+    quality = judge(ranked, questions)
+    quality.median_ms = statistics.median(times)
+    return quality
+
+
+# ------------------------------------------------------------------------------------------ bm25s
+
+
+class Baseline:
+    """bm25s over the chunk texts of a store, each row mapped to its document's name."""
+
+    def __init__(self, services: Services) -> None:
+        import bm25s
+
+        try:
+            import Stemmer  # type: ignore[import-not-found]
+
+            self.stemmer: Any = Stemmer.Stemmer("english")
+            self.stemming = "PyStemmer english"
+        except ImportError:
+            self.stemmer, self.stemming = None, "none (PyStemmer is not installed)"
+        self.bm25s = bm25s
+        with services.database.reading() as connection:
+            rows = connection.execute(
+                select(chunks.c.heading, chunks.c.content, documents.c.name)
+                .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+                .order_by(chunks.c.row_id)).all()
+        self.parents = [row.name for row in rows]
+        started = time.perf_counter()
+        tokens = bm25s.tokenize([f"{row.heading}\n{row.content}" for row in rows], stopwords="en",
+                                stemmer=self.stemmer, show_progress=False)
+        self.retriever = bm25s.BM25()
+        self.retriever.index(tokens, show_progress=False)
+        self.build_seconds = time.perf_counter() - started
+
+    def search(self, query: str, k: int) -> list[str]:
+        tokens = self.bm25s.tokenize([query], stopwords="en", stemmer=self.stemmer, return_ids=False,
+                                     show_progress=False)
+        found, _ = self.retriever.retrieve(tokens, k=k, show_progress=False)
+        return [self.parents[index] for index in found[0]]
+
+
+def measure_baseline(services: Services, questions: Sequence[Question], answerable: Sequence[Question],
+                     repeat: int, results: Results) -> None:
+    baseline = Baseline(services)
+    print(f"  bm25s: {len(baseline.parents):,} chunks indexed in {baseline.build_seconds:.1f} s "
+          f"(English stopwords, stemming: {baseline.stemming})")
+    results.quality["bm25s"] = judge([top_documents(baseline.search(q.text, CHUNKS_FETCHED)) for q in answerable],
+                                     answerable)
+
+    def through_bm25s() -> None:
+        for question in questions:
+            baseline.search(question.text, SPEED_K)
+
+    def through_convener() -> None:
+        for question in questions:
+            services.knowledge.search(question.text, SPEED_K, None, None, LOCAL_USER, mode="lexical")
+
+    through_bm25s(), through_convener()  # warm both
+    bm25s_ms, convener_ms = [], []
+    for _ in range(repeat):
+        bm25s_ms.append(median_ms(through_bm25s, 1))
+        convener_ms.append(median_ms(through_convener, 1))
+    b, c = statistics.median(bm25s_ms) / len(questions), statistics.median(convener_ms) / len(questions)
+    results.speed = 1000 / c, 1000 / b
+    print(f"\n  {f'lexical search, top {SPEED_K}, {len(questions)} queries':<44}{'queries/s':>11}{'ms/query':>10}")
+    print(f"  {'bm25s (in memory)':<44}{1000 / b:>11,.0f}{b:>10.2f}")
+    print(f"  {'convener search(mode=lexical)':<44}{1000 / c:>11,.0f}{c:>10.2f}")
+    print(f"  {'svc/bm25s (time per query)':<44}{c / b:>11.1f}")
+
+
+# ------------------------------------------------------------------------------------------ answers
+
+
+def measure_answers(services: Services, questions: Sequence[Question], repeat: int) -> AnswerStats:
+    knowledge = services.knowledge
+    contents: dict[str, bytes] = {}
+    answerable = [q for q in questions if q.relevant]
+    out_of_scope = [q for q in questions if not q.relevant]
+    hits = answered = answered_out = with_terms = sentences = verbatim = 0
+    problems: list[str] = []
+    latencies: list[float] = []
+    replies = []
+    for question in questions:
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            reply = knowledge.answer(question.text)
+            times.append((time.perf_counter() - started) * 1000)
+        latencies.append(statistics.median(times))
+        replies.append(reply)
+    wanted = sorted({source.document for reply in replies for citation in reply.citations
+                     for source in citation.sources or () if source.document})
+    for start in range(0, len(wanted), MAX_NAMES):
+        for document in knowledge.get_documents(wanted[start:start + MAX_NAMES]):
+            contents[document.name or ""] = (document.content or "").encode()
+    for question, reply in zip(questions, replies, strict=True):
+        found = reply.text != answers.NOT_FOUND
+        if not question.relevant:
+            answered_out += found
+            continue
+        answered += found
+        hits += bool(set(reply.references) & set(question.relevant))
+        if not found:
+            continue
+        lowered = reply.text.lower()
+        with_terms += any(term in lowered for term in question.answer_terms)
+        text = reply.text.encode()
+        prefix = (answers.OFFLINE_NOTE + "\n\n").encode()
+        if not text.startswith(prefix):
+            problems.append(f"no offline note: {question.text!r}")
+        covered = bytearray(text[len(prefix):])
+        for citation in reply.citations:
+            begin, end = citation.start_byte or 0, citation.end_byte or 0
+            sentence = text[begin:end]
+            sentences += 1
+            verbatim += any(contents.get(source.document or "", b"")[source.start_byte or 0:source.end_byte or 0]
+                            == sentence for source in citation.sources or ())
+            covered[max(0, begin - len(prefix)):max(0, end - len(prefix))] = b" " * (end - begin)
+        if bytes(covered).strip():
+            problems.append(f"answer text outside its citations: {question.text!r}")
+    return AnswerStats(
+        reference_hit=hits / len(answerable) if answerable else 0.0,
+        answered=answered / len(answerable) if answerable else 0.0,
+        answered_out_of_scope=share(answered_out, len(out_of_scope)),
+        verbatim=share(verbatim, sentences), sentences=sentences, with_terms=share(with_terms, answered),
+        median_ms=statistics.median(latencies), p95_ms=p95(latencies), problems=problems)
+
+
+def print_answers(stats: dict[str, AnswerStats], questions: Sequence[Question]) -> None:
+    answerable = sum(1 for q in questions if q.relevant)
+    heading = f"answer, {answerable} answerable + {len(questions) - answerable} out of scope"
+    labels = {"off": "lexical (emb. off)", "auto": "fused (emb. auto)"}
+    print(f"\n  {heading:<52}" + "".join(f"{labels[key]:>20}" for key in stats))
+    rows: list[tuple[str, Callable[[AnswerStats], str]]] = [
+        ("references hold a gold document (answerable)", lambda s: percent(s.reference_hit)),
+        ("answered (answerable)", lambda s: percent(s.answered)),
+        ("answered (out of scope; should be 0%)", lambda s: percent(s.answered_out_of_scope)),
+        ("sentences verbatim at the cited range", lambda s: f"{percent(s.verbatim)} of {s.sentences}"),
+        ("answered answers holding a gold answer term", lambda s: percent(s.with_terms)),
+        ("latency median ms", lambda s: f"{s.median_ms:.1f}"),
+        ("latency p95 ms", lambda s: f"{s.p95_ms:.1f}"),
+    ]
+    for label, cell in rows:
+        print(f"  {label:<52}" + "".join(f"{cell(s):>20}" for s in stats.values()))
+    for key, s in stats.items():
+        for problem in s.problems[:5]:
+            print(f"    {labels[key]}: {problem}")
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def print_quality(quality: dict[str, Quality], count: int) -> None:
+    print(f"\n  {f'retrieval, {count} answerable questions':<40}{'nDCG@10':>9}{'recall@10':>11}{'MRR@10':>8}"
+          f"{f'median ms (top {CHUNKS_FETCHED})':>24}")
+    for mode, q in quality.items():
+        timing = f"{q.median_ms:.1f}" if q.median_ms is not None else "-"
+        name = "bm25s (same chunks)" if mode == "bm25s" else mode
+        print(f"  {name:<40}{q.ndcg:>9.3f}{q.recall:>11.3f}{q.mrr:>8.3f}{timing:>24}")
+
+
+def run(args: argparse.Namespace, backend: str, corpus: Corpus, questions: list[Question]) -> Results:
+    results = Results()
+    answerable = [q for q in questions if q.relevant]
+    print(f"\n=== {backend}: {corpus.files} pages, {corpus.size / MB:.2f} MB; {len(answerable)} answerable and "
+          f"{len(questions) - len(answerable)} out-of-scope questions; medians of {args.repeat} runs; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs ===")
+    answer_stats: dict[str, AnswerStats] = {}
+    with fresh_store(args, backend, "off") as services:
+        results.ingest["off"] = ingest(services, corpus, "off")
+        settle(services)
+        results.quality["lexical"] = measure_mode(services, answerable, "lexical")
+        measure_baseline(services, questions, answerable, args.repeat, results)
+        answer_stats["off"] = measure_answers(services, questions, args.repeat)
+    if not args.no_embeddings:
+        with fresh_store(args, backend, "auto") as services:
+            embedder = services.knowledge.embedder
+            if embedder is None:
+                raise SystemExit("the embeddings extra is not installed: pip install -e '.[embeddings]', "
+                                 "or run with --no-embeddings")
+            started = time.perf_counter()
+            embedder.embed(["warm up"])
+            print(f"\n  loading {embedder.model}: {time.perf_counter() - started:.1f} s (not counted)")
+            results.ingest["auto"] = ingest(services, corpus, "auto")
+            settle(services)
+            off, auto = results.ingest["off"][0], results.ingest["auto"][0]
+            cost = corpus.size / MB / auto - corpus.size / MB / off
+            print(f"  the embedding cost: {cost:.1f} s of the embedded ingest's {corpus.size / MB / auto:.1f} s")
+            for mode in ("semantic", "fused"):
+                results.quality[mode] = measure_mode(services, answerable, mode)
+            answer_stats["auto"] = measure_answers(services, questions, args.repeat)
+    order = ["lexical", "semantic", "fused", "bm25s"]
+    results.quality = {mode: results.quality[mode] for mode in order if mode in results.quality}
+    if answerable:
+        print_quality(results.quality, len(answerable))
+    print_answers(answer_stats, questions)
+    results.answers = answer_stats
+    return results
+
+
+def summary(results: dict[str, Results], corpus: Corpus, version: str, questions: list[Question],
+            repeat: int) -> None:
+    answerable = sum(1 for q in questions if q.relevant)
+    names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+    print("\n--- summary (markdown) ---\n")
+    print(f"Knowledge benchmark (`benchmarks/knowledge.py`): Git's documentation (Debian `git-doc` {version}, "
+          f"{corpus.files} HTML pages, {corpus.size / MB:.1f} MB), {answerable} answerable and "
+          f"{len(questions) - answerable} out-of-scope questions; nDCG@10 and recall@10 over the first 10 distinct "
+          f"documents of the top {CHUNKS_FETCHED} chunks; timings are medians of {repeat} runs on one machine.\n")
+    print("| | " + " | ".join(names[b] for b in results) + " |")
+    print("|---|" + "---|" * len(results))
+
+    def row(label: str, cell: Callable[[Results], str]) -> None:
+        print(f"| {label} | " + " | ".join(cell(r) for r in results.values()) + " |")
+
+    for key, label in (("off", "ingest, no embeddings"), ("auto", "ingest, MiniLM embeddings")):
+        if all(key in r.ingest for r in results.values()):
+            row(label, lambda r, k=key: f"{r.ingest[k][0]:.2f} MB/s ({r.ingest[k][1]:,.0f} chunks/s)")
+    row("re-ingest unchanged", lambda r: f"{r.ingest['off'][2]:,.0f} files/s")
+    for mode in ("lexical", "semantic", "fused", "bm25s"):
+        if all(mode in r.quality for r in results.values()):
+            label = "bm25s (same chunks)" if mode == "bm25s" else f"{mode} search"
+            row(f"{label}: nDCG@10 / recall@10 / MRR@10",
+                lambda r, m=mode: f"{r.quality[m].ndcg:.3f} / {r.quality[m].recall:.3f} / {r.quality[m].mrr:.3f}")
+    row(f"lexical top {SPEED_K}: convener / bm25s", lambda r: f"{r.speed[0]:,.0f} / {r.speed[1]:,.0f} queries/s"
+        if r.speed else "-")
+    for key, label in (("off", "answer, lexical"), ("auto", "answer, fused")):
+        if not all(key in r.answers for r in results.values()):
+            continue
+        row(f"{label}: gold doc referenced / answered / out of scope answered",
+            lambda r, k=key: f"{percent(r.answers[k].reference_hit)} / {percent(r.answers[k].answered)} / "
+                             f"{percent(r.answers[k].answered_out_of_scope)}")
+        row(f"{label}: sentences verbatim", lambda r, k=key: percent(r.answers[k].verbatim))
+        row(f"{label}: latency median / p95", lambda r, k=key: f"{r.answers[k].median_ms:.0f} / "
+                                                                f"{r.answers[k].p95_ms:.0f} ms")
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar in the output
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--limit", type=int, help="Only the first N questions of the gold set (a quick run).")
+    parser.add_argument("--no-embeddings", action="store_true",
+                        help="Lexical only: no embedded ingest, no semantic or fused search.")
+    parser.add_argument("--repeat", type=int, default=3, help="Runs per timing, for the medians.")
+    add_arguments(parser)
+    parser.set_defaults(backend="sqlite")
+    args = parser.parse_args()
+    if args.repeat < 1 or (args.limit is not None and args.limit < 1):
+        parser.error("--repeat and --limit must be at least 1")
+    if args.backend != "sqlite" and not postgres_reachable(args.postgres_url):
+        print(f"PostgreSQL at {args.postgres_url} cannot be reached: its run is skipped.")
+        if args.backend == "postgresql":
+            return
+        args.backend = "sqlite"
+    gold, questions = load_questions(args.limit)
+    ensure_package(gold["package"])
+    version = package_version(gold["package"])
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = copy_pages(Path(gold["root"]), Path(tmp) / "pages")
+        print(f"{gold['package']} {version}: {corpus.files} HTML pages ({corpus.size / MB:.2f} MB) copied from "
+              f"{gold['root']}; {len(questions)} questions from {GOLD.name}")
+        results = {backend: run(args, backend, corpus, questions) for backend in backends}
+    summary(results, corpus, version, questions, args.repeat)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from convener.store.database import normalise_url
 
@@ -38,3 +39,15 @@ def each_backend(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
             with admin.begin() as connection:
                 connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
             admin.dispose()
+
+
+def postgres_reachable(url: str) -> bool:
+    """Whether the PostgreSQL server answers (benchmarks skip it, with a note, when it does not)."""
+    engine = create_engine(normalise_url(url))
+    try:
+        with engine.connect():
+            return True
+    except OperationalError:
+        return False
+    finally:
+        engine.dispose()

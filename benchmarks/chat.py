@@ -57,9 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends import add_arguments, each_backend
-from sqlalchemy import create_engine, event, text
-from sqlalchemy.exc import OperationalError
+from backends import add_arguments, each_backend, postgres_reachable
+from sqlalchemy import event, text
 
 from convener.auth.caller import Caller
 from convener.chat.importing import ChatImporter, ImportProgress
@@ -67,7 +66,6 @@ from convener.chat.importing.slack import SlackExport
 from convener.chat.models import ListChatMessagesRequest, OrderBy, SearchMessagesRequest, SearchParameters
 from convener.config import Settings
 from convener.services import Services
-from convener.store.database import normalise_url
 
 SEED = 2024
 PAGE = 50
@@ -617,17 +615,6 @@ def run(backend: str, url: str, export: Path, workspace: Workspace, messages: in
             measure_search(services, target, repeat)
         finally:
             services.close()
-
-
-def postgres_reachable(url: str) -> bool:
-    engine = create_engine(normalise_url(url))
-    try:
-        with engine.connect():
-            return True
-    except OperationalError:
-        return False
-    finally:
-        engine.dispose()
 
 
 def main() -> None:

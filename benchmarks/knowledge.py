@@ -61,9 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends import add_arguments, each_backend
-from sqlalchemy import create_engine, select
-from sqlalchemy.exc import OperationalError
+from backends import add_arguments, each_backend, postgres_reachable
+from sqlalchemy import select
 
 from convener.auth.caller import LOCAL_USER
 from convener.config import Settings
@@ -74,7 +73,6 @@ from convener.knowledge.names import name_for, uri_for
 from convener.knowledge.service import MAX_NAMES
 from convener.knowledge.tables import chunks, documents
 from convener.services import Services
-from convener.store.database import normalise_url
 
 GOLD = Path(__file__).with_name("knowledge_gold.json")
 PACKAGE_CHECK = Path("/usr/share/doc/git-doc/git-stash.html")
@@ -210,17 +208,6 @@ def share(part: float, whole: float) -> float | None:
 
 def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
-
-
-def postgres_reachable(url: str) -> bool:
-    engine = create_engine(normalise_url(url))
-    try:
-        with engine.connect():
-            return True
-    except OperationalError:
-        return False
-    finally:
-        engine.dispose()
 
 
 @contextmanager

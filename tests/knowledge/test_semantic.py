@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from convener.api.errors import InvalidArgument
 from convener.auth.caller import LOCAL_USER
 from convener.config import Settings
 from convener.knowledge.embeddings import MINILM, available
@@ -87,3 +88,15 @@ async def test_changing_the_embedding_setting_reindexes_every_file(
 
     assert (summary.updated, summary.unchanged) == (4, 0)
     assert [s.embedding_model for s in sources] == [None]
+
+
+async def test_a_page_token_from_fused_ranking_is_refused_once_ranking_is_lexical(
+        client: Client, settings: Settings) -> None:
+    token = (await search(client, "quill server", pageSize=1))["nextPageToken"]
+
+    lexical_only = Services.open(settings.model_copy(update={"knowledge_embeddings": "off"}))
+    try:
+        with pytest.raises(InvalidArgument, match="pageToken"):
+            lexical_only.knowledge.search("quill server", 1, token, None, LOCAL_USER)
+    finally:
+        lexical_only.close()

@@ -173,6 +173,11 @@ async def test_a_corrupt_archive_is_invalid_and_leaves_no_data_source(client: Cl
     assert (await call(client, "list_data_sources")).get("dataSources", []) == []
 
 
+async def test_paths_no_file_system_holds_are_invalid(client: Client, tmp_path: Path) -> None:
+    for path in (str(tmp_path / "roots" / "a\x00b"), "~no-such-user-here/docs", str(tmp_path / ("x" * 5000))):
+        error_text(await client.call_tool("ingest_documents", {"path": path}))
+
+
 async def test_a_bad_base_url_is_invalid(client: Client, docs: Path) -> None:
     for base_url in ("not a url", "https://docs.example/?q=1", "ftp://"):
         await failure(client, "ingest_documents", "INVALID_ARGUMENT", path=str(docs), baseUrl=base_url)

@@ -76,14 +76,25 @@ class IngestPlan:
     def make(cls, location: Path, base_url: str | None = None, data_source: str | None = None,
              keep_removed: bool = False) -> IngestPlan:
         """Resolve the defaults: the base URL is the location's ``file://`` URL, the data source its host."""
-        location = location.expanduser()
-        source_kind(location)  # a missing path or an unreadable archive fails here, before anything is written
-        resolved = location.resolve()
+        resolved = local_path(location)
+        try:
+            source_kind(resolved)  # a missing path or an unreadable archive fails here, before anything is written
+        except (ValueError, OSError) as error:
+            raise InvalidArgument(f"{str(location)[:200]} cannot be read ({type(error).__name__})") from None
         base = check_base_url(base_url) if base_url else (resolved if resolved.is_dir() else resolved.parent).as_uri()
         source = (data_source if data_source is not None else default_data_source(base)).strip()
         if not source or len(source) > MAX_DATA_SOURCE_LENGTH or any(ord(c) < 32 for c in source):
             raise InvalidArgument(f"dataSource must be 1 to {MAX_DATA_SOURCE_LENGTH} printable characters")
         return cls(resolved, base, source, keep_removed)
+
+
+def local_path(path: Path) -> Path:
+    """``path`` absolute, with ``~`` expanded; INVALID_ARGUMENT for what no file system could hold (a NUL
+    byte, an unknown ``~user``, a name too long), which would otherwise surface as an internal error."""
+    try:
+        return path.expanduser().resolve()
+    except (ValueError, RuntimeError, OSError) as error:
+        raise InvalidArgument(f"path {str(path)[:200]!r} is not usable ({type(error).__name__})") from None
 
 
 class Ingestor:

@@ -23,7 +23,7 @@ from convener.auth.caller import Caller
 from convener.knowledge import retrieval
 from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
 from convener.knowledge.embeddings import Embedder
-from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
+from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested, local_path
 from convener.knowledge.models import (
     DataSource,
     Document,
@@ -83,6 +83,9 @@ class KnowledgeService:
         position = self.tokens.position(page_token, query=request, caller=caller.principal) if page_token else None
         with self.database.reading() as connection:
             mode = self._mode(connection, mode)
+            if position is not None and len(position) != (3 if mode == "lexical" else 2):
+                # Issued while the index ranked the other way (vectors were added or removed since).
+                raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
             if mode == "lexical":
                 after = (float(position[0]), int(position[1])) if position else None  # type: ignore[arg-type]
                 ranked = retrieval.lexical(connection, terms, condition, size + 1, after)
@@ -215,7 +218,7 @@ class KnowledgeService:
 
     def check_readable(self, path: Path) -> Path:
         """A path the ingest tool may read: inside one of the configured roots (the CLI reads any path)."""
-        resolved = path.expanduser().resolve()
+        resolved = local_path(path)
         if not any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
             raise PermissionDenied(
                 f"{path} is outside the folders the server may ingest; add its folder to CONVENER_KNOWLEDGE_ROOTS "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -51,3 +53,13 @@ def postgres_reachable(url: str) -> bool:
         return False
     finally:
         engine.dispose()
+
+
+def median_ms(run: Callable[[], object], repeat: int) -> float:
+    """The median wall time of ``repeat`` calls of ``run``, in milliseconds."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends import add_arguments, each_backend, postgres_reachable
+from backends import add_arguments, each_backend, median_ms, postgres_reachable
 from sqlalchemy import event, text
 
 from convener.auth.caller import Caller
@@ -356,15 +356,6 @@ class Ticker:
             rate = done / (now - self.started)
             print(f"    {self.label} {done:,}/{self.total:,} messages ({done / self.total:.0%}), "
                   f"{rate:,.0f}/s, in {where}", file=sys.stderr, flush=True)
-
-
-def median_ms(run: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def ignore(problem: object) -> None:

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends import add_arguments, each_backend, postgres_reachable
+from backends import add_arguments, each_backend, median_ms, postgres_reachable
 from sqlalchemy import select
 
 from convener.auth.caller import LOCAL_USER
@@ -186,15 +186,6 @@ def load_questions(limit: int | None) -> tuple[dict[str, Any], list[Question]]:
 
 
 # ------------------------------------------------------------------------------------------ helpers
-
-
-def median_ms(run: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def p95(values: Sequence[float]) -> float:

@@ -214,7 +214,7 @@ def test_too_many_files_stops_the_walk_with_one_problem(tmp_path: Path) -> None:
     entries = read(root, Limits(max_files=3))
 
     assert [entry.path for entry in entries[:3]] == ["page0.md", "page1.md", "page2.md"]
-    assert entries[3:] == [SourceProblem("page3.md", "source has more than 3 files; stopped")]
+    assert entries[3:] == [SourceProblem("page3.md", "source has more than 3 files; stopped", stops=True)]
 
 
 def test_too_many_bytes_stops_the_walk_with_one_problem(tmp_path: Path) -> None:
@@ -223,7 +223,7 @@ def test_too_many_bytes_stops_the_walk_with_one_problem(tmp_path: Path) -> None:
     entries = read(root, Limits(max_total_bytes=100))
 
     assert len(files_of(entries)) == 2
-    assert entries[-1] == SourceProblem("page2.md", "source exceeds 100 bytes in total; stopped")
+    assert entries[-1] == SourceProblem("page2.md", "source exceeds 100 bytes in total; stopped", stops=True)
 
 
 # Zip archives
@@ -355,7 +355,7 @@ def test_too_many_zip_members_stops_the_walk(tmp_path: Path) -> None:
     entries = read(archive, Limits(max_files=4))
 
     assert len(entries) == 5
-    assert entries[-1] == SourceProblem("p4.md", "source has more than 4 files; stopped")
+    assert entries[-1] == SourceProblem("p4.md", "source has more than 4 files; stopped", stops=True)
 
 
 # Tar archives
@@ -434,7 +434,7 @@ def test_tar_bomb_stops_before_decompressing_it(tmp_path: Path) -> None:
 
     assert entries[0] == SourceFile("a.md", b"first")
     assert entries[1:] == [SourceProblem(
-        "fonts/zeros.woff", "archive expands more than 200 times (possible archive bomb); stopped"
+        "fonts/zeros.woff", "archive expands more than 200 times (possible archive bomb); stopped", stops=True
     )]
 
 
@@ -467,7 +467,7 @@ def test_tar_problems_and_files_are_sorted_and_the_stop_comes_last(tmp_path: Pat
         SourceFile("a.md", b"a"),
         SourceProblem("b.md", LINK_OR_SPECIAL),
         SourceFile("c.md", b"c"),
-        SourceProblem("d.md", "source has more than 3 files; stopped"),
+        SourceProblem("d.md", "source has more than 3 files; stopped", stops=True),
     ]
 
 

@@ -120,7 +120,7 @@ class Ingestor:
             if isinstance(entry, SourceProblem):
                 seen.add(entry.path)
                 tally.problem(entry.path, entry.reason)
-                if entry.reason.endswith("stopped"):
+                if entry.stops:
                     finished = False
             else:
                 seen.add(entry.path)

@@ -46,6 +46,9 @@ class SourceProblem:
 
     path: str
     reason: str
+    stops: bool = False
+    """The walk ended here (a limit of the whole source, a corrupt archive): files not seen were not read,
+    so they must not count as removed."""
 
 
 @dataclass(frozen=True)
@@ -152,12 +155,13 @@ class _Budget:
         """The problem that ends the walk, if handing out ``entry`` would exceed a limit."""
         self.entries += 1
         if self.entries > self.limits.max_files:
-            return SourceProblem(entry.path, f"source has more than {self.limits.max_files:,} files; stopped")
+            return SourceProblem(entry.path, f"source has more than {self.limits.max_files:,} files; stopped",
+                                 stops=True)
         if isinstance(entry, SourceFile):
             self.total_bytes += len(entry.data)
             if self.total_bytes > self.limits.max_total_bytes:
                 return SourceProblem(
-                    entry.path, f"source exceeds {_size(self.limits.max_total_bytes)} in total; stopped"
+                    entry.path, f"source exceeds {_size(self.limits.max_total_bytes)} in total; stopped", stops=True
                 )
         return None
 
@@ -388,7 +392,8 @@ def _tar_entries(path: Path, limits: Limits) -> Generator[_Entry, None, None]:
             try:
                 member = archive.next()
             except _TAR_ERRORS:
-                raise _Stop(SourceProblem(_display(path.name), "archive is corrupt or truncated; stopped")) from None
+                raise _Stop(SourceProblem(_display(path.name), "archive is corrupt or truncated; stopped",
+                                          stops=True)) from None
             if member is None:
                 return
             archive.members.clear()  # type: ignore[attr-defined]  # a stream needs no index of what it passed
@@ -396,6 +401,7 @@ def _tar_entries(path: Path, limits: Limits) -> Generator[_Entry, None, None]:
                 raise _Stop(SourceProblem(
                     _display(member.name),
                     f"archive expands more than {limits.max_ratio} times (possible archive bomb); stopped",
+                    stops=True,
                 ))
             entry = _tar_member(archive, member, seen, limits)
             if entry is not None:

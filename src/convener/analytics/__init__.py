@@ -1,0 +1,1 @@
+"""Data agents over SQL data (Conversational Analytics)."""

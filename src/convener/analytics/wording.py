@@ -1,0 +1,146 @@
+"""Words of a question, as the offline planner and the example matcher both read them.
+
+Knowledge search's tokenizer (``convener.knowledge.text``) drops what a search does not need; a question
+over data needs more: numbers (``6.5``, ``1,000``, "five"), ISO dates, comparison signs, where each word
+stands, and the function words that carry structure ("more than", "by", "each", "after"). So this module
+keeps every token, marks which are stopwords, and reuses knowledge's ``stem`` and ``STOPWORDS`` so that both
+halves of Convener agree on what a word is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from convener.knowledge.text import STOPWORDS
+from convener.knowledge.text import stem as _knowledge_stem
+
+MEANINGFUL = frozenset({
+    "more", "most", "after", "before", "above", "below", "under", "over", "each", "between", "than",
+    "against", "few", "not", "no", "only", "all", "during", "until", "from", "by", "per", "same", "off",
+    "up", "down", "once", "further", "other",
+})
+"""Stopwords for a search that say something about a question over data: comparisons, grouping, time."""
+
+CONTENT_STOPWORDS = frozenset(STOPWORDS - MEANINGFUL)
+"""Words that say nothing in a question over data, not even its structure."""
+
+_TOKEN = re.compile(
+    r"(?P<date>\d{4}-\d{1,2}-\d{1,2})"
+    r"|(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?)"
+    r"|(?P<sign>>=|<=|<>|!=|[<>=%$])"
+    r"|(?P<word>[^\W_]+(?:['’][^\W_]+)*)",
+    re.UNICODE,
+)
+
+_SMALL_NUMBERS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "dozen": 12, "thousand": 1000,
+}
+
+MONTHS = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4, "may": 5,
+    "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9, "sep": 9, "sept": 9,
+    "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12,
+}
+
+SYNONYMS = {
+    "percentage": "percent", "proportion": "percent", "share": "percent", "fraction": "percent",
+    "pct": "percent", "%": "percent", "avg": "average", "mean": "average", "maximum": "max",
+    "highest": "max", "largest": "max", "biggest": "max", "greatest": "max", "minimum": "min",
+    "lowest": "min", "smallest": "min", "number": "count", "many": "count", "amount": "total",
+    "sum": "total", "town": "city", "cost": "price",
+}
+"""A few interchangeable words of analytics questions, mapped to one spelling before comparing wordings."""
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token: ``text`` as written, ``norm`` lowercased without a possessive "'s", ``stem`` of it;
+    ``number`` for digits and number words; ``kind`` is word, number, date or sign."""
+
+    text: str
+    norm: str
+    stem: str
+    kind: str
+    start: int
+    end: int
+    number: float | None = None
+
+    @property
+    def is_stopword(self) -> bool:
+        return self.kind == "word" and self.norm in CONTENT_STOPWORDS
+
+    @property
+    def is_integer(self) -> bool:
+        return self.number is not None and float(self.number).is_integer()
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Knowledge's stem, then a final "e" dropped, so that "price"/"prices" and "site"/"sites" meet
+    ("prices" loses "es" where "price" keeps its "e")."""
+    stemmed = _knowledge_stem(word)
+    return stemmed[:-1] if stemmed.endswith("e") and len(stemmed) > 3 else stemmed
+
+
+def number_word(word: str) -> int | None:
+    """The value of a number written as a word ("five" → 5), or None."""
+    return _SMALL_NUMBERS.get(word.lower())
+
+
+def tokenize(text: str) -> list[Token]:
+    """Every token of ``text``, in order, with character offsets into it."""
+    tokens: list[Token] = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "word"
+        raw = match.group()
+        if kind == "number":
+            tokens.append(Token(raw, raw, raw, "number", match.start(), match.end(), float(raw.replace(",", ""))))
+            continue
+        if kind in ("date", "sign"):
+            tokens.append(Token(raw, raw, raw, kind, match.start(), match.end()))
+            continue
+        norm = raw.lower().replace("’", "'")
+        norm = norm.removesuffix("'s")
+        norm = norm.replace("'", "")
+        value = number_word(norm)
+        tokens.append(Token(raw, norm, stem(norm), "word", match.start(), match.end(),
+                            None if value is None else float(value)))
+    return tokens
+
+
+@lru_cache(maxsize=65536)
+def phrase(text: str) -> tuple[str, ...]:
+    """The stems of the content words of ``text``: how names, labels and synonyms are compared with a
+    question once stopwords are out of the way ("Weight_in_lbs" → ("weight", "lbs"))."""
+    return tuple(token.stem for token in tokenize(split_identifier(text)) if not token.is_stopword)
+
+
+@lru_cache(maxsize=65536)
+def value_tokens(text: str) -> tuple[str, ...]:
+    """Every token of a data value, lowercased and stemmed, stopwords kept ("No. 457" → ("no", "457"))."""
+    return tuple(token.stem for token in tokenize(text))
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def split_identifier(name: str) -> str:
+    """``Miles_per_Gallon`` → "Miles per Gallon", ``sepalLength`` → "sepal Length": an identifier as words."""
+    return _CAMEL.sub(" ", name.replace("_", " ").replace("-", " ").replace(".", " "))
+
+
+def snake(text: str) -> str:
+    """Lowercase snake_case of some words, for result and column names."""
+    cleaned = re.sub(r"[^0-9a-zA-Z]+", "_", split_identifier(text)).strip("_").lower()
+    return re.sub(r"_+", "_", cleaned) or "result"
+
+
+def canonical(word: str) -> str:
+    """One spelling for interchangeable words ("percentage", "share" → "percent"), as a stem."""
+    return stem(SYNONYMS.get(word, word))

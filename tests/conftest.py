@@ -101,7 +101,12 @@ CHAT_TOOLS = ("list_messages", "search_messages", "search_conversations", "send_
 KNOWLEDGE_TOOLS = ("search_documents", "get_documents", "answer_query", "list_data_sources", "delete_documents",
                    "ingest_documents")
 """The knowledge tools, likewise."""
-ALL_TOOLS = CES_TOOLS + CHAT_TOOLS + KNOWLEDGE_TOOLS
+ANALYTICS_TOOLS = ("ask_data_insights", "list_accessible_data_agents", "get_data_agent_info", "ask_data_agent",
+                   "create_data_agent", "update_data_agent", "delete_data_agent", "list_data_agent_conversations",
+                   "list_data_agent_messages", "list_sql_sources", "describe_sql_source", "add_sql_source",
+                   "remove_sql_source")
+"""The analytics tools, likewise."""
+ALL_TOOLS = CES_TOOLS + CHAT_TOOLS + KNOWLEDGE_TOOLS + ANALYTICS_TOOLS
 
 BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
 

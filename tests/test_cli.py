@@ -83,6 +83,13 @@ def test_the_command_tree_is_the_expected_one() -> None:
         ("knowledge", "ask"),
         ("knowledge", "sources"),
         ("knowledge", "delete"),
+        ("data",),
+        ("data", "add-source"),
+        ("data", "sources"),
+        ("data", "describe"),
+        ("data", "remove-source"),
+        ("data", "ask"),
+        ("data", "agents"),
     }
 
 

@@ -370,11 +370,12 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
 
     summary = load_demo(services)
 
-    app_line, chat_line, knowledge_line = summary.splitlines()
+    app_line, chat_line, knowledge_line, analytics_line = summary.splitlines()
     assert app_line == f"{PARENT}: app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)"
     assert re.fullmatch(r"chat: 5 conversations, \d+ messages \(0 new\); keys: users/ana cnv_\S+ users/ben cnv_\S+",
                         chat_line)
     assert re.match(r"knowledge: convener-docs from \S+/docs: 0 added, 0 updated, \d+ unchanged", knowledge_line)
+    assert analytics_line.startswith("analytics: source demo (8 tables) and data agent demo-data")
     assert await all_conversations(client) == before
     assert await call_json(client, "get_app", {"name": PARENT}) == app
     assert await call_json(client, "list_agents", {"parent": PARENT}) == agents
@@ -646,3 +647,16 @@ async def test_the_demo_answers_questions_about_convener_from_its_own_docs(servi
     assert "slack" in answer["answerText"].lower()
     assert chunks["results"][0]["parent"].endswith("/docs/chat.md")
     assert chunks["results"][0]["document"]["dataSource"] == "convener-docs"
+
+
+async def test_the_demo_data_agent_answers_offline_with_a_chart(services: Services, client: Client) -> None:
+    load_demo(services)
+    result = await client.call_tool("ask_data_agent", {"data_agent_id": "demo-data",
+                                                       "user_query_with_context": "What is the average horsepower by origin?"})
+    assert not result.is_error, result.content
+    messages = (result.structured_content or {})["messages"]
+    rows = next(m["systemMessage"]["data"]["result"]["data"] for m in messages
+                if "result" in m.get("systemMessage", {}).get("data", {}))
+    assert len(rows) == 3  # USA, Europe, Japan
+    assert any("chart" in m.get("systemMessage", {}) for m in messages)
+    assert result.content[-1].type == "image"

@@ -9,6 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import bindparam, insert, inspect, select, text
 
+import convener.analytics.tables
 import convener.auth.tables
 import convener.ces.tables
 import convener.chat.tables
@@ -24,7 +25,8 @@ from convener.store.schema import Json, installation, metadata
 EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_definitions", "ces_sessions",
                    "ces_evaluation_runs", "ces_evaluation_results", "operations", "chat_users", "chat_links",
                    "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions",
-                   "knowledge_data_sources", "knowledge_documents", "knowledge_chunks"}
+                   "knowledge_data_sources", "knowledge_documents", "knowledge_chunks",
+                   "analytics_sql_sources", "analytics_data_agents", "analytics_conversations", "analytics_messages"}
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +56,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0006"
+HEAD = "0007"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(database_url: str) -> None:

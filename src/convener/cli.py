@@ -66,6 +66,8 @@ app.add_typer(apps_app, name="apps")
 app.add_typer(eval_app, name="eval")
 knowledge_app = typer.Typer(help="Documentation corpora: ingest, search, ask.", no_args_is_help=True)
 app.add_typer(knowledge_app, name="knowledge")
+data_app = typer.Typer(help="Data agents over SQL data: sources, questions, agents.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -648,6 +650,118 @@ def knowledge_delete(
     with _services(_settings(data_dir, database_url)) as opened:
         count = opened.knowledge.delete_documents(None, data_source)
         out.print(f"{data_source}: {count} documents deleted", highlight=False, markup=False)
+
+
+@data_app.command("add-source")
+def data_add_source(
+    name: Annotated[str, typer.Argument(help="The source's name (datasetId in table references).")],
+    location: Annotated[str, typer.Argument(help="A DuckDB or SQLite file, a CSV/Parquet/JSON file or folder, or "
+                                                 "a database URL such as postgresql://reader@host/db.")],
+    description: Annotated[str | None, typer.Option("--description", help="What the data is.")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Register a SQL source; it is only ever read."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        source = opened.analytics.sources.add(name, location, description)
+        tables = opened.analytics.sources.tables(name, LOCAL_USER)
+        out.print(f"{source.name}: {source.kind} {source.location}, {len(tables)} tables: "
+                  f"{', '.join(t.name for t in tables)}", highlight=False, markup=False)
+
+
+@data_app.command("sources")
+def data_sources(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """List the SQL sources, with the built-in convener source."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        for source in opened.analytics.sources.all():
+            out.print(f"{source.name}: {source.kind} {source.location}", highlight=False, markup=False)
+
+
+@data_app.command("describe")
+def data_describe(
+    name: Annotated[str, typer.Argument(help="The SQL source.")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Show a source's tables and columns, with types and sample values."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        for table in opened.analytics.sources.tables(name, LOCAL_USER):
+            out.print(f"{table.name}" + (f"  ({table.row_count} rows)" if table.row_count is not None else ""),
+                      highlight=False, markup=False)
+            for column in table.columns:
+                samples = f"  e.g. {', '.join(column.samples[:3])}" if column.samples else ""
+                out.print(f"    {column.name} {column.type}{samples}", highlight=False, markup=False)
+
+
+@data_app.command("remove-source")
+def data_remove_source(
+    name: Annotated[str, typer.Argument(help="The SQL source to unregister (its data is not touched).")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Unregister a SQL source."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        opened.analytics.sources.remove(name)
+        out.print(f"{name}: removed", highlight=False, markup=False)
+
+
+@data_app.command("ask")
+def data_ask(
+    question: Annotated[str, typer.Argument(help="A question about the data, in plain language.")],
+    table: Annotated[list[str] | None, typer.Option(
+        "--table", help="SOURCE.TABLE to answer from (repeatable); or use --agent.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Ask this data agent instead.")] = None,
+    conversation: Annotated[str | None, typer.Option(
+        "--conversation", help="Continue this conversation with the agent (a follow-up question).")] = None,
+    chart: Annotated[Path | None, typer.Option("--chart", help="Write the chart's image to this file.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the messages as JSON lines.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Ask a question; each step of the answer (schema, SQL, rows, chart, response) prints as it is made."""
+    import base64
+    import json
+
+    from convener.analytics.models import Message, TableReference
+    from convener.analytics.rendering import message_lines
+
+    if bool(table) == bool(agent):
+        raise _fail("INVALID_ARGUMENT", "give --table SOURCE.TABLE (one or more) or --agent ID", USAGE_ERROR)
+
+    def show(message: Message) -> None:
+        if as_json:
+            out.print(json.dumps(message.to_json(), ensure_ascii=False), highlight=False, markup=False,
+                      soft_wrap=True)
+            return
+        for line in message_lines(message):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
+        image = message.system_message.chart.result.image if (
+            message.system_message and message.system_message.chart and message.system_message.chart.result) else None
+        if chart is not None and image is not None:
+            chart.write_bytes(base64.b64decode(image.data))
+            err.print(f"chart written to {chart}", highlight=False, markup=False)
+
+    with _services(_settings(data_dir, database_url)) as opened:
+        if agent:
+            asked = opened.analytics.ask_agent(agent, question, conversation, False, LOCAL_USER, show)
+            err.print(f"conversation: {asked.conversation}", highlight=False, markup=False)
+            return
+        references = []
+        for item in table or []:
+            source, _, name = item.partition(".")
+            if not source or not name:
+                raise _fail("INVALID_ARGUMENT", f"--table {item}: expected SOURCE.TABLE", USAGE_ERROR)
+            references.append(TableReference(dataset_id=source, table_id=name))
+        opened.analytics.ask_inline(question, references, LOCAL_USER, show)
+
+
+@data_app.command("agents")
+def data_agents(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """List the data agents."""
+    with _services(_settings(data_dir, database_url)) as opened:
+        page = opened.analytics.agents.list(1000, None, LOCAL_USER)
+        for agent in page.data_agents or []:
+            out.print(f"{agent.name}: {agent.display_name or ''}", highlight=False, markup=False)
 
 
 def main() -> None:

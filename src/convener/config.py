@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-SERVICES = ("ces", "chat", "knowledge")
+SERVICES = ("ces", "chat", "knowledge", "analytics")
 """Services this build can serve, in the order /mcp lists their tools."""
 
 
@@ -71,7 +71,15 @@ class Settings(BaseSettings):
         description="Semantic search with local embeddings: auto uses them when the embeddings extra is installed.",
     )
 
-    @field_validator("python_modules", "mcp_stdio_commands", "knowledge_roots", mode="before")
+    analytics_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(), description="Folders whose files the add_sql_source tool may register (the CLI may add any)."
+    )
+    analytics_row_limit: int = Field(default=1000, ge=1, le=100_000,
+                                     description="Rows a data agent's query may return (more are cut off).")
+    analytics_timeout_seconds: float = Field(default=30.0, gt=0, le=3600,
+                                             description="Deadline of one data agent query.")
+
+    @field_validator("python_modules", "mcp_stdio_commands", "knowledge_roots", "analytics_roots", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):

@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass, field
 
 from convener.api.paging import PageTokens
+from convener.analytics.service import AnalyticsService
+from convener.analytics.tools import analytics_tools
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
 from convener.ces.runtime_services import Runtime
@@ -31,6 +33,7 @@ class Services:
     runtime: Runtime = field(init=False)
     chat: ChatService = field(init=False)
     knowledge: KnowledgeService = field(init=False)
+    analytics: AnalyticsService = field(init=False)
     _provider: ModelProvider | None = field(init=False, default=None)
     _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
@@ -40,6 +43,9 @@ class Services:
         self.chat = ChatService(self.database, tokens)
         self.knowledge = KnowledgeService(self.database, tokens, default_embedder(self.settings.knowledge_embeddings),
                                           self.provider, self.settings.knowledge_roots)
+        self.analytics = AnalyticsService(self.database, tokens, self.provider, roots=self.settings.analytics_roots,
+                                          row_limit=self.settings.analytics_row_limit,
+                                          timeout_seconds=self.settings.analytics_timeout_seconds)
 
     def provider(self) -> ModelProvider | None:
         """The configured model provider, made on first use (most sessions run no llm agent)."""
@@ -65,11 +71,13 @@ class Services:
             "ces": lambda: ces_tools(self.apps, self.conversations, self.runtime),
             "chat": lambda: chat_tools(self.chat),
             "knowledge": lambda: knowledge_tools(self.knowledge, self.runtime.operations),
+            "analytics": lambda: analytics_tools(self.analytics),
         }
         return {name: available[name]() for name in self.settings.services}
 
     def close(self) -> None:
         self.runtime.evaluations.executor.shutdown()
+        self.analytics.close()
         if self._provider is not None:
             close_provider(self._provider)
         self.database.dispose()

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio.from_thread
 import anyio.to_thread
@@ -32,6 +32,13 @@ logger = logging.getLogger(__name__)
 Report = Callable[[float, float | None, str | None], None]
 """``report(progress, total, message)``: an MCP progress notification, if the caller asked for them."""
 Notify = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
+
+@runtime_checkable
+class HasAttachments(Protocol):
+    """A response that also shows something to people, e.g. a chart as MCP image content."""
+
+    def attachments(self) -> list[types.ImageContent]: ...
+
 
 Req = TypeVar("Req", bound=ProtoModel)
 Resp = TypeVar("Resp", bound=ProtoModel)
@@ -144,8 +151,9 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     except Exception as error:  # noqa: BLE001 - the boundary: every error is mapped to one shape here
         return _map_exception(spec.name, error)
     structured = response.to_json()
+    attachments = response.attachments() if isinstance(response, HasAttachments) else []
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
+        content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)), *attachments],
         structured_content=structured,
     )
 

@@ -14,6 +14,7 @@ SERVICE_SCOPES: dict[str, tuple[str, ...]] = {
         "chat.spaces", "chat.spaces.readonly", "chat.memberships", "chat.memberships.readonly",
     ),
     "knowledge": ("knowledge.readonly", "knowledge.admin"),
+    "analytics": ("analytics.readonly", "analytics.admin"),
 }
 """Google's OAuth scopes a key may carry, by service, written without their ``https://…/auth/`` prefix.
 A service's own name (``chat``) stands for all of that service's scopes; ``*`` for every service."""

@@ -40,6 +40,7 @@ from convener.ces.session_models import (
 from convener.ces.tables import conversations, sessions
 from convener.demo import evaluations, tools
 from convener.demo.chat import install_chat
+from convener.demo.analytics import install_analytics
 from convener.demo.knowledge import install_knowledge
 from convener.services import Services
 
@@ -211,5 +212,6 @@ def load_demo(services: Services) -> str:
     run = "; ran them in " + ran if ran else ""
     chat = install_chat(services)
     knowledge = install_knowledge(services)
+    analytics = install_analytics(services)
     return (f"{APP}: app {state}, {len(evaluations.definitions(APP)[0])} evaluations ({written} written{run}), "
-            f"{len(scripts())} conversations ({played} new)\n{chat}\n{knowledge}")
+            f"{len(scripts())} conversations ({played} new)\n{chat}\n{knowledge}\n{analytics}")

@@ -1,0 +1,177 @@
+"""Registered SQL sources: their names, where they are, and one open read-only engine per source.
+
+Engines are opened on first use and kept (opening a CSV folder builds its views; a PostgreSQL engine
+holds a pool). The built-in ``convener`` source is different: its tables hold what the *caller* may see,
+so it is built for each question from the store and never shared between callers.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from convener.analytics.builtin import BUILTIN_SOURCE, builtin_engine, builtin_tables
+from convener.analytics.engines import DataEngine, location_kind, open_engine
+from convener.analytics.models import SqlSource
+from convener.analytics.shapes import TableInfo
+from convener.analytics.tables import sql_sources
+from convener.api.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied
+from convener.api.protojson import Timestamp
+from convener.auth.caller import Caller
+from convener.store.database import Database
+
+SOURCE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+MAX_DESCRIPTION = 2000
+
+
+def check_source_name(name: str) -> str:
+    if not isinstance(name, str) or not SOURCE_NAME.fullmatch(name):
+        raise InvalidArgument(f'SQL source name "{str(name)[:80]}" must be 1-63 lowercase letters, digits, "_" '
+                              'or "-", starting with a letter')
+    return name
+
+
+def masked(location: str) -> str:
+    """A location fit to show: a database URL's password replaced by ***."""
+    if "://" not in location:
+        return location
+    try:
+        return make_url(location).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return "(a database URL)"
+
+
+def _check_new_name(name: str) -> None:
+    check_source_name(name)
+    if name == BUILTIN_SOURCE:
+        raise AlreadyExists(f'"{BUILTIN_SOURCE}" is the built-in source of Convener\'s own records')
+
+
+def _is_url(location: str) -> bool:
+    return "://" in location
+
+
+class SqlSources:
+    def __init__(self, database: Database, roots: tuple[Path, ...] = ()) -> None:
+        self.database = database
+        self.roots = tuple(Path(root).expanduser().resolve() for root in roots)
+        self._engines: dict[str, DataEngine] = {}
+        self._lock = threading.Lock()
+
+    # --- registry -------------------------------------------------------------------------------------
+
+    def add(self, name: str, location: str, description: str | None) -> SqlSource:
+        _check_new_name(name)
+        if description and len(description) > MAX_DESCRIPTION:
+            raise InvalidArgument(f"description is longer than {MAX_DESCRIPTION} characters")
+        location = location if _is_url(location) else str(Path(location).expanduser().resolve())
+        kind = location_kind(location)
+        engine = open_engine(location)  # fails here, not at the first question, when the source is unusable
+        try:
+            engine.tables(samples=0)
+        except Exception:
+            engine.close()
+            raise
+        now = Timestamp.now().to_micros()
+        with self.database.transaction() as connection:
+            if connection.execute(select(sql_sources.c.name).where(sql_sources.c.name == name)).first():
+                engine.close()
+                raise AlreadyExists(f'SQL source "{name}" already exists; remove it first to change it')
+            connection.execute(insert(sql_sources).values(name=name, kind=kind, location=location,
+                                                          description=description or "", create_time_us=now))
+        with self._lock:
+            self._engines[name] = engine
+        return SqlSource(name=name, kind=kind, location=masked(location), description=description or None,
+                         create_time=Timestamp.from_micros(now))
+
+    def check_addable(self, name: str, location: str) -> None:
+        """What the add_sql_source tool may register: files inside CONVENER_ANALYTICS_ROOTS, or URLs."""
+        _check_new_name(name)
+        if _is_url(location):
+            return
+        resolved = Path(location).expanduser().resolve()
+        if not any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
+            raise PermissionDenied(f"{location} is outside the folders the server may read; add its folder to "
+                                   "CONVENER_ANALYTICS_ROOTS or run `convener data add-source` on the server")
+
+    def remove(self, name: str) -> None:
+        check_source_name(name)
+        with self.database.transaction() as connection:
+            if connection.execute(delete(sql_sources).where(sql_sources.c.name == name)).rowcount == 0:
+                raise NotFound(f'SQL source "{name}" does not exist')
+        with self._lock:
+            engine = self._engines.pop(name, None)
+        if engine is not None:
+            engine.close()
+
+    def all(self) -> list[SqlSource]:
+        with self.database.reading() as connection:
+            rows = connection.execute(select(sql_sources).order_by(sql_sources.c.name)).all()
+        builtin = SqlSource(name=BUILTIN_SOURCE, kind="convener", location="(this server's store)",
+                            description="Convener's own records: apps, conversations, evaluations and chat "
+                                        "messages, as the caller may see them.")
+        return [builtin, *(_source(row) for row in rows)]
+
+    def get(self, name: str) -> SqlSource:
+        found = next((source for source in self.all() if source.name == name), None)
+        if found is None:
+            raise _missing(name)
+        return found
+
+    # --- engines --------------------------------------------------------------------------------------
+
+    @contextmanager
+    def engine(self, name: str, caller: Caller) -> Iterator[DataEngine]:
+        """The source's engine for one question; the caller's own for the built-in source."""
+        check_source_name(name)
+        if name == BUILTIN_SOURCE:
+            engine = builtin_engine(self.database, caller)
+            try:
+                yield engine
+            finally:
+                engine.close()
+            return
+        with self._lock:
+            cached = self._engines.get(name)
+        yield cached if cached is not None else self._open(name)
+
+    def _open(self, name: str) -> DataEngine:
+        with self.database.reading() as connection:
+            row = connection.execute(select(sql_sources).where(sql_sources.c.name == name)).first()
+        if row is None:
+            raise _missing(name)
+        opened = open_engine(row.location)
+        with self._lock:
+            existing = self._engines.setdefault(name, opened)
+        if existing is not opened:
+            opened.close()
+        return existing
+
+    def tables(self, name: str, caller: Caller) -> list[TableInfo]:
+        if name == BUILTIN_SOURCE:
+            return builtin_tables()
+        with self.engine(name, caller) as engine:
+            return engine.tables()
+
+    def close(self) -> None:
+        with self._lock:
+            engines, self._engines = list(self._engines.values()), {}
+        for engine in engines:
+            engine.close()
+
+
+def _source(row: Any) -> SqlSource:
+    return SqlSource(name=row.name, kind=row.kind, location=masked(row.location),
+                     description=row.description or None, create_time=Timestamp.from_micros(row.create_time_us))
+
+
+def _missing(name: str) -> NotFound:
+    return NotFound(f'SQL source "{name}" does not exist; list_sql_sources shows the registered ones')

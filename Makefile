@@ -21,6 +21,7 @@ bench: $(VENV)/.embeddings
 	$(BIN)/python benchmarks/evaluations.py
 	$(BIN)/python benchmarks/chat.py
 	$(BIN)/python benchmarks/knowledge.py
+	$(BIN)/python benchmarks/analytics.py
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Convener needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'

@@ -34,12 +34,12 @@ from backends import median_ms
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from convener.analytics import charts  # noqa: E402
-from convener.auth.caller import LOCAL_USER  # noqa: E402
-from convener.config import Settings  # noqa: E402
-from convener.demo.analytics import AGENT, install_analytics  # noqa: E402
-from convener.services import Services  # noqa: E402
-from tests.analytics.test_gold import ordered, run, same_result  # noqa: E402
+from convener.analytics import charts
+from convener.auth.caller import LOCAL_USER
+from convener.config import Settings
+from convener.demo.analytics import AGENT, install_analytics
+from convener.services import Services
+from tests.analytics.test_gold import ordered, run, same_result
 
 GOLD = Path(__file__).resolve().parents[1] / "tests" / "analytics" / "gold.json"
 

@@ -627,3 +627,18 @@ def test_engine_kinds(open_kind: Callable[[str], DataEngine]) -> None:
         ("duckdb", "duckdb"), ("files", "duckdb"), ("sqlite", "sqlite")
     ]  # fmt: skip
     assert isinstance(open_kind("duckdb"), DuckDBEngine)
+
+
+def test_duckdb_comments_are_the_tables_and_columns_descriptions(tmp_path: Path) -> None:
+    path = tmp_path / "described.duckdb"
+    with duckdb.connect(str(path)) as connection:
+        connection.execute("CREATE TABLE cars (mpg DOUBLE, origin VARCHAR)")
+        connection.execute("COMMENT ON TABLE cars IS 'Cars of the 1970s'")
+        connection.execute("COMMENT ON COLUMN cars.mpg IS 'Miles per gallon'")
+    engine = open_engine(str(path))
+    try:
+        (table,) = engine.tables()
+        assert table.description == "Cars of the 1970s"
+        assert [(c.name, c.description) for c in table.columns] == [("mpg", "Miles per gallon"), ("origin", None)]
+    finally:
+        engine.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import duckdb
@@ -14,14 +15,14 @@ from sqlglot import exp
 
 from convener.analytics.examples import Example, Parameter, bind, match_example
 from convener.demo.analytics_data import build_demo_database
-from tests.analytics.test_gold import agent_context, values_reader
+from tests.analytics.test_gold import agent_context, service_engine
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[duckdb.DuckDBPyConnection, Any]]:
-    connection = duckdb.connect(str(build_demo_database(tmp_path_factory.mktemp("examples") / "demo.duckdb")),
-                                read_only=True)
-    yield connection, values_reader(connection)
+    path = build_demo_database(tmp_path_factory.mktemp("examples") / "demo.duckdb")
+    connection = duckdb.connect(str(path), read_only=True)
+    yield connection, cache(service_engine(path).distinct_values)
     connection.close()
 
 

@@ -75,3 +75,18 @@ async def test_an_unreachable_model_falls_back_to_the_offline_planner(client: Cl
     messages = await ask(client, shop, "What is the total amount by region?")
     (result,) = parts(messages, "data", "result")
     assert len(result["data"]) == 4
+
+
+async def test_model_sql_reads_only_the_tables_it_was_given(client: Client, shop: Path,
+                                                            fake_openai: FakeOpenAI) -> None:
+    # products.csv is in the same source, but the question was given orders only.
+    fake_openai.reply(text=json.dumps({"sql": "SELECT product, unit_price FROM products"}))
+    fake_openai.reply(text=json.dumps({"sql": "SELEC nonsense FROM"}))
+    fake_openai.reply(text=json.dumps({"sql": "SELECT count(*) AS orders FROM orders"}))
+    messages = await ask(client, shop, "How many orders?")
+
+    errors = [m["systemMessage"]["error"]["text"] for m in messages if "error" in m.get("systemMessage", {})]
+    assert len(errors) == 2
+    assert "products" in errors[0]
+    (result,) = parts(messages, "data", "result")
+    assert result["data"] == [{"orders": "120"}]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,9 +32,10 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
+from convener.analytics.engines import DataEngine, open_engine
 from convener.analytics.examples import Example, Parameter, match_example
 from convener.analytics.planner import NoPlan, Term, plan_question
-from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.shapes import TableInfo
 from convener.demo import analytics_data
 from convener.demo.analytics_data import build_demo_database
 
@@ -44,37 +46,13 @@ FLOOR_OVERALL = 0.92  # measured 0.974 (111/114)
 FLOOR_NEEDS_CONTEXT = 0.88  # measured 0.968 (30/31)
 FLOOR_REFUSED = 0.90  # measured 1.0 (11/11)
 
-_TYPES = {"VARCHAR": "STRING", "BIGINT": "INTEGER", "INTEGER": "INTEGER", "DOUBLE": "FLOAT", "DATE": "DATE",
-          "TIMESTAMP": "TIMESTAMP", "BOOLEAN": "BOOLEAN", "FLOAT": "FLOAT"}
+# --- The demo database and agent, as the analytics service sees them (through its engine) -------------------
 
 
-# --- The demo database and agent, as the analytics service would see them ----------------------------------
-
-
-def describe(connection: duckdb.DuckDBPyConnection) -> list[TableInfo]:
-    """Tables with typed columns, comments as descriptions and a few sample values."""
-    tables = []
-    for name, comment, rows in connection.execute(
-            "SELECT table_name, comment, estimated_size FROM duckdb_tables() ORDER BY table_name").fetchall():
-        columns = []
-        for column, kind, description in connection.execute(
-                "SELECT column_name, data_type, comment FROM duckdb_columns() WHERE table_name = ? "
-                "ORDER BY column_index", [name]).fetchall():
-            samples = tuple(str(v) for (v,) in connection.execute(
-                f'SELECT DISTINCT "{column}" FROM "{name}" WHERE "{column}" IS NOT NULL LIMIT 5').fetchall())
-            columns.append(ColumnInfo(column, _TYPES.get(kind, "STRING"), description, samples))
-        tables.append(TableInfo(name, tuple(columns), comment, rows))
-    return tables
-
-
-def values_reader(connection: duckdb.DuckDBPyConnection) -> Any:
-    @cache
-    def values_of(table: str, column: str) -> tuple[str, ...]:
-        rows = connection.execute(f'SELECT DISTINCT CAST("{column}" AS VARCHAR) FROM "{table}" '
-                                  f'WHERE "{column}" IS NOT NULL LIMIT 1000').fetchall()
-        return tuple(value for (value,) in rows)
-
-    return values_of
+def service_engine(path: Path) -> DataEngine:
+    """The engine the analytics service reads the demo through (its introspection, its distinct values), on a
+    copy: the engine locks its connection's configuration, and DuckDB opens one file with one configuration."""
+    return open_engine(str(shutil.copy(path, path.with_name(f"{path.stem}-engine.duckdb"))))
 
 
 def agent_context() -> tuple[list[Term], list[Example]]:
@@ -111,10 +89,12 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     path = build_demo_database(tmp_path_factory.mktemp("demo") / "demo.duckdb")
+    engine = service_engine(path)
     connection = duckdb.connect(str(path), read_only=True)
     terms, examples = agent_context()
-    yield Demo(connection, describe(connection), terms, examples, values_reader(connection))
+    yield Demo(connection, engine.tables(), terms, examples, cache(engine.distinct_values))
     connection.close()
+    engine.close()
 
 
 # --- Comparing results -------------------------------------------------------------------------------------

@@ -294,3 +294,28 @@ async def test_an_agent_without_a_published_context_says_how_to_publish(client: 
     staged, _, _ = await ask(client, "ask_data_agent", data_agent_id="draft", staging=True,
                              user_query_with_context="How many orders are there?")
     assert "data.result" in kinds(staged)
+
+
+async def test_python_analysis_runs_out_of_process_only_when_the_agent_enables_it(
+        client: Client, shop_source: str) -> None:
+    question = "Show orders with an amount of more than 50, with statistics"
+    await call(client, "create_data_agent", data_agent_id="plain", data_agent=agent_body())
+    plain, _, _ = await ask(client, "ask_data_agent", data_agent_id="plain", user_query_with_context=question)
+    assert "data.result" in kinds(plain) and not any(k.startswith("analysis.") for k in kinds(plain))
+
+    options = {"analysis": {"python": {"enabled": True}}, "chart": {"image": {"svg": {}}}}
+    await call(client, "create_data_agent", data_agent_id="analyst", data_agent=agent_body(options=options))
+    messages, _, attachments = await ask(client, "ask_data_agent", data_agent_id="analyst",
+                                         user_query_with_context=question)
+    found = kinds(messages)
+    assert found.index("data.result") < found.index("analysis.query") < found.index("chart.query")
+    events = [m["systemMessage"]["analysis"]["progressEvent"] for m in of_kind(messages, "analysis.progressEvent")]
+    assert "Offline analysis" in events[0]["plannerReasoning"]
+    assert any("tables[" in e.get("code", "") for e in events)
+    summary = next(e["resultNaturalLanguage"] for e in events if "resultNaturalLanguage" in e)
+    assert "amount: mean" in summary and "correlation of" in summary
+    assert not any("executionError" in e for e in events)
+    chart = of_kind(messages, "chart.result")[0]["systemMessage"]["chart"]["result"]
+    assert chart["image"]["mimeType"] == "image/svg+xml"
+    assert base64.b64decode(chart["image"]["data"]).lstrip().startswith(b"<svg")
+    assert attachments[0].mime_type == "image/svg+xml"

@@ -115,7 +115,8 @@ class DataEngine(Protocol):
 
     def distinct_values(self, table: str, column: str, limit: int = 1000) -> list[str]: ...
 
-    def execute(self, sql: str, *, row_limit: int, timeout_seconds: float) -> QueryResult: ...
+    def execute(self, sql: str, *, row_limit: int, timeout_seconds: float,
+                only: Collection[str] | None = None) -> QueryResult: ...
 
     def close(self) -> None: ...
 
@@ -346,6 +347,7 @@ def _text(value: Any) -> str:
 class _Column:
     name: str
     type: str | None  # None: unknown until values are seen (untyped SQLite columns)
+    description: str | None = None  # the database's comment on the column, if it keeps one
 
 
 @dataclass(frozen=True)
@@ -355,6 +357,7 @@ class _Table:
     columns: tuple[_Column, ...]
     aliases: tuple[str, ...] = ()  # other spellings queries may use (``main.cars``)
     row_count: int | None = None
+    description: str | None = None  # the database's comment on the table
 
 
 @dataclass
@@ -405,9 +408,12 @@ class _Engine:
         rows = self._run(sql, max_rows=max(0, int(limit)), timeout_seconds=INTROSPECTION_TIMEOUT).rows
         return [_text(row[0]) for row in rows]
 
-    def execute(self, sql: str, *, row_limit: int, timeout_seconds: float) -> QueryResult:
+    def execute(self, sql: str, *, row_limit: int, timeout_seconds: float,
+                only: Collection[str] | None = None) -> QueryResult:
+        """Runs a checked SELECT; ``only`` narrows the tables it may read to these (a data agent's
+        references) from all of the source's."""
         _check_limits(row_limit, timeout_seconds)
-        vetted = check_select(sql, self.dialect, self._allowed_names(), row_limit)
+        vetted = check_select(sql, self.dialect, self._allowed_names(only), row_limit)
         result = self._run(vetted, max_rows=row_limit + 1, timeout_seconds=timeout_seconds)
         rows = result.rows[:row_limit]
         columns = tuple(
@@ -428,8 +434,10 @@ class _Engine:
             catalog = self._catalog
         return catalog if catalog is not None else self._refresh_catalog()
 
-    def _allowed_names(self) -> set[str]:
-        return {name for table in self._current_catalog() for name in (table.name, *table.aliases)}
+    def _allowed_names(self, only: Collection[str] | None = None) -> set[str]:
+        wanted = None if only is None else {name.lower() for name in only}
+        return {name for table in self._current_catalog() for name in (table.name, *table.aliases)
+                if wanted is None or table.name.lower() in wanted}
 
     def _find_table(self, name: str) -> _Table:
         lowered = name.lower()
@@ -451,8 +459,9 @@ class _Engine:
             values = [row[index] for row in rows.rows] if rows is not None else []
             kind = column.type or value_type(values)
             picked = () if kind in SKIPPED_SAMPLE_TYPES else _pick_samples(values, samples)
-            columns.append(ColumnInfo(name=column.name, type=kind, samples=picked))
-        return TableInfo(name=table.name, columns=tuple(columns), row_count=table.row_count)
+            columns.append(ColumnInfo(name=column.name, type=kind, description=column.description, samples=picked))
+        return TableInfo(name=table.name, columns=tuple(columns), description=table.description,
+                         row_count=table.row_count)
 
     def _sample_rows(self, table: _Table) -> _Rows | None:
         names = ", ".join(self._quote_column(column.name) for column in table.columns)
@@ -579,19 +588,21 @@ class DuckDBEngine(_Engine):
     def _load_catalog(self) -> list[_Table]:
         rows = self._run(DUCKDB_CATALOG_SQL, max_rows=1_000_000, timeout_seconds=INTROSPECTION_TIMEOUT).rows
         grouped: dict[tuple[str, str, str], list[_Column]] = {}
-        sizes: dict[tuple[str, str, str], int | None] = {}
-        for database, schema, table, column, data_type, size in rows:
+        about: dict[tuple[str, str, str], tuple[int | None, str | None]] = {}
+        for database, schema, table, column, data_type, size, column_comment, table_comment in rows:
             key = (database, schema, table)
-            grouped.setdefault(key, []).append(_Column(column, normalise_type(data_type)))
-            sizes[key] = size
-        return [self._table(key, tuple(columns), sizes[key]) for key, columns in grouped.items()]
+            grouped.setdefault(key, []).append(_Column(column, normalise_type(data_type), column_comment or None))
+            about[key] = (size, table_comment or None)
+        return [self._table(key, tuple(columns), *about[key]) for key, columns in grouped.items()]
 
     @staticmethod
-    def _table(key: tuple[str, str, str], columns: tuple[_Column, ...], size: int | None) -> _Table:
+    def _table(key: tuple[str, str, str], columns: tuple[_Column, ...], size: int | None,
+               description: str | None) -> _Table:
         database, schema, table = key
         name = table if schema == "main" else f"{schema}.{table}"
         aliases = (f"{schema}.{table}", f"{database}.{schema}.{table}")
-        return _Table(name=name, path=(schema, table), columns=columns, aliases=aliases, row_count=size)
+        return _Table(name=name, path=(schema, table), columns=columns, aliases=aliases, row_count=size,
+                      description=description)
 
     def _run(self, sql: str, *, max_rows: int, timeout_seconds: float) -> _Rows:
         try:
@@ -651,7 +662,8 @@ def _rollback_quietly(cursor: duckdb.DuckDBPyConnection) -> None:
 
 
 DUCKDB_CATALOG_SQL = """
-SELECT c.database_name, c.schema_name, c.table_name, c.column_name, c.data_type, t.estimated_size
+SELECT c.database_name, c.schema_name, c.table_name, c.column_name, c.data_type, t.estimated_size,
+       c.comment, t.comment
 FROM duckdb_columns() AS c
 LEFT JOIN duckdb_tables() AS t
   ON t.database_name = c.database_name AND t.schema_name = c.schema_name AND t.table_name = c.table_name
@@ -817,7 +829,8 @@ class SQLAlchemyEngine(_Engine):
         for (_, table), columns in sorted(found.items(), key=lambda item: item[0][1]):
             name = table if is_default else f"{schema}.{table}"
             aliases = (f"{schema}.{table}",) if is_default else ()
-            typed = tuple(_Column(column["name"], _sqlalchemy_type(column["type"])) for column in columns)
+            typed = tuple(_Column(column["name"], _sqlalchemy_type(column["type"]), column.get("comment") or None)
+                          for column in columns)
             tables.append(_Table(name=name, path=(schema, table), columns=typed, aliases=aliases))
         return tables
 

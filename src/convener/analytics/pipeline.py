@@ -23,6 +23,10 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
 from convener.analytics import charts
 from convener.analytics.engines import DataEngine
 from convener.analytics.examples import Example, Parameter, match_example
@@ -71,6 +75,8 @@ from convener.llm.base import ChatMessage, ModelProvider
 MAX_QUESTION = 10_000
 REPAIRS = 3
 SHOWN_ROWS = 5
+MAX_GROUPS = 30
+"""At most this many values in a column a follow-up question suggests grouping by."""
 """Rows named in an offline final response; the rest are in the data result."""
 
 OFFLINE_NOTE = "(Answered offline, without a language model: "
@@ -171,15 +177,15 @@ class Pipeline:
         turn.system(data=DataMessage(query=DataQuery(question=question, name=_snake(question),
                                                      datasources=[datasource_of(t) for t in relevant])))
         provider = self.provider()
-        answer = self._match_example(turn, question, relevant, context)
+        answer = self._match_example(turn, question, relevant, tables, context)
         if answer is None:
             if provider is not None:
                 answer = self._generate(turn, provider, question, tables, context, history)
             else:
-                answer = self._plan(turn, question, relevant, context, history)
+                answer = self._plan(turn, question, relevant, tables, context, history)
         return answer
 
-    def _match_example(self, turn: Turn, question: str, relevant: Sequence[Table],
+    def _match_example(self, turn: Turn, question: str, relevant: Sequence[Table], tables: Sequence[Table],
                        context: Context) -> Answer | None:
         examples = [e for e in context.example_queries or [] if e.sql_query and e.natural_language_question]
         if not examples or not relevant:
@@ -197,10 +203,10 @@ class Pipeline:
                         explanation=f'It matches the example question "{used.natural_language_question}"',
                         offline_by="a matching example query", example=used, table=table)
         turn.system(data=DataMessage(generated_sql=match.sql))
-        return self._execute(turn, answer, table)
+        return self._execute(turn, answer, table, tables)
 
-    def _plan(self, turn: Turn, question: str, relevant: Sequence[Table], context: Context,
-              history: Sequence[Message]) -> Answer:
+    def _plan(self, turn: Turn, question: str, relevant: Sequence[Table], tables: Sequence[Table],
+              context: Context, history: Sequence[Message]) -> Answer:
         terms = [Term(t.display_name, t.description or "", tuple(t.labels or ())) for t in context.glossary_terms or []]
         infos = [t.info for t in relevant]
         dialect = relevant[0].engine.dialect
@@ -224,7 +230,7 @@ class Pipeline:
         used_terms = [t for t in context.glossary_terms or [] if t.display_name in plan.terms_used]
         answer = Answer(sql=plan.sql, result_name=plan.result_name, explanation=plan.explanation,
                         offline_by="the rule-based planner", terms=used_terms, table=table)
-        return self._execute(turn, answer, table)
+        return self._execute(turn, answer, table, tables)
 
     def _generate(self, turn: Turn, provider: ModelProvider, question: str, tables: Sequence[Table],
                   context: Context, history: Sequence[Message]) -> Answer:
@@ -235,20 +241,19 @@ class Pipeline:
                 completion = provider.complete(prompt, response_schema=SQL_SCHEMA, temperature=0)
             except ApiError as failure:
                 turn.system(error=ErrorMessage(text=f"The model could not be reached ({failure}); trying offline."))
-                return self._plan(turn, question, _rank_tables(question, tables), context, history)
+                return self._plan(turn, question, _rank_tables(question, tables), tables, context, history)
             reply = completion.structured if isinstance(completion.structured, dict) else {}
             sql = str(reply.get("sql") or "").strip()
             table = _table_of(sql, tables) if sql else None
-            if not sql or table is None:
-                problem = "the reply held no SQL over the given tables"
+            if table is None:
+                problem = "the reply held no SQL"
             else:
                 turn.system(data=DataMessage(generated_sql=sql))
                 answer = Answer(sql=sql, result_name=_snake(str(reply.get("result_name") or question)),
                                 explanation=str(reply.get("explanation") or ""), table=table,
                                 terms=_terms_named(sql + " " + question, context))
                 try:
-                    answer.result = table.engine.execute(sql, row_limit=self.row_limit,
-                                                         timeout_seconds=self.timeout_seconds)
+                    answer.result = self._run(sql, table, tables)
                 except ApiError as failure:
                     problem = failure.message
                 else:
@@ -259,11 +264,17 @@ class Pipeline:
                        ChatMessage("user", f"That failed: {problem}. Reply with corrected SQL.")]
         return Answer()
 
-    def _execute(self, turn: Turn, answer: Answer, table: Table) -> Answer:
+    def _run(self, sql: str, table: Table, tables: Sequence[Table]) -> QueryResult:
+        """Runs SQL on the table's engine, reading only the tables the question was given on that engine
+        (an agent's references), not every table of the source."""
+        given = [t.info.name for t in tables if t.engine is table.engine]
+        return table.engine.execute(sql, row_limit=self.row_limit, timeout_seconds=self.timeout_seconds,
+                                    only=given)
+
+    def _execute(self, turn: Turn, answer: Answer, table: Table, tables: Sequence[Table]) -> Answer:
         assert answer.sql is not None
         try:
-            answer.result = table.engine.execute(answer.sql, row_limit=self.row_limit,
-                                                 timeout_seconds=self.timeout_seconds)
+            answer.result = self._run(answer.sql, table, tables)
         except ApiError as failure:
             turn.system(error=ErrorMessage(text=failure.message))
             answer.result = None
@@ -339,9 +350,8 @@ def _rank_tables(question: str, tables: Sequence[Table]) -> list[Table]:
             for c in table.info.columns))
         return len(asked & names)
 
-    scored = sorted(tables, key=score, reverse=True)
-    best = [t for t in scored if score(t) > 0]
-    return best or list(tables)
+    scored = sorted(((score(t), i, t) for i, t in enumerate(tables)), key=lambda s: (-s[0], s[1]))
+    return [t for points, _, t in scored if points > 0] or list(tables)
 
 
 def datasource_of(table: Table) -> Datasource:
@@ -367,11 +377,15 @@ def _values_of(tables: Sequence[Table]) -> Callable[[str, str], Sequence[str]]:
     return values_of
 
 
-def _table_of(sql: str, tables: Sequence[Table]) -> Table | None:
-    """The table generated SQL reads first (all of a query's tables live on one engine)."""
-    lowered = sql.lower()
-    found = [t for t in tables if t.info.name.lower() in lowered]
-    return found[0] if found else None
+def _table_of(sql: str, tables: Sequence[Table]) -> Table:
+    """The given table whose engine runs the SQL (a query's tables live on one engine): the first one it
+    reads. SQL that does not parse, or reads no given table, goes to the first table's engine, whose check
+    then tells the model exactly what is wrong (the parse error, or the table it may not read)."""
+    try:
+        read = {t.name.lower() for t in sqlglot.parse_one(sql, read=tables[0].engine.dialect).find_all(exp.Table)}
+    except (SqlglotError, RecursionError):
+        return tables[0]
+    return next((t for t in tables if t.info.name.lower() in read), tables[0])
 
 
 # --- results ------------------------------------------------------------------------------------------
@@ -410,13 +424,15 @@ def _formatted(value: Any) -> Any:
 
 
 def _data_result(name: str, result: QueryResult) -> DataResult:
+    """Values as strings; ``formattedData`` only when formatting changes some value (numbers, dates,
+    booleans): the seed leaves it empty when no formatting applies."""
     names = [c.name for c in result.columns]
+    data = [dict(zip(names, (_text(v) for v in row), strict=True)) for row in result.rows]
+    formatted = [dict(zip(names, (_formatted(v) for v in row), strict=True)) for row in result.rows]
     return DataResult(
         name=name,
         schema_=Schema(fields=[SchemaField(name=c.name, type=c.type, mode="NULLABLE") for c in result.columns]),
-        data=[dict(zip(names, (_text(v) for v in row), strict=True)) for row in result.rows],
-        formatted_data=[dict(zip(names, (_formatted(v) for v in row), strict=True)) for row in result.rows],
-    )
+        data=data, formatted_data=formatted if formatted != data else None)
 
 
 def _describe(result: QueryResult) -> str:
@@ -460,17 +476,26 @@ def _followups(answer: Answer, tables: Sequence[Table]) -> list[str]:
     if table is None or answer.result is None:
         return []
     used = {c.name.lower() for c in answer.result.columns}
-    categories = [c for c in table.info.columns if c.type == "STRING" and c.name.lower() not in used]
+    unused_text = (c for c in table.info.columns if c.type == "STRING" and c.name.lower() not in used)
+    category = next((c for c in unused_text if _groups_well(table, c.name)), None)
     numbers = [c for c in table.info.columns if c.type in NUMBER_TYPES]
     times = [c for c in table.info.columns if c.type in TIME_TYPES]
     questions = []
-    if numbers and categories:
-        questions.append(f"What is the average {_label(numbers[0].name)} by {_label(categories[0].name)}?")
+    if numbers and category is not None:
+        questions.append(f"What is the average {_label(numbers[0].name)} by {_label(category.name)}?")
     if numbers and times:
         questions.append(f"How does the average {_label(numbers[-1].name)} change per year?")
     if numbers:
         questions.append(f"Which 5 rows of {table.info.name} have the highest {_label(numbers[0].name)}?")
     return questions[:3]
+
+
+def _groups_well(table: Table, column: str) -> bool:
+    """Whether a column has few enough values to group by (a name or an ID column does not)."""
+    try:
+        return 1 < len(table.engine.distinct_values(table.info.name, column, MAX_GROUPS + 1)) <= MAX_GROUPS
+    except ApiError:
+        return False
 
 
 def _suggest_examples(turn: Turn, context: Context) -> None:

@@ -8,7 +8,6 @@ conversation so that a follow-up can build on the questions before it).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -17,9 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from convener.analytics.agents import DataAgents, agent_id_of
-from convener.analytics.builtin import BUILTIN_SOURCE
 from convener.analytics.conversations import CONVERSATIONS, Conversations
-from convener.analytics.engines import DataEngine
 from convener.analytics.models import (
     BigQueryTableReferences,
     Context,
@@ -29,7 +26,6 @@ from convener.analytics.models import (
     TableReference,
 )
 from convener.analytics.pipeline import Emit, Pipeline, Table
-from convener.analytics.shapes import TableInfo
 from convener.analytics.sources import SqlSources
 from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
 from convener.api.paging import PageTokens
@@ -39,8 +35,6 @@ from convener.store.database import Database
 
 MAX_TABLES = 20
 HISTORY_MESSAGES = 40
-SCHEMA_TTL_SECONDS = 60.0
-"""How long a source's introspected schema (with its sample values) is reused before it is read again."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +50,6 @@ class AnalyticsService:
         self.agents = DataAgents(database, tokens)
         self.conversations = Conversations(database, tokens)
         self.pipeline = Pipeline(provider, row_limit, timeout_seconds)
-        self._schemas: dict[str, tuple[float, list[TableInfo]]] = {}
 
     def ask_inline(self, question: str, references: str | list[TableReference], caller: Caller,
                    emit: Emit | None = None) -> Asked:
@@ -99,23 +92,11 @@ class AnalyticsService:
             if source not in engines:
                 engines[source] = stack.enter_context(self.sources.engine(source, caller))
             engine = engines[source]
-            info = next((t for t in self._schema(source, engine) if t.name.lower() == ref.table_id.lower()), None)
+            info = next((t for t in self.sources.schema(source, engine) if t.name.lower() == ref.table_id.lower()), None)
             if info is None:
                 raise NotFound(f'table "{ref.table_id[:100]}" does not exist in SQL source "{source}"')
             tables.append(Table(source, info, engine))
         return tables
-
-    def _schema(self, source: str, engine: DataEngine) -> list[TableInfo]:
-        if source == BUILTIN_SOURCE:
-            return engine.tables()  # the caller's own rows: never shared
-        cached = self._schemas.get(source)
-        if cached is None or time.monotonic() - cached[0] > SCHEMA_TTL_SECONDS:
-            cached = (time.monotonic(), engine.tables())
-            self._schemas[source] = cached
-        return cached[1]
-
-    def forget_schema(self, source: str) -> None:
-        self._schemas.pop(source, None)
 
     def close(self) -> None:
         self.sources.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,8 @@ from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.store.database import Database
 
+SCHEMA_TTL_SECONDS = 60.0
+"""How long a source's introspected schema (with its sample values) is reused before it is read again."""
 SOURCE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 MAX_DESCRIPTION = 2000
 
@@ -64,6 +67,7 @@ class SqlSources:
         self.database = database
         self.roots = tuple(Path(root).expanduser().resolve() for root in roots)
         self._engines: dict[str, DataEngine] = {}
+        self._schemas: dict[str, tuple[float, list[TableInfo]]] = {}
         self._lock = threading.Lock()
 
     # --- registry -------------------------------------------------------------------------------------
@@ -109,6 +113,7 @@ class SqlSources:
                 raise NotFound(f'SQL source "{name}" does not exist')
         with self._lock:
             engine = self._engines.pop(name, None)
+            self._schemas.pop(name, None)
         if engine is not None:
             engine.close()
 
@@ -156,10 +161,24 @@ class SqlSources:
         return existing
 
     def tables(self, name: str, caller: Caller) -> list[TableInfo]:
+        """The source's tables, columns and samples (the built-in source's without samples)."""
         if name == BUILTIN_SOURCE:
             return builtin_tables()
         with self.engine(name, caller) as engine:
+            return self.schema(name, engine)
+
+    def schema(self, name: str, engine: DataEngine) -> list[TableInfo]:
+        """``engine.tables()``, reused for SCHEMA_TTL_SECONDS: reading samples costs a query per column. The
+        built-in source's engine holds one caller's rows, so its schema is never kept."""
+        if name == BUILTIN_SOURCE:
             return engine.tables()
+        with self._lock:
+            cached = self._schemas.get(name)
+        if cached is None or time.monotonic() - cached[0] > SCHEMA_TTL_SECONDS:
+            cached = (time.monotonic(), engine.tables())
+            with self._lock:
+                self._schemas[name] = cached
+        return cached[1]
 
     def close(self) -> None:
         with self._lock:

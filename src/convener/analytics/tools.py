@@ -80,7 +80,7 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
     def describe_source(request: SqlSourceNameRequest, caller: Caller) -> DescribeSqlSourceResponse:
         source = analytics.sources.get(request.name)
         with analytics.sources.engine(request.name, caller) as engine:
-            tables = [Table(request.name, info, engine) for info in engine.tables()]
+            tables = [Table(request.name, info, engine) for info in analytics.sources.schema(request.name, engine)]
         return DescribeSqlSourceResponse(source=source, datasources=[datasource_of(t) for t in tables])
 
     def add_source(request: AddSqlSourceRequest, caller: Caller) -> SqlSource:
@@ -90,7 +90,6 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
     def remove_source(request: SqlSourceNameRequest, caller: Caller) -> SqlSource:
         source = analytics.sources.get(request.name)
         analytics.sources.remove(request.name)
-        analytics.forget_schema(request.name)
         return source
 
     registry.add(ToolSpec(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from convener.llm.judges import (
     CRITERION_LABELS,
     HALLUCINATION_LABELS,
     SIMILARITY_LABELS,
+    USER_GOAL_LABELS,
     Judge,
     ModelJudge,
     OfflineJudge,
@@ -437,3 +439,182 @@ def test_judge_from_picks_the_model_judge_with_a_provider(provider: OpenAICompat
     judge: Judge = judge_from(provider)
 
     assert isinstance(judge, ModelJudge) and judge.name == "model"
+
+
+# -- user goal ----------------------------------------------------------------------------------------
+
+REFUND_TASK = "The user wants a refund for order AC-1003."
+REFUNDED = (
+    "user: Hi, I'd like a refund for order AC-1003 please.\n"
+    "agent: Let me look into that for you.\n"
+    'agent called tool process_refund({"order_id": "AC-1003"})'
+    ' -> {"refund_id": "RF-88", "status": "issued"}\n'
+    "agent: Done! The refund for order AC-1003 has been issued to your card.\n"
+    "user: Great, thanks.\n"
+    "agent: You're welcome! Is there anything else I can help you with today?"
+)
+
+
+def test_a_task_done_by_a_successful_tool_call_is_completed(offline: OfflineJudge) -> None:
+    verdict = offline.user_goal(REFUND_TASK, REFUNDED)
+
+    assert (verdict.score, verdict.label) == (1, USER_GOAL_LABELS[1])
+    assert "process_refund" in verdict.explanation
+
+
+def test_a_task_done_as_the_agent_states_it_is_completed(offline: OfflineJudge) -> None:
+    transcript = (
+        "user: Where is my order AC-1001?\n"
+        "agent: Your order AC-1001 shipped on March 3 and should arrive by March 7.\n"
+        "agent: Goodbye!"
+    )
+
+    assert offline.user_goal("Find out where order AC-1001 is.", transcript).score == 1
+
+
+def test_a_refusal_is_not_completed(offline: OfflineJudge) -> None:
+    transcript = (
+        "user: I want a refund for order AC-1003.\n"
+        "agent: I'm sorry, order AC-1003 can't be refunded: it was bought more than 30 days ago.\n"
+        "user: Oh well.\n"
+        "agent: Have a lovely day!"
+    )
+
+    verdict = offline.user_goal(REFUND_TASK, transcript)
+
+    assert (verdict.score, verdict.label) == (0, USER_GOAL_LABELS[0])
+    assert "refused" in verdict.explanation and "can't be refunded" in verdict.explanation
+
+
+def test_a_failed_tool_call_is_not_completed(offline: OfflineJudge) -> None:
+    transcript = (
+        "user: Refund AC-1003 please.\n"
+        'agent called tool process_refund({"order_id": "AC-1003"}) -> {"error": "payment gateway down"}\n'
+        "agent: Hmm, something went wrong on our side."
+    )
+
+    assert offline.user_goal(REFUND_TASK, transcript).score == 0
+
+
+def test_a_handoff_to_a_human_is_graceful(offline: OfflineJudge) -> None:
+    transferred = "user: I want a refund for AC-1003.\nagent transferred to Human Agent"
+    said = "user: I want a refund.\nagent: I'm connecting you with a human representative now."
+    offered = "user: I want a refund.\nagent: Would you like me to transfer you to a person?"
+    to_another_bot = 'user: Refund AC-1003.\nagent transferred to Billing Agent'
+
+    for transcript in (transferred, said):
+        verdict = offline.user_goal(REFUND_TASK, transcript)
+        assert (verdict.score, verdict.label) == (2, USER_GOAL_LABELS[2]), transcript
+        assert "handoff" in verdict.explanation
+    assert offline.user_goal(REFUND_TASK, offered).score == 0
+    assert offline.user_goal(REFUND_TASK, to_another_bot).score == 0
+
+
+def test_an_empty_task_is_unspecified(offline: OfflineJudge) -> None:
+    for task in ("", "   \n"):
+        verdict = offline.user_goal(task, REFUNDED)
+        assert (verdict.score, verdict.label) == (-1, USER_GOAL_LABELS[-1])
+
+
+def test_an_agent_that_only_asked_questions_shows_no_sign_of_completion(offline: OfflineJudge) -> None:
+    transcript = (
+        "user: I want a refund for order AC-1003.\n"
+        "agent: Sure, can you tell me why you want to return it?\n"
+        "user: It arrived broken.\n"
+        "agent: Could you send me a photo of the damage?"
+    )
+
+    verdict = offline.user_goal(REFUND_TASK, transcript)
+
+    assert verdict.score == 0
+    assert "no sign the task was completed" in verdict.explanation
+
+
+def test_every_user_goal_explanation_names_the_judge_and_the_rule(offline: OfflineJudge) -> None:
+    verdicts = [
+        offline.user_goal("", ""),
+        offline.user_goal(REFUND_TASK, ""),
+        offline.user_goal(REFUND_TASK, REFUNDED),
+        offline.user_goal(REFUND_TASK, "agent: I'm unable to refund AC-1003."),
+        offline.user_goal(REFUND_TASK, "agent transferred to Live Agent"),
+    ]
+
+    assert all(verdict.explanation.startswith("Offline judge: ") for verdict in verdicts)
+    rules = ("task is empty", "no sign", "completed", "refused", "handoff")
+    assert all(rule in verdict.explanation for rule, verdict in zip(rules, verdicts, strict=True))
+
+
+def test_the_offline_judge_is_its_own_variant(offline: OfflineJudge) -> None:
+    assert offline.with_samples(1) is offline
+    assert offline.with_samples(5) is offline
+
+
+def test_the_model_judge_reads_a_user_goal_verdict(
+    provider: OpenAICompatibleProvider, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.responder = lambda body: _verdict(2, "the agent transferred the user to a person")
+
+    verdict = ModelJudge(provider).user_goal(REFUND_TASK, "agent transferred to Human Agent")
+
+    assert (verdict.score, verdict.label) == (2, USER_GOAL_LABELS[2])
+    assert verdict.explanation.startswith("Model judge: the agent transferred the user to a person")
+    prompt = fake_openai.requests[0]["messages"][-1]["content"]
+    assert all(f"{score} = {label}" in prompt for score, label in USER_GOAL_LABELS.items())
+    assert REFUND_TASK in prompt and "agent transferred to Human Agent" in prompt
+    assert "TASK" in prompt and "CONVERSATION" in prompt
+
+
+def test_a_model_judge_with_one_sample_asks_once_at_temperature_zero(
+    provider: OpenAICompatibleProvider, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.responder = lambda body: _verdict(1)
+    judge = ModelJudge(provider, samples=3)
+
+    quick = judge.with_samples(1)
+    quick.user_goal(REFUND_TASK, REFUNDED)
+    quick.criterion("The agent issues the refund.", REFUNDED)
+
+    assert quick.samples == 1 and judge.samples == 3
+    assert len(fake_openai.requests) == 2  # one request per question
+    assert all(body["temperature"] == 0 for body in fake_openai.requests)
+    quick.user_goal(REFUND_TASK, REFUNDED)
+    assert len(fake_openai.requests) == 2  # cached
+    judge.user_goal(REFUND_TASK, REFUNDED)
+    assert len(fake_openai.requests) == 5  # the parent keeps its own samples (and cache)
+    assert all(body["temperature"] > 0 for body in fake_openai.requests[2:])
+
+
+def test_a_model_judge_variant_is_made_once(provider: OpenAICompatibleProvider) -> None:
+    judge = ModelJudge(provider, samples=3)
+
+    quick = judge.with_samples(1)
+
+    assert judge.with_samples(1) is quick
+    assert judge.with_samples(3) is judge and quick.with_samples(3) is judge
+    assert quick.with_samples(1) is quick
+    assert quick.provider is judge.provider and quick.max_concurrency == judge.max_concurrency
+    with pytest.raises(ValueError):
+        judge.with_samples(0)
+
+
+def test_a_model_judge_variant_shares_the_bound_on_requests_in_flight(
+    provider: OpenAICompatibleProvider, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.responder = lambda body: _verdict(1)
+    for _ in range(3):
+        fake_openai.delay(0.25)
+    judge = ModelJudge(provider, samples=1, max_concurrency=1)
+    double = judge.with_samples(2)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        asked = [
+            pool.submit(judge.criterion, "The agent greets the user.", "agent: hi"),
+            pool.submit(double.criterion, "The agent greets the user.", "agent: hi"),
+        ]
+        verdicts = [future.result() for future in asked]
+    elapsed = time.monotonic() - started
+
+    assert [verdict.score for verdict in verdicts] == [1, 1]
+    assert len(fake_openai.requests) == 3
+    assert elapsed >= 0.7  # three requests one at a time, not the variant's two beside the parent's one

@@ -1,6 +1,6 @@
 """Judges: the metrics of an evaluation that need reading, behind one interface.
 
-Three questions are asked of a judge, each answered with a :class:`Verdict` whose score and label follow
+Four questions are asked of a judge, each answered with a :class:`Verdict` whose score and label follow
 seed 001's definitions:
 
 - ``similarity(expected, actual)``: how consistent the agent's response is with the expected one, 0-4
@@ -10,6 +10,13 @@ seed 001's definitions:
   (the user's words, tool responses, earlier turns): 1 justified, 0 not justified, -1 no claim to judge.
 - ``criterion(prompt, transcript)``: whether a conversation meets an evaluation expectation's criterion:
   score 1 (PASS) or 0 (FAIL).
+- ``user_goal(task, transcript)``: whether the simulated user's task was accomplished in the conversation
+  (seed 001's UserGoalSatisfactionResult): 2 the agent handed the user off gracefully to a human, 1 the
+  task was completed, 0 not completed (refused, failed, abandoned, or no sign it was done), -1 the task is
+  empty or unspecified.
+
+``judge.with_samples(n)`` is the same judge taking ``n`` samples per question (a SPEED_OPTIMIZED scenario
+run asks with 1); a deterministic judge is its own variant.
 
 ``OfflineJudge`` is deterministic and needs nothing; ``ModelJudge`` asks the configured model provider.
 Every explanation says which judge gave it. :func:`judge_from` picks one. The two judges live in
@@ -33,6 +40,7 @@ __all__ = [
     "CRITERION_LABELS",
     "HALLUCINATION_LABELS",
     "SIMILARITY_LABELS",
+    "USER_GOAL_LABELS",
     "Judge",
     "JudgeOf",
     "ModelJudge",
@@ -50,6 +58,12 @@ SIMILARITY_LABELS = {
 }
 HALLUCINATION_LABELS = {1: "Justified", 0: "Not justified", -1: "No claim to assess"}
 CRITERION_LABELS = {1: "Met", 0: "Not met"}
+USER_GOAL_LABELS = {
+    2: "Graceful handoff",
+    1: "User task completed",
+    0: "User task not completed",
+    -1: "User task unspecified",
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,17 @@ class Judge(Protocol):
     def hallucination(self, response: str, context: Sequence[str]) -> Verdict: ...
 
     def criterion(self, prompt: str, transcript: str) -> Verdict: ...
+
+    def user_goal(self, task: str, transcript: str) -> Verdict:
+        """Whether the simulated user's ``task`` was accomplished in ``transcript`` (the lines of
+        :func:`convener.ces.evaluation.scoring.transcript_of`): 2 the agent handed the user off gracefully
+        to a human, 1 the task was completed, 0 not completed (refused, failed, abandoned, or no sign it was
+        done), -1 the task is empty or unspecified."""
+        ...
+
+    def with_samples(self, samples: int) -> Judge:
+        """The same judge taking ``samples`` samples per question (``self`` when that changes nothing)."""
+        ...
 
 
 def judge_from(provider: ModelProvider | None) -> Judge:

@@ -5,8 +5,11 @@ spelling out the seed's label definitions. It is sampled ``samples`` times (with
 than once, so the samples can differ), at most ``max_concurrency`` requests in flight for the judge as a
 whole. Replies are parsed leniently (JSON in prose or in a Markdown fence); a reply that does not parse
 or whose score is out of range is discarded. The verdict is the most frequent score, a tie going to the
-stricter one (the lower similarity; "not justified" before "no claim" before "justified"; "not met").
-Verdicts are cached per question, so asking the same thing twice costs one round of requests.
+stricter one (the lower similarity; "not justified" before "no claim" before "justified"; "not met";
+"not completed" before "unspecified" before "completed" before "handoff"). Verdicts are cached per
+question, so asking the same thing twice costs one round of requests. :meth:`ModelJudge.with_samples` gives
+the judge with another number of samples: made once per number, it keeps its own cache and shares the
+bound on requests in flight.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from typing import Any
 
 from convener.api.errors import ApiError, Unavailable
 from convener.llm.base import ChatMessage, ModelProvider, parse_structured
-from convener.llm.judges import CRITERION_LABELS, HALLUCINATION_LABELS, SIMILARITY_LABELS, Verdict
+from convener.llm.judges import (
+    CRITERION_LABELS,
+    HALLUCINATION_LABELS,
+    SIMILARITY_LABELS,
+    USER_GOAL_LABELS,
+    Verdict,
+)
 
 PREFIX = "Model judge:"
 SAMPLED_TEMPERATURE = 0.7
@@ -114,6 +123,29 @@ CRITERION = Question(
     strictness=(0, 1),
 )
 
+USER_GOAL = Question(
+    kind="user_goal",
+    labels=USER_GOAL_LABELS,
+    definitions={
+        2: "the agent handed the user off gracefully to a human: it transferred the conversation to a person"
+        " (a live agent, representative or support team) or told the user that one will take over or"
+        " contact them, without leaving them stranded.",
+        1: "the user's task was accomplished: the agent did what was asked (confirmed by a successful tool"
+        " call or plainly stated as done) or gave the information the user was after.",
+        0: "the task was not accomplished: the agent refused or failed, a tool call returned an error, the"
+        " user gave up, the conversation ended while the agent was still asking questions, or there is no"
+        " sign in the conversation that it was done.",
+        -1: "the TASK is empty or does not say what the user wanted, so there is nothing to judge.",
+    },
+    instructions=(
+        "Decide whether the simulated USER's TASK was accomplished in the CONVERSATION between the user and"
+        " the customer-service agent. Judge from the conversation only: tool calls and their responses"
+        " show what the agent actually did; a promise, an offer or a tool call that returned an error is"
+        " not a completed task. A graceful handoff to a human is scored 2 whatever else happened."
+    ),
+    strictness=(0, -1, 1, 2),
+)
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -193,12 +225,39 @@ class ModelJudge:
         self.samples = samples
         self.max_concurrency = max_concurrency
         self.temperature = temperature if samples > 1 else 0.0
+        self._sampled_temperature = temperature
         self._in_flight = threading.BoundedSemaphore(max_concurrency)
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, ...], Verdict] = {}
         self._asking: dict[tuple[str, ...], threading.Lock] = {}
+        self._root = self
+        self._variants: dict[int, ModelJudge] = {}
 
-    # ------------------------------------------------------------------ the three questions
+    def with_samples(self, samples: int) -> ModelJudge:
+        """This judge taking ``samples`` samples per question (at temperature 0 when 1).
+
+        Made once per sample count (``self`` for its own) and kept, so that its verdict cache serves
+        every caller; every variant shares this judge's bound on requests in flight.
+        """
+        if samples < 1:
+            raise ValueError("samples must be at least 1")
+        if samples == self.samples:
+            return self
+        root = self._root
+        if samples == root.samples:
+            return root
+        with root._lock:
+            variant = root._variants.get(samples)
+            if variant is None:
+                variant = ModelJudge(
+                    root.provider, samples, root.max_concurrency, temperature=root._sampled_temperature
+                )
+                variant._in_flight = root._in_flight
+                variant._root = root
+                root._variants[samples] = variant
+            return variant
+
+    # ------------------------------------------------------------------ the questions
 
     def similarity(self, expected: str, actual: str) -> Verdict:
         return self._ask(SIMILARITY, (("EXPECTED", expected), ("ACTUAL", actual)))
@@ -209,6 +268,11 @@ class ModelJudge:
 
     def criterion(self, prompt: str, transcript: str) -> Verdict:
         return self._ask(CRITERION, (("CRITERION", prompt), ("CONVERSATION", transcript)))
+
+    def user_goal(self, task: str, transcript: str) -> Verdict:
+        if not task.strip():  # nothing to ask the model
+            return Verdict(-1, USER_GOAL_LABELS[-1], f"{PREFIX} the task is empty (the model was not asked).")
+        return self._ask(USER_GOAL, (("TASK", task), ("CONVERSATION", transcript)))
 
     # ------------------------------------------------------------------ asking
 

@@ -18,13 +18,20 @@ support wherever it came from; negation is matched by proximity, not parsed.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from convener.llm.judges import CRITERION_LABELS, HALLUCINATION_LABELS, SIMILARITY_LABELS, Verdict
+from convener.llm.judges import (
+    CRITERION_LABELS,
+    HALLUCINATION_LABELS,
+    SIMILARITY_LABELS,
+    USER_GOAL_LABELS,
+    Verdict,
+)
 
 PREFIX = "Offline judge:"
 
@@ -602,6 +609,302 @@ def _criterion(met: bool, why: str) -> Verdict:
     return Verdict(score, CRITERION_LABELS[score], f"{PREFIX} {why}.")
 
 
+# -- user goal --------------------------------------------------------------------------------------
+
+TASK_FRAMING = frozenset(
+    concept(word)
+    for word in vocabulary(
+        """
+    want wants wanted wanting need needs needed ask asks asked try tries trying get user agent you customer
+    caller simulated pretend role goal task scenario would like please make sure able
+    """
+    )
+)
+"""Words that frame a task ("the user wants to ...") rather than name what is to be done."""
+
+# A transfer target that reads as a person rather than another (AI) agent of the app. Small on purpose.
+HUMAN_TARGET = re.compile(
+    r"\b(human|person|people|live (agent|chat|support)|real (agent|person)|representative|rep|operator|staff"
+    r"|escalat\w*|specialist team|support team|care team|supervisor|manager|handoff|hand off)\b"
+)
+# What an agent says when it hands the user over to a person. Small on purpose: the phrases of a handoff,
+# not of an offer ("would you like me to ...?" is skipped, see _OFFER) or a refusal ("I can't transfer ...").
+HANDOFF_PHRASES = (
+    re.compile(
+        r"\bconnect(ing)? you (with|to) (a |an |the |one of our |our )?(\w+ ){0,2}?"
+        r"(human|person|people|representative|colleague|specialist|agent|operator|supervisor|manager|team)"
+    ),
+    re.compile(r"\b(transfer|transferr|put|putt|pass)(ing)? you (through |over )?to (a|an|the|one|our)\b"),
+    re.compile(r"\bhand(ing)? you (over|off) to\b"),
+    re.compile(r"\b(member|one) of our (\w+ )?team (will|is going to) (contact|call|reach|get|be in touch)"),
+    re.compile(r"\bescalat(e|ed|ing) (this|it|your \w+) to (a|an|the|our) (\w+ ){0,2}?(human|person|team"
+               r"|specialist|supervisor|manager)"),
+)
+_OFFER = re.compile(r"\b(if|would you like|do you want|shall i|should i|can|could|may)\b")
+_CLAUSE_START = re.compile(r"[,;:]|\b(?:" + "|".join(sorted(CLAUSE_BREAKS)) + r")\b")
+# A refusal or failure stated outright. A plain negation ("no problem") is not one: it must fall on the task
+# (see _refusal).
+REFUSAL = re.compile(
+    r"\b(can not|could not|not able|unable|not eligible|ineligible|not possible|impossible|not allowed"
+    r"|not permitted|will not be able|denied|declined|rejected|refuse[sd]?|failed|went wrong)\b"
+)
+# "sorry" followed by a negation in the sentence, unless it is sympathy ("sorry to hear it did not arrive").
+_SORRY_NOT = re.compile(
+    r"\b(sorry|unfortunately|afraid)\b(?! (to hear|for|about))[^.!?]*\b(not|no|never|cannot)\b"
+)
+ERROR_KEYS = frozenset({"error", "errors"})
+CLOSING_WORDS = frozenset(concept(word) for word in vocabulary("today else further other need"))
+"""With the courtesy words, what a closing question ("anything else I can do today?") is made of."""
+_QUOTE_LENGTH = 120
+
+_CALL = "agent called tool "
+_TRANSFER = "agent transferred to "
+_RESPONDED = re.compile(r"^tool (?P<name>.+?) responded (?P<json>[\[{].*)$")
+_TEXTS = {"user: ": "user", "agent: ": "agent", "error: ": "error"}
+
+
+@dataclass(frozen=True)
+class _Line:
+    kind: str  # "user", "agent", "error", "call", "transfer" or "variables"
+    text: str  # the text, the transfer's target, or the tool's name
+    args: object = None
+    response: object = None
+    answered: bool = False  # a tool call with a response
+
+
+def transcript_lines(transcript: str) -> list[_Line]:
+    """The lines of a transcript (see :func:`convener.ces.evaluation.scoring.transcript_of`); a line that
+    starts with none of the known prefixes continues the text before it (a text with a line break)."""
+    lines: list[_Line] = []
+    for raw in transcript.splitlines():
+        prefix = next((prefix for prefix in _TEXTS if raw.startswith(prefix)), None)
+        responded = _RESPONDED.match(raw)
+        if prefix is not None:
+            lines.append(_Line(_TEXTS[prefix], raw[len(prefix) :]))
+        elif raw.startswith(_CALL):
+            lines.append(_call(raw[len(_CALL) :]))
+        elif responded:
+            lines.append(_Line("call", responded.group("name"), {}, _json_or(responded.group("json")), True))
+        elif raw.startswith(_TRANSFER):
+            lines.append(_Line("transfer", raw[len(_TRANSFER) :]))
+        elif raw.startswith("agent set variables "):
+            lines.append(_Line("variables", raw[len("agent set variables ") :]))
+        elif lines and lines[-1].kind in _TEXTS.values():
+            lines[-1] = _Line(lines[-1].kind, f"{lines[-1].text}\n{raw}")
+    return lines
+
+
+def _call(rest: str) -> _Line:
+    """``NAME({args}) -> {response}`` (the response is absent when the tool did not answer)."""
+    decoder = json.JSONDecoder()
+    for index, char in enumerate(rest):
+        if char != "(":
+            continue
+        try:
+            args, end = decoder.raw_decode(rest, index + 1)
+        except ValueError:
+            continue
+        if not rest.startswith(")", end):
+            continue
+        tail = rest[end + 1 :]
+        if tail.startswith(" -> "):
+            return _Line("call", rest[:index], args, _json_or(tail[4:]), True)
+        return _Line("call", rest[:index], args)
+    name, _, tail = rest.partition("(")
+    response = tail.rsplit(" -> ", 1)[1] if " -> " in tail else None
+    return _Line("call", name, {}, None if response is None else _json_or(response), response is not None)
+
+
+def _json_or(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def user_goal(task: str, transcript: str) -> Verdict:
+    """Whether the simulated user's ``task`` was accomplished in ``transcript``, read offline: 2, 1, 0 or -1.
+
+    The first rule that applies decides:
+
+    1. an empty or blank task is -1 (unspecified);
+    2. a handoff is 2: an ``agent transferred to X`` line where X reads as a person (:data:`HUMAN_TARGET`:
+       human, live agent, representative, operator, staff, escalation, support team...), or an agent line
+       with a hand-off phrase (:data:`HANDOFF_PHRASES`: "connect you with a human", "transfer you to a
+       ...", "hand you over to", "a member of our team will contact you") in a sentence that is not a
+       question, an offer ("if", "would you like", "I can ...") or negated;
+    3. the *resolution* is the agent's last text line, skipping trailing lines that share no key word or
+       figure with the task, carry no figure and state no refusal ("You're welcome! Anything else?",
+       goodbyes) while an earlier agent line exists. A resolution that refuses or fails is 0 (refused):
+       a refusal phrase (:data:`REFUSAL`: can't, unable, not eligible, denied, failed...), "sorry" or
+       "unfortunately" followed by a negation in the sentence, or a task key word in a negation's scope;
+    4. an open question ends the conversation, 0: the agent's last sentence asks for more than courtesy
+       (not "anything else?") and no tool call succeeded after it, so the agent is still gathering what
+       it needs or awaiting a go-ahead;
+    5. the task is done, 1, when a tool call was answered without an error (no ``error`` key, no
+       ``"success": false``) and its name's words or its arguments' figures overlap the task's, or when
+       the resolution shares a task figure or at least half of the task's key words and has an assertive
+       sentence (:func:`checkable`) sharing some of them;
+    6. otherwise 0: no sign the task was completed.
+
+    The task's key words are its concepts minus framing words (:data:`TASK_FRAMING`: want, need, user,
+    agent, you...). Words, not meaning: a promise ("I will refund it once ...") reads as an outcome, and a
+    successful lookup over the task's order counts as doing it unless the agent ends on an open question.
+    """
+    if not task.strip():
+        return _user_goal(-1, "the task is empty")
+    lines = transcript_lines(transcript)
+    handoff = _handoff(lines)
+    if handoff:
+        return _user_goal(2, f"handoff: {handoff}")
+    wanted = read(task)
+    keys = wanted.concepts - TASK_FRAMING
+    agent = [line.text for line in lines if line.kind == "agent" and line.text.strip()]
+    resolution = _resolution(agent, wanted, keys)
+    if resolution is not None:
+        refusal = _refusal(resolution, wanted, keys)
+        if refusal:
+            return _user_goal(0, f'refused: the agent\'s resolution "{_quote(resolution)}" {refusal}')
+    open_question = _open_question(lines)
+    if open_question is not None:
+        return _user_goal(
+            0, f'no sign the task was completed: the agent ends on an open question "{_quote(open_question)}"'
+        )
+    tool = _tool_evidence(lines, wanted, keys)
+    if tool:
+        return _user_goal(1, f"completed: {tool}")
+    if resolution is not None:
+        outcome = _outcome(resolution, wanted, keys)
+        if outcome:
+            return _user_goal(1, f'completed: the agent\'s resolution "{_quote(resolution)}" {outcome}')
+    if not agent:
+        return _user_goal(0, "no sign the task was completed: the agent said nothing and no tool call on the"
+                          " task succeeded")
+    return _user_goal(
+        0,
+        "no sign the task was completed: no successful tool call on the task and no resolution stating an"
+        f" outcome on it ({_task_words(wanted, keys)})",
+    )
+
+
+def _handoff(lines: Sequence[_Line]) -> str | None:
+    for line in lines:
+        if line.kind == "transfer" and HUMAN_TARGET.search(normalise(line.text)):
+            return f"the agent transferred to {line.text.strip()}"
+        if line.kind != "agent":
+            continue
+        for sentence in claims(line.text):
+            if sentence.rstrip().endswith("?"):
+                continue
+            plain = normalise(sentence)
+            for phrase in HANDOFF_PHRASES:
+                match = phrase.search(plain)
+                if match is None:
+                    continue
+                clause = _CLAUSE_START.split(plain[: match.start()])[-1]
+                if _OFFER.search(clause) or any(word in NEGATIONS for word in re.findall(r"[a-z]+", clause)):
+                    continue
+                return f'the agent said "{_quote(sentence)}"'
+    return None
+
+
+def _resolution(agent: Sequence[str], wanted: Reading, keys: frozenset[str]) -> str | None:
+    """The agent's last text line on the task: trailing courtesy lines are skipped (see :func:`user_goal`)."""
+    for index in range(len(agent) - 1, -1, -1):
+        text = agent[index]
+        reading = read(text)
+        on_task = bool(reading.concepts & keys) or any(found(f, reading.figures) for f in wanted.figures)
+        if index == 0 or on_task or reading.figures or _refusal(text, wanted, keys):
+            return text
+    return None
+
+
+def _refusal(text: str, wanted: Reading, keys: frozenset[str]) -> str | None:
+    """How ``text`` states a refusal or a failure, or None."""
+    plain = normalise(text)
+    phrase = REFUSAL.search(plain)
+    if phrase:
+        return f'states a refusal or failure ("{phrase.group(0)}")'
+    sorry = _SORRY_NOT.search(plain)
+    if sorry:
+        return f'states a refusal ("{sorry.group(1)}" ... "{sorry.group(3)}")'
+    negated = (read(text).negated & keys) - wanted.negated
+    if negated:
+        return f"negates the task ({_words(negated)})"
+    return None
+
+
+def _open_question(lines: Sequence[_Line]) -> str | None:
+    """The agent's last sentence when it is a question asking for more than courtesy and no tool call
+    succeeded after it (the agent is still gathering what it needs), else None."""
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].kind == "agent"), None)
+    if last is None or any(_succeeded(line) for line in lines[last + 1 :]):
+        return None
+    sentences = claims(lines[last].text)
+    if not sentences or not sentences[-1].rstrip().endswith("?"):
+        return None
+    reading = read(sentences[-1])
+    if reading.figures or reading.concepts - PLEASANTRIES - CLOSING_WORDS:
+        return sentences[-1]
+    return None
+
+
+def _tool_evidence(lines: Sequence[_Line], wanted: Reading, keys: frozenset[str]) -> str | None:
+    """The first tool call answered without an error whose name or argument figures meet the task."""
+    for line in lines:
+        if not _succeeded(line):
+            continue
+        words = read(line.text).concepts & keys
+        figures = [f for f in read(json.dumps(line.args)).figures if found(f, wanted.figures)]
+        if words or figures:
+            overlap = ", ".join([*sorted(words), *dict.fromkeys(f.text for f in figures)])
+            return f"tool {line.text.strip()} answered without an error on the task ({overlap})"
+    return None
+
+
+def _succeeded(line: _Line) -> bool:
+    """A tool call that was answered without an error key or a ``"success": false``."""
+    if line.kind != "call" or not line.answered:
+        return False
+    response = line.response
+    if not isinstance(response, dict):
+        return True
+    keys = {str(key).casefold() for key in response}
+    return not keys & ERROR_KEYS and response.get("success") is not False and response.get("ok") is not False
+
+
+def _outcome(resolution: str, wanted: Reading, keys: frozenset[str]) -> str | None:
+    """How ``resolution`` states an outcome on the task, or None."""
+    said = read(resolution)
+    shared = said.concepts & keys
+    figures = [f for f in wanted.figures if found(f, said.figures)]
+    if not figures and (not keys or len(shared) * 2 < len(keys)):
+        return None
+    for sentence in claims(resolution):
+        reading = read(sentence)
+        if not checkable(sentence, reading):
+            continue
+        if reading.concepts & keys or any(found(f, reading.figures) for f in wanted.figures):
+            overlap = ", ".join([*dict.fromkeys(f.text for f in figures), *sorted(shared)])
+            return f"states an outcome on the task ({overlap})"
+    return None
+
+
+def _task_words(wanted: Reading, keys: frozenset[str]) -> str:
+    named = [*dict.fromkeys(f.text for f in wanted.figures), *sorted(keys)]
+    return "task: " + (", ".join(named) if named else "no key word")
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _QUOTE_LENGTH else flat[: _QUOTE_LENGTH - 1].rstrip() + "\u2026"
+
+
+def _user_goal(score: int, why: str) -> Verdict:
+    end = "" if why.endswith(('."', '!"', '?"', '\u2026"')) else "."
+    return Verdict(score, USER_GOAL_LABELS[score], f"{PREFIX} {why}{end}")
+
+
 # -- the judge --------------------------------------------------------------------------------------
 
 
@@ -618,3 +921,10 @@ class OfflineJudge:
 
     def criterion(self, prompt: str, transcript: str) -> Verdict:
         return criterion(prompt, transcript)
+
+    def user_goal(self, task: str, transcript: str) -> Verdict:
+        return user_goal(task, transcript)
+
+    def with_samples(self, samples: int) -> OfflineJudge:
+        """Itself: the offline judge is deterministic, one reading is as good as any number."""
+        return self

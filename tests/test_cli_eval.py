@@ -260,7 +260,7 @@ def test_an_unknown_method_is_a_usage_error(store: Store) -> None:
     assert "Traceback" not in result.output
 
 
-def test_scenario_evaluations_are_skipped_when_running_them_all(store: Store) -> None:
+def test_running_them_all_runs_scenario_evaluations_five_times(store: Store) -> None:
     with store.services() as services:
         services.runtime.evaluations.create_evaluation(APP, "simulated", Evaluation.model_validate(
             {"displayName": "Simulated", "scenario": {"task": "Ask where order AC-1001 is."}}), LOCAL_USER)
@@ -268,8 +268,8 @@ def test_scenario_evaluations_are_skipped_when_running_them_all(store: Store) ->
     result = store.run("run", "--app", APP, "--fail-under", "0")
 
     assert result.exit_code == 0, result.output
-    assert "skipped 1 scenario evaluation" in result.stderr and "simulated" in result.stderr
-    assert "2 results" in result.stdout
+    assert "7 results" in result.stdout  # two goldens once, the scenario five times
+    assert all(f"Simulated #{k}" in result.stdout for k in range(1, 6))
 
 
 def test_an_app_without_golden_evaluations_fails_with_failed_precondition(store: Store) -> None:

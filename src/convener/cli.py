@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -33,21 +33,25 @@ from convener.ces.evaluation.models import (
     EvaluationConfig,
     EvaluationResult,
     EvaluationRun,
-    EvaluationToolCallBehaviour,
-    GoldenRunMethod,
+    Scenario,
+    UserFact,
 )
 from convener.ces.evaluation.requests import (
     ListEvaluationResultsRequest,
     ListEvaluationsRequest,
     RunEvaluationRequest,
 )
+from convener.ces.evaluation.scenario_scoring import report as simulation_report
 from convener.ces.evaluation.service import EvaluationService
+from convener.ces.evaluation.simulated_user import Exchange
 from convener.ces.importing import import_conversations
+from convener.ces.models import EvaluationToolCallBehaviour, GoldenRunMethod
 from convener.ces.names import (
     AppName,
     AppVersionName,
     EvaluationDatasetName,
     EvaluationName,
+    EvaluationPersonaName,
     EvaluationResultName,
 )
 from convener.config import Settings
@@ -345,30 +349,26 @@ class RunMethod(StrEnum):
     NAIVE = "NAIVE"
 
 
-def _child(app_name: AppName, kind: type[AppVersionName | EvaluationName | EvaluationDatasetName], value: str) -> str:
+def _child(app_name: AppName,
+           kind: type[AppVersionName | EvaluationName | EvaluationDatasetName | EvaluationPersonaName],
+           value: str) -> str:
     """A part of the app given by ID (``status``) or by full name (left to the service to check)."""
     return value if "/" in value else str(app_name.child(kind, value))
 
 
-def _golden_evaluations(service: EvaluationService, app_name: AppName) -> list[str]:
-    """Every golden evaluation of the app, by name; the others are named on stderr as skipped."""
-    golden: list[str] = []
-    skipped: list[str] = []
+def _all_evaluations(service: EvaluationService, app_name: AppName) -> list[str]:
+    """Every evaluation of the app, golden and scenario, by name."""
+    names: list[str] = []
     token: str | None = None
     while True:
         page, token = service.list_evaluations(ListEvaluationsRequest(
             parent=str(app_name), page_size=500, page_token=token, order_by="name"), LOCAL_USER)
-        for evaluation in page:
-            (golden if evaluation.golden is not None else skipped).append(evaluation.name or "")
+        names.extend(evaluation.name or "" for evaluation in page)
         if not token:
             break
-    if skipped:
-        err.print(f"skipped {len(skipped)} scenario evaluation{'s' if len(skipped) != 1 else ''} (only golden "
-                  f"evaluations are run): {', '.join(name.rsplit('/', 1)[-1] for name in skipped)}",
-                  markup=False, highlight=False)
-    if not golden:
-        raise _fail("FAILED_PRECONDITION", f"the app {app_name} has no golden evaluations", USAGE_ERROR)
-    return golden
+    if not names:
+        raise _fail("FAILED_PRECONDITION", f"the app {app_name} has no evaluations", USAGE_ERROR)
+    return names
 
 
 def _wait_for_run(services: Services, operation: Operation) -> Operation:
@@ -447,14 +447,15 @@ def _show_summaries(summaries: list[ResultSummary]) -> None:
 def eval_run(
     app_name: Annotated[str, typer.Option("--app", help="projects/{project}/locations/{location}/apps/{app}")],
     evaluation: Annotated[list[str] | None, typer.Option(
-        "--evaluation", help="An evaluation to run, by ID or full name (repeatable); every golden evaluation of "
-                             "the app when neither this nor --dataset is given.")] = None,
+        "--evaluation", help="An evaluation to run, by ID or full name (repeatable); every evaluation of the "
+                             "app when neither this nor --dataset is given.")] = None,
     dataset: Annotated[str | None, typer.Option(
         "--dataset", help="Run the evaluations of this evaluation dataset (ID or full name).")] = None,
     app_version: Annotated[str | None, typer.Option(
         "--app-version", help="The app version to evaluate (ID or full name); the draft when unset.")] = None,
-    run_count: Annotated[int, typer.Option(
-        "--run-count", min=1, max=100, help="How many times to run each evaluation.")] = 1,
+    run_count: Annotated[int | None, typer.Option(
+        "--run-count", min=1, max=100,
+        help="How many times to run each evaluation; by default a golden once and a scenario 5 times.")] = None,
     method: Annotated[RunMethod, typer.Option(
         "--method", case_sensitive=False,
         help="STABLE replays each turn in a fresh session from the golden's history; NAIVE replays the "
@@ -469,7 +470,8 @@ def eval_run(
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Run golden evaluations against an app, show the results, and exit 0 when enough of them passed.
+    """Run evaluations (golden replays and scenario simulations) against an app, show the results, and exit 0
+    when enough of them passed.
 
     Exit codes: 0 pass rate reached, 1 not reached, 2 bad usage or an API error, 130 interrupted
     (the run is cancelled).
@@ -493,7 +495,7 @@ def eval_run(
         elif evaluation:
             request.evaluations = [_child(target, EvaluationName, value) for value in evaluation]
         else:
-            request.evaluations = _golden_evaluations(service, target)
+            request.evaluations = _all_evaluations(service, target)
         operation = service.run(request, LOCAL_USER)
         run_name = str((operation.metadata or {}).get("evaluationRun") or "")
         err.print(f"evaluation run {run_name}", markup=False, highlight=False)
@@ -533,6 +535,50 @@ def eval_run(
             err.print(f"JUnit XML written to {junit}", markup=False, highlight=False)
         if rate < fail_under:
             raise typer.Exit(1)
+
+
+def _fact(value: str) -> UserFact:
+    name, sep, fact = value.partition("=")
+    if not sep or not name.strip():
+        raise _fail("INVALID_ARGUMENT", f'--fact "{value[:80]}": write it as name=value', USAGE_ERROR)
+    return UserFact(name=name.strip(), value=fact.strip())
+
+
+@app.command()
+def simulate(
+    app_name: Annotated[str, typer.Argument(help="projects/{project}/locations/{location}/apps/{app}")],
+    task: Annotated[str, typer.Option("--task", help="What the simulated user wants, e.g. \"You want a refund for "
+                                                     "order AC-1001, which arrived broken\".")],
+    fact: Annotated[list[str] | None, typer.Option(
+        "--fact", help="name=value: something the user knows and tells when asked (repeatable).")] = None,
+    persona: Annotated[str | None, typer.Option(
+        "--persona", help="An evaluation persona of the app (ID or full name) the user plays.")] = None,
+    max_turns: Annotated[int | None, typer.Option(
+        "--max-turns", min=1, max=100, help="Stop after this many turns (default 100).")] = None,
+    version: Annotated[str | None, typer.Option(help="ID of the app version to run; the draft when unset.")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Watch a simulated user pursue a task against an app's agents, turn by turn, then read the verdict.
+
+    The user is the configured model (CONVENER_LLM_PROVIDER), or else the offline simulator, which opens
+    with the task and answers the agent's questions from the facts. The conversation is recorded with
+    source SIMULATOR.
+    """
+    scenario = Scenario(task=task, user_facts=[_fact(value) for value in fact or ()] or None, max_turns=max_turns)
+    with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
+        target = AppName.parse(app_name, "APP_NAME")
+
+        def show(said: Exchange, replies: Sequence[Exchange]) -> None:
+            out.print(Text("user: ", style="bold cyan") + Text(said.text))
+            for reply in replies:
+                out.print(Text("agent: ", style="bold green") + Text(reply.text))
+
+        simulation, score = opened.runtime.evaluations.simulate(
+            str(target), scenario, LOCAL_USER, persona=_child(target, EvaluationPersonaName, persona) if persona else None,
+            app_version=_child(target, AppVersionName, version) if version else None, on_turn=show)
+        for line in simulation_report(simulation, score):
+            err.print(line, markup=False, highlight=False)
 
 
 @eval_app.command("import-adk")

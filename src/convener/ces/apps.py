@@ -37,7 +37,7 @@ MAX_PAGE_SIZE = 1000
 UPDATABLE = {"displayName": "display_name", "description": "description"}
 """Fields update_app may change that have columns of their own: wire name → model attribute and column."""
 SETTINGS = ("rootAgent", "variableDeclarations", "globalInstruction", "modelSettings", "languageSettings",
-            "timeZoneSettings", "guardrails")
+            "timeZoneSettings", "guardrails", "evaluationSettings")
 """Fields update_app may change that live together in the ``settings`` document."""
 MAX_LENGTH = {"displayName": 512, "description": 16_384}
 VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

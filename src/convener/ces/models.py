@@ -248,6 +248,36 @@ class TimeZoneSettings(ProtoModel):
     time_zone: str | None = Field(None, description="IANA time zone, e.g. Europe/Paris.")
 
 
+class EvaluationToolCallBehaviour(StrEnum):
+    EVALUATION_TOOL_CALL_BEHAVIOUR_UNSPECIFIED = "EVALUATION_TOOL_CALL_BEHAVIOUR_UNSPECIFIED"
+    REAL = "REAL"
+    FAKE = "FAKE"
+
+
+class GoldenRunMethod(StrEnum):
+    GOLDEN_RUN_METHOD_UNSPECIFIED = "GOLDEN_RUN_METHOD_UNSPECIFIED"
+    STABLE = "STABLE"
+    NAIVE = "NAIVE"
+
+
+class ScenarioConversationInitiator(StrEnum):
+    SCENARIO_CONVERSATION_INITIATOR_UNSPECIFIED = "SCENARIO_CONVERSATION_INITIATOR_UNSPECIFIED"
+    USER = "USER"
+    AGENT = "AGENT"
+
+
+class EvaluationSettings(ProtoModel):
+    scenario_conversation_initiator: ScenarioConversationInitiator | None = Field(
+        None, description="Who starts a scenario evaluation's conversation: USER (the default) or AGENT (the "
+                          "session opens with the event \"welcome\" before the simulated user speaks).")
+    golden_run_method: GoldenRunMethod | None = Field(
+        None, description="The golden run method when run_evaluation names none: STABLE (the default) or NAIVE.")
+    golden_evaluation_tool_call_behaviour: EvaluationToolCallBehaviour | None = Field(
+        None, description="The default tool call behaviour of golden evaluations: REAL (the default) or FAKE.")
+    scenario_evaluation_tool_call_behaviour: EvaluationToolCallBehaviour | None = Field(
+        None, description="The default tool call behaviour of scenario evaluations: REAL (the default) or FAKE.")
+
+
 class App(ProtoModel):
     name: str | None = Field(None, description="projects/{project}/locations/{location}/apps/{app}")
     display_name: str | None = Field(None, description="Human-readable name of the app.")
@@ -264,6 +294,7 @@ class App(ProtoModel):
         None, description="Guardrails checked for every agent of the app, before the agent's own: "
                           "projects/{project}/locations/{location}/apps/{app}/guardrails/{guardrail}"
     )
+    evaluation_settings: EvaluationSettings | None = Field(None, description="How the app's evaluations run.")
     create_time: Timestamp | None = Field(None, description="Output only.")
     update_time: Timestamp | None = Field(None, description="Output only.")
     etag: str | None = Field(None, description="Checksum for optimistic concurrency on update and delete.")

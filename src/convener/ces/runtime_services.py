@@ -23,6 +23,7 @@ from convener.ces.definitions import (
     output_only,
 )
 from convener.ces.evaluation.service import EvaluationService
+from convener.ces.evaluation.simulated_user import simulated_user
 from convener.ces.names import AgentName, AppVersionName, GuardrailName, ToolName, ToolsetName
 from convener.ces.sessions import SessionService
 from convener.ces.versions import VersionService
@@ -68,6 +69,7 @@ class Runtime:
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
         operations = OperationService(database, tokens)
         evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
-                                        JudgeOf(provider), settings.eval_parallelism)
+                                        JudgeOf(provider), lambda: simulated_user(provider()),
+                                        settings.eval_parallelism)
         return cls(agents, tools, toolsets, guardrails, versions, sessions,
                    Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)

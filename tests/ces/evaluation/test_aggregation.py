@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from convener.api.protojson import Duration
+from convener.api.protojson import Duration, Timestamp
 from convener.ces.evaluation.aggregation import aggregate, app_version_id, mean_duration
 from convener.ces.evaluation.models import (
     AggregatedMetrics,
@@ -16,12 +16,15 @@ from convener.ces.evaluation.models import (
     GoldenResult,
     HallucinationResult,
     Outcome,
+    ScenarioExpectation,
+    ScenarioExpectationOutcome,
     ScenarioResult,
     SemanticSimilarityResult,
     ToolCallLatency,
+    ToolExpectation,
     TurnReplayResult,
 )
-from convener.ces.models import ToolCall, ToolsetTool
+from convener.ces.models import Span, ToolCall, ToolResponse, ToolsetTool
 
 APP = "projects/p/locations/l/apps/a"
 A, B, C = f"{APP}/tools/a", f"{APP}/tools/b", f"{APP}/tools/c"
@@ -60,8 +63,8 @@ R4 = result("v2", Outcome.PASS, replay([(C, Outcome.PASS)], None, -1, [(C, 300_0
 IGNORED = [
     result("v1", None, replay([(A, Outcome.PASS)], 4, 1, [(A, SECOND)], SECOND), state=ExecutionState.RUNNING),
     result("v1", Outcome.FAIL, replay([(A, Outcome.FAIL)]), state=ExecutionState.ERROR),
-    EvaluationResult(app_version=f"{APP}/versions/v1", execution_state=ExecutionState.COMPLETED,
-                     evaluation_status=Outcome.PASS, scenario_result=ScenarioResult(task="t")),
+    EvaluationResult(app_version=f"{APP}/versions/v1", execution_state=ExecutionState.RUNNING,
+                     scenario_result=ScenarioResult(task="t")),
 ]
 
 
@@ -147,6 +150,41 @@ def test_tools_are_ordered_by_name_and_toolset_tools_named() -> None:
     # "…/tools/a" < "…/tools/c" < "…/toolsets/ts/lookup"
     assert [(t.tool, t.pass_count, t.fail_count) for t in tools] == [
         (A, 0, 1), (C, 1, 0), (f"{APP}/toolsets/ts/lookup", 1, 0)]
+
+
+def test_a_scenario_result_counts_its_turns_and_its_tool_expectations() -> None:
+    def span(start: int, nanos: int) -> Span:
+        return Span(name="TURN", start_time=Timestamp.from_micros(start), end_time=Timestamp.from_micros(start)
+                    + Duration(nanos))
+
+    def expecting(tool: str, outcome: Outcome) -> ScenarioExpectationOutcome:
+        call = ToolCall(tool=tool)
+        return ScenarioExpectationOutcome(
+            expectation=ScenarioExpectation(tool_expectation=ToolExpectation(
+                expected_tool_call=call, mock_tool_response=ToolResponse(tool=tool, response={}))), outcome=outcome)
+
+    scenario = EvaluationResult(
+        execution_state=ExecutionState.COMPLETED, evaluation_status=Outcome.FAIL,
+        root_span=Span(name="EVALUATION", child_spans=[span(0, 2 * SECOND), span(10_000_000, SECOND)]),
+        scenario_result=ScenarioResult(
+            hallucination_result=[HallucinationResult(score=1), HallucinationResult(score=0)],
+            expectation_outcomes=[expecting(A, Outcome.PASS), expecting(B, Outcome.FAIL),
+                                  ScenarioExpectationOutcome(outcome=Outcome.FAIL)],  # an agentResponse: no tool
+            tool_call_latencies=[ToolCallLatency(tool=A, execution_latency=Duration(SECOND))]))
+    (draft,) = aggregate([scenario, R2]).to_json()["metricsByAppVersion"]
+    assert draft["passCount"] == 0 and draft["failCount"] == 2
+    # Tool outcomes and latencies of the scenario count in the totals (with R2's), not per turn.
+    assert draft["toolMetrics"] == [{"tool": A, "passCount": 1, "failCount": 1},
+                                    {"tool": B, "passCount": 0, "failCount": 1}]
+    assert draft["toolCallLatencyMetrics"] == [{"tool": A, "averageLatency": "2.500s"}]  # (1 s + 4 s) / 2
+    assert draft["hallucinationMetrics"] == [{"score": 1 / 3}]  # scenario 1 and 0, R2 0
+    turn0, turn1 = draft["metricsByTurn"]
+    assert turn0 == {"turnIndex": 0, "toolMetrics": [{"tool": A, "passCount": 0, "failCount": 1}],
+                     "semanticSimilarityMetrics": [{"score": 1.0}], "hallucinationMetrics": [{"score": 0.5}],
+                     "toolCallLatencyMetrics": [{"tool": A, "averageLatency": "4s"}],
+                     "turnLatencyMetrics": [{"averageLatency": "3.500s"}]}  # (2 s + 5 s) / 2
+    assert turn1 == {"turnIndex": 1, "hallucinationMetrics": [{"score": 0.0}],
+                     "turnLatencyMetrics": [{"averageLatency": "1s"}]}
 
 
 def test_nothing_to_aggregate() -> None:

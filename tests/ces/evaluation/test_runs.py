@@ -429,8 +429,6 @@ async def test_hostile_runs_are_refused_and_start_nothing(client: Client) -> Non
     await _checker_app(client)
     await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": "ok", "evaluation": {
         "displayName": "ok", "golden": {"turns": [{"steps": [user("hi")]}]}}})
-    await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": "scenario", "evaluation": {
-        "displayName": "scenario", "scenario": {"task": "order a pizza"}}})
     ok = f"{APP}/evaluations/ok"
     cases = [
         ({"app": APP}, "INVALID_ARGUMENT"),
@@ -441,7 +439,6 @@ async def test_hostile_runs_are_refused_and_start_nothing(client: Client) -> Non
         ({"app": APP, "evaluations": ["projects/x/locations/y/apps/z/evaluations/ok"]}, "INVALID_ARGUMENT"),
         ({"app": APP, "evaluations": ["not a name"]}, "INVALID_ARGUMENT"),
         ({"app": APP, "evaluations": [ok], "appVersion": f"{APP}/versions/nope"}, "NOT_FOUND"),
-        ({"app": APP, "evaluations": [f"{APP}/evaluations/scenario"]}, "FAILED_PRECONDITION"),
         ({"app": APP, "evaluations": [ok], "config": {"evaluationChannel": "AUDIO"}}, "INVALID_ARGUMENT"),
         ({"app": APP, "evaluations": [ok], "goldenRunMethod": "SIDEWAYS"}, "INVALID_ARGUMENT"),
         ({"app": f"{APP}-gone", "evaluations": [ok]}, "NOT_FOUND"),

@@ -17,8 +17,10 @@ in index order) with the same per-turn metrics:
 
 Mean durations are exact to the nanosecond (half a nanosecond rounds up).
 
-What a result contributes is read by :func:`_turn_samples`: today the turns of a golden result; a
-scenario result (a single conversation, no golden turns) can feed the same samples later.
+What a result contributes is read by :func:`_turn_samples`: a golden result's replayed turns; a scenario
+result's turns are its conversation's, each with its hallucination score and its turn latency (the
+result's root span's child spans), while its tool expectation outcomes and tool call latencies, which
+are not kept per turn, count in the app version's totals only.
 """
 
 from __future__ import annotations
@@ -105,6 +107,28 @@ def mean_duration(durations: Sequence[Duration]) -> Duration:
     return Duration((2 * total + count) // (2 * count))
 
 
+def _scenario_samples(result: EvaluationResult) -> tuple[list[_TurnSample], _TurnSample]:
+    """The per-turn samples of a scenario result, and what counts in the totals only."""
+    scenario = result.scenario_result
+    assert scenario is not None
+    spans = (result.root_span.child_spans if result.root_span else None) or []
+    scores = scenario.hallucination_result or []
+    turns = [_TurnSample(hallucination=scores[index].score if index < len(scores) else None,
+                         turn_latency=span.end_time - span.start_time
+                         if span.start_time is not None and span.end_time is not None else None)
+             for index, span in enumerate(spans)]
+    whole = _TurnSample()
+    for outcome in scenario.expectation_outcomes or []:
+        expectation = outcome.expectation
+        call = expectation.tool_expectation.expected_tool_call if expectation and expectation.tool_expectation else None
+        name = tool_name(call) if call is not None else None
+        if name is not None:
+            whole.tool_outcomes.append((name, outcome.outcome == Outcome.PASS))
+    whole.tool_latencies = [(latency.tool, latency.execution_latency) for latency in scenario.tool_call_latencies or []
+                            if latency.tool is not None and latency.execution_latency is not None]
+    return turns, whole
+
+
 def _turn_samples(result: EvaluationResult) -> list[_TurnSample]:
     samples = []
     for replay in (result.golden_result.turn_replay_results if result.golden_result else None) or []:
@@ -129,7 +153,8 @@ def _turn_samples(result: EvaluationResult) -> list[_TurnSample]:
 
 
 def _counts(result: EvaluationResult) -> bool:
-    return result.execution_state == ExecutionState.COMPLETED and result.golden_result is not None
+    return result.execution_state == ExecutionState.COMPLETED and (
+        result.golden_result is not None or result.scenario_result is not None)
 
 
 def app_version_id(result: EvaluationResult) -> str | None:
@@ -155,7 +180,12 @@ def aggregate(results: Iterable[EvaluationResult]) -> AggregatedMetrics:
             group.passed += 1
         elif result.evaluation_status == Outcome.FAIL:
             group.failed += 1
-        for index, sample in enumerate(_turn_samples(result)):
+        if result.scenario_result is not None:
+            samples, whole = _scenario_samples(result)
+            group.totals.add(whole)
+        else:
+            samples = _turn_samples(result)
+        for index, sample in enumerate(samples):
             group.totals.add(sample)
             group.by_turn[index].add(sample)
     return AggregatedMetrics(metrics_by_app_version=[

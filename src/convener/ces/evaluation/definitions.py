@@ -39,6 +39,8 @@ MAX_TAG_LENGTH = 128
 MAX_PROMPT_LENGTH = 20_000
 MAX_DATASET_SIZE = 10_000
 MAX_SCENARIO_ITEMS = 100
+MAX_UTTERANCE_LENGTH = 4_000
+"""A user fact's value or a milestone's static utterance: what a user could type in one message."""
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,16 @@ def _check_golden(golden: Golden) -> None:
                 raise InvalidArgument(f"{field}.expectation.note is longer than 1024 characters")
 
 
-def _check_scenario(scenario: Scenario) -> None:
+def _check_length(value: str | None, field: str, limit: int = MAX_PROMPT_LENGTH) -> None:
+    if value is not None and len(value) > limit:
+        raise InvalidArgument(f"{field} is longer than {limit} characters")
+
+
+def check_scenario(scenario: Scenario) -> None:
+    """A scenario that can be simulated: what create_evaluation and ``convener simulate`` accept."""
     if not (scenario.task or "").strip():
         raise InvalidArgument("scenario.task is required")
+    _check_length(scenario.task, "scenario.task")
     if scenario.max_turns is not None and not 0 <= scenario.max_turns <= MAX_TURNS:
         raise InvalidArgument(f"scenario.maxTurns must be between 0 and {MAX_TURNS} (0 means {MAX_TURNS})")
     for field, items in (("userFacts", scenario.user_facts), ("rubrics", scenario.rubrics),
@@ -185,11 +194,14 @@ def _check_scenario(scenario: Scenario) -> None:
         if items is not None and len(items) > MAX_SCENARIO_ITEMS:
             raise InvalidArgument(f"scenario.{field} lists more than {MAX_SCENARIO_ITEMS} entries")
     for i, fact in enumerate(scenario.user_facts or ()):
-        if not fact.name or fact.value is None:
+        if not (fact.name or "").strip() or fact.value is None:
             raise InvalidArgument(f"scenario.userFacts[{i}]: name and value are required")
+        _check_length(fact.name, f"scenario.userFacts[{i}].name", 256)
+        _check_length(fact.value, f"scenario.userFacts[{i}].value", MAX_UTTERANCE_LENGTH)
     for i, rubric in enumerate(scenario.rubrics or ()):
         if not rubric.strip():
             raise InvalidArgument(f"scenario.rubrics[{i}] must not be empty")
+        _check_length(rubric, f"scenario.rubrics[{i}]")
     for i, item in enumerate(scenario.scenario_expectations or ()):
         field = f"scenario.scenarioExpectations[{i}]"
         if item.tool_expectation is None and item.agent_response is None:
@@ -206,6 +218,13 @@ def _check_scenario(scenario: Scenario) -> None:
             raise InvalidArgument(f"scenario.milestones[{i}].maxTurnCount must be between 0 and {MAX_TURNS}")
         if milestone.static_utterance is not None and milestone.event is not None:
             raise InvalidArgument(f"scenario.milestones[{i}]: set staticUtterance or event, not both")
+        if milestone.static_utterance is not None and not milestone.static_utterance.strip():
+            raise InvalidArgument(f"scenario.milestones[{i}].staticUtterance must not be empty")
+        if milestone.event is not None and not (milestone.event.event or "").strip():
+            raise InvalidArgument(f"scenario.milestones[{i}].event.event (the event's name) is required")
+        for part in ("goal", "success_criteria", "protocol"):
+            _check_length(getattr(milestone, part), f"scenario.milestones[{i}].{part}")
+        _check_length(milestone.static_utterance, f"scenario.milestones[{i}].staticUtterance", MAX_UTTERANCE_LENGTH)
 
 
 def check_evaluation(evaluation: Evaluation, name: AppChildName, parts: AppParts) -> Evaluation:
@@ -215,7 +234,7 @@ def check_evaluation(evaluation: Evaluation, name: AppChildName, parts: AppParts
     if evaluation.golden is not None:
         _check_golden(evaluation.golden)
     if evaluation.scenario is not None:
-        _check_scenario(evaluation.scenario)
+        check_scenario(evaluation.scenario)
     problems = missing_references(evaluation, name, parts)
     if problems:
         raise InvalidArgument(f"evaluation.{problems[0]}")

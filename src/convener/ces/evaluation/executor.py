@@ -5,7 +5,7 @@ evaluation and repetition (each with the plan it will follow: the evaluation as 
 the operation. Workers then take results one at a time:
 
 1. claim it (QUEUED -> RUNNING, counting the attempt), unless the run was cancelled (-> CANCELLED);
-2. replay and score it with no transaction open (agents and judges may be slow);
+2. replay (golden) or simulate (scenario) and score it with no transaction open (agents and judges may be slow);
 3. store the outcome (COMPLETED or ERROR) and, in the same transaction, recount the run's results
    into its progress, its per-evaluation summaries and its operation's metadata; the last result
    to settle finishes the run and its operation.
@@ -33,20 +33,27 @@ from convener.ces.evaluation.models import (
     Evaluation,
     EvaluationErrorInfo,
     EvaluationExpectation,
+    EvaluationPersona,
     EvaluationRun,
     EvaluationRunProgress,
     EvaluationRunState,
     EvaluationRunSummary,
-    EvaluationToolCallBehaviour,
     ExecutionState,
     GoldenResult,
-    GoldenRunMethod,
     Outcome,
     TurnReplayResult,
 )
 from convener.ces.evaluation.replay import GoldenReplay, ReplayPlan
+from convener.ces.evaluation.scenario_scoring import execution_mode, judge_for, score_scenario
 from convener.ces.evaluation.scoring import evaluation_outcome, score_criteria, score_turn, transcript_of
-from convener.ces.models import Span
+from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFailure
+from convener.ces.evaluation.simulation import ScenarioSimulator, SimulationPlan
+from convener.ces.models import (
+    EvaluationToolCallBehaviour,
+    GoldenRunMethod,
+    ScenarioConversationInitiator,
+    Span,
+)
 from convener.ces.names import AppName, EvaluationName, EvaluationResultName
 from convener.ces.sessions import SessionService
 from convener.ces.tables import apps, evaluation_results, evaluation_runs
@@ -85,11 +92,12 @@ def operation_metadata(run: EvaluationRun, cancel_requested: bool, end: Timestam
 
 class RunExecutor:
     def __init__(self, database: Database, sessions: SessionService, operations: OperationService,
-                 judge: Callable[[], Judge], parallelism: int) -> None:
+                 judge: Callable[[], Judge], user: Callable[[], SimulatedUser], parallelism: int) -> None:
         self.database = database
         self.sessions = sessions
         self.operations = operations
         self.judge = judge
+        self.user = user
         self.parallelism = max(1, parallelism)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -213,11 +221,13 @@ class RunExecutor:
         return row, Caller(run.initiated_by)
 
     def _outcome(self, row: AnyRow, caller: Caller) -> dict[str, Any]:
-        """Replay the result's evaluation and score it: the result's fields that say how it went."""
+        """Run the result's evaluation and score it: the result's fields that say how it went."""
         plan = row.plan
         evaluation = Evaluation.model_validate(plan["evaluation"])
-        assert evaluation.golden is not None
         name = EvaluationResultName.parse(row.body["name"])
+        if evaluation.scenario is not None:
+            return self._scenario_outcome(plan, evaluation, name, caller)
+        assert evaluation.golden is not None
         replay = ReplayPlan(
             golden=evaluation.golden,
             method=GoldenRunMethod(plan.get("goldenRunMethod") or GoldenRunMethod.STABLE.value),
@@ -244,6 +254,43 @@ class RunExecutor:
             "evaluationStatus": evaluation_outcome(golden, evaluation).value,
             "rootSpan": root.to_json(),
         }
+
+    def _scenario_outcome(self, plan: dict[str, Any], evaluation: Evaluation, name: EvaluationResultName,
+                          caller: Caller) -> dict[str, Any]:
+        """Simulate the scenario's conversation and score it (see ``simulation`` and ``scenario_scoring``)."""
+        assert evaluation.scenario is not None
+        mode = execution_mode(evaluation)
+        judge = judge_for(self.judge(), mode)
+        user = self.user()
+        simulation_plan = SimulationPlan(
+            scenario=evaluation.scenario,
+            persona=EvaluationPersona.model_validate(plan["persona"]) if plan.get("persona") else None,
+            initiator=ScenarioConversationInitiator(plan.get("initiator") or ScenarioConversationInitiator.USER.value),
+            tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
+            app_version=plan.get("appVersion") or None,
+        )
+        simulation = ScenarioSimulator(self.sessions, caller, user, judge).run(
+            simulation_plan, name.app_name, f"eval-{name.result}")
+        score = score_scenario(simulation, evaluation,
+                               [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])], judge)
+        spans = [turn.turn.root_span for turn in simulation.observed if turn.turn is not None and turn.turn.root_span]
+        attributes: dict[str, Any] = {"judge": judge.name, "simulatedUser": user.name,
+                                      "scenarioExecutionMode": mode.value, "endedBy": simulation.ended_by,
+                                      "turns": len(simulation.observed)}
+        if user.limits:
+            attributes["simulatedUserLimits"] = user.limits
+        root = Span(name="EVALUATION", start_time=spans[0].start_time if spans else None,
+                    end_time=spans[-1].end_time if spans else None, attributes=attributes, child_spans=spans or None)
+        outcome: dict[str, Any] = {
+            "scenarioResult": score.result.to_json(),
+            "evaluationStatus": score.status.value,
+            "rootSpan": root.to_json(),
+        }
+        if score.metadata is not None:
+            outcome["outcomeMetadata"] = score.metadata.value
+        if simulation.error is not None:
+            outcome["errorInfo"] = simulation.error.to_json()
+        return outcome
 
     # -- storing ---------------------------------------------------------------------------------------
 
@@ -357,6 +404,8 @@ def _run_id(run_name: str) -> str:
 
 
 def _error_type(failure: ApiError) -> ErrorType:
+    if isinstance(failure, SimulationFailure):
+        return ErrorType.USER_SIMULATION_FAILURE
     return ErrorType.QUOTA_EXHAUSTED if failure.code.name == "RESOURCE_EXHAUSTED" else ErrorType.RUNTIME_FAILURE
 
 

@@ -27,7 +27,9 @@ from convener.ces.evaluation.models import (
     GoldenExpectation,
     GoldenExpectationOutcome,
     HallucinationMetricBehavior,
+    MilestoneStatus,
     Outcome,
+    ScenarioResult,
     TurnReplayResult,
 )
 from convener.ces.models import ToolCall, ToolResponse
@@ -88,6 +90,8 @@ def summarise(result: EvaluationResult, display_name: str) -> ResultSummary:
         message = f"not finished ({summary.status})"
         summary.failures, summary.reason = [message], message
         return summary
+    if result.scenario_result is not None:
+        return _scenario_summary(summary, result, result.scenario_result)
     hallucination_counts = _hallucination_counts(result)
     first_expectation: str | None = None
     for index, turn in enumerate(turns, start=1):
@@ -103,6 +107,37 @@ def summarise(result: EvaluationResult, display_name: str) -> ResultSummary:
             summary.failures.append(_joined(f"expectation {label}", criterion.explanation))
     if summary.status == Outcome.FAIL.value:
         summary.reason = first_expectation or (summary.failures[0] if summary.failures else "failed")
+    return summary
+
+
+def _scenario_summary(summary: ResultSummary, result: EvaluationResult, scenario: ScenarioResult) -> ResultSummary:
+    """A scenario's turns are the simulated conversation's; its failures, every reason it did not pass."""
+    turns = (result.root_span.child_spans if result.root_span else None) or []
+    summary.turns_total = summary.turns_passed = len(turns)
+    summary.latencies = [(span.end_time - span.start_time).seconds() for span in turns
+                         if span.start_time is not None and span.end_time is not None]
+    if result.error_info is not None and result.error_info.error_message:
+        summary.failures.append(f"the agent failed: {result.error_info.error_message}")
+    for outcome in scenario.expectation_outcomes or ():
+        expectation = outcome.expectation
+        if outcome.outcome == Outcome.PASS or expectation is None:
+            continue
+        tool = expectation.tool_expectation.expected_tool_call if expectation.tool_expectation else None
+        condition = describe_condition(GoldenExpectation(tool_call=tool, agent_response=expectation.agent_response))
+        summary.failures.append(f"{condition}: not observed in the conversation")
+    for criterion in scenario.evaluation_expectation_results or ():
+        if criterion.outcome != Outcome.PASS:
+            label = (criterion.evaluation_expectation or "").rsplit("/", 1)[-1] or "evaluation expectation"
+            summary.failures.append(_joined(f"expectation {label}", criterion.explanation))
+    goal = scenario.user_goal_satisfaction_result
+    if goal is not None and not scenario.task_completed and scenario.all_expectations_satisfied:
+        summary.failures.append(_joined(f"user goal: {goal.label}", goal.explanation))
+    for milestone in scenario.milestone_results or ():
+        if milestone.status != MilestoneStatus.COMPLETED and milestone.milestone is not None:
+            summary.failures.append(_joined(f"milestone not completed: {milestone.milestone.goal}",
+                                            milestone.justification))
+    if summary.status == Outcome.FAIL.value:
+        summary.reason = summary.failures[0] if summary.failures else "hallucination in a turn"
     return summary
 
 

@@ -11,8 +11,19 @@ from enum import StrEnum
 
 from pydantic import Field, model_validator
 
+# EvaluationToolCallBehaviour and GoldenRunMethod live with the App, whose evaluationSettings name them.
 from convener.api.protojson import Duration, ProtoModel, Struct, Timestamp
-from convener.ces.models import AgentTransfer, Message, Span, ToolCall, ToolResponse, ToolsetTool, at_most_one
+from convener.ces.models import (
+    AgentTransfer,
+    EvaluationToolCallBehaviour,
+    GoldenRunMethod,
+    Message,
+    Span,
+    ToolCall,
+    ToolResponse,
+    ToolsetTool,
+    at_most_one,
+)
 from convener.ces.session_models import Event, SessionInput
 from convener.longrunning.models import Status
 
@@ -125,16 +136,6 @@ class EvaluationChannel(StrEnum):
     AUDIO = "AUDIO"
 
 
-class EvaluationToolCallBehaviour(StrEnum):
-    EVALUATION_TOOL_CALL_BEHAVIOUR_UNSPECIFIED = "EVALUATION_TOOL_CALL_BEHAVIOUR_UNSPECIFIED"
-    REAL = "REAL"
-    FAKE = "FAKE"
-
-
-class GoldenRunMethod(StrEnum):
-    GOLDEN_RUN_METHOD_UNSPECIFIED = "GOLDEN_RUN_METHOD_UNSPECIFIED"
-    STABLE = "STABLE"
-    NAIVE = "NAIVE"
 
 
 class OutcomeMetadata(StrEnum):

@@ -26,13 +26,20 @@ from convener.auth.caller import Caller
 from convener.ces.evaluation.models import (
     ErrorType,
     EvaluationErrorInfo,
-    EvaluationToolCallBehaviour,
     Golden,
-    GoldenRunMethod,
     GoldenTurn,
 )
 from convener.ces.evaluation.scoring import ObservedTurn, context_of, tool_name
-from convener.ces.models import Chunk, Message, Source, ToolCall, ToolResponse, Turn
+from convener.ces.models import (
+    Chunk,
+    EvaluationToolCallBehaviour,
+    GoldenRunMethod,
+    Message,
+    Source,
+    ToolCall,
+    ToolResponse,
+    Turn,
+)
 from convener.ces.names import AppName, SessionName
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.ces.sessions import SessionService

@@ -10,10 +10,9 @@ from convener.ces.evaluation.models import (
     EvaluationConfig,
     EvaluationResult,
     EvaluationRun,
-    GoldenRunMethod,
     PersonaRunConfig,
 )
-from convener.ces.models import PageSize, PageToken
+from convener.ces.models import GoldenRunMethod, PageSize, PageToken
 
 ORDER_BY = ('"update_time" (the default, newest first), "create_time" (newest first) or "name" (ascending); '
             '" desc"/" asc" may follow.')
@@ -66,8 +65,11 @@ class RunEvaluationRequest(ProtoModel):
     display_name: str | None = Field(None, description='Of the run; default "<dataset or app> run - <time>".')
     app_version: str | None = Field(None, description="…/versions/{version} to evaluate; the draft when unset.")
     config: EvaluationConfig | None = Field(None, description="toolCallBehaviour REAL (default) or FAKE.")
-    run_count: int | None = Field(None, description="How many times to run each evaluation: 1 to 100; default 1.")
-    persona_run_configs: list[PersonaRunConfig] | None = Field(None, description="Personas, for scenario runs.")
+    run_count: int | None = Field(
+        None, description="How many times to run each evaluation: 1 to 100; by default 1 per golden, 5 per scenario.")
+    persona_run_configs: list[PersonaRunConfig] | None = Field(
+        None, description="The personas scenario repetitions take in turn (each taskCount times, default 1); "
+                          "by default every persona of the app.")
     golden_run_method: GoldenRunMethod | None = Field(None, description="STABLE (the default) or NAIVE.")
     generate_latency_report: bool | None = Field(None, description="Accepted; latencies are always on results.")
 

@@ -444,33 +444,42 @@ def score_turn(turn: GoldenTurn, observed: ObservedTurn, evaluation: Evaluation,
 
     hallucination = None
     if all(switches.hallucination_for(e) for e in expectations if e.agent_response is not None):
-        if seen.said_something:
-            context = [*observed.context, *seen.user_texts, *(_response_json(r) for r in seen.responses)]
-            verdict = judge.hallucination(seen.agent_text, context)
-            hallucination = HallucinationResult(
-                score=verdict.score, label=HALLUCINATION_LABELS.get(verdict.score, verdict.label),
-                explanation=verdict.explanation)
-        else:
-            hallucination = HallucinationResult(
-                score=-1, label=HALLUCINATION_LABELS[-1], explanation="The agent said nothing.")
+        hallucination = hallucination_of(observed, judge)
 
     overall, ordered = _tool_invocation(expectations, seen.calls, thresholds, switches)
-    spans = list(_walk(observed.turn.root_span)) if observed.turn.root_span is not None else []
-    display_names = seen.display_names()
+    tool_calls, span_latencies = latencies_of(observed.turn)
     return TurnReplayResult(
         conversation=observed.conversation,
         expectation_outcome=outcomes or None,
         hallucination_result=hallucination,
         tool_invocation_score=overall.tool_invocation_score if overall is not None else None,
         turn_latency=_latency(observed.turn.root_span) if observed.turn.root_span is not None else None,
-        tool_call_latencies=[_tool_call_latency(span, display_names) for span in spans
-                             if span.name == SpanType.TOOL.value] or None,
+        tool_call_latencies=tool_calls or None,
         semantic_similarity_result=similarity,
         overall_tool_invocation_result=overall,
         error_info=observed.error,
-        span_latencies=[_span_latency(span, display_names) for span in spans if span.name in SPAN_TYPES] or None,
+        span_latencies=span_latencies or None,
         tool_ordered_invocation_score=ordered,
     )
+
+
+def hallucination_of(observed: ObservedTurn, judge: Judge) -> HallucinationResult:
+    """The judge's verdict on what the agent said in a turn, given what it could rely on (see the rules)."""
+    seen = _seen(observed.turn)
+    if not seen.said_something:
+        return HallucinationResult(score=-1, label=HALLUCINATION_LABELS[-1], explanation="The agent said nothing.")
+    context = [*observed.context, *seen.user_texts, *(_response_json(r) for r in seen.responses)]
+    verdict = judge.hallucination(seen.agent_text, context)
+    return HallucinationResult(score=verdict.score, label=HALLUCINATION_LABELS.get(verdict.score, verdict.label),
+                               explanation=verdict.explanation)
+
+
+def latencies_of(turn: Turn) -> tuple[list[ToolCallLatency], list[SpanLatency]]:
+    """The tool call latencies and span latencies of a recorded turn (see the rules)."""
+    spans = list(_walk(turn.root_span)) if turn.root_span is not None else []
+    display_names = _seen(turn).display_names()
+    return ([_tool_call_latency(span, display_names) for span in spans if span.name == SpanType.TOOL.value],
+            [_span_latency(span, display_names) for span in spans if span.name in SPAN_TYPES])
 
 
 def _tool_invocation(expectations: list[GoldenExpectation], calls: list[ToolCall], thresholds: Thresholds,

@@ -34,6 +34,7 @@ from convener.ces.evaluation.definitions import (
     check_evaluation,
     check_expectation,
     check_persona,
+    check_scenario,
     missing_references,
 )
 from convener.ces.evaluation.executor import RunExecutor, operation_metadata, run_model
@@ -48,11 +49,12 @@ from convener.ces.evaluation.models import (
     EvaluationRun,
     EvaluationRunProgress,
     EvaluationRunState,
-    EvaluationToolCallBehaviour,
     EvaluationType,
     ExecutionState,
-    GoldenRunMethod,
+    Golden,
     Outcome,
+    PersonaRunConfig,
+    Scenario,
 )
 from convener.ces.evaluation.requests import (
     DeleteEvaluationRequest,
@@ -62,7 +64,17 @@ from convener.ces.evaluation.requests import (
     ListEvaluationsRequest,
     RunEvaluationRequest,
 )
+from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
+from convener.ces.evaluation.simulated_user import SimulatedUser
+from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
 from convener.ces.evaluation.thresholds import effective_thresholds
+from convener.ces.models import (
+    EvaluationSettings,
+    EvaluationToolCallBehaviour,
+    GoldenRunMethod,
+    ScenarioConversationInitiator,
+    Source,
+)
 from convener.ces.names import (
     AppName,
     AppVersionName,
@@ -76,7 +88,7 @@ from convener.ces.names import (
 )
 from convener.ces.requests import GetConversationRequest
 from convener.ces.sessions import SessionService
-from convener.ces.tables import definitions, evaluation_results, evaluation_runs
+from convener.ces.tables import apps, definitions, evaluation_results, evaluation_runs
 from convener.llm.judges import Judge
 from convener.longrunning.models import Operation
 from convener.longrunning.service import OperationService
@@ -86,6 +98,8 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 AGGREGATE_LIMIT = 1000
 MAX_RUN_COUNT = 100
+SCENARIO_RUN_COUNT = 5
+"""How many times a scenario evaluation runs when runCount is unset (a golden runs once), as in CES."""
 MAX_RUN_RESULTS = 100_000
 LAST_TEN = 10
 
@@ -140,7 +154,7 @@ def _order(text: str | None, allowed: Sequence[str], default: str) -> _Order:
 class EvaluationService:
     def __init__(self, database: Database, tokens: PageTokens, apps: AppService, conversations: ConversationService,
                  sessions: SessionService, operations: OperationService, judge: Callable[[], Judge],
-                 parallelism: int) -> None:
+                 user: Callable[[], SimulatedUser], parallelism: int) -> None:
         self.database = database
         self.tokens = tokens
         self.apps = apps
@@ -162,7 +176,7 @@ class EvaluationService:
             EvaluationPersona, EvaluationPersonaName, "evaluationPersona", _COMMON_OUTPUT, check_persona,
             unique_display_name=True,
         ), database, tokens, apps)
-        self.executor = RunExecutor(database, sessions, operations, judge, parallelism)
+        self.executor = RunExecutor(database, sessions, operations, judge, user, parallelism)
         operations.cancel_hooks.append(self.executor.cancel)
 
     # -- evaluations ------------------------------------------------------------------------------------
@@ -346,9 +360,7 @@ class EvaluationService:
 
     def run(self, request: RunEvaluationRequest, caller: Caller) -> Operation:
         app = AppName.parse(request.app, "app")
-        run_count = 1 if request.run_count in (None, 0) else request.run_count
-        assert run_count is not None
-        if not 1 <= run_count <= MAX_RUN_COUNT:
+        if request.run_count not in (None, 0) and not 1 <= (request.run_count or 0) <= MAX_RUN_COUNT:
             raise InvalidArgument(f"runCount must be between 1 and {MAX_RUN_COUNT}")
         if request.evaluations and request.evaluation_dataset:
             raise InvalidArgument("set evaluations or evaluationDataset, not both")
@@ -357,12 +369,6 @@ class EvaluationService:
         config = request.config or EvaluationConfig()
         if config.evaluation_channel not in (None, "EVALUATION_CHANNEL_UNSPECIFIED", "TEXT"):
             raise InvalidArgument("config.evaluationChannel: only TEXT evaluations can be run")
-        method = request.golden_run_method or GoldenRunMethod.STABLE
-        if method == GoldenRunMethod.GOLDEN_RUN_METHOD_UNSPECIFIED:
-            method = GoldenRunMethod.STABLE
-        behaviour = config.tool_call_behaviour or EvaluationToolCallBehaviour.REAL
-        if behaviour == EvaluationToolCallBehaviour.EVALUATION_TOOL_CALL_BEHAVIOUR_UNSPECIFIED:
-            behaviour = EvaluationToolCallBehaviour.REAL
         now = Timestamp.now()
         run_id = uuid.uuid4().hex[:16]
         run_name = app.child(EvaluationRunName, run_id)
@@ -373,49 +379,55 @@ class EvaluationService:
             version_name, version_display = self._version(connection, parts, request.app_version)
             evaluations = [self.evaluations.to_model(self.evaluations._row(connection, name)[1], str(name))
                            for name in names]
+            settings = self._evaluation_settings(connection, parts)
+            method = _given(request.golden_run_method, settings.golden_run_method) or GoldenRunMethod.STABLE
+            golden_behaviour = _given(config.tool_call_behaviour, settings.golden_evaluation_tool_call_behaviour) \
+                or EvaluationToolCallBehaviour.REAL
+            scenario_behaviour = _given(config.tool_call_behaviour, settings.scenario_evaluation_tool_call_behaviour) \
+                or EvaluationToolCallBehaviour.REAL
+            initiator = _given(settings.scenario_conversation_initiator, None) or ScenarioConversationInitiator.USER
             for evaluation in evaluations:
-                if evaluation.scenario is not None:
-                    raise FailedPrecondition(
-                        f"evaluation {evaluation.name} is a scenario evaluation; Convener runs golden evaluations "
-                        "only so far")
                 problems = missing_references(evaluation, EvaluationName.parse(evaluation.name), parts)
                 if problems:
                     raise FailedPrecondition(f"evaluation {evaluation.name} is invalid: {problems[0]}")
-            if len(evaluations) * run_count > MAX_RUN_RESULTS:
+            counts = [request.run_count or (SCENARIO_RUN_COUNT if e.scenario is not None else 1) for e in evaluations]
+            if sum(counts) > MAX_RUN_RESULTS:
                 raise InvalidArgument(f"a run may have at most {MAX_RUN_RESULTS} results")
             criteria = self._criteria(connection, app, parts, evaluations)
-            for index, persona in enumerate(request.persona_run_configs or ()):
-                where = f"personaRunConfigs[{index}]"
-                if persona.task_count is not None and persona.task_count < 0:
-                    raise InvalidArgument(f"{where}.taskCount must not be negative")
-                if persona.persona:
-                    persona_name = EvaluationPersonaName.parse(persona.persona, f"{where}.persona")
-                    if persona_name.app_name != app or not parts.exists(EvaluationPersonaName.collection,
-                                                                        persona_name.id):
-                        raise NotFound(f"{where}.persona: evaluation persona {persona.persona} does not exist")
+            personas = self._personas(connection, parts, request.persona_run_configs or [])
+            persona_uses: dict[str, int] = {}
             result_names: list[str] = []
             rows: list[dict[str, Any]] = []
-            for repetition in range(run_count):
-                for evaluation in evaluations:
+            for repetition in range(max(counts, default=0)):
+                for evaluation, run_count in zip(evaluations, counts, strict=True):
+                    if repetition >= run_count:
+                        continue
                     evaluation_name = EvaluationName.parse(evaluation.name)
                     result_id = uuid.uuid4().hex[:16]
                     result_name = evaluation_name.result(result_id)
                     label = f" #{repetition + 1}" if run_count > 1 else ""
+                    scenario = evaluation.scenario
+                    persona = personas[repetition % len(personas)] if scenario is not None and personas else None
+                    if persona is not None:
+                        persona_uses[persona.name or ""] = persona_uses.get(persona.name or "", 0) + 1
                     result = EvaluationResult(
                         name=str(result_name), display_name=f"{evaluation.display_name} result - {now}{label}",
                         create_time=now, evaluation_run=str(run_name), initiated_by=caller.principal,
                         app_version=version_name, app_version_display_name=version_display,
                         execution_state=ExecutionState.QUEUED, evaluation_metrics_thresholds=effective_thresholds(evaluation),
-                        config=config, golden_run_method=method,
+                        config=config, golden_run_method=method if scenario is None else None, persona=persona,
                     )
+                    behaviour = golden_behaviour if scenario is None else scenario_behaviour
+                    expectations = (scenario or evaluation.golden or Golden()).evaluation_expectations or ()
                     plan = {
                         "evaluation": evaluation.model_copy(update={
                             "aggregated_metrics": None, "last_completed_result": None, "last_ten_results": None,
                         }).to_json(),
                         "goldenRunMethod": method.value, "toolCallBehaviour": behaviour.value,
                         "appVersion": version_name or "",
-                        "criteria": [criteria[c].to_json() for c in (evaluation.golden.evaluation_expectations or ())]
-                        if evaluation.golden else [],
+                        "criteria": [criteria[c].to_json() for c in expectations],
+                        "persona": persona.to_json() if persona is not None else None,
+                        "initiator": initiator.value,
                     }
                     result_names.append(str(result_name))
                     rows.append({
@@ -430,12 +442,15 @@ class EvaluationService:
                 evaluation_results=result_names, create_time=now, initiated_by=caller.principal,
                 app_version=version_name, app_version_display_name=version_display,
                 evaluations=[str(name) for name in names] if not dataset else None,
-                evaluation_dataset=dataset[0] if dataset else None, evaluation_type=EvaluationType.GOLDEN,
+                evaluation_dataset=dataset[0] if dataset else None, evaluation_type=_evaluation_type(evaluations),
                 state=EvaluationRunState.RUNNING,
                 progress=EvaluationRunProgress(total_count=len(rows), failed_count=0, error_count=0, completed_count=0,
                                                passed_count=0),
-                config=config, run_count=run_count, persona_run_configs=request.persona_run_configs,
-                golden_run_method=method,
+                config=config, run_count=request.run_count or max(counts, default=1),
+                persona_run_configs=request.persona_run_configs or [
+                    PersonaRunConfig(persona=persona, task_count=count) for persona, count in persona_uses.items()
+                ] or None,
+                golden_run_method=method if any(e.golden is not None for e in evaluations) else None,
             )
             operation = self.operations.start(connection, LocationName(app.project, app.location), caller,
                                               operation_metadata(run, False))
@@ -452,6 +467,30 @@ class EvaluationService:
             ).order_by(evaluation_results.c.create_time_us, evaluation_results.c.id)).scalars().all()
         self.executor.submit(list(pks))
         return operation
+
+    def simulate(self, app_text: str, scenario: Scenario, caller: Caller, *, persona: str | None = None,
+                 app_version: str | None = None, on_turn: TurnListener | None = None) -> tuple[Simulation, ScenarioScore]:
+        """Explore a scenario by hand: simulate one conversation (source SIMULATOR) and score it, storing no result.
+
+        The conversation is recorded like any other; the score is computed but not kept."""
+        app = AppName.parse(app_text, "app")
+        check_scenario(scenario)
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, app)
+            parts = AppParts(connection, app_pk, app)
+            settings = self._evaluation_settings(connection, parts)
+            version, _ = self._version(connection, parts, app_version)
+            chosen = self._personas(connection, parts, [PersonaRunConfig(persona=persona)]) if persona else []
+        judge = judge_for(self.executor.judge(), execution_mode(Evaluation(scenario=scenario)))
+        plan = SimulationPlan(
+            scenario=scenario, persona=chosen[0] if chosen else None,
+            initiator=_given(settings.scenario_conversation_initiator, None) or ScenarioConversationInitiator.USER,
+            tool_calls=_given(settings.scenario_evaluation_tool_call_behaviour, None) or EvaluationToolCallBehaviour.REAL,
+            app_version=version, source=Source.SIMULATOR,
+        )
+        simulation = ScenarioSimulator(self.executor.sessions, caller, self.executor.user(), judge).run(
+            plan, app, f"sim-{uuid.uuid4().hex[:16]}", on_turn)
+        return simulation, score_scenario(simulation, Evaluation(display_name="simulation", scenario=scenario), [], judge)
 
     def _run_members(self, connection: Connection, parts: AppParts,
                      request: RunEvaluationRequest) -> tuple[list[EvaluationName], tuple[str, str] | None]:
@@ -494,10 +533,38 @@ class EvaluationService:
             raise NotFound(f"app version {name} does not exist")
         return str(name), str(body.get("displayName") or name.id)
 
+    def _evaluation_settings(self, connection: Connection, parts: AppParts) -> EvaluationSettings:
+        settings = connection.scalar(select(apps.c.settings).where(apps.c.id == parts.app_pk)) or {}
+        return EvaluationSettings.model_validate(settings.get("evaluationSettings") or {})
+
+    def _personas(self, connection: Connection, parts: AppParts,
+                  configs: list[PersonaRunConfig]) -> list[EvaluationPersona]:
+        """The personas scenario repetitions take in turn: each config's persona taskCount times (1 when
+        unset), or, with no configs, every persona of the app in ID order; none when the app has none."""
+        if not configs:
+            return [self.personas.to_model(row, str(parts.app.child(EvaluationPersonaName, row.resource_id)))
+                    for row in connection.execute(select(definitions).where(
+                        definitions.c.app_pk == parts.app_pk,
+                        definitions.c.collection == EvaluationPersonaName.collection,
+                    ).order_by(definitions.c.resource_id).limit(MAX_RUN_COUNT)).all()]
+        chosen: list[EvaluationPersona] = []
+        for index, config in enumerate(configs):
+            where = f"personaRunConfigs[{index}]"
+            if config.task_count is not None and not 0 <= config.task_count <= MAX_RUN_COUNT:
+                raise InvalidArgument(f"{where}.taskCount must be between 0 and {MAX_RUN_COUNT}")
+            if not config.persona:
+                raise InvalidArgument(f"{where}.persona is required")
+            name = EvaluationPersonaName.parse(config.persona, f"{where}.persona")
+            if name.app_name != parts.app or not parts.exists(EvaluationPersonaName.collection, name.id):
+                raise NotFound(f"{where}.persona: evaluation persona {config.persona} does not exist")
+            persona = self.personas.to_model(self.personas._row(connection, name)[1], str(name))
+            chosen.extend([persona] * (1 if config.task_count is None else config.task_count))
+        return chosen
+
     def _criteria(self, connection: Connection, app: AppName, parts: AppParts,
                   evaluations: list[Evaluation]) -> dict[str, EvaluationExpectation]:
-        wanted = {value for evaluation in evaluations if evaluation.golden
-                  for value in evaluation.golden.evaluation_expectations or ()}
+        wanted = {value for evaluation in evaluations for value in (
+            evaluation.scenario or evaluation.golden or Golden()).evaluation_expectations or ()}
         found = {}
         for value in sorted(wanted):
             name = EvaluationExpectationName.parse(value)
@@ -612,6 +679,21 @@ class EvaluationService:
                 body = dict(run.body)
                 body["evaluationResults"] = [r for r in body.get("evaluationResults", []) if r != str(name)]
                 connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(body=body))
+
+
+def _given(value: Any, fallback: Any) -> Any:
+    """An enum setting as given, else the fallback; ``*_UNSPECIFIED`` counts as not given."""
+    for candidate in (value, fallback):
+        if candidate is not None and not str(candidate).endswith("_UNSPECIFIED"):
+            return candidate
+    return None
+
+
+def _evaluation_type(evaluations: Sequence[Evaluation]) -> EvaluationType:
+    kinds = {"scenario" if evaluation.scenario is not None else "golden" for evaluation in evaluations}
+    if kinds == {"scenario"}:
+        return EvaluationType.SCENARIO
+    return EvaluationType.MIXED if len(kinds) > 1 else EvaluationType.GOLDEN
 
 
 def _keyset(statement: Any, tokens: PageTokens, page_token: str | None, query: dict[str, Any], caller: Caller,

@@ -140,7 +140,7 @@ def span_paths(span: Json, above: tuple[str, ...] = ()) -> Iterator[tuple[tuple[
 async def test_the_demo_app_its_agents_and_tools_exist(services: Services, client: Client) -> None:
     summary = load_demo(services)
 
-    assert summary.startswith(f"{PARENT}: app imported, 7 evaluations (8 written; ran them in {PARENT}/evaluationRuns/")
+    assert summary.startswith(f"{PARENT}: app imported, 10 evaluations (14 written; ran them in {PARENT}/evaluationRuns/")
     assert summary.splitlines()[0].endswith(f"), {len(scripts())} conversations ({len(scripts())} new)")
     app = await call_json(client, "get_app", {"name": PARENT})
     assert app["displayName"] == "Acme Support" and app["description"]
@@ -371,7 +371,7 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
     summary = load_demo(services)
 
     app_line, chat_line, knowledge_line, analytics_line = summary.splitlines()
-    assert app_line == f"{PARENT}: app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)"
+    assert app_line == f"{PARENT}: app unchanged, 10 evaluations (0 written), {len(scripts())} conversations (0 new)"
     assert re.fullmatch(r"chat: 5 conversations, \d+ messages \(0 new\); keys: users/ana cnv_\S+ users/ben cnv_\S+",
                         chat_line)
     assert re.match(r"knowledge: convener-docs from \S+/docs: 0 added, 0 updated, \d+ unchanged", knowledge_line)
@@ -429,10 +429,10 @@ def test_demo_cli_command_loads_then_changes_nothing(database_url: str, tmp_path
     second = runner.invoke(cli, arguments)
 
     assert first.exit_code == 0, first.output
-    assert "app imported, 7 evaluations (8 written; ran them in " in first.output
+    assert "app imported, 10 evaluations (14 written; ran them in " in first.output
     assert f"{len(scripts())} conversations ({len(scripts())} new)" in first.output
     assert second.exit_code == 0, second.output
-    assert f"app unchanged, 7 evaluations (0 written), {len(scripts())} conversations (0 new)" in second.output
+    assert f"app unchanged, 10 evaluations (0 written), {len(scripts())} conversations (0 new)" in second.output
 
 
 # -- the dataset's rules ---------------------------------------------------------------------------
@@ -480,10 +480,20 @@ async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(serv
         "cancelled-order-status": "FAIL", "gift-card-refund": "FAIL", "order-status-delivered": "PASS",
         "refund-amount-wrong": "FAIL", "refund-confirmed-on-phone": "PASS", "shipping-to-canada": "PASS",
         "track-in-two-turns": "PASS",
+        "scenario-change-address": "PASS", "scenario-refund-too-late": "PASS", "scenario-track-order": "PASS",
     }
     for evaluation in listed["evaluations"]:
         assert_matches(EVALUATION_VALIDATOR, evaluation)
         result = evaluation["lastCompletedResult"]
+        if "scenario" in evaluation:
+            # Five repetitions each, the demo's two personas taking turns, every one completing the task.
+            scenario = result["scenarioResult"]
+            assert scenario["taskCompleted"] is True and scenario["allExpectationsSatisfied"] is True
+            assert result["persona"]["name"].startswith(f"{PARENT}/evaluationPersonas/")
+            assert evaluation["evaluationDatasets"] == [f"{PARENT}/evaluationDatasets/scenarios"]
+            version = evaluation["aggregatedMetrics"]["metricsByAppVersion"][0]
+            assert (version["passCount"], version.get("failCount", 0)) == (5, 0)
+            continue
         failed = [outcome["expectation"].get("note") for turn in result["goldenResult"]["turnReplayResults"]
                   for outcome in turn["expectationOutcome"] if outcome["outcome"] == "FAIL"]
         if result["evaluationStatus"] == "FAIL":

@@ -1,4 +1,5 @@
-"""The demo's golden evaluations (``evaluations.yaml``), their dataset, and one completed run of it.
+"""The demo's evaluations and one completed run of each of their datasets: golden evaluations
+(``evaluations.yaml``) and scenario evaluations with their personas (``scenarios.yaml``).
 
 Idempotent like the rest of the demo: an evaluation is written only when missing or changed, and the
 dataset is run only when no run of it has completed, so loading again finds the results in place.
@@ -13,9 +14,14 @@ import yaml
 
 from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER
-from convener.ces.evaluation.models import Evaluation, EvaluationDataset, EvaluationRunState
+from convener.ces.evaluation.models import (
+    Evaluation,
+    EvaluationDataset,
+    EvaluationPersona,
+    EvaluationRunState,
+)
 from convener.ces.evaluation.requests import ListEvaluationRunsRequest, RunEvaluationRequest
-from convener.ces.names import AppName, EvaluationDatasetName, EvaluationName
+from convener.ces.names import AppName, EvaluationDatasetName, EvaluationName, EvaluationPersonaName
 from convener.services import Services
 
 RUN_TIMEOUT = "300s"
@@ -32,19 +38,50 @@ def _absolute(value: Any, app: AppName) -> Any:
     return value
 
 
-def definitions(app: AppName) -> tuple[dict[str, Evaluation], tuple[str, str]]:
-    """The evaluations by ID, and the dataset's (ID, display name)."""
-    document = yaml.safe_load(resources.files(__package__).joinpath("evaluations.yaml").read_text("utf-8"))
+FILES = ("evaluations.yaml", "scenarios.yaml")
+"""Each holds a dataset, its evaluations and the personas they use."""
+
+
+def _document(file: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(resources.files(__package__).joinpath(file).read_text("utf-8"))
+    return loaded
+
+
+def definitions(app: AppName, file: str = FILES[0]) -> tuple[dict[str, Evaluation], tuple[str, str]]:
+    """The evaluations of one file by ID, and its dataset's (ID, display name)."""
+    document = _document(file)
     evaluations = {evaluation_id: Evaluation.model_validate(_absolute(body, app))
                    for evaluation_id, body in document["evaluations"].items()}
     return evaluations, (document["dataset"]["id"], document["dataset"]["displayName"])
 
 
-def install_evaluations(services: Services, app: AppName) -> int:
-    """Create or bring up to date the demo's evaluations and dataset; how many were written."""
+def personas(file: str) -> dict[str, EvaluationPersona]:
+    return {persona_id: EvaluationPersona.model_validate(body)
+            for persona_id, body in (_document(file).get("personas") or {}).items()}
+
+
+def _install_personas(services: Services, app: AppName, file: str) -> int:
     service = services.runtime.evaluations
-    evaluations, (dataset_id, dataset_display) = definitions(app)
     written = 0
+    for persona_id, wanted in personas(file).items():
+        name = str(app.child(EvaluationPersonaName, persona_id))
+        try:
+            stored = service.personas.get(name, LOCAL_USER)
+        except NotFound:
+            service.personas.create(str(app), persona_id, wanted, LOCAL_USER)
+            written += 1
+            continue
+        if stored.model_copy(update={"name": None, "create_time": None, "update_time": None, "etag": None}) != wanted:
+            service.personas.update(wanted.model_copy(update={"name": name}), None, LOCAL_USER)
+            written += 1
+    return written
+
+
+def install_evaluations(services: Services, app: AppName, file: str = FILES[0]) -> int:
+    """Create or bring up to date the evaluations, personas and dataset of one file; how many were written."""
+    service = services.runtime.evaluations
+    evaluations, (dataset_id, dataset_display) = definitions(app, file)
+    written = _install_personas(services, app, file)
     for evaluation_id, wanted in evaluations.items():
         name = str(app.child(EvaluationName, evaluation_id))
         try:
@@ -79,6 +116,6 @@ def run_once(services: Services, app: AppName, dataset_id: str) -> str | None:
     if any(run.evaluation_dataset == dataset_name and run.state == EvaluationRunState.COMPLETED for run in runs):
         return None
     operation = service.run(RunEvaluationRequest(app=str(app), evaluation_dataset=dataset_name,
-                                                 display_name="Demo regression run"), LOCAL_USER)
+                                                 display_name=f"Demo {dataset_id} run"), LOCAL_USER)
     done = services.runtime.operations.wait(operation.name or "", RUN_TIMEOUT, LOCAL_USER)
     return str((done.metadata or {}).get("evaluationRun"))

@@ -206,12 +206,15 @@ def load_demo(services: Services) -> str:
         run_script(services, script)
         played += 1
     state = "imported" if imported else "unchanged"
-    written = evaluations.install_evaluations(services, APP)
-    _, (dataset_id, _) = evaluations.definitions(APP)
-    ran = evaluations.run_once(services, APP, dataset_id)
-    run = "; ran them in " + ran if ran else ""
+    written, counted, ran = 0, 0, []
+    for file in evaluations.FILES:
+        written += evaluations.install_evaluations(services, APP, file)
+        defined, (dataset_id, _) = evaluations.definitions(APP, file)
+        counted += len(defined)
+        ran.append(evaluations.run_once(services, APP, dataset_id))
+    run = "; ran them in " + ", ".join(name for name in ran if name) if any(ran) else ""
     chat = install_chat(services)
     knowledge = install_knowledge(services)
     analytics = install_analytics(services)
-    return (f"{APP}: app {state}, {len(evaluations.definitions(APP)[0])} evaluations ({written} written{run}), "
+    return (f"{APP}: app {state}, {counted} evaluations ({written} written{run}), "
             f"{len(scripts())} conversations ({played} new)\n{chat}\n{knowledge}\n{analytics}")

@@ -24,7 +24,7 @@ The rules are the contract:
   USER_GOAL_IGNORED always; a metric switched off is met.
 - ``allExpectationsSatisfied``: every expectation outcome and evaluation expectation result is PASS.
 - ``taskCompleted``: all expectations satisfied, the user goal met, and, when the scenario hallucination
-  behaviour is ENABLED, no turn scored 0 (hallucinated).
+  behaviour is ENABLED (it is DISABLED by default), no turn scored 0 (hallucinated).
 - ``evaluationStatus`` PASS when the task was completed, every milestone COMPLETED and the agent did not
   fail; ``outcomeMetadata`` GRACEFUL_HANDOFF when the user goal scored 2.
 - ``toolCallLatencies`` and ``spanLatencies``: those of every turn, in order.
@@ -61,7 +61,7 @@ from convener.ces.evaluation.scoring import (
     tool_name,
 )
 from convener.ces.evaluation.simulation import Simulation, matches, milestone_results
-from convener.ces.evaluation.thresholds import evaluation_thresholds
+from convener.ces.evaluation.thresholds import evaluation_thresholds, scenario_hallucination_behavior
 from convener.ces.models import Chunk, Message, ToolCall, ToolResponse
 from convener.llm.judges import USER_GOAL_LABELS, Judge
 
@@ -217,9 +217,7 @@ def _switches(evaluation: Evaluation) -> tuple[bool, bool]:
 
 
 def _hallucination_counts(evaluation: Evaluation) -> bool:
-    override = evaluation.evaluation_metrics_threshold_override
-    behavior = override.scenario_hallucination_metric_behavior if override is not None else None
-    return behavior == HallucinationMetricBehavior.ENABLED
+    return scenario_hallucination_behavior(evaluation) == HallucinationMetricBehavior.ENABLED
 
 
 def score_scenario(simulation: Simulation, evaluation: Evaluation, criteria: Sequence[EvaluationExpectation],

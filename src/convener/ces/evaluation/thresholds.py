@@ -19,8 +19,9 @@ explicitly false. An agentResponse expectation may override the semantic similar
 
 :func:`effective_thresholds` is what every EvaluationResult reports in ``evaluationMetricsThresholds``:
 the evaluation-level layers with every default filled in (the deprecated ``hallucinationMetricBehavior``
-mirrors ``goldenHallucinationMetricBehavior``; the semantic similarity channel and the scenario
-hallucination behaviour have no documented default and are reported as given).
+mirrors ``goldenHallucinationMetricBehavior``; the semantic similarity channel has no documented default
+and is reported as given; the scenario hallucination behaviour is filled in, DISABLED by default, on
+scenario evaluations' results).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ DEFAULT_OVERALL_TOOL_INVOCATION_CORRECTNESS_THRESHOLD = 1.0
 DEFAULT_TOOL_INVOCATION_PARAMETER_CORRECTNESS_THRESHOLD = 1.0
 DEFAULT_EXTRA_TOOL_CALL_BEHAVIOR = ExtraToolCallBehavior.FAIL
 DEFAULT_GOLDEN_HALLUCINATION_METRIC_BEHAVIOR = HallucinationMetricBehavior.DISABLED
+DEFAULT_SCENARIO_HALLUCINATION_METRIC_BEHAVIOR = HallucinationMetricBehavior.DISABLED
 
 
 def _behavior(value: HallucinationMetricBehavior | None) -> HallucinationMetricBehavior | None:
@@ -145,8 +147,16 @@ def effective_thresholds(evaluation: Evaluation) -> EvaluationMetricsThresholds:
         ),
         hallucination_metric_behavior=resolved.golden_hallucination_metric_behavior,
         golden_hallucination_metric_behavior=resolved.golden_hallucination_metric_behavior,
-        scenario_hallucination_metric_behavior=given.scenario_hallucination_metric_behavior,
+        scenario_hallucination_metric_behavior=scenario_hallucination_behavior(evaluation)
+        if evaluation.scenario is not None else given.scenario_hallucination_metric_behavior,
     )
+
+
+def scenario_hallucination_behavior(evaluation: Evaluation) -> HallucinationMetricBehavior:
+    """The scenario hallucination behaviour: as given, else DISABLED (like the golden one)."""
+    given = evaluation.evaluation_metrics_threshold_override
+    return _behavior(given.scenario_hallucination_metric_behavior if given is not None else None) \
+        or DEFAULT_SCENARIO_HALLUCINATION_METRIC_BEHAVIOR
 
 
 # -- metric switches ------------------------------------------------------------------------------

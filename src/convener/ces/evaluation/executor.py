@@ -226,7 +226,7 @@ class RunExecutor:
         evaluation = Evaluation.model_validate(plan["evaluation"])
         name = EvaluationResultName.parse(row.body["name"])
         if evaluation.scenario is not None:
-            return self._scenario_outcome(plan, evaluation, name, caller)
+            return self._scenario_outcome(row, evaluation, name, caller)
         assert evaluation.golden is not None
         replay = ReplayPlan(
             golden=evaluation.golden,
@@ -234,7 +234,7 @@ class RunExecutor:
             tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
             app_version=plan.get("appVersion") or None,
         )
-        observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, f"eval-{name.result}")
+        observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row))
         judge = self.judge()
         golden = GoldenResult(
             # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
@@ -255,10 +255,11 @@ class RunExecutor:
             "rootSpan": root.to_json(),
         }
 
-    def _scenario_outcome(self, plan: dict[str, Any], evaluation: Evaluation, name: EvaluationResultName,
+    def _scenario_outcome(self, row: AnyRow, evaluation: Evaluation, name: EvaluationResultName,
                           caller: Caller) -> dict[str, Any]:
         """Simulate the scenario's conversation and score it (see ``simulation`` and ``scenario_scoring``)."""
         assert evaluation.scenario is not None
+        plan = row.plan
         mode = execution_mode(evaluation)
         judge = judge_for(self.judge(), mode)
         user = self.user()
@@ -270,7 +271,7 @@ class RunExecutor:
             app_version=plan.get("appVersion") or None,
         )
         simulation = ScenarioSimulator(self.sessions, caller, user, judge).run(
-            simulation_plan, name.app_name, f"eval-{name.result}")
+            simulation_plan, name.app_name, _sessions(name, row))
         score = score_scenario(simulation, evaluation,
                                [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])], judge)
         spans = [turn.turn.root_span for turn in simulation.observed if turn.turn is not None and turn.turn.root_span]
@@ -397,6 +398,11 @@ def run_model(row: AnyRow) -> EvaluationRun:
     progress = EvaluationRunProgress(total_count=total, failed_count=row.failed_count, error_count=row.error_count,
                                      completed_count=row.completed_count, passed_count=row.passed_count)
     return model.model_copy(update={"progress": progress, "state": EvaluationRunState(row.state)})
+
+
+def _sessions(name: EvaluationResultName, row: AnyRow) -> str:
+    """The ID (or prefix) of the sessions a result runs: a retry after an interruption starts afresh."""
+    return f"eval-{name.result}" + (f"-r{row.attempts}" if row.attempts else "")
 
 
 def _run_id(run_name: str) -> str:

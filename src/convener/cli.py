@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from enum import StrEnum
@@ -406,10 +407,11 @@ def _run_summaries(service: EvaluationService, app_name: AppName, run: Evaluatio
     results.sort(key=lambda result: order.get(result.name or "", len(order)))
     display_names: dict[str, str] = {}
     repetitions: dict[str, int] = {}
-    repeated = (run.run_count or 1) > 1
+    counts = Counter(EvaluationResultName.parse(result.name or "").evaluation for result in results)
     summaries = []
     for result in results:
         parsed = EvaluationResultName.parse(result.name or "")
+        repeated = counts[parsed.evaluation] > 1  # a golden run once beside scenarios run five times: no "#1"
         evaluation = str(parsed.app_name.child(EvaluationName, parsed.evaluation))
         if evaluation not in display_names:
             try:
@@ -512,7 +514,7 @@ def eval_run(
         if junit is not None:
             properties = {"evaluationRun": run_name, "displayName": run.display_name or "",
                           "state": run.state.value if run.state else "", "runCount": str(run.run_count or 1),
-                          "goldenRunMethod": request.golden_run_method.value if request.golden_run_method else "",
+                          "goldenRunMethod": run.golden_run_method.value if run.golden_run_method else "",
                           "toolCallBehaviour": "FAKE" if fake_tools else "REAL"}
             if run.app_version:
                 properties["appVersion"] = run.app_version

@@ -480,10 +480,10 @@ class EvaluationService:
             parts = AppParts(connection, app_pk, app)
             settings = self._evaluation_settings(connection, parts)
             version, _ = self._version(connection, parts, app_version)
-            chosen = self._personas(connection, parts, [PersonaRunConfig(persona=persona)]) if persona else []
+            chosen = self._persona(connection, parts, persona, "persona") if persona else None
         judge = judge_for(self.executor.judge(), execution_mode(Evaluation(scenario=scenario)))
         plan = SimulationPlan(
-            scenario=scenario, persona=chosen[0] if chosen else None,
+            scenario=scenario, persona=chosen,
             initiator=_given(settings.scenario_conversation_initiator, None) or ScenarioConversationInitiator.USER,
             tool_calls=_given(settings.scenario_evaluation_tool_call_behaviour, None) or EvaluationToolCallBehaviour.REAL,
             app_version=version, source=Source.SIMULATOR,
@@ -552,14 +552,17 @@ class EvaluationService:
             where = f"personaRunConfigs[{index}]"
             if config.task_count is not None and not 0 <= config.task_count <= MAX_RUN_COUNT:
                 raise InvalidArgument(f"{where}.taskCount must be between 0 and {MAX_RUN_COUNT}")
-            if not config.persona:
-                raise InvalidArgument(f"{where}.persona is required")
-            name = EvaluationPersonaName.parse(config.persona, f"{where}.persona")
-            if name.app_name != parts.app or not parts.exists(EvaluationPersonaName.collection, name.id):
-                raise NotFound(f"{where}.persona: evaluation persona {config.persona} does not exist")
-            persona = self.personas.to_model(self.personas._row(connection, name)[1], str(name))
+            persona = self._persona(connection, parts, config.persona, f"{where}.persona")
             chosen.extend([persona] * (1 if config.task_count is None else config.task_count))
         return chosen
+
+    def _persona(self, connection: Connection, parts: AppParts, value: str | None, field: str) -> EvaluationPersona:
+        if not value:
+            raise InvalidArgument(f"{field} is required")
+        name = EvaluationPersonaName.parse(value, field)
+        if name.app_name != parts.app or not parts.exists(EvaluationPersonaName.collection, name.id):
+            raise NotFound(f"{field}: evaluation persona {value} does not exist")
+        return self.personas.to_model(self.personas._row(connection, name)[1], str(name))
 
     def _criteria(self, connection: Connection, app: AppName, parts: AppParts,
                   evaluations: list[Evaluation]) -> dict[str, EvaluationExpectation]:

@@ -180,12 +180,12 @@ class ScenarioSimulator:
         if plan.initiator == ScenarioConversationInitiator.AGENT:
             opening = Exchange("user", f"[event: {OPENING_EVENT}]")
             if not self._turn(simulation, config, [*setup, SessionInput(event=Event(event=OPENING_EVENT))],
-                              opening, fakes, on_turn):
+                              opening, fakes, on_turn, user_spoke=False):
                 return simulation
             setup = []
         while True:
             if len(simulation.observed) >= plan.max_turns:
-                simulation.ended_by = f"the conversation reached maxTurns ({plan.max_turns} turns)"
+                simulation.ended_by = f"the conversation reached maxTurns ({plan.max_turns})"
                 break
             progress = simulation.milestones[current] if current < len(simulation.milestones) else None
             first_of_milestone = progress is not None and not started
@@ -234,10 +234,12 @@ class ScenarioSimulator:
         return [SessionInput(text=decision.text)], Exchange("user", decision.text)
 
     def _turn(self, simulation: Simulation, config: SessionConfig, inputs: list[SessionInput], said: Exchange,
-              fakes: ScenarioFakes, on_turn: TurnListener | None) -> bool:
-        """Run one turn and record it; False when the conversation cannot go on."""
+              fakes: ScenarioFakes, on_turn: TurnListener | None, user_spoke: bool = True) -> bool:
+        """Run one turn and record it; False when the conversation cannot go on. ``user_spoke`` is False for
+        the opening event of an agent-initiated conversation: the user has not said anything yet."""
         context = tuple(item for turn in simulation.observed if turn.turn is not None for item in context_of(turn.turn))
-        simulation.history.append(said)
+        if user_spoke:
+            simulation.history.append(said)
         try:
             record = self.sessions.run_turn(RunSessionRequest(config=config, inputs=inputs), self.caller, fakes)
         except ApiError as failure:

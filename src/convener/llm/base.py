@@ -167,6 +167,25 @@ def parse_structured(text: str | None) -> Any:
         return None
 
 
+_FENCED = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+
+
+def json_candidates(text: str | None, structured: Any = None) -> list[Any]:
+    """Every JSON value a model's reply may hold, most likely first: the provider's parsed structured output,
+    the whole text (fenced or not), each fenced block, then each JSON object embedded in prose. Models asked
+    for JSON do wrap it in prose or fences now and then; readers take the first candidate that fits."""
+    found: list[Any] = [structured, parse_structured(text)]
+    if text:
+        found.extend(parse_structured(block) for block in _FENCED.findall(text))
+        decoder = json.JSONDecoder()
+        for start in (index for index, char in enumerate(text) if char == "{"):
+            try:
+                found.append(decoder.raw_decode(text, start)[0])
+            except ValueError:
+                continue
+    return found
+
+
 def redact(text: str, secret: str | None) -> str:
     """``text`` with every occurrence of ``secret`` masked: provider error bodies may echo the API key."""
     if secret and len(secret) >= 4:

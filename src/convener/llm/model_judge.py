@@ -14,7 +14,6 @@ bound on requests in flight.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import Counter
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from convener.api.errors import ApiError, Unavailable
-from convener.llm.base import ChatMessage, ModelProvider, parse_structured
+from convener.llm.base import ChatMessage, ModelProvider, json_candidates
 from convener.llm.judges import (
     CRITERION_LABELS,
     HALLUCINATION_LABELS,
@@ -153,25 +152,10 @@ class Sample:
     explanation: str
 
 
-_FENCED = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-
-
 def parse_sample(text: str | None, structured: Any, allowed: Mapping[int, str]) -> Sample | None:
-    """The verdict in one reply, or None when there is none with an allowed score.
-
-    Tries, in order: the provider's parsed structured output, the whole text as JSON (fenced or not),
-    each fenced block, then each JSON object embedded in prose.
-    """
-    candidates: list[Any] = [structured, parse_structured(text)]
-    if text:
-        candidates.extend(parse_structured(block) for block in _FENCED.findall(text))
-        decoder = json.JSONDecoder()
-        for start in (index for index, char in enumerate(text) if char == "{"):
-            try:
-                candidates.append(decoder.raw_decode(text, start)[0])
-            except ValueError:
-                continue
-    for candidate in candidates:
+    """The verdict in one reply (the first of :func:`~convener.llm.base.json_candidates` with an allowed
+    score), or None when there is none."""
+    for candidate in json_candidates(text, structured):
         if not isinstance(candidate, dict):
             continue
         score = _integer(candidate.get("score"))

@@ -69,7 +69,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from convener.api.errors import Unavailable
 from convener.ces.evaluation.models import EvaluationPersona, Milestone, UserFact
-from convener.llm.base import ChatMessage, ModelProvider, parse_structured
+from convener.llm.base import ChatMessage, ModelProvider, json_candidates
 from convener.llm.offline_judge import PLEASANTRIES, Figure, claims, concept, read, vocabulary
 
 MAX_TEXT = 4000
@@ -549,26 +549,9 @@ def conversation(view: UserView) -> list[ChatMessage]:
     return messages
 
 
-_FENCED = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-
-
-def _candidates(text: str | None, structured: Any) -> list[Any]:
-    """JSON values a reply may hold: structured output, the whole text, fenced blocks, embedded objects."""
-    found: list[Any] = [structured, parse_structured(text)]
-    if text:
-        found.extend(parse_structured(block) for block in _FENCED.findall(text))
-        decoder = json.JSONDecoder()
-        for start in (index for index, char in enumerate(text) if char == "{"):
-            try:
-                found.append(decoder.raw_decode(text, start)[0])
-            except ValueError:
-                continue
-    return found
-
-
 def interpret(text: str | None, structured: Any) -> Say | Stop | str:
     """The decision in a reply, or a description of what is wrong with it."""
-    objects = [candidate for candidate in _candidates(text, structured) if isinstance(candidate, dict)]
+    objects = [candidate for candidate in json_candidates(text, structured) if isinstance(candidate, dict)]
     if not objects:
         excerpt = (text or "").strip()
         if not excerpt:

@@ -83,6 +83,7 @@ CES_TOOLS = (
     "generate_evaluation",
     "import_adk_evaluations",
     "run_evaluation",
+    "simulate_scenario",
     "get_evaluation_run",
     "list_evaluation_runs",
     "delete_evaluation_run",

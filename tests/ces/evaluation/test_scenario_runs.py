@@ -662,6 +662,34 @@ async def test_when_the_agent_opens_the_welcome_event_comes_first(client: Client
     assert result["evaluationStatus"] == "PASS"
 
 
+async def test_simulate_scenario_scores_one_conversation_and_reports_each_turn(client: Client) -> None:
+    await shop(client)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    called = await client.call_tool("simulate_scenario", {"app": APP, "scenario": scenario(
+        maxTurns=5, scenarioExpectations=[expects_call()])}, progress_callback=on_progress)
+    response = called.structured_content
+    assert response is not None and not called.is_error, called
+    assert response["evaluationStatus"] == "PASS" and response["turnCount"] == 2
+    assert response["simulatedUser"] == "offline" and "userFacts" in response["simulatedUserLimits"]
+    assert response["endedBy"].startswith("the simulated user stopped")
+    assert_matches(EVALUATION_RESULT_VALIDATOR, {"scenarioResult": response["scenarioResult"]})
+    conversation = await call_json(client, "get_conversation", {"name": response["conversation"]})
+    assert conversation["source"] == "SIMULATOR"
+    assert [(progress, total) for progress, total, _ in seen] == [(1.0, 5.0), (2.0, 5.0)]
+    assert seen[1][2] == f"turn 2: user: {ORDER} | agent: {STATUS}"
+    # Nothing but the conversation is stored: no evaluation, run or result.
+    assert (await call_json(client, "list_evaluation_runs", {"parent": APP})).get("evaluationRuns") is None
+    for arguments, code in [({"app": APP, "scenario": {"task": " "}}, "INVALID_ARGUMENT"),
+                            ({"app": f"{APP}-gone", "scenario": {"task": "x"}}, "NOT_FOUND"),
+                            ({"app": APP, "scenario": {"task": "x"}, "persona": f"{APP}/evaluationPersonas/no"},
+                             "NOT_FOUND")]:
+        error_text(await client.call_tool("simulate_scenario", arguments), code)
+
+
 async def test_when_the_agent_opens_with_a_plain_greeting_the_user_still_says_the_task(client: Client) -> None:
     await shop(client)
     await evaluation_settings(client, scenarioConversationInitiator="AGENT")

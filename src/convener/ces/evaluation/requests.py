@@ -10,7 +10,11 @@ from convener.ces.evaluation.models import (
     EvaluationConfig,
     EvaluationResult,
     EvaluationRun,
+    Outcome,
+    OutcomeMetadata,
     PersonaRunConfig,
+    Scenario,
+    ScenarioResult,
 )
 from convener.ces.models import GoldenRunMethod, PageSize, PageToken
 
@@ -72,6 +76,25 @@ class RunEvaluationRequest(ProtoModel):
                           "by default every persona of the app.")
     golden_run_method: GoldenRunMethod | None = Field(None, description="STABLE (the default) or NAIVE.")
     generate_latency_report: bool | None = Field(None, description="Accepted; latencies are always on results.")
+
+
+class SimulateScenarioRequest(ProtoModel):
+    app: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
+    scenario: Scenario = Field(description="Required. The scenario to simulate, as in create_evaluation: task, "
+                                           "userFacts, maxTurns, milestones, rubrics, scenarioExpectations, ….")
+    persona: str | None = Field(None, description="…/evaluationPersonas/{persona} the simulated user plays.")
+    app_version: str | None = Field(None, description="…/versions/{version} to run; the draft when unset.")
+
+
+class SimulateScenarioResponse(ProtoModel):
+    conversation: str | None = Field(None, description="The recorded conversation (source SIMULATOR).")
+    ended_by: str | None = Field(None, description="Why the conversation ended.")
+    turn_count: int | None = Field(None, description="How many turns were simulated.")
+    simulated_user: str | None = Field(None, description='"model" or "offline".')
+    simulated_user_limits: str | None = Field(None, description="What the offline simulated user cannot do.")
+    evaluation_status: Outcome | None = Field(None, description="PASS or FAIL, as a run would score it.")
+    outcome_metadata: OutcomeMetadata | None = Field(None, description="GRACEFUL_HANDOFF after a handoff.")
+    scenario_result: ScenarioResult | None = Field(None, description="The score, field for field as in a run.")
 
 
 class GetEvaluationRunRequest(ProtoModel):

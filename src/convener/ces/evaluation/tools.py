@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from convener.auth.caller import Caller
@@ -23,8 +24,12 @@ from convener.ces.evaluation.requests import (
     ListEvaluationsRequest,
     ListEvaluationsResponse,
     RunEvaluationRequest,
+    SimulateScenarioRequest,
+    SimulateScenarioResponse,
 )
 from convener.ces.evaluation.service import EvaluationService
+from convener.ces.evaluation.simulated_user import Exchange
+from convener.ces.evaluation.simulation import MAX_TURNS
 from convener.ces.names import EvaluationName
 from convener.ces.part_tools import PartTools, part_messages, register_part_tools
 from convener.ces.requests import Empty
@@ -149,14 +154,42 @@ def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
         service.delete_result(request.name, caller)
         return Empty()
 
+    def simulate(request: SimulateScenarioRequest, caller: Caller, report: Report) -> SimulateScenarioResponse:
+        limit = request.scenario.max_turns or MAX_TURNS
+        turns = 0
+
+        def on_turn(said: Exchange, replies: Sequence[Exchange]) -> None:
+            nonlocal turns
+            turns += 1
+            agent = " / ".join(reply.text for reply in replies) or "(nothing)"
+            report(float(turns), float(limit), f"turn {turns}: user: {said.text[:200]} | agent: {agent[:200]}")
+
+        simulation, score = service.simulate(request.app, request.scenario, caller, persona=request.persona,
+                                             app_version=request.app_version, on_turn=on_turn)
+        return SimulateScenarioResponse(
+            conversation=score.result.conversation, ended_by=simulation.ended_by,
+            turn_count=len(simulation.observed), simulated_user=simulation.user.name,
+            simulated_user_limits=simulation.user.limits, evaluation_status=score.status,
+            outcome_metadata=score.metadata, scenario_result=score.result)
+
     registry.add(ToolSpec(
         "run_evaluation", "Run evaluations",
-        "Runs evaluations (or a dataset's) against the app's draft or appVersion, runCount times each, in the "
-        "background. Golden evaluations are replayed STABLE (each turn a fresh session that starts from the "
-        "expected earlier turns; the default) or NAIVE (one session); tool calls are REAL or FAKE (answered from "
-        "the golden). Returns a long-running operation: follow it with get_operation or wait_operation; results "
-        "appear with get_evaluation_run and list_evaluation_results.",
+        "Runs evaluations (or a dataset's) against the app's draft or appVersion, runCount times each (by default "
+        "a golden once and a scenario five times, the personas taking turns), in the background. Golden "
+        "evaluations are replayed STABLE (each turn a fresh session that starts from the expected earlier turns; "
+        "the default) or NAIVE (one session); scenarios are simulated conversations with a simulated user; tool "
+        "calls are REAL or FAKE (answered from the golden's or scenario's mocks). Returns a long-running "
+        "operation: follow it with get_operation or wait_operation; results appear with get_evaluation_run and "
+        "list_evaluation_results.",
         RunEvaluationRequest, Operation, RUNS, run))
+    registry.add(ToolSpec(
+        "simulate_scenario", "Simulate a scenario",
+        "Convener extension, to try a scenario before saving it: a simulated user (the configured model, or the "
+        "offline simulator) pursues the scenario's task against the app's agents in one recorded conversation "
+        "(source SIMULATOR), which is scored as a run would score it. Nothing else is stored. Sends an MCP "
+        "progress notification per turn when the call carries a progressToken.",
+        SimulateScenarioRequest, SimulateScenarioResponse, RUNS,
+        lambda request, caller: simulate(request, caller, lambda *_: None), progress_handler=simulate))
     registry.add(ToolSpec("get_evaluation_run", "Get an evaluation run",
                           "Gets an evaluation run with its state, progress and per-evaluation summaries.",
                           GetEvaluationRunRequest, EvaluationRun, READ_ONLY, get_run))
@@ -167,8 +200,9 @@ def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
                           "Deletes a finished evaluation run and its results.",
                           DeleteEvaluationRunRequest, Empty, DELETES, delete_run))
     registry.add(ToolSpec("get_evaluation_result", "Get an evaluation result",
-                          "Gets one result of an evaluation: per-turn replay results with every metric, the "
-                          "outcome, and the conversation recorded for each replayed turn.",
+                          "Gets one result of an evaluation: for a golden, per-turn replay results with every "
+                          "metric and the conversation recorded for each replayed turn; for a scenario, the "
+                          "simulated conversation and its scenarioResult; and the outcome.",
                           GetEvaluationResultRequest, EvaluationResult, READ_ONLY, get_result))
     registry.add(ToolSpec("list_evaluation_results", "List evaluation results",
                           "Lists the results of an evaluation, newest first; with parent …/evaluations/- the results "

@@ -379,13 +379,7 @@ class EvaluationService:
             version_name, version_display = self._version(connection, parts, request.app_version)
             evaluations = [self.evaluations.to_model(self.evaluations._row(connection, name)[1], str(name))
                            for name in names]
-            settings = self._evaluation_settings(connection, parts)
-            method = _given(request.golden_run_method, settings.golden_run_method) or GoldenRunMethod.STABLE
-            golden_behaviour = _given(config.tool_call_behaviour, settings.golden_evaluation_tool_call_behaviour) \
-                or EvaluationToolCallBehaviour.REAL
-            scenario_behaviour = _given(config.tool_call_behaviour, settings.scenario_evaluation_tool_call_behaviour) \
-                or EvaluationToolCallBehaviour.REAL
-            initiator = _given(settings.scenario_conversation_initiator, None) or ScenarioConversationInitiator.USER
+            choices = _Choices.of(self._evaluation_settings(connection, parts), config, request.golden_run_method)
             for evaluation in evaluations:
                 problems = missing_references(evaluation, EvaluationName.parse(evaluation.name), parts)
                 if problems:
@@ -415,20 +409,9 @@ class EvaluationService:
                         create_time=now, evaluation_run=str(run_name), initiated_by=caller.principal,
                         app_version=version_name, app_version_display_name=version_display,
                         execution_state=ExecutionState.QUEUED, evaluation_metrics_thresholds=effective_thresholds(evaluation),
-                        config=config, golden_run_method=method if scenario is None else None, persona=persona,
+                        config=config, golden_run_method=choices.method if scenario is None else None, persona=persona,
                     )
-                    behaviour = golden_behaviour if scenario is None else scenario_behaviour
-                    expectations = (scenario or evaluation.golden or Golden()).evaluation_expectations or ()
-                    plan = {
-                        "evaluation": evaluation.model_copy(update={
-                            "aggregated_metrics": None, "last_completed_result": None, "last_ten_results": None,
-                        }).to_json(),
-                        "goldenRunMethod": method.value, "toolCallBehaviour": behaviour.value,
-                        "appVersion": version_name or "",
-                        "criteria": [criteria[c].to_json() for c in expectations],
-                        "persona": persona.to_json() if persona is not None else None,
-                        "initiator": initiator.value,
-                    }
+                    plan = choices.plan(evaluation, persona, version_name, criteria)
                     result_names.append(str(result_name))
                     rows.append({
                         "app_pk": app_pk, "evaluation_id": evaluation_name.id, "result_id": result_id,
@@ -450,7 +433,7 @@ class EvaluationService:
                 persona_run_configs=request.persona_run_configs or [
                     PersonaRunConfig(persona=persona, task_count=count) for persona, count in persona_uses.items()
                 ] or None,
-                golden_run_method=method if any(e.golden is not None for e in evaluations) else None,
+                golden_run_method=choices.method if any(e.golden is not None for e in evaluations) else None,
             )
             operation = self.operations.start(connection, LocationName(app.project, app.location), caller,
                                               operation_metadata(run, False))
@@ -482,12 +465,9 @@ class EvaluationService:
             version, _ = self._version(connection, parts, app_version)
             chosen = self._persona(connection, parts, persona, "persona") if persona else None
         judge = judge_for(self.executor.judge(), execution_mode(Evaluation(scenario=scenario)))
-        plan = SimulationPlan(
-            scenario=scenario, persona=chosen,
-            initiator=_given(settings.scenario_conversation_initiator, None) or ScenarioConversationInitiator.USER,
-            tool_calls=_given(settings.scenario_evaluation_tool_call_behaviour, None) or EvaluationToolCallBehaviour.REAL,
-            app_version=version, source=Source.SIMULATOR,
-        )
+        choices = _Choices.of(settings, EvaluationConfig(), None)
+        plan = SimulationPlan(scenario=scenario, persona=chosen, initiator=choices.initiator,
+                              tool_calls=choices.scenario_tools, app_version=version, source=Source.SIMULATOR)
         simulation = ScenarioSimulator(self.executor.sessions, caller, self.executor.user(), judge).run(
             plan, app, f"sim-{uuid.uuid4().hex[:16]}", on_turn)
         return simulation, score_scenario(simulation, Evaluation(display_name="simulation", scenario=scenario), [], judge)
@@ -684,12 +664,46 @@ class EvaluationService:
                 connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(body=body))
 
 
-def _given(value: Any, fallback: Any) -> Any:
-    """An enum setting as given, else the fallback; ``*_UNSPECIFIED`` counts as not given."""
-    for candidate in (value, fallback):
-        if candidate is not None and not str(candidate).endswith("_UNSPECIFIED"):
-            return candidate
-    return None
+def _given(*values: Any) -> Any:
+    """The first enum setting given; ``*_UNSPECIFIED`` counts as not given."""
+    return next((value for value in values if value is not None and not str(value).endswith("_UNSPECIFIED")), None)
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """How a run's results run: what the request says, else the app's evaluationSettings, else CES's default."""
+
+    method: GoldenRunMethod
+    golden_tools: EvaluationToolCallBehaviour
+    scenario_tools: EvaluationToolCallBehaviour
+    initiator: ScenarioConversationInitiator
+
+    @classmethod
+    def of(cls, settings: EvaluationSettings, config: EvaluationConfig, method: GoldenRunMethod | None) -> _Choices:
+        real = EvaluationToolCallBehaviour.REAL
+        return cls(
+            method=_given(method, settings.golden_run_method) or GoldenRunMethod.STABLE,
+            golden_tools=_given(config.tool_call_behaviour, settings.golden_evaluation_tool_call_behaviour) or real,
+            scenario_tools=_given(config.tool_call_behaviour, settings.scenario_evaluation_tool_call_behaviour) or real,
+            initiator=_given(settings.scenario_conversation_initiator) or ScenarioConversationInitiator.USER,
+        )
+
+    def plan(self, evaluation: Evaluation, persona: EvaluationPersona | None, version: str | None,
+             criteria: dict[str, EvaluationExpectation]) -> dict[str, Any]:
+        """What a result will follow: the evaluation as it is now and everything it is run with."""
+        scenario = evaluation.scenario
+        expectations = (scenario or evaluation.golden or Golden()).evaluation_expectations or ()
+        return {
+            "evaluation": evaluation.model_copy(update={
+                "aggregated_metrics": None, "last_completed_result": None, "last_ten_results": None,
+            }).to_json(),
+            "goldenRunMethod": self.method.value,
+            "toolCallBehaviour": (self.golden_tools if scenario is None else self.scenario_tools).value,
+            "appVersion": version or "",
+            "criteria": [criteria[name].to_json() for name in expectations],
+            "persona": persona.to_json() if persona is not None else None,
+            "initiator": self.initiator.value,
+        }
 
 
 def _evaluation_type(evaluations: Sequence[Evaluation]) -> EvaluationType:

@@ -799,7 +799,8 @@ async def test_the_model_user_and_judge_drive_and_score_the_conversation(
             "user: Hi, where is my order?", f"agent: {ASK_ORDER}", f"user: It is {ORDER}.",
             f"agent: {STATUS}"]
     assert attributes(result) == {"judge": "model", "simulatedUser": "model", "scenarioExecutionMode": "QUALITY_OPTIMIZED",
-                                  "turns": 2, "endedBy": "the simulated user stopped: I got the tracking number."}
+                                  "turns": 2, "endedBy": "the simulated user stopped: I got the tracking number.",
+                                  "userSaysGoalReached": True}
     scored = result["scenarioResult"]
     goal = scored["userGoalSatisfactionResult"]
     assert (goal["score"], goal["label"]) == (2, "Graceful handoff"), "the fake judge's verdict, not the offline one"

@@ -280,6 +280,8 @@ class RunExecutor:
                                       "turns": len(simulation.observed)}
         if user.limits:
             attributes["simulatedUserLimits"] = user.limits
+        if simulation.user_goal_reached is not None:  # the simulated user's own view, beside the judge's
+            attributes["userSaysGoalReached"] = simulation.user_goal_reached
         root = Span(name="EVALUATION", start_time=spans[0].start_time if spans else None,
                     end_time=spans[-1].end_time if spans else None, attributes=attributes, child_spans=spans or None)
         outcome: dict[str, Any] = {

@@ -63,6 +63,7 @@ def test_the_command_tree_is_the_expected_one() -> None:
         (),
         ("serve",),
         ("demo",),
+        ("simulate",),
         ("import",),
         ("import", "conversations"),
         ("import", "chat"),

@@ -54,7 +54,8 @@ from convener.ces.evaluation.models import (
     UserGoalSatisfactionResult,
 )
 from convener.ces.evaluation.scoring import (
-    ObservedTurn,
+    agent_text_of,
+    exchanges_of,
     hallucination_of,
     latencies_of,
     score_criteria,
@@ -62,7 +63,7 @@ from convener.ces.evaluation.scoring import (
 )
 from convener.ces.evaluation.simulation import Simulation, matches, milestone_results
 from convener.ces.evaluation.thresholds import evaluation_thresholds, scenario_hallucination_behavior
-from convener.ces.models import Chunk, Message, ToolCall, ToolResponse
+from convener.ces.models import Chunk, Message
 from convener.llm.judges import USER_GOAL_LABELS, Judge
 
 TASK_COMPLETION_LABELS = {1: "Task completed", 0: "Task not completed", -1: "User goal undefined"}
@@ -89,33 +90,6 @@ def judge_for(judge: Judge, mode: ScenarioExecutionMode) -> Judge:
     return judge.with_samples(1) if mode == ScenarioExecutionMode.SPEED_OPTIMIZED else judge
 
 
-def _agent_texts(turn: ObservedTurn) -> str:
-    if turn.turn is None:
-        return ""
-    return "\n".join(chunk.text for message in turn.turn.messages or () if message.role != "user"
-                     for chunk in message.chunks or () if chunk.text)
-
-
-def _exchanges(observed: Sequence[ObservedTurn]) -> list[tuple[ToolCall, ToolResponse | None]]:
-    """Every tool call of the conversation with the response it got (by id, else the next of that tool)."""
-    pairs: list[tuple[ToolCall, ToolResponse | None]] = []
-    for turn in observed:
-        chunks: list[Chunk] = [chunk for message in (turn.turn.messages if turn.turn else None) or ()
-                               if message.role != "user" for chunk in message.chunks or ()]
-        responses = [chunk.tool_response for chunk in chunks if chunk.tool_response is not None]
-        used: set[int] = set()
-        for chunk in chunks:
-            call = chunk.tool_call
-            if call is None:
-                continue
-            index = next((i for i, r in enumerate(responses) if i not in used and (
-                r.id == call.id if call.id else tool_name(r) == tool_name(call))), None)
-            if index is not None:
-                used.add(index)
-            pairs.append((call, responses[index] if index is not None else None))
-    return pairs
-
-
 def _squashed(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
@@ -133,7 +107,7 @@ class _Scorer:
     def expectation(self, expectation: ScenarioExpectation) -> ScenarioExpectationOutcome:
         if expectation.tool_expectation is not None and expectation.tool_expectation.expected_tool_call is not None:
             expected = expectation.tool_expectation.expected_tool_call
-            pairs = _exchanges(self.simulation.observed)
+            pairs = [pair for turn in self.simulation.observed for pair in exchanges_of(turn.turn)]
             hit = next(((call, response) for call, response in pairs if matches(expected, call)), None)
             shown = hit or next(((call, response) for call, response in pairs if tool_name(call) == tool_name(expected)),
                                 None)
@@ -144,7 +118,7 @@ class _Scorer:
                                                     if expectation.agent_response else None) or () if chunk.text)
         best: tuple[int, str] | None = None
         for turn in self.simulation.observed:
-            said = _agent_texts(turn)
+            said = agent_text_of(turn.turn)
             if not said.strip():
                 continue
             if wanted.strip() and _squashed(wanted) in _squashed(said):

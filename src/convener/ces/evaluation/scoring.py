@@ -209,6 +209,20 @@ class _Seen:
             merged.update(chunk.updated_variables or {})
         return merged
 
+    def pairing(self) -> list[int | None]:
+        """For each tool call, in order, the index in ``responses`` of the response it got: the response with
+        its id, else (calls without an id) the next unused response of the same tool; None when it got none."""
+        responses = self.responses
+        used: set[int] = set()
+        found: list[int | None] = []
+        for call in self.calls:
+            index = next((i for i, r in enumerate(responses) if i not in used and (
+                r.id == call.id if call.id else tool_name(r) == tool_name(call))), None)
+            if index is not None:
+                used.add(index)
+            found.append(index)
+        return found
+
     def display_names(self) -> dict[str, str]:
         names: dict[str, str] = {}
         exchanges: list[ToolCall | ToolResponse] = [*self.calls, *self.responses]
@@ -336,7 +350,7 @@ class _TurnScorer:
         for index, call in enumerate(self.calls):
             if index in self.matched_calls or name is None or tool_name(call) != name:
                 continue
-            missing, different = _compare_args(expected.args or {}, call.args or {})
+            missing, different = compare_args(expected.args or {}, call.args or {})
             wanted = len(expected.args or {})
             score = (wanted - len(missing) - len(different)) / wanted if wanted else 1.0
             if best is None or score > best[1]:
@@ -398,7 +412,7 @@ class _TurnScorer:
             observed_agent_response=observed)
 
 
-def _compare_args(expected: dict[str, JsonValue], actual: dict[str, JsonValue]) -> tuple[list[str], list[str]]:
+def compare_args(expected: dict[str, JsonValue], actual: dict[str, JsonValue]) -> tuple[list[str], list[str]]:
     missing = [key for key in expected if key not in actual]
     different = [key for key in expected if key in actual and not same_json(expected[key], actual[key])]
     return missing, different
@@ -461,6 +475,19 @@ def score_turn(turn: GoldenTurn, observed: ObservedTurn, evaluation: Evaluation,
         span_latencies=span_latencies or None,
         tool_ordered_invocation_score=ordered,
     )
+
+
+def agent_text_of(turn: Turn | None) -> str:
+    """What the agent said in a recorded turn: its text chunks joined with newlines."""
+    return _seen(turn).agent_text
+
+
+def exchanges_of(turn: Turn | None) -> list[tuple[ToolCall, ToolResponse | None]]:
+    """Each tool call of a recorded turn with the response it got (see ``_Seen.pairing``)."""
+    seen = _seen(turn)
+    responses = seen.responses
+    return [(call, responses[index] if index is not None else None)
+            for call, index in zip(seen.calls, seen.pairing(), strict=True)]
 
 
 def hallucination_of(observed: ObservedTurn, judge: Judge) -> HallucinationResult:
@@ -573,14 +600,14 @@ def transcript_of(observed: Sequence[ObservedTurn]) -> str:
         seen = _seen(item.turn)
         lines.extend(f"user: {text}" for text in seen.user_texts)
         responses = seen.responses
+        pairing = iter(seen.pairing())
         used: set[int] = set()
         for chunk in seen.agent_chunks:
             if chunk.text is not None:
                 lines.append(f"agent: {chunk.text}")
             elif chunk.tool_call is not None:
                 call = chunk.tool_call
-                index = next((i for i, r in enumerate(responses) if i not in used and (
-                    r.id == call.id if call.id else tool_name(r) == tool_name(call))), None)
+                index = next(pairing)
                 line = f"agent called tool {call.display_name or tool_name(call)}({_json(call.args or {})})"
                 if index is not None:
                     used.add(index)

@@ -166,11 +166,6 @@ def quote(text: str, limit: int = QUOTE_LENGTH) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def one_sentence(text: str, limit: int = 300) -> str:
-    """A reason on one line and of bounded length."""
-    return quote(text, limit)
-
-
 # -- first person -----------------------------------------------------------------------------------
 
 _SECOND_PERSON = re.compile(
@@ -565,7 +560,7 @@ def interpret(text: str | None, structured: Any) -> Say | Stop | str:
         said = candidate.get("text")
         said = bounded(said) if isinstance(said, str) else ""
         reason = candidate.get("reason")
-        reason = one_sentence(reason) if isinstance(reason, str) else ""
+        reason = quote(reason, 300) if isinstance(reason, str) else ""
         if normal == "reply":
             if said:
                 return Say(said)

@@ -27,10 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import JsonValue
-
 from convener.api.errors import ApiError
-from convener.api.protojson import same_json
 from convener.auth.caller import Caller
 from convener.ces.evaluation.models import (
     ErrorType,
@@ -43,7 +40,7 @@ from convener.ces.evaluation.models import (
     ToolExpectation,
 )
 from convener.ces.evaluation.replay import same_tool
-from convener.ces.evaluation.scoring import ObservedTurn, context_of, transcript_of
+from convener.ces.evaluation.scoring import ObservedTurn, compare_args, context_of, transcript_of
 from convener.ces.evaluation.simulated_user import Exchange, Say, SimulatedUser, Stop, UserView
 from convener.ces.models import (
     EvaluationToolCallBehaviour,
@@ -63,10 +60,8 @@ OPENING_EVENT = "welcome"
 
 def matches(expected: ToolCall, call: ToolCall) -> bool:
     """Whether ``call`` is the expected call: the same tool, and each parameter the expectation gives equal."""
-    if not same_tool(expected, call):
-        return False
-    actual: dict[str, JsonValue] = call.args or {}
-    return all(key in actual and same_json(value, actual[key]) for key, value in (expected.args or {}).items())
+    missing, different = compare_args(expected.args or {}, call.args or {})
+    return same_tool(expected, call) and not missing and not different
 
 
 @dataclass

@@ -505,6 +505,17 @@ async def test_milestones_are_completed_in_order_in_a_passing_run(client: Client
     assert result["evaluationStatus"] == "PASS"
 
 
+async def test_the_offline_user_stops_once_every_milestone_is_completed(client: Client) -> None:
+    await shop(client)
+    milestone = {"goal": "Ask where the order is", "successCriteria": 'The agent asks for the "order number"'}
+    result = await run_one(client, "one-step", scenario(milestones=[milestone]))
+
+    assert [m["status"] for m in result["scenarioResult"]["milestoneResults"]] == ["COMPLETED"]
+    assert attributes(result)["turns"] == 1, "the agent's question is left unanswered: nothing is left to pursue"
+    assert attributes(result)["endedBy"] == ("the simulated user stopped: every milestone is completed; nothing is "
+                                             "left to pursue")
+
+
 # -- runs ----------------------------------------------------------------------------------------------------
 
 
@@ -984,6 +995,9 @@ def test_simulate_refuses_a_hostile_scenario_and_an_unknown_persona(demo: Store)
     unknown = simulate(demo, "--task", "x", "--persona", "nobody")
     assert_clean_failure(unknown, "NOT_FOUND")
     assert f"{DEMO_APP}/evaluationPersonas/nobody does not exist" in unknown.stderr
+    no_version = simulate(demo, "--task", "x", "--version", "v404")
+    assert_clean_failure(no_version, "NOT_FOUND")
+    assert f"{DEMO_APP}/versions/v404" in no_version.stderr
 
 
 def test_eval_run_without_evaluation_runs_the_scenarios_too(demo: Store) -> None:

@@ -44,11 +44,12 @@ def view(
     persona: EvaluationPersona | None = None,
     milestone: Milestone | None = None,
     started: bool = False,
+    milestones_done: bool = False,
 ) -> UserView:
     history = tuple(Exchange(role, text) for role, text in lines)  # type: ignore[arg-type]
     turn = sum(1 for exchange in history if exchange.role == "user")
     return UserView(task=task, facts=tuple(facts), persona=persona, milestone=milestone,
-                    milestone_started=started, history=history, turn=turn)
+                    milestone_started=started, history=history, turn=turn, milestones_done=milestones_done)
 
 
 def user(text: str) -> tuple[str, str]:
@@ -201,6 +202,12 @@ def test_anything_else_ends_the_conversation(question: str) -> None:
 
 
 # -- rule 5: nothing asked -------------------------------------------------------------------------
+
+
+def test_every_milestone_completed_ends_the_conversation_even_when_the_agent_asks() -> None:
+    asking = view(OPENED, agent("What is your order number?"), milestones_done=True)
+    assert offline(asking) == Stop("every milestone is completed; nothing is left to pursue", None)
+    assert offline(view(OPENED, agent("What is your order number?"))) == Say("AC-1001"), "milestones left: answers"
 
 
 def test_no_question_ends_the_conversation() -> None:

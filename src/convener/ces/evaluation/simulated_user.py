@@ -25,10 +25,12 @@ table, and figures such as ``AC-1001``). Its rules, first match wins:
    ``mine``, ``yourself`` → ``myself``, ``you're``/``you are`` → ``I'm``/``I am``, ``you were`` → ``I was``,
    ``you've`` → ``I've``, ``you'll`` → ``I'll``, ``you'd`` → ``I'd``), keeping a capital where there was
    one. A task with no letter or digit is replaced by the milestone's goal, or by a plain request for help.
-2. *New milestone.* On the first user turn of a milestone that has a goal (after the opening), the user
+2. *Milestones exhausted.* When the scenario has milestones and every one is completed, the user stops
+   (goal reached unknown: the judges decide).
+3. *New milestone.* On the first user turn of a milestone that has a goal (after the opening), the user
    says that goal in the first person, unless the agent is asking something (other than whether there is
-   anything else, or how it can help): then the question is answered instead (rule 3).
-3. *The agent's question.* The question is the last sentence of the agent's latest line (everything the
+   anything else, or how it can help): then the question is answered instead (rule 4).
+4. *The agent's question.* The question is the last sentence of the agent's latest line (everything the
    agent said since the user last spoke) that ends in ``?`` or makes a request ("please provide / tell /
    give / confirm / enter ...", "what is your ...", "could you ...", "may I have ...", "I need ...").
    No question: the user stops (goal reached unknown).
@@ -47,7 +49,7 @@ table, and figures such as ``AC-1001``). Its rules, first match wins:
       a word the question asks about ("... my order AC-1001 ..." answers "What's the order number?").
    f. Still nothing: "Sorry, I don't know that." If the user's previous line was that same apology to the
       same question, the user stops instead (gave up).
-4. *Loops.* An answer the user already gave three times in a row to the same question is not given a
+5. *Loops.* An answer the user already gave three times in a row to the same question is not given a
    fourth time: the user stops, the agent looping (gave up). Two questions are the same when they ask about
    the same concepts and figures, request framing and courtesy aside ("Please provide your order number."
    and "Sorry, what's your order number?" are the same question).
@@ -105,6 +107,8 @@ class UserView:
     """The conversation so far, oldest first."""
     turn: int
     """Index of the user turn about to be made, from 0."""
+    milestones_done: bool = False
+    """True when the scenario has milestones and every one is COMPLETED: nothing is left to pursue."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +290,7 @@ def _figure_values(figures: Sequence[Figure]) -> set[str]:
 
 
 def best_fact(question: str, facts: Sequence[UserFact]) -> UserFact | None:
-    """The fact that best matches ``question`` (see rule 3d of the module docstring), or None."""
+    """The fact that best matches ``question`` (see rule 4d of the module docstring), or None."""
     reading = read(question)
     asked = reading.concepts - FRAMING
     asked_figures = _figure_values(reading.figures)
@@ -312,7 +316,7 @@ _EDGE_END = "\"'.,;:!?)]}>\u201d\u2019"
 
 
 def task_figure(question: str, task: str) -> str | None:
-    """An identifier or figure of the task right after a word the question asks about (rule 3e)."""
+    """An identifier or figure of the task right after a word the question asks about (rule 4e)."""
     asked = asked_concepts(question)
     if not asked:
         return None
@@ -358,7 +362,7 @@ OFFLINE_LIMITS = (
     "The offline simulated user follows the milestones' static utterances and events, opens with the task"
     " (rewritten in the first person), says a new milestone's goal, answers the agent's questions from the"
     " userFacts by matching words (or with an identifier from the task), says yes to confirmations and"
-    " stops when the agent asks nothing more; it does not improvise, cannot judge whether its goal was"
+    " stops when every milestone is completed or the agent asks nothing more; it does not improvise, cannot judge whether its goal was"
     " reached, and applies no persona (the persona is recorded but does not change its words)."
 )
 OPENING_FALLBACK = "Hello, I need some help."
@@ -374,6 +378,8 @@ class OfflineUser:
         done, agent = rounds(view.history)
         if not done:
             return Say(self._goal(view, prefer_task=True))
+        if view.milestones_done:
+            return Stop("every milestone is completed; nothing is left to pursue", None)
         milestone_goal = _goal_text(view.milestone)
         question = focus_question(agent)
         if view.milestone_started and milestone_goal and (

@@ -219,7 +219,8 @@ class ScenarioSimulator:
                 return [SessionInput(event=milestone.event)], Exchange("user", f"[event: {milestone.event.event}]")
         view = UserView(task=scenario.task or "", facts=tuple(scenario.user_facts or ()), persona=persona,
                         milestone=milestone, milestone_started=first_of_milestone,
-                        history=tuple(simulation.history), turn=len(simulation.observed))
+                        history=tuple(simulation.history), turn=len(simulation.observed),
+                        milestones_done=bool(simulation.milestones) and milestone is None)
         decision = self.user.next(view)
         if isinstance(decision, Stop):
             simulation.ended_by = f"the simulated user stopped: {decision.reason}"

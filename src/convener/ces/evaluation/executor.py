@@ -44,10 +44,10 @@ from convener.ces.evaluation.models import (
     TurnReplayResult,
 )
 from convener.ces.evaluation.replay import GoldenReplay, ReplayPlan
-from convener.ces.evaluation.scenario_scoring import execution_mode, judge_for, score_scenario
+from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
 from convener.ces.evaluation.scoring import evaluation_outcome, score_criteria, score_turn, transcript_of
 from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFailure
-from convener.ces.evaluation.simulation import ScenarioSimulator, SimulationPlan
+from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
 from convener.ces.models import (
     EvaluationToolCallBehaviour,
     GoldenRunMethod,
@@ -255,14 +255,19 @@ class RunExecutor:
             "rootSpan": root.to_json(),
         }
 
+    def play_scenario(self, plan: SimulationPlan, evaluation: Evaluation, criteria: Sequence[EvaluationExpectation],
+                      caller: Caller, app: AppName, session_id: str,
+                      on_turn: TurnListener | None = None) -> tuple[Simulation, ScenarioScore]:
+        """Simulate a scenario's conversation, judged as its execution mode asks, and score it."""
+        judge = judge_for(self.judge(), execution_mode(evaluation))
+        simulation = ScenarioSimulator(self.sessions, caller, self.user(), judge).run(plan, app, session_id, on_turn)
+        return simulation, score_scenario(simulation, evaluation, criteria, judge)
+
     def _scenario_outcome(self, row: AnyRow, evaluation: Evaluation, name: EvaluationResultName,
                           caller: Caller) -> dict[str, Any]:
         """Simulate the scenario's conversation and score it (see ``simulation`` and ``scenario_scoring``)."""
         assert evaluation.scenario is not None
         plan = row.plan
-        mode = execution_mode(evaluation)
-        judge = judge_for(self.judge(), mode)
-        user = self.user()
         simulation_plan = SimulationPlan(
             scenario=evaluation.scenario,
             persona=EvaluationPersona.model_validate(plan["persona"]) if plan.get("persona") else None,
@@ -270,14 +275,14 @@ class RunExecutor:
             tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
             app_version=plan.get("appVersion") or None,
         )
-        simulation = ScenarioSimulator(self.sessions, caller, user, judge).run(
-            simulation_plan, name.app_name, _sessions(name, row))
-        score = score_scenario(simulation, evaluation,
-                               [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])], judge)
+        criteria = [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])]
+        simulation, score = self.play_scenario(simulation_plan, evaluation, criteria, caller, name.app_name,
+                                               _sessions(name, row))
+        user = simulation.user
         spans = [turn.turn.root_span for turn in simulation.observed if turn.turn is not None and turn.turn.root_span]
-        attributes: dict[str, Any] = {"judge": judge.name, "simulatedUser": user.name,
-                                      "scenarioExecutionMode": mode.value, "endedBy": simulation.ended_by,
-                                      "turns": len(simulation.observed)}
+        attributes: dict[str, Any] = {"judge": score.judge, "simulatedUser": user.name,
+                                      "scenarioExecutionMode": execution_mode(evaluation).value,
+                                      "endedBy": simulation.ended_by, "turns": len(simulation.observed)}
         if user.limits:
             attributes["simulatedUserLimits"] = user.limits
         if simulation.user_goal_reached is not None:  # the simulated user's own view, beside the judge's

@@ -76,6 +76,8 @@ class ScenarioScore:
     result: ScenarioResult
     status: Outcome
     metadata: OutcomeMetadata | None
+    judge: str
+    """The name of the judge that scored it."""
 
 
 def execution_mode(evaluation: Evaluation) -> ScenarioExecutionMode:
@@ -196,11 +198,12 @@ def _hallucination_counts(evaluation: Evaluation) -> bool:
 
 def score_scenario(simulation: Simulation, evaluation: Evaluation, criteria: Sequence[EvaluationExpectation],
                    judge: Judge) -> ScenarioScore:
-    """The ScenarioResult of a simulated conversation, its outcome and metadata (see the module's rules)."""
+    """The ScenarioResult of a simulated conversation, its outcome and metadata (see the module's rules).
+
+    ``judge`` is the one the evaluation's execution mode asks for (:func:`judge_for`)."""
     scenario = evaluation.scenario
     assert scenario is not None
     mode = execution_mode(evaluation)
-    judge = judge_for(judge, mode)
     scorer = _Scorer(simulation, evaluation, judge, mode)
     goal_on, expectations_on = _switches(evaluation)
 
@@ -245,8 +248,7 @@ def score_scenario(simulation: Simulation, evaluation: Evaluation, criteria: Seq
     passed = completed and simulation.error is None and all(m.status == "COMPLETED" for m in milestones)
     handoff = goal is not None and goal.score == 2
     return ScenarioScore(result, Outcome.PASS if passed else Outcome.FAIL,
-                         OutcomeMetadata.GRACEFUL_HANDOFF if handoff else None)
-
+                         OutcomeMetadata.GRACEFUL_HANDOFF if handoff else None, judge.name)
 
 
 def report(simulation: Simulation, score: ScenarioScore) -> list[str]:

@@ -64,9 +64,9 @@ from convener.ces.evaluation.requests import (
     ListEvaluationsRequest,
     RunEvaluationRequest,
 )
-from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
+from convener.ces.evaluation.scenario_scoring import ScenarioScore
 from convener.ces.evaluation.simulated_user import SimulatedUser
-from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
+from convener.ces.evaluation.simulation import Simulation, SimulationPlan, TurnListener
 from convener.ces.evaluation.thresholds import effective_thresholds
 from convener.ces.models import (
     EvaluationSettings,
@@ -464,13 +464,11 @@ class EvaluationService:
             settings = self._evaluation_settings(connection, parts)
             version, _ = self._version(connection, parts, app_version)
             chosen = self._persona(connection, parts, persona, "persona") if persona else None
-        judge = judge_for(self.executor.judge(), execution_mode(Evaluation(scenario=scenario)))
         choices = _Choices.of(settings, EvaluationConfig(), None)
         plan = SimulationPlan(scenario=scenario, persona=chosen, initiator=choices.initiator,
                               tool_calls=choices.scenario_tools, app_version=version, source=Source.SIMULATOR)
-        simulation = ScenarioSimulator(self.executor.sessions, caller, self.executor.user(), judge).run(
-            plan, app, f"sim-{uuid.uuid4().hex[:16]}", on_turn)
-        return simulation, score_scenario(simulation, Evaluation(display_name="simulation", scenario=scenario), [], judge)
+        return self.executor.play_scenario(plan, Evaluation(display_name="simulation", scenario=scenario), [], caller,
+                                           app, f"sim-{uuid.uuid4().hex[:16]}", on_turn)
 
     def _run_members(self, connection: Connection, parts: AppParts,
                      request: RunEvaluationRequest) -> tuple[list[EvaluationName], tuple[str, str] | None]:

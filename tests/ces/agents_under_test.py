@@ -46,6 +46,10 @@ def echo_agent(request: dict[str, Any]) -> dict[str, Any]:
         chunks.append({"updatedVariables": {"seen": len(request.get("history", []))}})
     if text == "ask":
         chunks.append({"toolCall": {"id": "ask-1", "tool": "confirm", "args": {"question": "sure?"}}})
+    if text == "escalate":
+        return {"chunks": chunks, "state": state, "endSession": {"reason": "asked for a person", "sessionEscalated": True}}
+    if text == "bad end":
+        return {"chunks": chunks, "state": state, "endSession": {"sessionEscalated": "perhaps"}}
     return {"chunks": chunks, "state": state, "endSession": text == "bye"}
 
 

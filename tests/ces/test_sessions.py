@@ -105,10 +105,26 @@ async def test_turns_are_recorded_as_a_seed_exact_conversation(client: Client) -
 async def test_end_session_and_ended_sessions_refuse_input(client: Client) -> None:
     await _echo_app(client)
     ended = await run(client, "s3", {"text": "bye"})
-    assert any("endSession" in output for output in ended["outputs"])
+    assert [output["endSession"] for output in ended["outputs"] if "endSession" in output] == [
+        {"metadata": {"agent": "front"}}]
     error_text(await client.call_tool("run_session", {
         "config": {"session": f"{APP}/sessions/s3"}, "inputs": [{"text": "hello?"}],
     }), "FAILED_PRECONDITION")
+
+
+async def test_an_agent_may_end_the_session_escalated_with_a_reason(client: Client) -> None:
+    await _echo_app(client)
+    escalated = await run(client, "esc", {"text": "escalate"})
+    metadata = {"agent": "front", "reason": "asked for a person", "session_escalated": True}
+    assert [output["endSession"] for output in escalated["outputs"] if "endSession" in output] == [
+        {"metadata": metadata}]
+    recorded = await call_json(client, "get_conversation", {"name": f"{APP}/conversations/esc"})
+    assert recorded["turns"][-1]["rootSpan"]["attributes"]["endSession"] == metadata
+    # A malformed endSession is the agent's fault: the turn fails cleanly and the session is not ended.
+    bad = await client.call_tool("run_session", {"config": {"session": f"{APP}/sessions/bad"},
+                                                 "inputs": [{"text": "bad end"}]})
+    assert "endSession" in error_text(bad, "FAILED_PRECONDITION")
+    assert texts(await run(client, "bad", {"text": "hi"}))
 
 
 async def test_versions_keep_running_after_the_draft_changes(client: Client) -> None:

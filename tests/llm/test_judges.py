@@ -510,6 +510,18 @@ def test_a_handoff_to_a_human_is_graceful(offline: OfflineJudge) -> None:
     assert offline.user_goal(REFUND_TASK, to_another_bot).score == 0
 
 
+def test_a_session_ended_escalated_is_a_handoff_and_a_plain_end_is_not(offline: OfflineJudge) -> None:
+    escalated = ("user: I want a refund for AC-1003.\nagent: One moment.\n"
+                 "agent ended the session, escalating to a human agent: refund over the limit")
+    verdict = offline.user_goal(REFUND_TASK, escalated)
+    assert (verdict.score, verdict.label) == (2, USER_GOAL_LABELS[2])
+    assert 'escalating to a human agent ("refund over the limit")' in verdict.explanation
+    plain = "user: I want a refund for AC-1003.\nagent: One moment.\nagent ended the session: resolved"
+    assert offline.user_goal(REFUND_TASK, plain).score == 0
+    ended_text = offline.user_goal(REFUND_TASK, plain).explanation
+    assert "resolved" not in ended_text, "the end line is not read as something the agent said"
+
+
 def test_an_empty_task_is_unspecified(offline: OfflineJudge) -> None:
     for task in ("", "   \n"):
         verdict = offline.user_goal(task, REFUNDED)

@@ -659,17 +659,21 @@ _QUOTE_LENGTH = 120
 
 _CALL = "agent called tool "
 _TRANSFER = "agent transferred to "
+SESSION_ENDED = "agent ended the session"
+"""How a transcript says the agent ended the session: then ``: reason``, or ``ESCALATED: reason``."""
+ESCALATED = ", escalating to a human agent"
 _RESPONDED = re.compile(r"^tool (?P<name>.+?) responded (?P<json>[\[{].*)$")
 _TEXTS = {"user: ": "user", "agent: ": "agent", "error: ": "error"}
 
 
 @dataclass(frozen=True)
 class _Line:
-    kind: str  # "user", "agent", "error", "call", "transfer" or "variables"
-    text: str  # the text, the transfer's target, or the tool's name
+    kind: str  # "user", "agent", "error", "call", "transfer", "variables" or "end"
+    text: str  # the text, the transfer's target, the tool's name, or why the session ended
     args: object = None
     response: object = None
     answered: bool = False  # a tool call with a response
+    escalated: bool = False  # the session ended escalated to a human agent
 
 
 def transcript_lines(transcript: str) -> list[_Line]:
@@ -687,6 +691,11 @@ def transcript_lines(transcript: str) -> list[_Line]:
             lines.append(_Line("call", responded.group("name"), {}, _json_or(responded.group("json")), True))
         elif raw.startswith(_TRANSFER):
             lines.append(_Line("transfer", raw[len(_TRANSFER) :]))
+        elif raw.startswith(SESSION_ENDED):
+            rest = raw[len(SESSION_ENDED) :]
+            escalated = rest.startswith(ESCALATED)
+            reason = rest[len(ESCALATED) :] if escalated else rest
+            lines.append(_Line("end", reason.removeprefix(":").strip(), escalated=escalated))
         elif raw.startswith("agent set variables "):
             lines.append(_Line("variables", raw[len("agent set variables ") :]))
         elif lines and lines[-1].kind in _TEXTS.values():
@@ -728,7 +737,8 @@ def user_goal(task: str, transcript: str) -> Verdict:
     The first rule that applies decides:
 
     1. an empty or blank task is -1 (unspecified);
-    2. a handoff is 2: an ``agent transferred to X`` line where X reads as a person (:data:`HUMAN_TARGET`:
+    2. a handoff is 2: the agent ended the session escalating to a human agent (CES's
+       ``session_escalated``), an ``agent transferred to X`` line where X reads as a person (:data:`HUMAN_TARGET`:
        human, live agent, representative, operator, staff, escalation, support team...), or an agent line
        with a hand-off phrase (:data:`HANDOFF_PHRASES`: "connect you with a human", "transfer you to a
        ...", "hand you over to", "a member of our team will contact you") in a sentence that is not a
@@ -789,6 +799,9 @@ def user_goal(task: str, transcript: str) -> Verdict:
 
 def _handoff(lines: Sequence[_Line]) -> str | None:
     for line in lines:
+        if line.kind == "end" and line.escalated:
+            because = f' ("{_quote(line.text)}")' if line.text else ""
+            return f"the agent ended the session escalating to a human agent{because}"
         if line.kind == "transfer" and HUMAN_TARGET.search(normalise(line.text)):
             return f"the agent transferred to {line.text.strip()}"
         if line.kind != "agent":

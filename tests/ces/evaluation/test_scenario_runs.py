@@ -94,6 +94,9 @@ CLERK: dict[str, Any] = {
         {"name": "human", "patterns": [r"\b(?:human|person)\b"],
          "steps": [{"reply": "Let me connect you with a human colleague."},
                    {"endSession": {"reason": "handed over to a person"}}]},
+        {"name": "dispute", "keywords": ["dispute"],
+         "steps": [{"reply": "One moment, please."},
+                   {"endSession": {"reason": "billing dispute", "sessionEscalated": True}}]},
         {"name": "birthday", "patterns": [r"\bbirthday\b"],
          "slots": [{"name": "birth_date", "pattern": r"\b\d{4}-\d{2}-\d{2}\b", "required": True,
                     "prompt": "What is your date of birth?"}],
@@ -336,12 +339,29 @@ async def test_a_handoff_to_a_human_is_graceful(client: Client) -> None:
     assert scored["userGoalSatisfactionResult"] == {
         "score": 2, "label": "Graceful handoff",
         "explanation": 'Offline judge: handoff: the agent said "Let me connect you with a human colleague." '
-                       "The simulation ended because the agent ended the session."}
+                       "The simulation ended because the agent ended the session: handed over to a person."}
     assert scored["taskCompletionResult"]["score"] == 1
     assert scored["taskCompletionResult"]["label"] == "Task completed"
     assert result["outcomeMetadata"] == "GRACEFUL_HANDOFF"
     assert result["evaluationStatus"] == "PASS"
-    assert attributes(result)["endedBy"] == "the agent ended the session"
+    assert attributes(result)["endedBy"] == "the agent ended the session: handed over to a person"
+
+
+async def test_an_escalated_end_of_session_is_a_graceful_handoff_whatever_the_agent_says(client: Client) -> None:
+    await shop(client)
+    result = await run_one(client, "escalated", scenario("You want to dispute a charge on your bill.", facts=None))
+
+    assert await said(client, result) == ["user: I want to dispute a charge on my bill.", "agent: One moment, please."]
+    assert attributes(result)["endedBy"] == "the agent ended the session, escalating to a human agent: billing dispute"
+    goal = result["scenarioResult"]["userGoalSatisfactionResult"]
+    assert (goal["score"], goal["label"]) == (2, "Graceful handoff")
+    assert goal["explanation"].startswith('Offline judge: handoff: the agent ended the session escalating to a human '
+                                          'agent ("billing dispute")')
+    assert result["outcomeMetadata"] == "GRACEFUL_HANDOFF"
+    assert result["evaluationStatus"] == "PASS"
+    conversation = await call_json(client, "get_conversation", {"name": result["scenarioResult"]["conversation"]})
+    assert conversation["turns"][-1]["rootSpan"]["attributes"]["endSession"] == {
+        "agent": "clerk", "reason": "billing dispute", "session_escalated": True}
 
 
 async def test_a_user_who_does_not_know_the_answer_apologises_then_stops(client: Client) -> None:

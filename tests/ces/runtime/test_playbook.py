@@ -603,6 +603,12 @@ def test_when_skips_steps_and_end_session_stops() -> None:
     assert outcome.state == {} and outcome.variables == {}
 
 
+def test_end_session_may_escalate_to_a_human_agent() -> None:
+    data = {"intents": [{"name": "a", "keywords": ["person"], "steps": [
+        {"endSession": {"reason": "asked for {{ input.text }}", "sessionEscalated": True}}]}]}
+    assert Conversation(book(data)).say("a person").actions == [EndSession("asked for a person", True)]
+
+
 def test_transfer_stops_the_steps() -> None:
     data = {
         "intents": [{"name": "a", "keywords": ["go"], "steps": [{"transfer": "other"}, {"reply": "never"}]}]

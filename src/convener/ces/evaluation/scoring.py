@@ -128,6 +128,7 @@ from convener.ces.models import (
     Turn,
 )
 from convener.llm.judges import HALLUCINATION_LABELS, SIMILARITY_LABELS, Judge, Verdict
+from convener.llm.offline_judge import ESCALATED, SESSION_ENDED
 
 SPAN_TYPES = {SpanType.TOOL.value, SpanType.GUARDRAIL.value, SpanType.LLM.value, SpanType.USER_CALLBACK.value}
 
@@ -594,7 +595,8 @@ def _span_latency(span: Span, display_names: dict[str, str]) -> SpanLatency:
 
 def transcript_of(observed: Sequence[ObservedTurn]) -> str:
     """The replayed conversation as lines for a judge: ``user: …``, ``agent: …``,
-    ``agent called tool X({args}) -> {response}``, ``agent transferred to …``, ``agent set variables …``."""
+    ``agent called tool X({args}) -> {response}``, ``agent transferred to …``, ``agent set variables …``,
+    ``agent ended the session[, escalating to a human agent][: reason]``."""
     lines: list[str] = []
     for item in observed:
         seen = _seen(item.turn)
@@ -622,9 +624,24 @@ def transcript_of(observed: Sequence[ObservedTurn]) -> str:
             if index not in used:
                 lines.append(f"tool {response.display_name or tool_name(response)} responded "
                              f"{_json(response.response or {})}")
+        ended = session_end_of(item.turn)
+        if ended is not None:
+            lines.append(ended)
         if item.error is not None:
             lines.append(f"error: {item.error.error_message or item.error.error_type}")
     return "\n".join(lines)
+
+
+def session_end_of(turn: Turn | None) -> str | None:
+    """``agent ended the session[, escalating to a human agent][: reason]`` when the agent ended the session in
+    this turn (the runtime puts the endSession metadata on the turn's root span), else None."""
+    attributes = turn.root_span.attributes if turn is not None and turn.root_span is not None else None
+    ended = attributes.get("endSession") if attributes else None
+    if not isinstance(ended, dict):
+        return None
+    reason = " ".join(str(ended.get("reason") or "").split())
+    return SESSION_ENDED + (ESCALATED if ended.get("session_escalated") is True else "") + (
+        f": {reason}" if reason else "")
 
 
 def score_criteria(criteria: Sequence[EvaluationExpectation], transcript: str,

@@ -40,7 +40,13 @@ from convener.ces.evaluation.models import (
     ToolExpectation,
 )
 from convener.ces.evaluation.replay import same_tool
-from convener.ces.evaluation.scoring import ObservedTurn, compare_args, context_of, transcript_of
+from convener.ces.evaluation.scoring import (
+    ObservedTurn,
+    compare_args,
+    context_of,
+    session_end_of,
+    transcript_of,
+)
 from convener.ces.evaluation.simulated_user import Exchange, Say, SimulatedUser, Stop, UserView
 from convener.ces.models import (
     EvaluationToolCallBehaviour,
@@ -257,7 +263,7 @@ class ScenarioSimulator:
             simulation.ended_by = "the agent failed"
             return False
         if record.state.get("ended"):
-            simulation.ended_by = "the agent ended the session"
+            simulation.ended_by = f"the {session_end_of(turn) or 'agent ended the session'}"
             return False
         waiting = [call for output in record.outputs if output.tool_calls is not None
                    for call in output.tool_calls.tool_calls or ()]

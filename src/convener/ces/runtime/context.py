@@ -44,12 +44,34 @@ class AgentInput:
     """A guardrail sent the input here: the agent's input guardrails have had their say on it."""
 
 
+MAX_END_REASON = 1_000
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    """The agent ended the session: why, and whether the user was escalated to a human agent.
+
+    As CES's ``end_session`` system tool, which takes a ``reason`` and ``session_escalated``; the session's
+    ``endSession`` output carries them in its metadata."""
+
+    reason: str | None = None
+    escalated: bool = False
+
+    def metadata(self) -> dict[str, Any]:
+        """The ``endSession.metadata`` fields: ``reason`` when given, ``session_escalated`` when true."""
+        # A rendered template may be longer than the 1,000 characters its source may have: kept bounded.
+        fields: dict[str, Any] = {"reason": self.reason[:MAX_END_REASON]} if self.reason else {}
+        if self.escalated:
+            fields["session_escalated"] = True
+        return fields
+
+
 @dataclass
 class Step:
     """How an agent's handling ended."""
 
     transfer_to: str | None = None
-    end_session: bool = False
+    end_session: SessionEnd | None = None
     waiting: bool = False
     """Waiting for the client to answer tool calls."""
     guarded: bool = False

@@ -23,7 +23,7 @@ from convener.ces.models import Chunk, ModelSettings
 from convener.ces.names import AgentName
 from convener.ces.runtime import callbacks, guardrails
 from convener.ces.runtime import playbook as playbooks
-from convener.ces.runtime.context import AgentInput, Step, TurnContext
+from convener.ces.runtime.context import AgentInput, SessionEnd, Step, TurnContext
 from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
 from convener.ces.runtime.failures import AgentFailure, ToolFailure
 from convener.ces.runtime.toolbox import ToolRef
@@ -284,7 +284,7 @@ class PlaybookKind:
                 ctx.transfer(action.agent)
                 step.transfer_to = action.agent
             elif isinstance(action, playbooks.EndSession):
-                step.end_session = True
+                step.end_session = SessionEnd(action.reason, action.escalated)
             elif isinstance(action, playbooks.AwaitingClient):
                 step.waiting = True
         own["calls"] = counter
@@ -294,12 +294,24 @@ class PlaybookKind:
 # -- the turn protocol: remote (webhook) and python agents -------------------------------------------
 
 
+class EndSessionReply(ProtoModel):
+    reason: str | None = Field(None, max_length=1_000)
+    session_escalated: bool | None = None
+
+
 class AgentReply(ProtoModel):
     """What a remote or python agent answers for one turn (docs/agents.md)."""
 
     chunks: list[Chunk] | None = Field(None, description="text, payload, toolCall (client tools), agentTransfer, updatedVariables")
     state: Struct | None = Field(None, description="Opaque state handed back on the agent's next turn.")
-    end_session: bool | None = None
+    end_session: bool | EndSessionReply | None = Field(
+        None, description="true, or {reason, sessionEscalated}: the agent ends the session")
+
+
+def _session_end(given: bool | EndSessionReply | None) -> SessionEnd | None:
+    if isinstance(given, EndSessionReply):
+        return SessionEnd(given.reason, bool(given.session_escalated))
+    return SessionEnd() if given else None
 
 
 class ProtocolKind:
@@ -332,7 +344,7 @@ class ProtocolKind:
                 span.fail(code, failure.message)
                 raise AgentFailure(f"agent {agent_id} failed: {failure.message}", code=code) from None
         own["protocol"] = reply.state or {}
-        step = Step(end_session=bool(reply.end_session))
+        step = Step(end_session=_session_end(reply.end_session))
         tool_ids = {name.rsplit("/", 1)[-1] for name in agent.tools or ()}
         for index, chunk in enumerate(reply.chunks or ()):
             if chunk.text is not None:

@@ -89,6 +89,7 @@ class CallToolSpec(ProtoModel):
 
 class EndSessionSpec(ProtoModel):
     reason: str | None = Field(None, max_length=1_000, description="A template.")
+    session_escalated: bool | None = Field(None, description="The user is handed over to a human agent.")
 
 
 _ACTIONS = ("call_tool", "reply", "set_variables", "transfer", "end_session")
@@ -703,6 +704,7 @@ class Transfer:
 @dataclass(frozen=True)
 class EndSession:
     reason: str | None
+    escalated: bool = False
 
 
 Action = Reply | ToolCalled | AwaitingClient | VariablesSet | Transfer | EndSession
@@ -1054,7 +1056,8 @@ class Playbook:
                 elif step.end_session is not None:
                     part = "endSession.reason"
                     reason = step.end_session.reason
-                    turn.actions.append(EndSession(templates.render(reason, context) if reason else None))
+                    turn.actions.append(EndSession(templates.render(reason, context) if reason else None,
+                                                   bool(step.end_session.session_escalated)))
                     return {}
             except TemplateFailure as failure:
                 return self._fail(turn, f"{where}.{part}", failure)

@@ -44,6 +44,10 @@ class Trace:
         self.stack = [OpenSpan(name, Timestamp.now(), dict(attributes))]
 
     @property
+    def root(self) -> OpenSpan:
+        return self.stack[0]
+
+    @property
     def current(self) -> OpenSpan:
         return self.stack[-1]
 

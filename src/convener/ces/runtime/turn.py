@@ -75,7 +75,8 @@ class TurnRunner:
             messages.append(Message(role="agent", chunks=self.ctx.chunks, event_time=root.end_time))
         outputs = list(self.ctx.outputs)
         if self.state.get("ended"):
-            outputs.append(SessionOutput(end_session=EndSession(metadata={"agent": self.state["agent"]})))
+            ended = self.state.get("endSession") or {"agent": self.state["agent"]}
+            outputs.append(SessionOutput(end_session=EndSession(metadata=dict(ended))))
         outputs.append(SessionOutput(turn_completed=True,
                                      diagnostic_info=DiagnosticInfo(messages=messages, root_span=root)))
         for output in outputs:
@@ -157,6 +158,10 @@ class TurnRunner:
                     raise
             if step.end_session:
                 self.state["ended"] = True
+                # The endSession output's metadata, also on the turn's root span, so the recorded
+                # conversation (and a judge reading it) shows how and why the session ended.
+                self.state["endSession"] = {"agent": agent_id, **step.end_session.metadata()}
+                self.ctx.trace.root.attributes["endSession"] = dict(self.state["endSession"])
                 return
             if step.transfer_to is None or step.waiting:
                 return

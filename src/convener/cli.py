@@ -63,7 +63,7 @@ app = typer.Typer(help="Convener: Google's agent-platform MCP tools on your own 
 import_app = typer.Typer(help="Import data in the formats users have.", no_args_is_help=True)
 auth_app = typer.Typer(help="API keys for HTTP callers.", no_args_is_help=True)
 apps_app = typer.Typer(help="Apps as YAML files: export and import.", no_args_is_help=True)
-eval_app = typer.Typer(help="Golden evaluations: run them (for CI too) and import ADK eval sets.",
+eval_app = typer.Typer(help="Golden and scenario evaluations: run them (for CI too) and import ADK eval sets.",
                        no_args_is_help=True)
 app.add_typer(import_app, name="import")
 app.add_typer(auth_app, name="auth")

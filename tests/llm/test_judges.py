@@ -183,6 +183,18 @@ def test_claims_without_any_context_are_not_justified(offline: OfflineJudge) -> 
     assert offline.hallucination("Your order will arrive on Friday.", []).score == 0
 
 
+@pytest.mark.parametrize("response", ["It looks like AC-1234.", "The order number looks like AC-1234.",
+                                      "Use a number such as AC-1234.", "For example: AC-1234."])
+def test_a_figure_given_as_an_example_of_a_format_is_not_a_claim(offline: OfflineJudge, response: str) -> None:
+    assert offline.hallucination(response, ["What is the order number?"]).score == -1
+
+
+def test_an_example_does_not_excuse_another_figure_of_the_sentence(offline: OfflineJudge) -> None:
+    verdict = offline.hallucination("Order AC-7777, for example AC-1234, shipped.", ORDER_CONTEXT)
+    assert verdict.score == 0 and "ac-7777" in verdict.explanation
+    assert offline.hallucination("Your AC-1234 shipped.", ["What is the order number?"]).score == 0
+
+
 # -- offline: criterion -----------------------------------------------------------------------------
 
 

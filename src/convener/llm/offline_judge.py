@@ -494,12 +494,32 @@ def checkable(sentence: str, reading: Reading) -> bool:
     return bool(reading.concepts - PLEASANTRIES)
 
 
+_EXAMPLE_BEFORE = re.compile(
+    r"(?:\blooks?\s+like|\bsuch\s+as|\be\.?\s?g\.?|\bfor\s+(?:example|instance)|\bin\s+the\s+form(?:at)?(?:\s+of)?"
+    r"|\bformatted\s+(?:like|as)|\bsimilar\s+to)\W*$"
+)
+"""What introduces a figure as an example of a format rather than a fact: "it looks like AC-1234"."""
+
+
+def examples(sentence: str, figures: Sequence[Figure]) -> list[Figure]:
+    """The figures ``sentence`` gives as examples (right after :data:`_EXAMPLE_BEFORE`)."""
+    plain = normalise(sentence)
+    given = []
+    for figure in figures:
+        at = plain.find(figure.text)
+        if at >= 0 and _EXAMPLE_BEFORE.search(plain[:at]):
+            given.append(figure)
+    return given
+
+
 def hallucination(response: str, context: Sequence[str]) -> Verdict:
     """Whether every claim of ``response`` is backed by ``context``: 1, 0 or -1.
 
-    A claim is a sentence that is checkable (:func:`checkable`). It is supported when all its figures
-    are in the context and more than half of its content words (courtesy words aside) are. 1 when every
-    claim is supported, 0 when one is not (the first is named), -1 when there is no claim.
+    A claim is a sentence that is checkable (:func:`checkable`), unless every figure it has is given as an
+    example of a format ("order numbers look like AC-1234", "such as", "for example", "e.g."): that
+    illustrates, it does not assert. A claim is supported when all its figures (examples aside) are in
+    the context and more than half of its content words (courtesy words aside) are. 1 when every claim is
+    supported, 0 when one is not (the first is named), -1 when there is no claim.
     """
     source = read("\n".join(context))
     checked = 0
@@ -507,8 +527,12 @@ def hallucination(response: str, context: Sequence[str]) -> Verdict:
         reading = read(sentence)
         if not checkable(sentence, reading):
             continue
+        illustrative = examples(sentence, reading.figures)
+        if illustrative and len(illustrative) == len(reading.figures):
+            continue
         checked += 1
-        unsupported = [figure for figure in reading.figures if not found(figure, source.figures)]
+        unsupported = [figure for figure in reading.figures
+                       if figure not in illustrative and not found(figure, source.figures)]
         words = reading.concepts - PLEASANTRIES
         absent = words - source.concepts
         if unsupported:

@@ -1,0 +1,27 @@
+"""Every size a caller controls, and its limit: one table of documented defaults.
+
+A limit is declared once, here, with what it bounds; the code that enforces it imports the constant.
+``docs/limits.md`` is checked against this table by the tests, so a limit cannot go undocumented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    value: int | float
+    unit: str
+    what: str
+    setting: str | None = None
+    """The ``CONVENER_*`` setting that changes it, when an operator may."""
+
+
+LIMITS: dict[str, Limit] = {}
+
+
+def _limit(name: str, value: int, unit: str, what: str, setting: str | None = None) -> int:
+    LIMITS[name] = Limit(name, value, unit, what, setting)
+    return value

@@ -22,6 +22,9 @@ class Limit:
 LIMITS: dict[str, Limit] = {}
 
 
-def _limit(name: str, value: int, unit: str, what: str, setting: str | None = None) -> int:
+def limit(name: str, value: int, unit: str, what: str, setting: str | None = None) -> int:
     LIMITS[name] = Limit(name, value, unit, what, setting)
     return value
+
+
+# Declared as: ``RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one input's text")``.

@@ -4,11 +4,18 @@ A data agent may answer with code over the rows its queries returned ("compute t
 That code is the model's, so it is treated as hostile: :func:`run_analysis` runs it in a child Python
 (``sandbox_child.py``) and never in the server. The fence, from strongest to weakest:
 
+* **Landlock and seccomp** (:mod:`convener.outside.fence`), put up by the child on itself before any of the
+  code runs, and kept by everything it could start: it may read Python's own installation and the shared
+  libraries, read and write its temporary folder, and nothing else on disk (not the store, not ``/proc``, not
+  ``/etc``), whatever its uid; it may make no socket, bind or connect no TCP port, reach no abstract UNIX
+  socket, start no process (no fork, no exec), signal no process but itself, raise no limit, and use none of
+  ``ptrace``, ``mount``, ``unshare``, ``bpf``, ``io_uring`` and the like. This fence is required: when the
+  kernel offers none (:func:`convener.outside.fence.missing`), or the child cannot put it up, the analysis is
+  not run and the caller gets FAILED_PRECONDITION saying what is missing.
 * **Namespaces and capabilities** (when ``unshare``/``setpriv`` work, see :func:`isolation`): the child has
-  its own network namespace — only a downed loopback, so no database, cache or metadata service of the host
-  is reachable — and its own PID namespace, so it can signal no host process and all it starts dies with it;
-  and it holds no capability, so although it runs as root it cannot make device nodes, mount, chroot or raise
-  its hard limits.
+  its own network namespace — only a downed loopback — and its own PID namespace, so it can see no host
+  process and all it starts dies with it; and it holds no capability, so although it runs as root it cannot
+  make device nodes, mount, chroot or raise its hard limits.
 * **Resource limits** set in the child before the code runs: address space (``memory_bytes``), CPU seconds,
   1 MiB per written file, 64 open files, no core dump; plus a wall-clock deadline in the parent, which kills
   the child's whole process group. Output is bounded in the child (20,000 characters kept) and in the parent
@@ -17,16 +24,15 @@ That code is the model's, so it is treated as hostile: :func:`run_analysis` runs
   temporary folder as its working directory, removed afterwards, and the tables as JSON on standard input.
 * **An audit hook** (``sys.addaudithook``) refusing sockets, processes (fork, exec, spawn, ``os.system``,
   ``subprocess``), signals, ``ctypes``, SQLite, raising the limits, writing or deleting outside the temporary
-  folder (32 files at most), opening devices, and reading outside Python's own installation (so not
-  ``/etc/passwd``, nor ``/proc/<server>/environ``). Audit hooks are a guard, not a sandbox: native code doing
-  its own I/O is not audited, and ``os.stat`` is not either (the code can learn whether a path exists). The
-  namespaces, capabilities and limits are the fence; the hook stops honest mistakes and casual attempts, and
-  turns them into readable errors.
+  folder (32 files at most), opening devices, and reading outside Python's own installation. Audit hooks are a
+  guard, not a sandbox: the code can switch this one off (it lives in the same interpreter), native code
+  doing its own I/O is not audited, and ``os.stat`` is not either. The hook turns honest mistakes and casual
+  attempts into readable errors; the kernel's fence above is what holds when it is switched off
+  (``tests/security/test_sandbox_fence.py`` switches it off and tries).
 
 The server runs as root on its machines, and dropping to an unprivileged user is not possible there (the
-interpreter lives under ``/root``, mode 700); so the files root may read are kept from the code by the hook
-only, and ``RLIMIT_NPROC``, which does not bind root, is stood in for by the hook's refusal of fork and the
-PID namespace.
+interpreter lives under ``/root``, mode 700); Landlock binds root as any other user, and the seccomp filter
+refuses fork, which ``RLIMIT_NPROC`` (not enforced for root) cannot.
 
 The code sees (the whole API, documented for prompts in :data:`API`): ``tables`` (name → list of row dicts,
 values JSON-safe: dates and times as ISO 8601 text, decimals as floats), ``schemas`` (name → {column: type}),
@@ -58,9 +64,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from convener.analytics.shapes import QueryResult
-from convener.api.errors import Internal, InvalidArgument, Unavailable
+from convener.api.errors import FailedPrecondition, Internal, InvalidArgument, Unavailable
+from convener.outside import fence
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
+FENCE_MODULE = Path(fence.__file__)  # loaded by the child by its path: the child imports nothing of convener
+# Beyond Python's installation (fence.runtime_paths): what the hook has always let the code read.
+READABLE_EXTRA = ("/usr/share/zoneinfo", "/dev/urandom", "/dev/random")
 FILE_BYTES = 2**20  # largest file the code may write
 OPEN_FILES = 64
 PROCESSES = 64
@@ -192,13 +202,15 @@ def run_analysis(code: str, tables: Mapping[str, QueryResult], *, timeout_second
     """Runs generated Python over ``tables`` in a fenced child process (see the module docstring).
 
     Never raises for a failure of the code (exception, timeout, memory, refused operation): that comes back
-    in ``AnalysisRun.error``. Raises InvalidArgument for unusable limits and Unavailable/Internal when the
-    sandbox itself cannot run.
+    in ``AnalysisRun.error``. Raises InvalidArgument for unusable limits, FailedPrecondition when the child
+    cannot be fenced (nothing of the code has run then) and Unavailable/Internal when the sandbox itself cannot
+    run.
     """
     if not 0 < timeout_seconds <= MAX_TIMEOUT_SECONDS:
         raise InvalidArgument(f"timeout_seconds must be in (0, {MAX_TIMEOUT_SECONDS:g}]")
     if memory_bytes < 64 * 2**20:
         raise InvalidArgument("memory_bytes must be at least 64 MiB")
+    _require_fence()
     sentinel = f"\n\x00convener-analysis-{uuid.uuid4().hex}\x00"
     with tempfile.TemporaryDirectory(prefix="convener-analysis-", ignore_cleanup_errors=True) as folder:
         request = _request(code, tables, folder, sentinel, timeout_seconds, memory_bytes)
@@ -210,6 +222,22 @@ def run_analysis(code: str, tables: Mapping[str, QueryResult], *, timeout_second
     return _interpret(raw, ending, sentinel, timeout_seconds, process.returncode)
 
 
+def _require_fence() -> None:
+    """Refuses, before anything starts, on a machine whose kernel cannot fence the child."""
+    problems = fence.missing()
+    if problems:
+        raise FailedPrecondition("Python analysis runs only inside an operating-system fence, and this machine "
+                                 f"cannot give one: {'; '.join(problems)}. The analysis was not run.")
+
+
+def fence_request(folder: str) -> dict[str, Any]:
+    """What the child fences itself with: this file's fence module, what it may read (Python's installation,
+    the shared libraries, time zones, the random devices) and write (its folder, and ``/dev/null``)."""
+    return {"module": str(FENCE_MODULE),
+            "readable": [*fence.runtime_paths(), *fence.allowed(READABLE_EXTRA)],
+            "writable": list(fence.allowed([folder, os.devnull]))}
+
+
 def _request(code: str, tables: Mapping[str, QueryResult], folder: str, sentinel: str,
              timeout_seconds: float, memory_bytes: int) -> bytes:
     payload = {
@@ -217,6 +245,7 @@ def _request(code: str, tables: Mapping[str, QueryResult], folder: str, sentinel
         "tables": {name: _table(result) for name, result in tables.items()},
         "folder": folder,
         "sentinel": sentinel,
+        "fence": fence_request(folder),
         "limits": {"memory_bytes": memory_bytes, "cpu_seconds": math.ceil(timeout_seconds) + 1,
                    "file_bytes": FILE_BYTES, "open_files": OPEN_FILES, "processes": PROCESSES},
     }
@@ -280,6 +309,10 @@ def _interpret(raw: bytes, ending: str, sentinel: str, timeout_seconds: float,
     if ending == "overflow":
         return _failed(f"the analysis wrote more than {REPLY_LIMIT // 2**20} MiB to its output streams")
     text = raw.decode("utf-8", errors="replace")
+    unfenced = text.find(sentinel + "unfenced:")
+    if unfenced >= 0:
+        why = text[unfenced + len(sentinel + "unfenced:"):].split("\n", 1)[0].strip()[:500]
+        raise FailedPrecondition(f"the analysis sandbox could not fence itself, so the analysis was not run: {why}")
     if sentinel + "started" not in text:
         detail = text[-500:].strip()
         raise Unavailable(f"the analysis sandbox could not start (exit status {returncode}): {detail}")

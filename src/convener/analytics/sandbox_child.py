@@ -3,20 +3,23 @@
 Started as ``python -I -B sandbox_child.py`` (isolated mode: no user site, no ``PYTHON*`` variables, no script
 folder on ``sys.path``), in a fresh temporary folder, with an emptied environment and, where the host allows
 it, in its own network and PID namespaces. It reads one JSON request on standard input, then, before any user
-code runs: lowers its resource limits, points ``sys.stdout``/``sys.stderr`` at a bounded in-memory buffer and
-file descriptor 1 at ``/dev/null`` (so nothing the code prints can corrupt the reply), and installs an audit
-hook that refuses network, process, ``ctypes`` and out-of-bounds file operations. On a private duplicate of
-the original standard output it writes ``<sentinel>started`` once the request is read, and at the end its
-single reply, ``<sentinel>reply:<json>``.
+code runs: points file descriptor 1 at ``/dev/null`` (so nothing the code prints can corrupt the reply),
+lowers its resource limits, fences itself in the kernel (Landlock and seccomp, by the fence module whose path
+the request names; if that fails it writes ``<sentinel>unfenced:<why>`` and exits, running nothing), points
+``sys.stdout``/``sys.stderr`` at a bounded in-memory buffer, and installs an audit hook that refuses network,
+process, ``ctypes`` and out-of-bounds file operations. On a private duplicate of the original standard output
+it writes ``<sentinel>started`` once it is fenced, and at the end its single reply,
+``<sentinel>reply:<json>``.
 
-Standard library only, and no import of ``convener``: the child must start fast and must not hand the user
-code anything of the host's.
+Standard library only, and no import of ``convener`` (the fence module is loaded by its path, and is standard
+library only too): the child must start fast and must not hand the user code anything of the host's.
 """
 
 from __future__ import annotations
 
 import csv
 import gc
+import importlib.util
 import io
 import itertools
 import json
@@ -103,13 +106,17 @@ def main() -> None:
     request = json.loads(sys.stdin.buffer.read())
     sys.stdin = io.StringIO()
     reply_fd = _private_stdout()
+    _set_limits(request["limits"])  # first: once fenced, no limit can be set
+    why = _fence(request["fence"])
+    if why is not None:
+        _write_all(reply_fd, (request["sentinel"] + "unfenced:" + " ".join(why.split()) + "\n").encode())
+        os._exit(3)
     # "started" lets the host tell a crash of the code from a child that could not start.
     _write_all(reply_fd, (request["sentinel"] + "started\n").encode())
     capture = Capture(OUTPUT_LIMIT)
     sys.stdout = sys.stderr = capture
     outcome = Outcome()
     namespace = _namespace(request["tables"], outcome, capture)
-    _set_limits(request["limits"])
     _hide_native_modules()
     sys.addaudithook(_guard(request["folder"]))
     error = _execute(request["code"], namespace, request["limits"]["memory_bytes"])
@@ -149,6 +156,25 @@ def _set_limits(limits: Mapping[str, int]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Not enforced for root (the kernel exempts it); the audit hook's refusal of fork is the guard there.
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+
+
+def _fence(spec: Mapping[str, Any]) -> str | None:
+    """Puts up the kernel's fence (``convener/outside/fence.py``, loaded by its path); returns why it could
+    not, or None once it stands."""
+    name = "_convener_fence"
+    try:
+        loader = importlib.util.spec_from_file_location(name, spec["module"])
+        if loader is None or loader.loader is None:
+            return f"the fence module {spec['module']!r} cannot be loaded"
+        module = importlib.util.module_from_spec(loader)
+        sys.modules[name] = module  # dataclasses look their module up there
+        loader.loader.exec_module(module)
+        module.apply(module.Fence(readable=tuple(spec["readable"]), writable=tuple(spec["writable"])))
+    except Exception as error:  # noqa: BLE001 - whatever stops the fence stops the run, with its reason
+        return str(error) if type(error).__name__ == "Unfenced" else f"{type(error).__name__}: {error}"
+    finally:
+        sys.modules.pop(name, None)
+    return None
 
 
 def _hide_native_modules() -> None:

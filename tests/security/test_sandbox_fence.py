@@ -121,7 +121,7 @@ attempt("connect to a TCP listener", lambda: python_connect(socket.AF_INET, ("12
 attempt("connect to a TCP listener with libc", lambda: libc_connect(W["port"]))
 attempt("bind a TCP port", bind)
 attempt("start a subprocess", lambda: subprocess.run(["/bin/sh", "-c", f"echo spawned > {W['mark']}"]))
-attempt("posix_spawn", lambda: os.waitpid(os.posix_spawn("/bin/sh", ["sh", "-c", f"echo > {W['mark']}"], {}), 0))
+attempt("posix_spawn", lambda: os.posix_spawn("/bin/sh", ["sh", "-c", f"echo > {W['mark']}"], {}))
 attempt("fork and exec", fork_exec)
 attempt("signal the server", lambda: os.kill(W["server"], signal.SIGUSR1))
 attempt("signal the server with libc", lambda: raw(libc.kill(W["server"], signal.SIGUSR1)))
@@ -150,7 +150,8 @@ class World:
     def targets(self) -> dict[str, Any]:
         return {"secret": str(self.secret), "store": str(self.store), "victim": str(self.victim),
                 "new": str(self.new), "mark": str(self.mark), "port": self.tcp.getsockname()[1],
-                "abstract": self.abstract.getsockname().decode("latin-1"), "unix": str(self.tmp / "unix.sock"),
+                "abstract": self.abstract.getsockname().decode("latin-1"),
+                "unix": str(self.tmp / "unix.sock"),
                 "server": os.getpid()}
 
     def code(self) -> str:
@@ -216,7 +217,7 @@ def results(output: str) -> dict[str, str]:
     return found
 
 
-# --- The attack works where nothing fences it -----------------------------------------------------------------
+# --- The attack works where nothing fences it -------------------------------------------------------------
 
 
 def test_the_attack_succeeds_in_a_plain_python(world: World) -> None:
@@ -279,7 +280,7 @@ def test_the_fence_module_reports_this_machines_fence() -> None:
     assert fence.describe(abi).startswith(f"Landlock ABI {abi}")
 
 
-# --- No fence, no analysis -------------------------------------------------------------------------------------
+# --- No fence, no analysis ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("probe", "absent", "named"), [
@@ -299,7 +300,8 @@ def test_without_a_fence_analysis_is_refused_and_nothing_starts(
     assert str(raised.value).startswith("FAILED_PRECONDITION: Python analysis runs only inside")
 
 
-def test_a_child_that_cannot_fence_itself_runs_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_child_that_cannot_fence_itself_runs_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
     """The child fails closed: a fence it cannot put up whole (here: a rule on a path that is not there) ends
     it before the code, and the caller gets FAILED_PRECONDITION with the reason."""
     request = sandbox.fence_request

@@ -203,8 +203,8 @@ def run_analysis(code: str, tables: Mapping[str, QueryResult], *, timeout_second
 
     Never raises for a failure of the code (exception, timeout, memory, refused operation): that comes back
     in ``AnalysisRun.error``. Raises InvalidArgument for unusable limits, FailedPrecondition when the child
-    cannot be fenced (nothing of the code has run then) and Unavailable/Internal when the sandbox itself cannot
-    run.
+    cannot be fenced (nothing of the code has run then) and Unavailable/Internal when the sandbox itself
+    cannot run.
     """
     if not 0 < timeout_seconds <= MAX_TIMEOUT_SECONDS:
         raise InvalidArgument(f"timeout_seconds must be in (0, {MAX_TIMEOUT_SECONDS:g}]")
@@ -226,8 +226,8 @@ def _require_fence() -> None:
     """Refuses, before anything starts, on a machine whose kernel cannot fence the child."""
     problems = fence.missing()
     if problems:
-        raise FailedPrecondition("Python analysis runs only inside an operating-system fence, and this machine "
-                                 f"cannot give one: {'; '.join(problems)}. The analysis was not run.")
+        raise FailedPrecondition("Python analysis runs only inside an operating-system fence, and this "
+                                 f"machine cannot give one: {'; '.join(problems)}. The analysis was not run.")
 
 
 def fence_request(folder: str) -> dict[str, Any]:
@@ -312,7 +312,8 @@ def _interpret(raw: bytes, ending: str, sentinel: str, timeout_seconds: float,
     unfenced = text.find(sentinel + "unfenced:")
     if unfenced >= 0:
         why = text[unfenced + len(sentinel + "unfenced:"):].split("\n", 1)[0].strip()[:500]
-        raise FailedPrecondition(f"the analysis sandbox could not fence itself, so the analysis was not run: {why}")
+        raise FailedPrecondition(f"the analysis sandbox could not fence itself, so the analysis was not run: "
+                                 f"{why}")
     if sentinel + "started" not in text:
         detail = text[-500:].strip()
         raise Unavailable(f"the analysis sandbox could not start (exit status {returncode}): {detail}")

@@ -1,9 +1,9 @@
 """An operating-system fence for a process about to run code nobody vouches for (Linux: Landlock and seccomp).
 
-An audit hook lives inside the interpreter it guards, so the guarded code can switch it off; this fence lives in
-the kernel, and once a process has put it up neither it nor anything it starts can take it down. :func:`apply`
-puts it up on the calling process, in this order, and raises :class:`Unfenced` if any step fails, so a caller
-that goes on after it is fenced or not running at all:
+An audit hook lives inside the interpreter it guards, so the guarded code can switch it off; this fence
+lives in the kernel, and once a process has put it up neither it nor anything it starts can take it down.
+:func:`apply` puts it up on the calling process, in this order, and raises :class:`Unfenced` if any step
+fails, so a caller that goes on after it is fenced or not running at all:
 
 1. ``PR_SET_NO_NEW_PRIVS``: no set-uid program or file capability can give the process more than it has (and
    Landlock and seccomp require it of a process without ``CAP_SYS_ADMIN``).
@@ -12,13 +12,13 @@ that goes on after it is fenced or not running at all:
    or links) beneath :attr:`Fence.writable`; every other path, ``/proc`` included, is out of reach whatever
    the process's uid or capabilities. From ABI 4 no TCP port may be bound or connected to; from ABI 6 no
    abstract UNIX socket made outside the fence can be reached and no process outside it can be signalled.
-3. **seccomp**, a filter the kernel runs on every system call: no ``socket()`` at all (every family, so neither
-   the network nor a UNIX socket on disk, which Landlock does not cover), no new process (``fork``, ``vfork``,
-   ``clone`` without ``CLONE_THREAD``, ``execve``), no signal to another process, no raising a resource limit,
-   and none of the calls that reach past a process's own memory and files (``ptrace``, ``process_vm_*``,
-   ``mount`` and the new mount API, ``unshare``, ``setns``, ``bpf``, ``perf_event_open``, modules, ``kexec``,
-   keyrings, ``userfaultfd``, ``io_uring``, ``mknod``, file handles). A system call of another ABI than the
-   filter's (32-bit calls on x86-64) kills the process. Threads stay possible.
+3. **seccomp**, a filter the kernel runs on every system call: no ``socket()`` at all (every family, so
+   neither the network nor a UNIX socket on disk, which Landlock does not cover), no new process (``fork``,
+   ``vfork``, ``clone`` without ``CLONE_THREAD``, ``execve``), no signal to another process, no raising a
+   resource limit, and none of the calls that reach past a process's own memory and files (``ptrace``,
+   ``process_vm_*``, ``mount`` and the new mount API, ``unshare``, ``setns``, ``bpf``, ``perf_event_open``,
+   modules, ``kexec``, keyrings, ``userfaultfd``, ``io_uring``, ``mknod``, file handles). A system call of
+   another ABI than the filter's (32-bit calls on x86-64) kills the process. Threads stay possible.
 4. A check that it holds: opening ``/`` and making a socket must now fail.
 
 Landlock binds only the calling thread, so :func:`apply` refuses a process that already has more than one.
@@ -74,7 +74,7 @@ SCOPE_SIGNAL = 1 << 1
 # The file-system rights each ABI knows; a ruleset must handle no right its kernel does not know.
 FS_RIGHTS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1,
                     5: (1 << 16) - 1}
-FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV  # the rights a file takes
+FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV  # what a file can take
 READ = FS_READ_FILE | FS_READ_DIR
 READ_WRITE = (READ | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG | FS_REFER
               | FS_TRUNCATE)
@@ -137,13 +137,19 @@ ARCHES = {"x86_64": Arch(0xC000003E, 317, _X86_64, x32=True), "aarch64": Arch(0x
 
 # Refused outright (EPERM); the calls with conditions are in _filter().
 DENIED = (
-    "fork", "vfork", "execve", "execveat", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
-    "pidfd_open", "pidfd_getfd", "socket", "ptrace", "process_vm_readv", "process_vm_writev", "mount",
-    "umount2", "pivot_root", "chroot", "unshare", "setns", "bpf", "perf_event_open", "init_module",
-    "finit_module", "delete_module", "kexec_load", "kexec_file_load", "keyctl", "add_key", "request_key",
-    "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "setrlimit", "mknod", "mknodat",
-    "open_by_handle_at", "name_to_handle_at", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
-    "fspick", "mount_setattr", "reboot", "swapon", "swapoff", "acct", "syslog", "iopl", "ioperm", "quotactl",
+    "fork", "vfork", "execve", "execveat",  # processes (clone is below)
+    "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal", "pidfd_open",
+    "pidfd_getfd",  # signals (kill and tgkill are below)
+    "socket",  # the network and UNIX sockets on disk (socketpair is below)
+    "ptrace", "process_vm_readv", "process_vm_writev",  # other processes' memory
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr",  # the view of the file system
+    "open_by_handle_at", "name_to_handle_at", "mknod", "mknodat",  # around paths; device nodes
+    "setrlimit",  # raising a limit (prlimit64 is below)
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "keyctl", "add_key", "request_key",  # the kernel's larger attack surfaces, and its keyrings
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "acct", "syslog", "iopl", "ioperm", "quotactl",  # the machine itself
 )
 
 
@@ -222,7 +228,8 @@ def runtime_paths() -> tuple[str, ...]:
     shared libraries their extension modules load, and the dynamic linker's cache. Existing paths only."""
     paths = sysconfig.get_paths()
     python = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
-    return allowed([*python, "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"])
+    libraries = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache")
+    return allowed([*python, *libraries])
 
 
 def allowed(paths: Iterable[str]) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from mcp import Client
 
 from convener.analytics import sandbox
 from convener.analytics.sandbox import run_analysis
@@ -35,6 +36,7 @@ from convener.auth.keys import ApiKeys
 from convener.config import Settings
 from convener.outside import fence
 from convener.services import Services
+from tests.e2e.conftest import error_text
 
 TABLES = {"t": QueryResult(columns=(ResultColumn("n", "INT64"),), rows=[(1,)])}
 
@@ -316,3 +318,35 @@ def test_a_child_that_cannot_fence_itself_runs_nothing(monkeypatch: pytest.Monke
     with pytest.raises(FailedPrecondition, match="could not fence itself.*cannot open .*not-there"):
         run_analysis(f"import os\nos.mkdir({str(marker)!r})\nanswer('ran')", TABLES)
     assert not marker.exists()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """The suite's settings, with a folder of CSV files the analytics tools may read."""
+    folder = tmp_path / "roots" / "shop"
+    folder.mkdir(parents=True)
+    rows = "".join(f"{i},{10 + i % 7}\n" for i in range(40))
+    (folder / "orders.csv").write_text("order_id,amount\n" + rows)
+    return Settings(data_dir=tmp_path / "data", database_url=database_url, allow_anonymous=False,
+                    analytics_roots=(tmp_path / "roots",), knowledge_embeddings="off")
+
+
+@pytest.mark.anyio
+async def test_a_data_agent_with_python_analysis_says_why_it_cannot_answer(
+        client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the tools: FAILED_PRECONDITION naming what the machine lacks, rather than an unfenced run."""
+    monkeypatch.setattr(fence, "landlock_abi", lambda: None)
+    folder = str(settings.analytics_roots[0] / "shop")
+    added = await client.call_tool("add_sql_source", {"name": "shop", "location": folder})
+    assert not added.is_error, added.content
+    tables = [{"datasetId": "shop", "tableId": "orders"}]
+    context = {"datasourceReferences": {"bq": {"tableReferences": tables}},
+               "options": {"analysis": {"python": {"enabled": True}}}}
+    agent = {"dataAnalyticsAgent": {"publishedContext": context, "stagingContext": context}}
+    created = await client.call_tool("create_data_agent", {"data_agent_id": "analyst", "data_agent": agent})
+    assert not created.is_error, created.content
+    question = "Show the orders, with statistics"
+    result = await client.call_tool("ask_data_agent", {"data_agent_id": "analyst",
+                                                       "user_query_with_context": question})
+    text = error_text(result, "FAILED_PRECONDITION")
+    assert "operating-system fence" in text and "Landlock is not available" in text

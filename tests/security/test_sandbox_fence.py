@@ -56,7 +56,7 @@ print("hook: off")
 """
 
 ATTACKS = """\
-import json, signal, socket, struct, subprocess
+import json, resource, signal, socket, struct, subprocess
 
 results = {}
 
@@ -130,6 +130,8 @@ attempt("signal the server with libc", lambda: raw(libc.kill(W["server"], signal
 attempt("signal the parent", lambda: os.kill(os.getppid(), signal.SIGUSR1) if os.getppid() > 1 else 1 / 0)
 attempt("connect to an abstract UNIX socket", lambda: python_connect(socket.AF_UNIX, W["abstract"]))
 attempt("connect to a UNIX socket on disk", lambda: python_connect(socket.AF_UNIX, W["unix"]))
+attempt("raise the CPU limit", lambda: resource.setrlimit(resource.RLIMIT_CPU, (10**6, 10**6)))
+attempt("leave the mount namespace", lambda: raw(libc.unshare(0x00020000)))  # CLONE_NEWNS
 print("RESULTS " + json.dumps(results))
 """
 
@@ -254,7 +256,7 @@ def test_the_fence_holds_when_the_audit_hook_is_switched_off(world: World, launc
     assert outcome.error is None, outcome
     assert "hook: off" in outcome.output  # the hook is really off: a ctypes call went through
     tried = results(outcome.output)
-    assert len(tried) == 18
+    assert len(tried) == 20
     assert [name for name, result in tried.items() if not result.startswith("refused")] == []
     assert "the-secret-token" not in outcome.output and "SQLite format 3" not in outcome.output
     assert world.victim.read_text() == "intact"
@@ -273,6 +275,7 @@ def test_what_the_kernel_answers(world: World) -> None:
     assert "Operation not permitted" in tried["connect to a TCP listener with libc"]  # seccomp: no socket()
     assert "Operation not permitted" in tried["fork and exec"]
     assert "Operation not permitted" in tried["signal the server with libc"]
+    assert "Operation not permitted" in tried["leave the mount namespace"]
 
 
 def test_the_fence_module_reports_this_machines_fence() -> None:

@@ -43,6 +43,7 @@ import sys
 import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 
 # --- Landlock (include/uapi/linux/landlock.h) ---------------------------------------------------------------
 
@@ -168,6 +169,7 @@ class Fence:
 # --- Probes -------------------------------------------------------------------------------------------------
 
 
+@cache
 def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long

@@ -285,6 +285,23 @@ def test_the_fence_module_reports_this_machines_fence() -> None:
     assert fence.describe(abi).startswith(f"Landlock ABI {abi}")
 
 
+def test_a_process_with_a_second_thread_is_not_fenced() -> None:
+    """Landlock binds only the calling thread: a thread already running would stay outside, so apply refuses."""
+    probe = ("import threading, time, sys\n"
+             "from convener.outside import fence\n"
+             "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+             "try:\n"
+             "    fence.apply(fence.Fence(readable=fence.runtime_paths()))\n"
+             "except fence.Unfenced as error:\n"
+             "    print('unfenced:', error)\n"
+             "    print(open('/etc/passwd').read() != '')\n")
+    source = str(Path(fence.__file__).parents[2])
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30,
+                          check=False, env={"PYTHONPATH": source})
+    assert done.stdout.splitlines() == [
+        "unfenced: the process has 2 threads; Landlock would fence only the calling one", "True"], done
+
+
 # --- No fence, no analysis ---------------------------------------------------------------------------------
 
 

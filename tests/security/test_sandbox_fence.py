@@ -286,7 +286,8 @@ def test_the_fence_module_reports_this_machines_fence() -> None:
 
 
 def test_a_process_with_a_second_thread_is_not_fenced() -> None:
-    """Landlock binds only the calling thread: a thread already running would stay outside, so apply refuses."""
+    """Landlock binds only the calling thread: a thread already running would stay outside, so apply refuses
+    (and changes nothing: the process still reads what it could)."""
     probe = ("import threading, time, sys\n"
              "from convener.outside import fence\n"
              "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"

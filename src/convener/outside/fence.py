@@ -163,7 +163,7 @@ class Fence:
     """What a fenced process may reach on disk: everything else is out of reach."""
 
     readable: tuple[str, ...]  # folders and files that may be read (not executed)
-    writable: tuple[str, ...] = ()  # folders that may be read and written (not executed)
+    writable: tuple[str, ...] = ()  # folders and files that may be read and written (not executed)
 
 
 # --- Probes -------------------------------------------------------------------------------------------------

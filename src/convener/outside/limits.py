@@ -28,3 +28,20 @@ def limit(name: str, value: int, unit: str, what: str, setting: str | None = Non
 
 
 # Declared as: ``RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one input's text")``.
+
+
+# YAML, wherever a caller (or a file a caller names) gives it: checked while the events are read, before any
+# node is built, so a few hundred bytes of aliases (a "billion laughs") cannot grow into a billion nodes.
+YAML_BYTES = limit("yaml.bytes", 5_000_000, "bytes", "one YAML document's text (a reader may be given less)")
+YAML_DEPTH = limit("yaml.depth", 100, "levels", "nesting of YAML sequences and mappings")
+YAML_NODES = limit("yaml.nodes", 1_000_000, "nodes", "scalars, sequences and mappings written in one YAML document")
+YAML_ALIASES = limit("yaml.aliases", 100, "references", "YAML alias references (*name) in one document")
+YAML_ALIAS_NODES = limit(
+    "yaml.alias_nodes", 10_000, "nodes", "nodes that a YAML document's alias references add once expanded"
+)
+
+APP_CONTENT_BYTES = limit("ces.app_content", 5_000_000, "bytes", "an app's YAML given to import_app or `import app`")
+OPENAPI_DOCUMENT_BYTES = limit(
+    "ces.openapi_document", 2 * 1024 * 1024, "bytes", "an OpenAPI document, given inline or fetched from its URL"
+)
+FRONT_MATTER_BYTES = limit("knowledge.front_matter", 64 * 1024, "bytes", "how far a Markdown file's YAML front matter may reach")

@@ -34,7 +34,8 @@ def limit(name: str, value: int, unit: str, what: str, setting: str | None = Non
 # node is built, so a few hundred bytes of aliases (a "billion laughs") cannot grow into a billion nodes.
 YAML_BYTES = limit("yaml.bytes", 5_000_000, "bytes", "one YAML document's text (a reader may be given less)")
 YAML_DEPTH = limit("yaml.depth", 100, "levels", "nesting of YAML sequences and mappings")
-YAML_NODES = limit("yaml.nodes", 1_000_000, "nodes", "scalars, sequences and mappings written in one YAML document")
+YAML_NODES = limit("yaml.nodes", 500_000, "nodes", "scalars, sequences and mappings written in one YAML document")
+"""App YAML runs 15 to 25 bytes a node: a 5 MB app has about 250,000."""
 YAML_ALIASES = limit("yaml.aliases", 100, "references", "YAML alias references (*name) in one document")
 YAML_ALIAS_NODES = limit(
     "yaml.alias_nodes", 10_000, "nodes", "nodes that a YAML document's alias references add once expanded"
@@ -45,3 +46,22 @@ OPENAPI_DOCUMENT_BYTES = limit(
     "ces.openapi_document", 2 * 1024 * 1024, "bytes", "an OpenAPI document, given inline or fetched from its URL"
 )
 FRONT_MATTER_BYTES = limit("knowledge.front_matter", 64 * 1024, "bytes", "how far a Markdown file's YAML front matter may reach")
+
+
+# Every tool call: the floor under every field's own limit (the HTTP edge bounds the request body first).
+REQUEST_BYTES = limit("request.bytes", 8 * 1024 * 1024, "bytes", "a tool call's arguments as compact JSON")
+REQUEST_STRING = limit(
+    "request.string", 5_000_000, "characters", "any one text in a tool call's arguments (the longest field is appContent)"
+)
+REQUEST_ARRAY = limit("request.array", 10_000, "entries", "any one array or object in a tool call's arguments")
+REQUEST_DEPTH = limit("request.depth", 128, "levels", "nesting of arrays and objects in a tool call's arguments")
+
+# ces: sessions and imports
+CONVERSATION_LINE_BYTES = limit(
+    "ces.import.line", 16 * 1024 * 1024, "bytes", "one line (one Conversation) of a JSON Lines file `import conversations` reads"
+)
+CONVERSATION_BATCH_BYTES = limit(
+    "ces.import.batch", 64 * 1024 * 1024, "bytes", "conversation lines held in memory before they are written"
+)
+RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one run_session input's text")
+RUN_SESSION_DTMF = limit("ces.run_session.dtmf", 256, "characters", "one run_session input's DTMF digits")

@@ -5,30 +5,25 @@ node graph a DAG, so a few hundred bytes of anchors and aliases (a "billion laug
 whatever walks the result (validation, storage, JSON). Here the parser's events are read first, and the document
 is refused (INVALID_ARGUMENT, naming the limit and the line) as soon as it goes over a limit of
 ``convener.outside.limits``: its bytes, its nesting, its nodes, its alias references and the nodes those
-references add once expanded. Only then are the very same events composed and constructed, so what was counted
-is exactly what is built. An alias to an anchor that is not complete yet (a recursive structure, which no JSON
+references add once expanded. Only then is the same text loaded by the same parser, which gives the same events
+again; the counting pass keeps none of them, so refusing a document costs one quick read of it. An alias to an anchor that is not complete yet (a recursive structure, which no JSON
 can hold and which would make every later walk endless) is refused too.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
-from yaml.composer import Composer
-from yaml.constructor import SafeConstructor
 from yaml.events import (
     AliasEvent,
-    CollectionEndEvent,
-    CollectionStartEvent,
     Event,
-    NodeEvent,
+    MappingEndEvent,
+    MappingStartEvent,
     ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
 )
-from yaml.resolver import Resolver
 
 from convener.api.errors import InvalidArgument
 from convener.outside.limits import LIMITS, YAML_ALIAS_NODES, YAML_ALIASES, YAML_BYTES, YAML_DEPTH, YAML_NODES
@@ -42,14 +37,16 @@ def read_yaml(source: str | bytes, field: str, *, size_limit: str = "yaml.bytes"
     naming ``field``. ``size_limit`` names the limit of ``source``'s bytes where a field has its own, which
     may only be tighter than ``yaml.bytes``."""
     text = _text(source, field, size_limit)
-    events = _counted_events(text, field)
-    loader = _EventReplay(events)
+    _count(text, field)
+    loader = _EVENT_LOADER(text)
     try:
         return loader.get_single_data()
     except yaml.YAMLError as error:
         raise InvalidArgument(f"{field} is not valid YAML: {yaml_problem(error)}") from None
     except (ValueError, OverflowError):  # a scalar no Python value holds: a 5,000-digit integer, 2024-13-45
         raise InvalidArgument(f"{field} is not valid YAML: a value cannot be read") from None
+    finally:
+        loader.dispose()
 
 
 def yaml_problem(error: yaml.YAMLError) -> str:
@@ -85,119 +82,76 @@ def _utf8_size(text: str, bound: int) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-@dataclass
-class _Open:
-    """A sequence or mapping whose end event has not come yet."""
+def _count(text: str, where: str) -> None:
+    """Reads the document's events, and refuses it at the first one that takes it over a limit.
 
-    anchor: str | None
-    nodes: int = 1
-    """Nodes in it so far, aliases expanded."""
-
-
-@dataclass
-class _Tally:
-    where: str
-    nodes: int = 0
-    aliases: int = 0
-    alias_nodes: int = 0
-    open: list[_Open] = field(default_factory=list)
-    complete: dict[str, int] = field(default_factory=dict)
-    """Expanded node count of each anchor whose node is complete."""
-
-    def take(self, event: Event) -> None:
-        if isinstance(event, AliasEvent):
-            self._alias(event)
-        elif isinstance(event, ScalarEvent):
-            self._node(event)
-            self._finished(event.anchor, 1)
-        elif isinstance(event, CollectionStartEvent):
-            self._node(event)
-            self._check(len(self.open) + 1, YAML_DEPTH, "yaml.depth", event)
-            if event.anchor is not None:
-                self.complete.pop(event.anchor, None)  # a redefined anchor means the new node from here on
-            self.open.append(_Open(event.anchor))
-        elif isinstance(event, CollectionEndEvent) and self.open:
-            closed = self.open.pop()
-            self._finished(closed.anchor, closed.nodes)
-
-    def _node(self, event: NodeEvent) -> None:
-        self.nodes += 1
-        self._check(self.nodes, YAML_NODES, "yaml.nodes", event)
-
-    def _alias(self, event: AliasEvent) -> None:
-        self.aliases += 1
-        self._check(self.aliases, YAML_ALIASES, "yaml.aliases", event)
-        size = self.complete.get(event.anchor or "")
-        if size is None:
+    One flat loop over locals: it runs once per event of documents of up to a million nodes. A node's expanded
+    size is read off the running total (nodes written plus nodes added by aliases) at its start and its end.
+    """
+    nodes = aliases = alias_nodes = 0
+    opened: list[tuple[str | None, int]] = []
+    """Each open sequence or mapping: its anchor, and the running total before it."""
+    complete: dict[str, int] = {}
+    """Expanded size of each anchored node already complete."""
+    parser = _EVENT_LOADER(text)
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            kind = type(event)
+            if kind is ScalarEvent:
+                nodes += 1
+                if nodes > YAML_NODES:
+                    _refuse(where, "yaml.nodes", event)
+                if event.anchor is not None:
+                    complete[event.anchor] = 1
+            elif kind is SequenceStartEvent or kind is MappingStartEvent:
+                opened.append((event.anchor, nodes + alias_nodes))
+                nodes += 1
+                if nodes > YAML_NODES:
+                    _refuse(where, "yaml.nodes", event)
+                if len(opened) > YAML_DEPTH:
+                    _refuse(where, "yaml.depth", event)
+                if event.anchor is not None:
+                    complete.pop(event.anchor, None)  # a redefined anchor names the new node from here on
+            elif kind is SequenceEndEvent or kind is MappingEndEvent:
+                anchor, before = opened.pop()
+                if anchor is not None:
+                    complete[anchor] = nodes + alias_nodes - before
+            elif kind is AliasEvent:
+                aliases += 1
+                if aliases > YAML_ALIASES:
+                    _refuse(where, "yaml.aliases", event)
+                size = complete.get(event.anchor or "")
+                if size is None:
+                    raise InvalidArgument(
+                        f"{where}: the alias at line {_line(event)} refers to no complete anchor "
+                        "(an undefined or recursive alias)"
+                    )
+                alias_nodes += size
+                if alias_nodes > YAML_ALIAS_NODES:
+                    _refuse(where, "yaml.alias_nodes", event)
+    except yaml.MarkedYAMLError as error:
+        if "nesting depth" in (error.problem or "") and error.problem_mark is not None:
+            # libyaml's scanner looks ahead through flow collections and has a nesting limit of its own (1000)
             raise InvalidArgument(
-                f"{self.where}: the alias at line {_line(event)} refers to no complete anchor "
-                "(an undefined or recursive alias)"
-            )
-        self.alias_nodes += size
-        self._check(self.alias_nodes, YAML_ALIAS_NODES, "yaml.alias_nodes", event)
-        if self.open:
-            self.open[-1].nodes += size
+                f"{where} goes over a limit at line {error.problem_mark.line + 1}: {LIMITS['yaml.depth'].what}: "
+                f"at most {YAML_DEPTH} levels (yaml.depth)"
+            ) from None
+        raise InvalidArgument(f"{where} is not valid YAML: {yaml_problem(error)}") from None
+    except yaml.YAMLError as error:
+        raise InvalidArgument(f"{where} is not valid YAML: {yaml_problem(error)}") from None
+    finally:
+        parser.dispose()
 
-    def _finished(self, anchor: str | None, nodes: int) -> None:
-        if anchor is not None:
-            self.complete[anchor] = nodes
-        if self.open:
-            self.open[-1].nodes += nodes
 
-    def _check(self, count: int, maximum: int, name: str, event: Event) -> None:
-        if count > maximum:
-            declared = LIMITS[name]
-            raise InvalidArgument(
-                f"{self.where} goes over a limit at line {_line(event)}: {declared.what}: "
-                f"at most {maximum} {declared.unit} ({name})"
-            )
+def _refuse(where: str, name: str, event: Event) -> NoReturn:
+    declared = LIMITS[name]
+    raise InvalidArgument(
+        f"{where} goes over a limit at line {_line(event)}: {declared.what}: "
+        f"at most {declared.value} {declared.unit} ({name})"
+    )
 
 
 def _line(event: Event) -> int:
     mark = event.start_mark
     return mark.line + 1 if mark is not None else 0
-
-
-def _counted_events(text: str, field: str) -> list[Event]:
-    tally = _Tally(field)
-    events: list[Event] = []
-    try:
-        for event in _parsed(text):
-            tally.take(event)
-            events.append(event)
-    except yaml.YAMLError as error:
-        raise InvalidArgument(f"{field} is not valid YAML: {yaml_problem(error)}") from None
-    return events
-
-
-def _parsed(text: str) -> Iterator[Event]:
-    parser = _EVENT_LOADER(text)
-    try:
-        while parser.check_event():
-            yield parser.get_event()
-    finally:
-        parser.dispose()
-
-
-class _EventReplay(Composer, SafeConstructor, Resolver):
-    """PyYAML's safe composer and constructor, fed the events already read and counted."""
-
-    def __init__(self, events: list[Event]) -> None:
-        self._events = deque(events)
-        Composer.__init__(self)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
-
-    def check_event(self, *choices: type[Event]) -> bool:
-        if not self._events:
-            return False
-        return not choices or isinstance(self._events[0], choices)
-
-    def peek_event(self) -> Event | None:
-        return self._events[0] if self._events else None
-
-    def get_event(self) -> Event | None:
-        return self._events.popleft() if self._events else None
-
-    def dispose(self) -> None:
-        self._events.clear()

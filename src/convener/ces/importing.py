@@ -49,7 +49,7 @@ class ImportReport:
 
 def _decode(line: str | bytes) -> str:
     if len(line) > MAX_LINE_BYTES:
-        raise InvalidArgument(f"the line is longer than {MAX_LINE_BYTES} bytes")
+        raise InvalidArgument(f"the line is longer than {MAX_LINE_BYTES} bytes (ces.import.line)")
     if isinstance(line, str):
         return line
     try:

@@ -65,3 +65,43 @@ CONVERSATION_BATCH_BYTES = limit(
 )
 RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one run_session input's text")
 RUN_SESSION_DTMF = limit("ces.run_session.dtmf", 256, "characters", "one run_session input's DTMF digits")
+
+# Names, filters and page tokens (every service)
+RESOURCE_NAME_CHARACTERS = limit("api.name", 1024, "characters", "a resource name given to any tool")
+FILTER_CHARACTERS = limit("api.filter", 4096, "characters", "an AIP-160 filter")
+FILTER_DEPTH = limit("api.filter.depth", 32, "levels", "nesting of parentheses and NOT in a filter")
+FILTER_COMPARISONS = limit("api.filter.comparisons", 200, "comparisons", "comparisons in one filter")
+PAGE_TOKEN_CHARACTERS = limit("api.page_token", 2048, "characters", "a pageToken")
+
+# ces: the texts of apps, versions and app parts
+DISPLAY_NAME_CHARACTERS = limit(
+    "ces.display_name", 512, "characters", "the displayName of an app, or of an agent, tool, toolset or guardrail"
+)
+DESCRIPTION_CHARACTERS = limit(
+    "ces.description", 16_384, "characters", "the description of an app, or of an agent, tool, toolset or guardrail"
+)
+INSTRUCTION_CHARACTERS = limit(
+    "ces.instruction", 100_000, "characters", "an agent's instruction, or an app's globalInstruction"
+)
+APP_VERSION_TEXT = limit("ces.app_version.text", 16_384, "characters", "an app version's displayName or description")
+DEFINITION_BYTES = limit(
+    "ces.definition", 1_000_000, "bytes", "one agent, tool, toolset, guardrail or evaluation definition, as JSON"
+)
+ADK_CONTENT_BYTES = limit(
+    "ces.adk_content", 10 * 1024 * 1024, "bytes", "an ADK evaluation set to import (over MCP, request.string comes first)"
+)
+
+# chat
+CHAT_MESSAGE_TEXT = limit("chat.message_text", 4096, "characters", "a message's text (Google Chat's own limit)")
+CHAT_KEYWORDS = limit("chat.keywords", 20, "keywords", "keywords in one search")
+CHAT_KEYWORD_CHARACTERS = limit("chat.keyword", 200, "characters", "one search keyword")
+
+# knowledge
+KNOWLEDGE_QUERY_CHARACTERS = limit(
+    "knowledge.query", 500, "characters", "a search_documents or answer_query query (Google's limit)"
+)
+DOCUMENT_NAME_CHARACTERS = limit("knowledge.document_name", 500, "characters", "a document's name")
+DATA_SOURCE_CHARACTERS = limit("knowledge.data_source", 255, "characters", "a data source's name")
+
+# analytics
+DATA_AGENT_TEXT = limit("analytics.data_agent.text", 10_000, "characters", "a data agent's displayName or description")

@@ -117,3 +117,24 @@ def test_an_overlong_jsonl_line_is_reported_without_being_kept_and_the_next_line
     assert result.exit_code == 1
     assert f"line 1: INVALID_ARGUMENT: the line is longer than {CONVERSATION_LINE_BYTES} bytes" in result.stderr
     assert "1 imported, 0 already present, 1 failed" in result.stdout
+
+
+async def test_the_texts_of_an_app_and_its_parts_have_their_own_limits(client: Client) -> None:
+    from convener.outside.limits import DISPLAY_NAME_CHARACTERS, INSTRUCTION_CHARACTERS
+
+    await make_app(client)
+    long_instruction = {"displayName": "Front", "instruction": "x" * (INSTRUCTION_CHARACTERS + 1),
+                        "playbookAgent": {"fallback": [{"reply": "hi"}]}}
+    text = error_text(await client.call_tool("create_agent", {"parent": APP, "agentId": "front",
+                                                              "agent": long_instruction}), "INVALID_ARGUMENT")
+    assert "agent.instruction" in text and "ces.instruction" in text, text
+    text = error_text(await client.call_tool("update_app", {
+        "app": {"name": APP, "displayName": "x" * (DISPLAY_NAME_CHARACTERS + 1)}, "updateMask": "displayName"}),
+        "INVALID_ARGUMENT")
+    assert "app.displayName" in text and "ces.display_name" in text, text
+    text = error_text(await client.call_tool("update_app", {
+        "app": {"name": APP, "globalInstruction": "x" * (INSTRUCTION_CHARACTERS + 1)}, "updateMask": "globalInstruction"}),
+        "INVALID_ARGUMENT")
+    assert "globalInstruction" in text and "ces.instruction" in text, text
+    assert (await call_json(client, "list_agents", {"parent": APP})).get("agents", []) == []
+    assert (await call_json(client, "get_app", {"name": APP})).get("globalInstruction") is None

@@ -41,24 +41,26 @@ YAML_ALIAS_NODES = limit(
     "yaml.alias_nodes", 10_000, "nodes", "nodes that a YAML document's alias references add once expanded"
 )
 
-APP_CONTENT_BYTES = limit("ces.app_content", 5_000_000, "bytes", "an app's YAML given to import_app or `import app`")
+APP_CONTENT_BYTES = limit("ces.app_content", 5_000_000, "bytes", "an app's YAML given to import_app or `apps import`")
 OPENAPI_DOCUMENT_BYTES = limit(
     "ces.openapi_document", 2 * 1024 * 1024, "bytes", "an OpenAPI document, given inline or fetched from its URL"
 )
-FRONT_MATTER_BYTES = limit("knowledge.front_matter", 64 * 1024, "bytes", "how far a Markdown file's YAML front matter may reach")
+FRONT_MATTER_BYTES = limit(
+    "knowledge.front_matter", 64 * 1024, "bytes", "how far a Markdown file's YAML front matter may reach"
+)
 
 
 # Every tool call: the floor under every field's own limit (the HTTP edge bounds the request body first).
 REQUEST_BYTES = limit("request.bytes", 8 * 1024 * 1024, "bytes", "a tool call's arguments as compact JSON")
 REQUEST_STRING = limit(
-    "request.string", 5_000_000, "characters", "any one text in a tool call's arguments (the longest field is appContent)"
+    "request.string", 5_000_000, "characters", "any one text in a tool call's arguments (the longest is appContent)"
 )
 REQUEST_ARRAY = limit("request.array", 10_000, "entries", "any one array or object in a tool call's arguments")
 REQUEST_DEPTH = limit("request.depth", 128, "levels", "nesting of arrays and objects in a tool call's arguments")
 
 # ces: sessions and imports
 CONVERSATION_LINE_BYTES = limit(
-    "ces.import.line", 16 * 1024 * 1024, "bytes", "one line (one Conversation) of a JSON Lines file `import conversations` reads"
+    "ces.import.line", 16 * 1024 * 1024, "bytes", "one line (one Conversation) of a file `import conversations` reads"
 )
 CONVERSATION_BATCH_BYTES = limit(
     "ces.import.batch", 64 * 1024 * 1024, "bytes", "conversation lines held in memory before they are written"

@@ -26,7 +26,9 @@ def check_request_size(arguments: Any, where: str = "arguments") -> None:
             size += _text_size(path, item)
         elif isinstance(item, dict | list):
             if depth > REQUEST_DEPTH:
-                raise InvalidArgument(f"{_clip(path)} is nested too deeply: at most {REQUEST_DEPTH} levels (request.depth)")
+                raise InvalidArgument(
+                    f"{_clip(path)} is nested too deeply: at most {REQUEST_DEPTH} levels (request.depth)"
+                )
             if len(item) > REQUEST_ARRAY:
                 raise InvalidArgument(
                     f"{_clip(path)} has {len(item)} entries: at most {REQUEST_ARRAY} (request.array)"

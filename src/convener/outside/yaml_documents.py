@@ -5,9 +5,10 @@ node graph a DAG, so a few hundred bytes of anchors and aliases (a "billion laug
 whatever walks the result (validation, storage, JSON). Here the parser's events are read first, and the document
 is refused (INVALID_ARGUMENT, naming the limit and the line) as soon as it goes over a limit of
 ``convener.outside.limits``: its bytes, its nesting, its nodes, its alias references and the nodes those
-references add once expanded. Only then is the same text loaded by the same parser, which gives the same events
-again; the counting pass keeps none of them, so refusing a document costs one quick read of it. An alias to an anchor that is not complete yet (a recursive structure, which no JSON
-can hold and which would make every later walk endless) is refused too.
+references add once expanded. An alias to an anchor that is not complete yet (a recursive structure, which no
+JSON can hold and which would make every later walk endless) is refused too. Only then is the same text loaded by
+the same parser, which gives the same events again. The counting pass keeps none of them (keeping half a million
+events costs more in garbage collection than reading them), so refusing a document costs one quick read of it.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _utf8_size(text: str, bound: int) -> int:
 def _count(text: str, where: str) -> None:
     """Reads the document's events, and refuses it at the first one that takes it over a limit.
 
-    One flat loop over locals: it runs once per event of documents of up to a million nodes. A node's expanded
+    One flat loop over locals: it runs once per event, for documents of up to ``yaml.nodes`` nodes. A node's expanded
     size is read off the running total (nodes written plus nodes added by aliases) at its start and its end.
     """
     nodes = aliases = alias_nodes = 0
@@ -133,9 +134,10 @@ def _count(text: str, where: str) -> None:
     except yaml.MarkedYAMLError as error:
         if "nesting depth" in (error.problem or "") and error.problem_mark is not None:
             # libyaml's scanner looks ahead through flow collections and has a nesting limit of its own (1000)
+            depth = LIMITS["yaml.depth"]
             raise InvalidArgument(
-                f"{where} goes over a limit at line {error.problem_mark.line + 1}: {LIMITS['yaml.depth'].what}: "
-                f"at most {YAML_DEPTH} levels (yaml.depth)"
+                f"{where} goes over a limit at line {error.problem_mark.line + 1}: {depth.what}: "
+                f"at most {depth.value} {depth.unit} (yaml.depth)"
             ) from None
         raise InvalidArgument(f"{where} is not valid YAML: {yaml_problem(error)}") from None
     except yaml.YAMLError as error:

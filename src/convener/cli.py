@@ -26,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from convener.api.errors import ApiError, Code, NotFound
+from convener.api.errors import ApiError, Code, InvalidArgument, NotFound
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.auth.keys import PRINCIPAL, ApiKeys
 from convener.ces.evaluation.junit import ResultSummary, junit_xml, summarise, write_junit
@@ -57,6 +57,8 @@ from convener.ces.names import (
 )
 from convener.config import Settings
 from convener.longrunning.models import Operation
+from convener.outside.bounded_reading import bounded_lines, read_at_most
+from convener.outside.limits import CONVERSATION_LINE_BYTES
 from convener.services import Services
 
 app = typer.Typer(help="Convener: Google's agent-platform MCP tools on your own machine.", no_args_is_help=True)
@@ -187,7 +189,8 @@ def import_conversations_command(
     with _services(_settings(data_dir, database_url)) as opened:
         target = AppName.parse(app_name, "--app")
         if str(file) == "-":
-            report = import_conversations(opened.apps, opened.conversations, sys.stdin.buffer, target)
+            report = import_conversations(opened.apps, opened.conversations,
+                                          bounded_lines(sys.stdin.buffer, CONVERSATION_LINE_BYTES), target)
         else:
             if not file.is_file():
                 raise _fail("NOT_FOUND", f"no such file {file}")
@@ -200,7 +203,7 @@ def import_conversations_command(
             ):
                 task = progress.add_task("import", total=file.stat().st_size)
                 report = import_conversations(
-                    opened.apps, opened.conversations, lines, target,
+                    opened.apps, opened.conversations, bounded_lines(lines, CONVERSATION_LINE_BYTES), target,
                     on_line=lambda size: progress.advance(task, size),
                 )
         for problem in report.errors:
@@ -270,11 +273,23 @@ def import_app_command(
     """Create (or with --replace, overwrite) an app from a YAML file, all or nothing."""
     if str(file) != "-" and not file.is_file():
         raise _fail("NOT_FOUND", f"no such file {file}")
-    content = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
     with _services(_settings(data_dir, database_url)) as opened:
+        content = _app_file_text(file)
         imported = opened.runtime.bundles.import_(parent, app_id or (file.stem if str(file) != "-" else None), content,
                                                   replace, LOCAL_USER)
         out.print(f"imported {imported.name}", markup=False)
+
+
+def _app_file_text(file: Path) -> str:
+    if str(file) == "-":
+        raw = read_at_most(sys.stdin.buffer, "ces.app_content", "the app file")
+    else:
+        with file.open("rb") as stream:
+            raw = read_at_most(stream, "ces.app_content", "the app file")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidArgument(f"the app file is not UTF-8: invalid byte at offset {error.start}") from None
 
 
 @app.command()

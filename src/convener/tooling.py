@@ -26,6 +26,7 @@ from convener import __version__
 from convener.api.errors import INTERNAL_MESSAGE, ApiError, Code, PermissionDenied, describe_validation
 from convener.api.protojson import ProtoModel, check_storable_json
 from convener.auth.caller import LOCAL_USER, Caller
+from convener.outside.request_sizes import check_request_size
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +143,7 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
             raise PermissionDenied(f"{caller.principal} may not use the {service} service")
         if not caller.has_any(service, spec.scopes):
             raise PermissionDenied(f"{spec.name} needs one of the scopes {', '.join(spec.scopes)}")
+        check_request_size(arguments or {}, "arguments")
         check_storable_json(arguments or {}, "arguments")
         request = spec.request.model_validate(arguments or {})
         if spec.progress_handler is not None:

@@ -19,6 +19,7 @@ from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
+from convener.outside.limits import DATA_AGENT_TEXT
 from convener.store.database import Database
 
 PARENT = "projects/convener/locations/global"
@@ -26,7 +27,7 @@ AGENTS = f"{PARENT}/dataAgents/"
 AGENT_ID = re.compile(r"[a-z][a-z0-9-]{0,62}")
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
-MAX_TEXT = 10_000
+MAX_TEXT = DATA_AGENT_TEXT
 UPDATABLE = {
     "display_name": "display_name",
     "description": "description",

@@ -20,10 +20,11 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from convener.api.errors import InvalidArgument
 from convener.api.protojson import Timestamp
+from convener.outside.limits import FILTER_CHARACTERS, FILTER_COMPARISONS, FILTER_DEPTH
 
-MAX_FILTER_LENGTH = 4096
-MAX_DEPTH = 32
-MAX_COMPARISONS = 200
+MAX_FILTER_LENGTH = FILTER_CHARACTERS
+MAX_DEPTH = FILTER_DEPTH
+MAX_COMPARISONS = FILTER_COMPARISONS
 
 
 class FieldType(Enum):

@@ -12,10 +12,11 @@ import re
 from typing import Any, ClassVar, Self
 
 from convener.api.errors import InvalidArgument
+from convener.outside.limits import RESOURCE_NAME_CHARACTERS
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,127}")
 """Matched with ``fullmatch``: ``$`` would let a trailing newline through."""
-MAX_NAME_LENGTH = 1024
+MAX_NAME_LENGTH = RESOURCE_NAME_CHARACTERS
 
 
 def check_id(value: str, what: str) -> str:

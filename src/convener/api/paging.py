@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from convener.api.errors import InvalidArgument
+from convener.outside.limits import PAGE_TOKEN_CHARACTERS
 
 _TOKEN_VERSION = 1
-_MAX_TOKEN_LENGTH = 2048
+_MAX_TOKEN_LENGTH = PAGE_TOKEN_CHARACTERS
 _MAC_BYTES = 16
 
 JsonScalar = str | int | float | bool | None

@@ -30,6 +30,7 @@ from convener.ces.requests import (
 )
 from convener.ces.schemas import check_json_schema, jsonschema_problem
 from convener.ces.tables import apps, definitions
+from convener.outside.limits import DESCRIPTION_CHARACTERS, DISPLAY_NAME_CHARACTERS, INSTRUCTION_CHARACTERS
 from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 50
@@ -39,7 +40,8 @@ UPDATABLE = {"displayName": "display_name", "description": "description"}
 SETTINGS = ("rootAgent", "variableDeclarations", "globalInstruction", "modelSettings", "languageSettings",
             "timeZoneSettings", "guardrails", "evaluationSettings")
 """Fields update_app may change that live together in the ``settings`` document."""
-MAX_LENGTH = {"displayName": 512, "description": 16_384}
+TEXT_LIMITS = (("displayName", DISPLAY_NAME_CHARACTERS, "ces.display_name"),
+               ("description", DESCRIPTION_CHARACTERS, "ces.description"))
 VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_VARIABLES = 500
 MAX_GUARDRAILS = 64
@@ -58,10 +60,14 @@ def _etag(values: dict[str, Any]) -> str:
 
 
 def _check_text(app: App) -> None:
-    for field, limit in MAX_LENGTH.items():
+    for field, limit, limit_name in TEXT_LIMITS:
         value = getattr(app, UPDATABLE[field])
         if value is not None and len(value) > limit:
-            raise InvalidArgument(f"app.{field} is longer than {limit} characters")
+            raise InvalidArgument(f"app.{field} is longer than {limit} characters ({limit_name})")
+    if app.global_instruction is not None and len(app.global_instruction) > INSTRUCTION_CHARACTERS:
+        raise InvalidArgument(
+            f"app.globalInstruction is longer than {INSTRUCTION_CHARACTERS} characters (ces.instruction)"
+        )
 
 
 def _settings_of(app: App) -> dict[str, Any]:

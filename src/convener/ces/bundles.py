@@ -25,9 +25,9 @@ from convener.ces.definitions import Agent, Guardrail, Tool, Toolset
 from convener.ces.models import App
 from convener.ces.names import AgentName, AppChildName, AppName, GuardrailName, ToolName, ToolsetName
 from convener.ces.tables import apps, definitions
+from convener.outside.yaml_documents import read_yaml
 
 FORMAT = "convener.app/v1"
-MAX_CONTENT_BYTES = 5_000_000
 OUTPUT_ONLY = ("name", "createTime", "updateTime", "etag")
 
 
@@ -203,14 +203,7 @@ class Bundles:
 
     @staticmethod
     def _load(content: str) -> dict[str, Any]:
-        if len(content.encode()) > MAX_CONTENT_BYTES:
-            raise InvalidArgument(f"appContent is larger than {MAX_CONTENT_BYTES} bytes")
-        try:
-            document = yaml.safe_load(content)
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise InvalidArgument(f"appContent is not valid YAML{where}") from None
+        document = read_yaml(content, "appContent", size_limit="ces.app_content")
         if not isinstance(document, dict):
             raise InvalidArgument("appContent must be a YAML mapping with app, agents, tools, toolsets and guardrails")
         if document.get("format", FORMAT) != FORMAT:

@@ -27,13 +27,19 @@ from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.names import AppChildName, AppName
 from convener.ces.tables import definitions
+from convener.outside.limits import (
+    DEFINITION_BYTES,
+    DESCRIPTION_CHARACTERS,
+    DISPLAY_NAME_CHARACTERS,
+    INSTRUCTION_CHARACTERS,
+)
 from convener.store.database import AnyRow, Database
 
 Part = TypeVar("Part", bound=ProtoModel)
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-MAX_DEFINITION_BYTES = 1_000_000
+MAX_DEFINITION_BYTES = DEFINITION_BYTES
 
 
 class AppParts:
@@ -99,8 +105,20 @@ def _definition_of(kind: PartKind[Part], part: Part) -> dict[str, Any]:
     """The caller's definition without the fields only the service may set."""
     body = {key: value for key, value in part.to_json().items() if key not in kind.output_only}
     if len(json.dumps(body)) > MAX_DEFINITION_BYTES:
-        raise InvalidArgument(f"{kind.singular} is larger than {MAX_DEFINITION_BYTES} bytes")
+        raise InvalidArgument(f"{kind.singular} is larger than {MAX_DEFINITION_BYTES} bytes (ces.definition)")
+    for key, maximum, limit_name in _TEXT_LIMITS:
+        value = body.get(key)
+        if isinstance(value, str) and len(value) > maximum:
+            raise InvalidArgument(f"{kind.singular}.{key} is longer than {maximum} characters ({limit_name})")
     return body
+
+
+_TEXT_LIMITS = (
+    ("displayName", DISPLAY_NAME_CHARACTERS, "ces.display_name"),
+    ("description", DESCRIPTION_CHARACTERS, "ces.description"),
+    ("instruction", INSTRUCTION_CHARACTERS, "ces.instruction"),
+)
+"""The texts every kind of part may have, each with its own limit under the definition's."""
 
 
 class PartService(Generic[Part]):

@@ -22,11 +22,12 @@ from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService, content_id
 from convener.ces.models import App, Conversation
 from convener.ces.names import AppName, ConversationName
+from convener.outside.limits import CONVERSATION_BATCH_BYTES, CONVERSATION_LINE_BYTES
 
 logger = logging.getLogger(__name__)
 
 BATCH = 500
-MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = CONVERSATION_LINE_BYTES
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class ImportReport:
 
 def _decode(line: str | bytes) -> str:
     if len(line) > MAX_LINE_BYTES:
-        raise InvalidArgument(f"the line is longer than {MAX_LINE_BYTES} bytes")
+        raise InvalidArgument(f"the line is longer than {MAX_LINE_BYTES} bytes (ces.import.line)")
     if isinstance(line, str):
         return line
     try:
@@ -96,8 +97,11 @@ def import_conversations(
         apps.ensure(connection, app, App())
         app_pk = apps.app_pk(connection, app)
     batch: list[tuple[int, str | bytes]] = []
+    batch_bytes = 0
 
     def flush() -> None:
+        nonlocal batch_bytes
+        batch_bytes = 0
         with database.transaction() as connection:
             for number, text in batch:
                 try:
@@ -125,7 +129,8 @@ def import_conversations(
         on_line(len(text))
         if text.strip():
             batch.append((number, text))
-        if len(batch) >= BATCH:
+            batch_bytes += len(text)
+        if len(batch) >= BATCH or batch_bytes >= CONVERSATION_BATCH_BYTES:  # many lines, or a few big ones
             flush()
     flush()
     return report

@@ -9,7 +9,7 @@ conditional on the session not having moved on meanwhile (else ABORTED, and noth
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -24,11 +24,12 @@ from convener.ces.names import AgentName, SessionName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
-from convener.ces.session_models import RunSessionRequest, RunSessionResponse
+from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionInput
 from convener.ces.tables import conversations, sessions
 from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
+from convener.outside.limits import RUN_SESSION_DTMF, RUN_SESSION_TEXT
 from convener.store.database import AnyRow, Database
 
 MAX_INPUTS = 100
@@ -40,6 +41,19 @@ def _error(code: str, message: str) -> ApiError:
     """An AgentFailure's code as the ApiError of that code (UNAVAILABLE when the code is not one we raise)."""
     kind = _ERRORS.get(code) or _ERRORS[Code.UNAVAILABLE.name]
     return kind(message)
+
+
+def _check_input_sizes(inputs: Sequence[SessionInput]) -> None:
+    """A turn's words are recorded, so their size is bounded before anything runs or is stored."""
+    for index, given in enumerate(inputs):
+        for field, value, maximum, limit_name in (
+            ("text", given.text, RUN_SESSION_TEXT, "ces.run_session.text"),
+            ("dtmf", given.dtmf, RUN_SESSION_DTMF, "ces.run_session.dtmf"),
+        ):
+            if value is not None and len(value) > maximum:
+                raise InvalidArgument(
+                    f"inputs[{index}].{field} is {len(value)} characters long: at most {maximum} ({limit_name})"
+                )
 
 
 class SessionService:
@@ -68,6 +82,7 @@ class SessionService:
             raise InvalidArgument("inputs: at least one input is required")
         if len(request.inputs) > MAX_INPUTS:
             raise InvalidArgument(f"inputs: at most {MAX_INPUTS} inputs per call")
+        _check_input_sizes(request.inputs)
         with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
             row = connection.execute(

@@ -18,8 +18,9 @@ from convener.ces.definitions import Agent, AppSnapshot, AppVersion, Guardrail, 
 from convener.ces.names import AgentName, AppName, AppVersionName, GuardrailName, ToolName, ToolsetName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.tables import apps, definitions
+from convener.outside.limits import APP_VERSION_TEXT
 
-MAX_TEXT = 16_384
+MAX_TEXT = APP_VERSION_TEXT
 
 
 def _parts(parts: AppParts, model: type[Any], name_type: type[Any]) -> list[Any]:

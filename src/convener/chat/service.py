@@ -64,12 +64,13 @@ from convener.chat.models import (
 )
 from convener.chat.names import SpaceName, ThreadName, parse_user_reference
 from convener.chat.tables import memberships, mentions, messages, spaces, users
+from convener.outside.limits import CHAT_KEYWORD_CHARACTERS, CHAT_KEYWORDS, CHAT_MESSAGE_TEXT
 from convener.store.database import AnyRow, Database
 
-MAX_MESSAGE_TEXT = 4096
+MAX_MESSAGE_TEXT = CHAT_MESSAGE_TEXT
 """Google Chat's limit on a message's text, in characters."""
-MAX_KEYWORDS = 20
-MAX_KEYWORD_LENGTH = 200
+MAX_KEYWORDS = CHAT_KEYWORDS
+MAX_KEYWORD_LENGTH = CHAT_KEYWORD_CHARACTERS
 _NO_IDENTITY = frozenset({LOCAL_USER.principal, ANONYMOUS.principal})
 
 

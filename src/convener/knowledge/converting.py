@@ -20,11 +20,13 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
 from bs4 import BeautifulSoup, Tag
 from markdownify import ATX, BACKSLASH, MarkdownConverter
 
+from convener.api.errors import InvalidArgument
 from convener.knowledge.sources import SUPPORTED_SUFFIXES
+from convener.outside.limits import FRONT_MATTER_BYTES
+from convener.outside.yaml_documents import read_yaml
 
 
 @dataclass(frozen=True)
@@ -174,8 +176,6 @@ def _is_text_codec(name: str) -> bool:
 # Markdown
 
 _FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
-_FRONT_MATTER_REACH = 64 * 1024
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _from_markdown(text: str) -> _Draft:
@@ -189,12 +189,12 @@ def _front_matter(text: str) -> tuple[dict[Any, Any], str]:
     first_line_end = text.find("\n")
     if not text.startswith("---") or first_line_end < 0 or text[3:first_line_end].strip():
         return {}, text
-    end = _FRONT_MATTER_END.search(text, first_line_end + 1, _FRONT_MATTER_REACH)
+    end = _FRONT_MATTER_END.search(text, first_line_end + 1, FRONT_MATTER_BYTES)
     if end is None:
         return {}, text
     try:
-        meta = yaml.load(text[first_line_end + 1 : end.start()], Loader=_YAML_LOADER)  # a safe loader
-    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):  # junk front matter is ignored
+        meta = read_yaml(text[first_line_end + 1 : end.start()], "front matter", size_limit="knowledge.front_matter")
+    except InvalidArgument:  # junk front matter, or more than front matter may be, is ignored
         return {}, text
     if meta is None:
         meta = {}

@@ -31,11 +31,12 @@ from convener.knowledge.names import (
 )
 from convener.knowledge.sources import SourceFile, SourceProblem, read_source, source_kind
 from convener.knowledge.tables import chunks, data_sources, documents
+from convener.outside.limits import DATA_SOURCE_CHARACTERS
 from convener.store.database import Database
 
 CONVERTER_VERSION = "2"
 """Part of every content hash: bump it when conversion or chunking changes, and re-ingests redo all files."""
-MAX_DATA_SOURCE_LENGTH = 255
+MAX_DATA_SOURCE_LENGTH = DATA_SOURCE_CHARACTERS
 MAX_PROBLEMS_REPORTED = 1000
 
 Progress = Callable[[IngestSummary], None]

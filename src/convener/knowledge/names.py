@@ -10,9 +10,10 @@ import re
 from urllib.parse import quote, urlsplit
 
 from convener.api.errors import InvalidArgument
+from convener.outside.limits import DOCUMENT_NAME_CHARACTERS
 
 PREFIX = "documents/"
-MAX_NAME_LENGTH = 500
+MAX_NAME_LENGTH = DOCUMENT_NAME_CHARACTERS
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _UNSAFE = re.compile(r"[\x00-\x20\x7f]")
 

@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-MAX_QUERY_CHARACTERS = 500
+from convener.outside.limits import KNOWLEDGE_QUERY_CHARACTERS
+
+MAX_QUERY_CHARACTERS = KNOWLEDGE_QUERY_CHARACTERS
 """Google's limit on a query; longer ones are INVALID_ARGUMENT."""
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)

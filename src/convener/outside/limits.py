@@ -28,3 +28,82 @@ def limit(name: str, value: int, unit: str, what: str, setting: str | None = Non
 
 
 # Declared as: ``RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one input's text")``.
+
+
+# YAML, wherever a caller (or a file a caller names) gives it: checked while the events are read, before any
+# node is built, so a few hundred bytes of aliases (a "billion laughs") cannot grow into a billion nodes.
+YAML_BYTES = limit("yaml.bytes", 5_000_000, "bytes", "one YAML document's text (a reader may be given less)")
+YAML_DEPTH = limit("yaml.depth", 100, "levels", "nesting of YAML sequences and mappings")
+YAML_NODES = limit("yaml.nodes", 500_000, "nodes", "scalars, sequences and mappings written in one YAML document")
+"""App YAML runs 15 to 25 bytes a node: a 5 MB app has about 250,000."""
+YAML_ALIASES = limit("yaml.aliases", 100, "references", "YAML alias references (*name) in one document")
+YAML_ALIAS_NODES = limit(
+    "yaml.alias_nodes", 10_000, "nodes", "nodes that a YAML document's alias references add once expanded"
+)
+
+APP_CONTENT_BYTES = limit("ces.app_content", 5_000_000, "bytes", "an app's YAML given to import_app or `apps import`")
+OPENAPI_DOCUMENT_BYTES = limit(
+    "ces.openapi_document", 2 * 1024 * 1024, "bytes", "an OpenAPI document, given inline or fetched from its URL"
+)
+FRONT_MATTER_BYTES = limit(
+    "knowledge.front_matter", 64 * 1024, "bytes", "how far a Markdown file's YAML front matter may reach"
+)
+
+
+# Every tool call: the floor under every field's own limit (the HTTP edge bounds the request body first).
+REQUEST_BYTES = limit("request.bytes", 8 * 1024 * 1024, "bytes", "a tool call's arguments as compact JSON")
+REQUEST_STRING = limit(
+    "request.string", 5_000_000, "characters", "any one text in a tool call's arguments (the longest is appContent)"
+)
+REQUEST_ARRAY = limit("request.array", 10_000, "entries", "any one array or object in a tool call's arguments")
+REQUEST_DEPTH = limit("request.depth", 128, "levels", "nesting of arrays and objects in a tool call's arguments")
+
+# ces: sessions and imports
+CONVERSATION_LINE_BYTES = limit(
+    "ces.import.line", 16 * 1024 * 1024, "bytes", "one line (one Conversation) of a file `import conversations` reads"
+)
+CONVERSATION_BATCH_BYTES = limit(
+    "ces.import.batch", 64 * 1024 * 1024, "bytes", "conversation lines held in memory before they are written"
+)
+RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one run_session input's text")
+RUN_SESSION_DTMF = limit("ces.run_session.dtmf", 256, "characters", "one run_session input's DTMF digits")
+
+# Names, filters and page tokens (every service)
+RESOURCE_NAME_CHARACTERS = limit("api.name", 1024, "characters", "a resource name given to any tool")
+FILTER_CHARACTERS = limit("api.filter", 4096, "characters", "an AIP-160 filter")
+FILTER_DEPTH = limit("api.filter.depth", 32, "levels", "nesting of parentheses and NOT in a filter")
+FILTER_COMPARISONS = limit("api.filter.comparisons", 200, "comparisons", "comparisons in one filter")
+PAGE_TOKEN_CHARACTERS = limit("api.page_token", 2048, "characters", "a pageToken")
+
+# ces: the texts of apps, versions and app parts
+DISPLAY_NAME_CHARACTERS = limit(
+    "ces.display_name", 512, "characters", "the displayName of an app, or of an agent, tool, toolset or guardrail"
+)
+DESCRIPTION_CHARACTERS = limit(
+    "ces.description", 16_384, "characters", "the description of an app, or of an agent, tool, toolset or guardrail"
+)
+INSTRUCTION_CHARACTERS = limit(
+    "ces.instruction", 100_000, "characters", "an agent's instruction, or an app's globalInstruction"
+)
+APP_VERSION_TEXT = limit("ces.app_version.text", 16_384, "characters", "an app version's displayName or description")
+DEFINITION_BYTES = limit(
+    "ces.definition", 1_000_000, "bytes", "one agent, tool, toolset, guardrail or evaluation definition, as JSON"
+)
+ADK_CONTENT_BYTES = limit(
+    "ces.adk_content", 10 * 1024 * 1024, "bytes", "an ADK evaluation set to import (over MCP, request.string comes first)"
+)
+
+# chat
+CHAT_MESSAGE_TEXT = limit("chat.message_text", 4096, "characters", "a message's text (Google Chat's own limit)")
+CHAT_KEYWORDS = limit("chat.keywords", 20, "keywords", "keywords in one search")
+CHAT_KEYWORD_CHARACTERS = limit("chat.keyword", 200, "characters", "one search keyword")
+
+# knowledge
+KNOWLEDGE_QUERY_CHARACTERS = limit(
+    "knowledge.query", 500, "characters", "a search_documents or answer_query query (Google's limit)"
+)
+DOCUMENT_NAME_CHARACTERS = limit("knowledge.document_name", 500, "characters", "a document's name")
+DATA_SOURCE_CHARACTERS = limit("knowledge.data_source", 255, "characters", "a data source's name")
+
+# analytics
+DATA_AGENT_TEXT = limit("analytics.data_agent.text", 10_000, "characters", "a data agent's displayName or description")

@@ -104,8 +104,9 @@ from convener.ces.evaluation.models import Evaluation, Golden, GoldenExpectation
 from convener.ces.models import AgentTransfer, Chunk, Message, ToolCall, ToolResponse
 from convener.ces.names import AppName
 from convener.ces.session_models import SessionInput
+from convener.outside.limits import ADK_CONTENT_BYTES
 
-MAX_CONTENT_BYTES = 10 * 1024 * 1024
+MAX_CONTENT_BYTES = ADK_CONTENT_BYTES
 MAX_CASES = 1000
 MAX_TURNS = 100  # these three as the evaluation service checks a golden (definitions.py)
 MAX_STEPS = 200

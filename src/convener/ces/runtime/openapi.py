@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import yaml
 
 from convener.api.errors import InvalidArgument
 from convener.ces.runtime.failures import ToolFailure
+from convener.outside.limits import OPENAPI_DOCUMENT_BYTES
+from convener.outside.yaml_documents import read_yaml
 
-MAX_DOCUMENT_BYTES = 2 * 1024 * 1024
+MAX_DOCUMENT_BYTES = OPENAPI_DOCUMENT_BYTES
 """Largest document accepted, as text or fetched; real API descriptions are far smaller."""
 
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -54,9 +55,6 @@ IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 
 BODY_ARGUMENT = "body"
 """The argument holding the request body when its properties cannot be merged with the parameters."""
-
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when PyYAML was built with it: several times faster on big documents."""
 
 _TEMPLATE_VARIABLE = re.compile(r"\{([^{}]+)\}")
 
@@ -269,24 +267,7 @@ def _load(source: str | bytes, field: str) -> Any:
             return json.loads(source)
         except (ValueError, RecursionError):
             pass  # YAML accepts a little more (comments) and reports where the problem is
-    try:
-        return yaml.load(source, Loader=_LOADER)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as error:
-        raise InvalidArgument(f"{field} is neither JSON nor YAML: {_yaml_problem(error)}") from None
-    except RecursionError:
-        raise InvalidArgument(f"{field}: the document is nested too deeply") from None
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    """What went wrong and where, without PyYAML's quote of the offending line.
-
-    A fetched document may come from anywhere the server can reach, so its text is never echoed to the caller.
-    """
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem:
-        mark = error.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        return _clip(" ".join(error.problem.split()), 120) + where
-    return type(error).__name__
+    return read_yaml(source, field, size_limit="ces.openapi_document")
 
 
 class _Resolver:

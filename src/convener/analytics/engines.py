@@ -70,6 +70,7 @@ from convener.analytics import shapes
 from convener.analytics.budget import DEFAULT_BUDGET, Budget
 from convener.analytics.capping import Caps, Collected, collect, too_long
 from convener.analytics.deadline import Watch, deadline_error, run_within
+from convener.analytics.sizes import check_sizes
 from convener.analytics.shapes import ColumnInfo, QueryResult, ResultColumn, TableInfo
 from convener.analytics.sql_safety import check_select
 from convener.api.errors import (
@@ -425,6 +426,7 @@ class _Engine:
         references) from all of the source's."""
         _check_limits(row_limit, timeout_seconds)
         vetted = check_select(sql, self.dialect, self._allowed_names(only), row_limit)
+        check_sizes(vetted, self.dialect, self.budget.value_bytes)
         result = self._run(vetted, max_rows=row_limit + 1, timeout_seconds=timeout_seconds,
                            max_bytes=self.budget.result_bytes)
         rows = result.rows[:row_limit]
@@ -597,10 +599,26 @@ class DuckDBEngine(_Engine):
         self.kind = kind
         self._connection = connection
         self._cursor_lock = threading.Lock()
+        self._running: set[duckdb.DuckDBPyConnection] = set()  # the cursors of queries running now
+        self._closing = False
         self._refresh_catalog()
 
     def close(self) -> None:
-        self._connection.close()
+        """Close now, or, while an interrupted query is still stopping, interrupt it and leave the closing to
+        it: DuckDB refuses to close a connection one of its cursors is busy on."""
+        with self._cursor_lock:
+            self._closing = True
+            running = list(self._running)
+            if not running:
+                self._connection.close()
+        for cursor in running:
+            cursor.interrupt()
+
+    def _release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        with self._cursor_lock:
+            self._running.discard(cursor)
+            if self._closing and not self._running:
+                self._connection.close()
 
     def _load_catalog(self) -> list[_Table]:
         rows = self._run(DUCKDB_CATALOG_SQL, max_rows=1_000_000, timeout_seconds=INTROSPECTION_TIMEOUT).rows
@@ -624,7 +642,10 @@ class DuckDBEngine(_Engine):
     def _query(self, sql: str, caps: Caps, watch: Watch) -> _Rows:
         try:
             with self._cursor_lock:
+                if self._closing:
+                    raise FailedPrecondition("the data source has been closed")
                 cursor = self._connection.cursor()
+                self._running.add(cursor)
         except duckdb.Error:
             raise FailedPrecondition("the data source has been closed") from None
         watch.on_expiry(cursor.interrupt)
@@ -655,6 +676,7 @@ class DuckDBEngine(_Engine):
             raise InvalidArgument(clean_message(str(error))) from None
         finally:
             _rollback_quietly(cursor)
+            self._release(cursor)
 
 
 GUARD_MARK = "convener-value-too-long:"

@@ -38,7 +38,7 @@ from convener.store.database import normalise_url
 pytestmark = pytest.mark.anyio
 
 DEADLINE = 2.0
-MARGIN = 1.5
+MARGIN = 2.5
 """An attack's answer comes within the deadline, plus the grace given to an interrupted engine and the
 MCP round trip (on a loaded machine)."""
 RESULT_BYTES = 200_000
@@ -82,7 +82,8 @@ async def client(services: Services, roots: Path) -> AsyncIterator[Client]:
 def agent(source: str, table: str, sql: str) -> dict[str, Any]:
     """A data agent over one table whose example query is ``sql``: asked its example question, it runs it."""
     context = {"datasourceReferences": {"bq": {"tableReferences": [{"datasetId": source, "tableId": table}]}},
-               "exampleQueries": [{"naturalLanguageQuestion": "What does the report show?", "sqlQuery": sql}]}
+               "exampleQueries": [{"naturalLanguageQuestion": "What does the report show?", "sqlQuery": sql}],
+               "options": {"chart": {"image": {"noImage": {}}}}}
     return {"displayName": "Report", "dataAnalyticsAgent": {"publishedContext": context}}
 
 
@@ -156,7 +157,7 @@ async def test_a_result_past_the_byte_cap_is_cut_and_the_answer_says_so(
 
 
 async def test_a_long_value_is_refused_by_name(client: Client, services: Services) -> None:
-    outcome, _ = await attack(client, services, "files", "t", "SELECT n, repeat('y', 60000) AS essay FROM t")
+    outcome, _ = await attack(client, services, "files", "t", "SELECT n, repeat(region, 10000) AS essay FROM t")
     assert outcome.startswith("RESOURCE_EXHAUSTED: ") and "'essay'" in outcome and "50,000 bytes" in outcome
 
 

@@ -36,8 +36,11 @@ A location string says what to open (``location_kind`` classifies it without ope
 Every query goes through ``check_select`` with the source's own table list, so only those tables can be
 read. Failures become API errors: ``DeadlineExceeded`` for time limits, ``ResourceExhausted`` for memory,
 and ``InvalidArgument`` for errors in the query, with the engine's message kept (a model repairs SQL from it)
-but paths and URLs masked and the echo of the query dropped. Rows are fetched with ``fetchmany(limit + 1)``
-on a query already capped at that many rows, so a huge result is never pulled in.
+but paths and URLs masked and the echo of the query dropped. Rows are fetched in batches (``capping``) on a
+query already capped at ``limit + 1`` rows, within a byte cap and a cap on one value, so a huge result is
+never pulled in. Every engine is held to a ``Budget`` (memory, threads, spill folder, value length,
+``work_mem``), a query whose constant sizes ask for more than a value may hold is refused before it runs
+(``sizes``), and every query runs on a worker thread stopped from outside at its deadline (``deadline``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -43,7 +44,7 @@ class Watch:
     seconds: float
     _expired: threading.Event = field(default_factory=threading.Event)
     _finished: threading.Event = field(default_factory=threading.Event)
-    _cancels: list[tuple[Callable[[], object], bool]] = field(default_factory=list)
+    _cancels: dict[int, tuple[Callable[[], object], bool]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -58,27 +59,37 @@ class Watch:
     def on_expiry(self, cancel: Callable[[], object], *, repeat: bool = True) -> None:
         """Call ``cancel`` when the deadline passes (now, if it has), again every 50 ms while ``repeat``."""
         with self._lock:
-            self._cancels.append((cancel, repeat))
-        if self._expired.is_set():
-            _quietly(cancel)
+            self._cancels[id(cancel)] = (cancel, repeat)
+            if self._expired.is_set():
+                _quietly(cancel)
+
+    @contextmanager
+    def cancellable(self, cancel: Callable[[], object], *, repeat: bool = True) -> Iterator[None]:
+        """``on_expiry`` for the duration of the block only: a pooled connection's cancel must never reach the
+        next query that uses the connection."""
+        self.on_expiry(cancel, repeat=repeat)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._cancels.pop(id(cancel), None)
 
     def expire(self) -> None:
         """The deadline has passed: cancel now, and keep interrupting until the worker has finished."""
-        if self._expired.is_set():
-            return
-        self._expired.set()
         with self._lock:
-            cancels = list(self._cancels)
-        for cancel, _ in cancels:
-            _quietly(cancel)
+            if self._expired.is_set():
+                return
+            self._expired.set()
+            for cancel, _ in self._cancels.values():
+                _quietly(cancel)
         threading.Thread(target=self._keep_cancelling, name="analytics-interrupt", daemon=True).start()
 
     def _keep_cancelling(self) -> None:
         while not self._finished.wait(REPEAT_SECONDS):
-            with self._lock:
-                repeated = [cancel for cancel, repeat in self._cancels if repeat]
-            for cancel in repeated:
-                _quietly(cancel)
+            with self._lock:  # held while cancelling, so that no cancel runs after its block has ended
+                for cancel, repeat in self._cancels.values():
+                    if repeat:
+                        _quietly(cancel)
 
 
 def _quietly(cancel: Callable[[], object]) -> None:

@@ -951,11 +951,10 @@ class SQLAlchemyEngine(_Engine):
 
     def _query(self, sql: str, caps: Caps, watch: Watch) -> _Rows:
         try:
-            with self._read_only_connection(max(0.001, watch.deadline - time.monotonic())) as raw:
-                if self._psycopg:
-                    # The server's statement_timeout is the second line: a cancel request sent before the
-                    # query has started is lost, and is sent once (each is a new connection to the server).
-                    watch.on_expiry(raw.driver_connection.cancel, repeat=False)
+            with self._read_only_connection(max(0.001, watch.deadline - time.monotonic())) as raw, \
+                    watch.cancellable(self._canceller(raw), repeat=False):
+                # The server's statement_timeout is the second line: a cancel request sent before the query
+                # has started is lost, and it is sent once (each is a new connection to the server).
                 watch.check()
                 cursor = raw.cursor()
                 if self._psycopg:
@@ -976,6 +975,14 @@ class SQLAlchemyEngine(_Engine):
             raise self._error(error, watch.seconds) from None
         types = [self._result_type(d[1]) for d in description]
         return _Rows.of(names, types, collected)
+
+    def _canceller(self, raw: Any) -> Callable[[], object]:
+        """How to stop the query running on ``raw``: psycopg's cancel request; other drivers rely on the
+        server's own timeout."""
+        driver = raw.driver_connection
+        if self._psycopg and driver is not None:
+            return driver.cancel  # type: ignore[no-any-return]
+        return lambda: None
 
     def _result_type(self, type_code: Any) -> str | None:
         if not self._psycopg or not isinstance(type_code, int):

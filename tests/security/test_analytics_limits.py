@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -28,9 +29,13 @@ from mcp import Client
 from sqlalchemy import create_engine, select, text
 
 from convener.analytics.budget import Budget
+from convener.analytics.engines import open_engine
+from convener.analytics.sizes import check_sizes
 from convener.analytics.spill import SPILL_DIR, SpillFolder
 from convener.analytics.tables import messages
+from convener.api.errors import ApiError, ResourceExhausted
 from convener.config import Settings
+from convener.outside.limits import ANALYTICS_RUNNING
 from convener.server import mcp_servers
 from convener.services import Services
 from convener.store.database import normalise_url
@@ -285,3 +290,69 @@ def test_the_spill_folder_of_a_killed_process_is_removed_at_the_next_start(tmp_p
             child.wait(10)
         if child.stdout is not None:
             child.stdout.close()
+
+
+# ---------------------------------------------------------------------------------- budgets and slots
+
+
+def test_every_duckdb_source_is_held_to_the_budget_and_cannot_lift_it(tmp_path: Path, roots: Path) -> None:
+    folder = SpillFolder(tmp_path / "data")
+    budget = Budget(memory_mb=128, threads=1, spill_root=folder.path, spill_mb=32)
+    engine = open_engine(str(roots / "data"), budget)
+    try:
+        connection = engine._connection  # type: ignore[attr-defined]
+        settings = dict(connection.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('memory_limit', 'threads', "
+            "'temp_directory', 'max_temp_directory_size', 'lock_configuration')").fetchall())
+        assert settings["threads"] == "1" and settings["lock_configuration"] == "true"
+        assert settings["memory_limit"].startswith(("122", "128"))  # DuckDB shows 128 MB in MiB
+        assert Path(settings["temp_directory"]).parent == folder.path
+        with pytest.raises(duckdb.Error):
+            connection.execute("SET memory_limit = '10GB'")
+    finally:
+        engine.close()
+        folder.close()
+
+
+def test_sqlite_sources_refuse_long_values_as_they_are_made(roots: Path) -> None:
+    engine = open_engine(str(roots / "data.sqlite"), Budget(value_bytes=1000))
+    with pytest.raises(ResourceExhausted, match="1,000 bytes"):
+        engine.execute("SELECT group_concat(region) AS joined FROM t", row_limit=10, timeout_seconds=5)
+    assert engine.execute("SELECT count(*) AS n FROM t", row_limit=10, timeout_seconds=5).rows == [(120,)]
+
+
+def test_queries_past_the_running_limit_wait_within_their_deadline(roots: Path) -> None:
+    """Stopped queries hold their slot until they have stopped; one asked while all slots are held waits
+    only until its own deadline, and answers RESOURCE_EXHAUSTED, so repeated asking piles nothing up."""
+    engine = open_engine(str(roots / "data.sqlite"))
+    endless = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) AS n FROM r"
+    outcomes: list[str] = []
+
+    def ask(seconds: float) -> None:
+        try:
+            engine.execute(endless, row_limit=1, timeout_seconds=seconds)
+        except ApiError as error:
+            outcomes.append(error.code.name)
+
+    askers = [threading.Thread(target=ask, args=(2.0,)) for _ in range(ANALYTICS_RUNNING)]
+    for asker in askers:
+        asker.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    ask(0.5)
+    assert time.monotonic() - started < 0.5 + MARGIN
+    for asker in askers:
+        asker.join(10)
+    assert sorted(outcomes) == sorted(["DEADLINE_EXCEEDED"] * ANALYTICS_RUNNING + ["RESOURCE_EXHAUSTED"])
+    assert engine.execute("SELECT count(*) AS n FROM t", row_limit=1, timeout_seconds=5).rows == [(120,)]
+
+
+def test_a_constant_size_past_the_cap_is_refused_before_the_query_runs() -> None:
+    for sql in ("SELECT repeat('x', 1e9) AS x", "SELECT unnest(range(0, 10 ** 9)) AS n",
+                "SELECT lpad('a', 2000000000, 'b') AS x", "SELECT list_resize([1], 1000000000) AS l",
+                "SELECT printf('%.1000000000f', 1.0) AS x"):
+        with pytest.raises(ResourceExhausted, match="CONVENER_ANALYTICS_VALUE_BYTES"):
+            check_sizes(sql, "duckdb", 1_000_000)
+    for sql in ("SELECT repeat(region, 3) AS x, round(n, 2) AS r FROM t WHERE n > 5000000000",
+                "SELECT range(10) AS l", "SELECT printf('%5d', n) AS x FROM t"):
+        check_sizes(sql, "duckdb", 1_000_000)

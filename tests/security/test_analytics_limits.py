@@ -356,3 +356,34 @@ def test_a_constant_size_past_the_cap_is_refused_before_the_query_runs() -> None
     for sql in ("SELECT repeat(region, 3) AS x, round(n, 2) AS r FROM t WHERE n > 5000000000",
                 "SELECT range(10) AS l", "SELECT printf('%5d', n) AS x FROM t"):
         check_sizes(sql, "duckdb", 1_000_000)
+
+
+def test_a_duckdb_file_spills_into_the_data_dir_or_not_at_all(tmp_path: Path) -> None:
+    """A DuckDB file's own default spill folder is ``<file>.tmp`` beside it; it is never used. Without a
+    spill folder, a query past the memory limit is RESOURCE_EXHAUSTED; with one, it spills there and runs."""
+    path = tmp_path / "big.duckdb"
+    made = duckdb.connect(str(path))
+    made.execute("CREATE TABLE t AS SELECT range AS n FROM range(3000000)")
+    made.close()
+    distinct = "SELECT count(DISTINCT n::VARCHAR || 'x') AS d FROM t"  # a hash table far past 32 MB
+    alone = open_engine(str(path), Budget(memory_mb=32, threads=1))
+    with pytest.raises(ResourceExhausted, match="CONVENER_ANALYTICS_MEMORY_LIMIT_MB"):
+        alone.execute(distinct, row_limit=1, timeout_seconds=30)
+    alone.close()
+    folder = SpillFolder(tmp_path / "data")
+    spilling = open_engine(str(path), Budget(memory_mb=32, threads=1, spill_root=folder.path))
+    assert spilling.execute(distinct, row_limit=1, timeout_seconds=30).rows == [(3_000_000,)]
+    spilling.close()
+    folder.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.duckdb", "data"]
+    assert list((tmp_path / "data" / SPILL_DIR).iterdir()) == []
+
+
+def test_duckdb_folders_left_beside_a_database_in_the_data_dir_are_removed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "demo.duckdb.tmp").mkdir(parents=True)
+    (data / "demo.duckdb.tmp" / "duckdb_temp_storage_S32K-0.tmp").write_bytes(b"x")
+    (data / "notes.duckdb.tmp").mkdir()
+    (data / "notes.duckdb.tmp" / "mine.txt").write_text("not DuckDB's")  # not only DuckDB's files: kept
+    SpillFolder(data).close()
+    assert sorted(p.name for p in data.iterdir()) == [SPILL_DIR, "notes.duckdb.tmp"]

@@ -5,7 +5,8 @@ own, ``Budget.duckdb_config``), never next to a database file or in the working 
 removed on close. A process that was killed cannot remove its own, so opening one also removes the folders
 of processes that are gone: each process holds an ``flock`` on its folder's lock file for as long as it
 runs, and the kernel drops the lock when the process dies, however it dies (a PID can be reused; a lock
-cannot outlive its process).
+cannot outlive its process). Folders DuckDB made by itself next to a database file in the data dir
+(``demo.duckdb.tmp/``, before the spill folder was set), holding nothing but its temporary files, go too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class SpillFolder:
         self.path = self.root / name
         self.path.mkdir(mode=0o700)
         remove_stale(self.root)
+        remove_beside_databases(Path(data_dir))
 
     def close(self) -> None:
         if self._lock < 0:
@@ -39,6 +41,21 @@ class SpillFolder:
         self._lock_path.unlink(missing_ok=True)
         os.close(self._lock)
         self._lock = -1
+
+
+DUCKDB_TEMP_FILE = "duckdb_temp_"
+
+
+def remove_beside_databases(data_dir: Path) -> list[str]:
+    """Remove DuckDB's own ``<database>.tmp`` folders in ``data_dir`` that hold only its temporary files."""
+    removed = []
+    for entry in sorted(data_dir.glob("*.duckdb.tmp")):
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        if all(item.is_file() and item.name.startswith(DUCKDB_TEMP_FILE) for item in entry.iterdir()):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    return removed
 
 
 def remove_stale(root: Path) -> list[str]:

@@ -387,3 +387,17 @@ def test_duckdb_folders_left_beside_a_database_in_the_data_dir_are_removed(tmp_p
     (data / "notes.duckdb.tmp" / "mine.txt").write_text("not DuckDB's")  # not only DuckDB's files: kept
     SpillFolder(data).close()
     assert sorted(p.name for p in data.iterdir()) == [SPILL_DIR, "notes.duckdb.tmp"]
+
+
+def test_postgresql_queries_run_read_only_with_the_budget_work_mem(postgres_table: str) -> None:
+    assert POSTGRES_URL
+    engine = open_engine(POSTGRES_URL, Budget(work_mem_mb=8))
+    try:
+        settings = engine._run(  # type: ignore[attr-defined]
+            "SELECT current_setting('work_mem'), current_setting('transaction_read_only'), "
+            "current_setting('statement_timeout')", max_rows=1, timeout_seconds=5).rows
+        (work_mem, read_only, timeout), = settings
+        assert (work_mem, read_only) == ("8MB", "on")
+        assert timeout.endswith("ms") and 0 < int(timeout[:-2]) <= 5000  # what is left of the deadline
+    finally:
+        engine.close()

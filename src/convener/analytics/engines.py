@@ -73,8 +73,8 @@ from convener.analytics import shapes
 from convener.analytics.budget import DEFAULT_BUDGET, Budget
 from convener.analytics.capping import Caps, Collected, collect, too_long
 from convener.analytics.deadline import Watch, deadline_error, run_within
-from convener.analytics.sizes import check_sizes
 from convener.analytics.shapes import ColumnInfo, QueryResult, ResultColumn, TableInfo
+from convener.analytics.sizes import check_sizes
 from convener.analytics.sql_safety import check_select
 from convener.api.errors import (
     ApiError,
@@ -85,10 +85,6 @@ from convener.api.errors import (
     ResourceExhausted,
     Unavailable,
 )
-
-DUCKDB_CONFIG = DEFAULT_BUDGET.duckdb_config()
-"""A DuckDB database's configuration with the default budget, never spilling (``Budget.duckdb_config``)."""
-LOCKED_DUCKDB_CONFIG = DEFAULT_BUDGET.locked_duckdb_config()
 
 DATA_SUFFIXES = {
     ".csv": "csv", ".tsv": "csv", ".csv.gz": "csv", ".tsv.gz": "csv", ".parquet": "parquet",

@@ -161,6 +161,13 @@ async def test_a_result_past_the_byte_cap_is_cut_and_the_answer_says_so(
     assert "cut off at the limit of 200,000 bytes" in outcome and "CONVENER_ANALYTICS_RESULT_BYTES" in outcome
 
 
+async def test_a_result_past_the_row_cap_is_cut_and_the_answer_says_so(client: Client, services: Services) -> None:
+    services.analytics.pipeline.row_limit = 50
+    outcome, _ = await attack(client, services, "files", "t", "SELECT n, region FROM t ORDER BY n")
+    assert outcome.startswith("OK: 50 rows of n, region."), outcome[:300]
+    assert "cut off at the limit of 50 rows (CONVENER_ANALYTICS_ROW_LIMIT)" in outcome
+
+
 async def test_a_long_value_is_refused_by_name(client: Client, services: Services) -> None:
     outcome, _ = await attack(client, services, "files", "t", "SELECT n, repeat(region, 10000) AS essay FROM t")
     assert outcome.startswith("RESOURCE_EXHAUSTED: ") and "'essay'" in outcome and "50,000 bytes" in outcome

@@ -20,6 +20,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from convener.outside import limits
+
 SERVICES = ("ces", "chat", "knowledge", "analytics")
 """Services this build can serve, in the order /mcp lists their tools."""
 
@@ -74,10 +76,22 @@ class Settings(BaseSettings):
     analytics_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="Folders whose files the add_sql_source tool may register (the CLI may add any)."
     )
-    analytics_row_limit: int = Field(default=1000, ge=1, le=100_000,
+    analytics_row_limit: int = Field(default=limits.ANALYTICS_ROWS, ge=1, le=100_000,
                                      description="Rows a data agent's query may return (more are cut off).")
-    analytics_timeout_seconds: float = Field(default=30.0, gt=0, le=3600,
+    analytics_timeout_seconds: float = Field(default=limits.ANALYTICS_SECONDS, gt=0, le=3600,
                                              description="Deadline of one data agent query.")
+    analytics_result_bytes: int = Field(default=limits.ANALYTICS_RESULT_BYTES, ge=1_000, le=1_000_000_000,
+                                        description="Bytes a data agent's query may return (more rows are cut off).")
+    analytics_value_bytes: int = Field(default=limits.ANALYTICS_VALUE_BYTES, ge=100, le=1_000_000_000,
+                                       description="Bytes of one value a data agent's query may make or return.")
+    analytics_memory_limit_mb: int = Field(default=limits.ANALYTICS_MEMORY_MB, ge=16, le=1_048_576,
+                                           description="DuckDB memory_limit of each DuckDB data source.")
+    analytics_threads: int = Field(default=limits.ANALYTICS_THREADS, ge=1, le=256,
+                                   description="DuckDB threads of each DuckDB data source.")
+    analytics_spill_limit_mb: int = Field(default=limits.ANALYTICS_SPILL_MB, ge=0, le=16_777_216,
+                                          description="Disk each DuckDB data source may spill to (0: none).")
+    analytics_work_mem_mb: int = Field(default=limits.ANALYTICS_WORK_MEM_MB, ge=1, le=1_048_576,
+                                       description="PostgreSQL work_mem of a data agent's query.")
 
     @field_validator("python_modules", "mcp_stdio_commands", "knowledge_roots", "analytics_roots", mode="before")
     @classmethod

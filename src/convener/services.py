@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from convener.api.paging import PageTokens
+from convener.analytics.budget import analytics_budget
 from convener.analytics.service import AnalyticsService
 from convener.analytics.tools import analytics_tools
+from convener.api.paging import PageTokens
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
 from convener.ces.runtime_services import Runtime
@@ -45,7 +46,8 @@ class Services:
                                           self.provider, self.settings.knowledge_roots)
         self.analytics = AnalyticsService(self.database, tokens, self.provider, roots=self.settings.analytics_roots,
                                           row_limit=self.settings.analytics_row_limit,
-                                          timeout_seconds=self.settings.analytics_timeout_seconds)
+                                          timeout_seconds=self.settings.analytics_timeout_seconds,
+                                          budget=analytics_budget(self.settings), data_dir=self.settings.data_dir)
 
     def provider(self) -> ModelProvider | None:
         """The configured model provider, made on first use (most sessions run no llm agent)."""

@@ -367,9 +367,9 @@ def test_execute_fetches_at_most_the_cap_plus_one(
     calls: list[tuple[str, int]] = []
     run = engine._run  # type: ignore[attr-defined]
 
-    def spy(sql: str, *, max_rows: int, timeout_seconds: float) -> Any:
+    def spy(sql: str, *, max_rows: int, timeout_seconds: float, max_bytes: int | None = None) -> Any:
         calls.append((sql, max_rows))
-        return run(sql, max_rows=max_rows, timeout_seconds=timeout_seconds)
+        return run(sql, max_rows=max_rows, timeout_seconds=timeout_seconds, max_bytes=max_bytes)
 
     monkeypatch.setattr(engine, "_run", spy)
     started = time.monotonic()

@@ -42,7 +42,8 @@ import duckdb
 from sqlalchemy import Connection, Float, Select, String, and_, case, cast, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from convener.analytics.engines import DUCKDB_CONFIG, DataEngine, DuckDBEngine
+from convener.analytics.budget import DEFAULT_BUDGET, Budget
+from convener.analytics.engines import DataEngine, DuckDBEngine
 from convener.analytics.shapes import BOOLEAN, FLOAT, INTEGER, STRING, TIMESTAMP, ColumnInfo, TableInfo
 from convener.api.errors import InvalidArgument, PermissionDenied
 from convener.api.paging import PageTokens
@@ -201,15 +202,17 @@ def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
     return replace(found, columns=columns, description=known.description)
 
 
-def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP) -> DataEngine:
+def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
+                   budget: Budget = DEFAULT_BUDGET) -> DataEngine:
     """A fresh in-memory DuckDB holding what ``caller`` may read (``load_builtin``), locked as the engines lock
-    loaded data files (no file or network access, no extensions, no SET), for one question; close it after."""
-    connection = duckdb.connect(":memory:", config=dict(DUCKDB_CONFIG))
+    loaded data files (no file or network access, no extensions, no SET), held to ``budget`` like every
+    DuckDB source, for one question; close it after."""
+    connection = duckdb.connect(":memory:", config=budget.duckdb_config())
     try:
         load_builtin(connection, database, caller, row_cap=row_cap)
         connection.execute("SET enable_external_access = false")
         connection.execute("SET lock_configuration = true")
-        return _BuiltinEngine(connection, kind="convener")
+        return _BuiltinEngine(connection, kind="convener", budget=budget)
     except BaseException:
         connection.close()
         raise

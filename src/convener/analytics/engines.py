@@ -36,8 +36,11 @@ A location string says what to open (``location_kind`` classifies it without ope
 Every query goes through ``check_select`` with the source's own table list, so only those tables can be
 read. Failures become API errors: ``DeadlineExceeded`` for time limits, ``ResourceExhausted`` for memory,
 and ``InvalidArgument`` for errors in the query, with the engine's message kept (a model repairs SQL from it)
-but paths and URLs masked and the echo of the query dropped. Rows are fetched with ``fetchmany(limit + 1)``
-on a query already capped at that many rows, so a huge result is never pulled in.
+but paths and URLs masked and the echo of the query dropped. Rows are fetched in batches (``capping``) on a
+query already capped at ``limit + 1`` rows, within a byte cap and a cap on one value, so a huge result is
+never pulled in. Every engine is held to a ``Budget`` (memory, threads, spill folder, value length,
+``work_mem``), a query whose constant sizes ask for more than a value may hold is refused before it runs
+(``sizes``), and every query runs on a worker thread stopped from outside at its deadline (``deadline``).
 """
 
 from __future__ import annotations
@@ -67,11 +70,14 @@ from sqlalchemy.engine.reflection import ObjectKind
 from sqlglot import exp
 
 from convener.analytics import shapes
+from convener.analytics.budget import DEFAULT_BUDGET, Budget
+from convener.analytics.capping import Caps, Collected, collect, too_long
+from convener.analytics.deadline import Watch, deadline_error, run_within
 from convener.analytics.shapes import ColumnInfo, QueryResult, ResultColumn, TableInfo
+from convener.analytics.sizes import check_sizes
 from convener.analytics.sql_safety import check_select
 from convener.api.errors import (
     ApiError,
-    DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -79,17 +85,6 @@ from convener.api.errors import (
     ResourceExhausted,
     Unavailable,
 )
-
-DUCKDB_CONFIG: dict[str, str | bool | int] = {
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-    "allow_community_extensions": False,
-    "allow_persistent_secrets": False,
-    "python_enable_replacements": False,  # no scanning the server's own DataFrames by name
-    "memory_limit": "1GB",
-    "threads": 2,
-}
-LOCKED_DUCKDB_CONFIG = {**DUCKDB_CONFIG, "enable_external_access": False, "lock_configuration": True}
 
 DATA_SUFFIXES = {
     ".csv": "csv", ".tsv": "csv", ".csv.gz": "csv", ".tsv.gz": "csv", ".parquet": "parquet",
@@ -146,22 +141,24 @@ def location_kind(location: str) -> str:
     )
 
 
-def open_engine(location: str) -> DataEngine:
-    """Open the data source at ``location`` (see the module docstring for what each kind enforces)."""
+def open_engine(location: str, budget: Budget = DEFAULT_BUDGET) -> DataEngine:
+    """Open the data source at ``location`` (see the module docstring for what each kind enforces), held to
+    ``budget``."""
     kind = location_kind(location)
     if kind == "files":
-        return DuckDBEngine(load_files_into_duckdb(Path(location).expanduser()), kind="files")
+        return DuckDBEngine(load_files_into_duckdb(Path(location).expanduser(), budget), kind="files",
+                            budget=budget)
     if "://" in location:
         url = _normalise_url(make_url(location))
         if kind == "duckdb":
-            return DuckDBEngine(connect_duckdb_file(Path(url.database or "")), kind="duckdb")
+            return DuckDBEngine(connect_duckdb_file(Path(url.database or ""), budget), kind="duckdb", budget=budget)
         if kind == "sqlite":
-            return SQLiteEngine(Path(url.database or ""))
-        return SQLAlchemyEngine(url)
+            return SQLiteEngine(Path(url.database or ""), budget)
+        return SQLAlchemyEngine(url, budget)
     path = Path(location).expanduser()
     if kind == "duckdb":
-        return DuckDBEngine(connect_duckdb_file(path), kind="duckdb")
-    return SQLiteEngine(path)
+        return DuckDBEngine(connect_duckdb_file(path, budget), kind="duckdb", budget=budget)
+    return SQLiteEngine(path, budget)
 
 
 def _normalise_url(url: URL) -> URL:
@@ -365,6 +362,11 @@ class _Rows:
     names: list[str]
     types: list[str | None]  # None where the engine does not say
     rows: list[tuple[Any, ...]]
+    cut_at_bytes: int | None = None  # the byte cap, when it left rows out
+
+    @classmethod
+    def of(cls, names: list[str], types: list[str | None], collected: Collected) -> _Rows:
+        return cls(names, types, collected.rows, collected.cut_at_bytes)
 
 
 class _Engine:
@@ -373,7 +375,8 @@ class _Engine:
     kind: str
     dialect: str
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
         self._catalog: list[_Table] | None = None
         self._catalog_lock = threading.Lock()
 
@@ -381,14 +384,21 @@ class _Engine:
     def _load_catalog(self) -> list[_Table]:
         raise NotImplementedError
 
-    def _run(self, sql: str, *, max_rows: int, timeout_seconds: float) -> _Rows:
-        """Run trusted or vetted SQL; at most ``max_rows`` rows; ApiErrors only."""
+    def _query(self, sql: str, caps: Caps, watch: Watch) -> _Rows:
+        """Run trusted or vetted SQL on the calling (worker) thread, within ``caps``, registering with
+        ``watch`` how to stop it; ApiErrors only."""
         raise NotImplementedError
 
     def close(self) -> None:
         raise NotImplementedError
 
     # Shared behaviour.
+    def _run(self, sql: str, *, max_rows: int, timeout_seconds: float, max_bytes: int | None = None) -> _Rows:
+        """Run trusted or vetted SQL: at most ``max_rows`` rows and ``max_bytes`` bytes (None: no byte cap, for
+        the engine's own catalog), no value longer than the budget's, ended at the deadline from outside."""
+        caps = Caps(rows=max_rows, bytes=max_bytes, value=self.budget.value_bytes)
+        return run_within(timeout_seconds, lambda watch: self._query(sql, caps, watch))
+
     def tables(self, *, samples: int = 5) -> list[TableInfo]:
         catalog = self._refresh_catalog()
         return [self._table_info(table, samples) for table in catalog]
@@ -405,7 +415,8 @@ class _Engine:
             f"SELECT DISTINCT {name} FROM {self._quote_table(found)} WHERE {name} IS NOT NULL "
             f"ORDER BY 1 LIMIT {max(0, int(limit))}"
         )
-        rows = self._run(sql, max_rows=max(0, int(limit)), timeout_seconds=INTROSPECTION_TIMEOUT).rows
+        rows = self._run(sql, max_rows=max(0, int(limit)), timeout_seconds=INTROSPECTION_TIMEOUT,
+                         max_bytes=self.budget.result_bytes).rows
         return [_text(row[0]) for row in rows]
 
     def execute(self, sql: str, *, row_limit: int, timeout_seconds: float,
@@ -414,13 +425,17 @@ class _Engine:
         references) from all of the source's."""
         _check_limits(row_limit, timeout_seconds)
         vetted = check_select(sql, self.dialect, self._allowed_names(only), row_limit)
-        result = self._run(vetted, max_rows=row_limit + 1, timeout_seconds=timeout_seconds)
+        check_sizes(vetted, self.dialect, self.budget.value_bytes)
+        result = self._run(vetted, max_rows=row_limit + 1, timeout_seconds=timeout_seconds,
+                           max_bytes=self.budget.result_bytes)
         rows = result.rows[:row_limit]
         columns = tuple(
             ResultColumn(name=name, type=kind or value_type(row[i] for row in rows))
             for i, (name, kind) in enumerate(zip(result.names, result.types, strict=True))
         )
-        return QueryResult(columns=columns, rows=rows, truncated=len(result.rows) > row_limit)
+        return QueryResult(columns=columns, rows=rows,
+                           truncated=len(result.rows) > row_limit or result.cut_at_bytes is not None,
+                           cut_at_bytes=result.cut_at_bytes)
 
     # Helpers.
     def _refresh_catalog(self) -> list[_Table]:
@@ -467,7 +482,8 @@ class _Engine:
         names = ", ".join(self._quote_column(column.name) for column in table.columns)
         sql = f"SELECT {names} FROM {self._quote_table(table)} LIMIT {SAMPLE_ROWS}"
         try:
-            return self._run(sql, max_rows=SAMPLE_ROWS, timeout_seconds=INTROSPECTION_TIMEOUT)
+            return self._run(sql, max_rows=SAMPLE_ROWS, timeout_seconds=INTROSPECTION_TIMEOUT,
+                             max_bytes=self.budget.result_bytes)
         except ApiError:
             return None  # A broken view, say: the table is still listed, without samples.
 
@@ -486,21 +502,22 @@ def _pick_samples(values: Sequence[Any], count: int) -> tuple[str, ...]:
 # --- DuckDB: database files and loaded data files -----------------------------------------------------
 
 
-def connect_duckdb_file(path: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB file, read-only, with no file, network or extension access and the configuration locked."""
+def connect_duckdb_file(path: Path, budget: Budget = DEFAULT_BUDGET) -> duckdb.DuckDBPyConnection:
+    """A DuckDB file, read-only, with no file, network or extension access, the budget's memory, threads and
+    spill folder, and the configuration locked."""
     try:
-        return duckdb.connect(str(path), read_only=True, config=dict(LOCKED_DUCKDB_CONFIG))
+        return duckdb.connect(str(path), read_only=True, config=budget.locked_duckdb_config())
     except duckdb.Error as error:
         message = clean_message(str(error))
         raise FailedPrecondition(f"the DuckDB file {path.name!r} cannot be opened: {message}") from None
 
 
-def load_files_into_duckdb(location: Path) -> duckdb.DuckDBPyConnection:
+def load_files_into_duckdb(location: Path, budget: Budget = DEFAULT_BUDGET) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one table per data file under ``location`` (or the one file), then locked
     like ``connect_duckdb_file``'s connections: no file access, no extensions, no SET."""
     files = [location] if location.is_file() else list(_data_files(location))
     root = location.parent if location.is_file() else location
-    connection = duckdb.connect(":memory:", config=dict(DUCKDB_CONFIG))
+    connection = duckdb.connect(":memory:", config=budget.duckdb_config())
     try:
         reserved = {row[0] for row in connection.execute(RESERVED_WORDS_SQL).fetchall()}
         for name, path in _file_table_names(files, root, reserved):
@@ -571,19 +588,36 @@ def _load_file(connection: duckdb.DuckDBPyConnection, name: str, path: Path) -> 
 
 class DuckDBEngine(_Engine):
     """A locked DuckDB connection (``connect_duckdb_file`` or ``load_files_into_duckdb``). Each query runs on
-    its own cursor, in a transaction that is rolled back, interrupted by a watchdog at the deadline."""
+    its own cursor, in a transaction that is rolled back, interrupted from outside at the deadline, with its
+    long values refused inside DuckDB (``_guarded``) before any is turned into a Python object."""
 
     dialect = "duckdb"
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection, *, kind: str) -> None:
-        super().__init__()
+    def __init__(self, connection: duckdb.DuckDBPyConnection, *, kind: str, budget: Budget = DEFAULT_BUDGET) -> None:
+        super().__init__(budget)
         self.kind = kind
         self._connection = connection
         self._cursor_lock = threading.Lock()
+        self._running: set[duckdb.DuckDBPyConnection] = set()  # the cursors of queries running now
+        self._closing = False
         self._refresh_catalog()
 
     def close(self) -> None:
-        self._connection.close()
+        """Close now, or, while an interrupted query is still stopping, interrupt it and leave the closing to
+        it: DuckDB refuses to close a connection one of its cursors is busy on."""
+        with self._cursor_lock:
+            self._closing = True
+            running = list(self._running)
+            if not running:
+                self._connection.close()
+        for cursor in running:
+            cursor.interrupt()
+
+    def _release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        with self._cursor_lock:
+            self._running.discard(cursor)
+            if self._closing and not self._running:
+                self._connection.close()
 
     def _load_catalog(self) -> list[_Table]:
         rows = self._run(DUCKDB_CATALOG_SQL, max_rows=1_000_000, timeout_seconds=INTROSPECTION_TIMEOUT).rows
@@ -604,53 +638,76 @@ class DuckDBEngine(_Engine):
         return _Table(name=name, path=(schema, table), columns=columns, aliases=aliases, row_count=size,
                       description=description)
 
-    def _run(self, sql: str, *, max_rows: int, timeout_seconds: float) -> _Rows:
+    def _query(self, sql: str, caps: Caps, watch: Watch) -> _Rows:
         try:
             with self._cursor_lock:
+                if self._closing:
+                    raise FailedPrecondition("the data source has been closed")
                 cursor = self._connection.cursor()
+                self._running.add(cursor)
         except duckdb.Error:
             raise FailedPrecondition("the data source has been closed") from None
+        watch.on_expiry(cursor.interrupt)
+        names: list[str] = []
         try:
             cursor.execute("BEGIN TRANSACTION")
-            with _watchdog(cursor, timeout_seconds):
-                cursor.execute(sql)
-                description = cursor.description or []
-                rows = cursor.fetchmany(max_rows) if max_rows > 0 else []
-            return _Rows([d[0] for d in description], [normalise_type(str(d[1])) for d in description], rows)
+            relation = cursor.sql(sql)  # binds a query without running it: its columns and their types
+            if relation is None or relation.type != "QUERY_RELATION":
+                # Not a query (check_select lets none through): DuckDB ran it already, and it is rolled back.
+                return _Rows([], [], [])
+            names = list(relation.columns)
+            cursor.execute(_guarded(sql, relation.types, caps.value))
+            description = cursor.description or []
+            watch.check()  # a result made past the deadline is not read
+            collected = collect(cursor.fetchmany, names, caps, watch) if caps.rows > 0 else Collected([])
+            return _Rows.of(names, [normalise_type(str(d[1])) for d in description], collected)
         except duckdb.InterruptException:
-            raise DeadlineExceeded(f"the query took longer than {timeout_seconds:g} s") from None
+            raise deadline_error(watch.seconds) from None
         except duckdb.OutOfMemoryException:
-            raise ResourceExhausted("the query needs more memory than the data source allows") from None
+            raise ResourceExhausted("the query needs more memory than the data source allows "
+                                    "(CONVENER_ANALYTICS_MEMORY_LIMIT_MB)") from None
         except duckdb.Error as error:
+            index = _guard_column(str(error))
+            if index is not None:
+                raise too_long(names[index] if index < len(names) else str(index + 1), caps.value) from None
+            if watch.expired:
+                raise deadline_error(watch.seconds) from None
             raise InvalidArgument(clean_message(str(error))) from None
         finally:
             _rollback_quietly(cursor)
+            self._release(cursor)
 
 
-@contextmanager
-def _watchdog(cursor: duckdb.DuckDBPyConnection, seconds: float) -> Iterator[None]:
-    """Interrupt the cursor's query once ``seconds`` have passed, and again every 50 ms until it stops (an
-    interrupt that lands before DuckDB has started the query would otherwise be lost)."""
-    done = threading.Event()
+GUARD_MARK = "convener-value-too-long:"
+FIXED_SIZE_TYPES = frozenset({
+    "boolean", "tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
+    "ubigint", "uhugeint", "float", "double", "decimal", "date", "time", "time_tz", "timestamp",
+    "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamp_tz", "interval", "uuid", "enum", "null",
+})  # fmt: skip
 
-    def watch() -> None:
-        if done.wait(seconds):
-            return
-        while True:
-            try:
-                cursor.interrupt()
-            except duckdb.Error:
-                return
-            if done.wait(0.05):
-                return
 
-    thread = threading.Thread(target=watch, name="duckdb-deadline", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
+def _guarded(sql: str, types: Sequence[Any], cap: int) -> str:
+    """The query, with every column that can hold a long value (text, bytes, lists, records…) checked inside
+    DuckDB: a value longer than ``cap`` bytes raises an error there, so that no such value is ever turned into
+    a Python object (a list of 10⁸ numbers would take gigabytes as one). Columns are named by position (``#n``),
+    which works whatever their names, duplicates included; the outer SELECT keeps the inner one's order."""
+    checks = []
+    for index, kind in enumerate(types, start=1):
+        type_id = str(getattr(kind, "id", "")).lower()
+        if type_id in FIXED_SIZE_TYPES:
+            checks.append(f"#{index}")
+            continue
+        size = {"varchar": f"strlen(#{index})", "blob": f"octet_length(#{index})",
+                "bit": f"bit_length(#{index}) // 8"}.get(type_id, f"strlen(CAST(#{index} AS VARCHAR))")
+        checks.append(f"CASE WHEN {size} > {int(cap)} THEN error('{GUARD_MARK}{index - 1}') ELSE #{index} END")
+    if not checks:
+        return sql
+    return f"SELECT {', '.join(checks)} FROM ({sql}) AS convener_result"
+
+
+def _guard_column(message: str) -> int | None:
+    found = re.search(re.escape(GUARD_MARK) + r"(\d+)", message)
+    return int(found.group(1)) if found else None
 
 
 def _rollback_quietly(cursor: duckdb.DuckDBPyConnection) -> None:
@@ -680,6 +737,7 @@ SQLITE_DENIED_FUNCTIONS = frozenset(
     {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile", "sqlar_compress",
      "sqlar_uncompress", "sqlite_dbpage"}
 )  # fmt: skip
+SQLITE_MAX_LENGTH = 1_000_000_000  # SQLite's own ceiling for SQLITE_LIMIT_LENGTH
 SQLITE_CATALOG_SQL = (
     "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
     "ORDER BY name"
@@ -693,8 +751,8 @@ class SQLiteEngine(_Engine):
     kind = "sqlite"
     dialect = "sqlite"
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
+    def __init__(self, path: Path, budget: Budget = DEFAULT_BUDGET) -> None:
+        super().__init__(budget)
         self._uri = f"{path.resolve().as_uri()}?mode=ro"
         self._name = path.name
         self._refresh_catalog()
@@ -711,6 +769,9 @@ class SQLiteEngine(_Engine):
             raise FailedPrecondition(f"the SQLite file {self._name!r} cannot be opened: {message}") from None
         connection.execute("PRAGMA query_only = ON")
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        # No string or blob longer than a value may be (zeroblob(1e9), printf('%.*c', 1e9, 'x')…): SQLite
+        # refuses to make it, rather than make it and hand it over.
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(self.budget.value_bytes, SQLITE_MAX_LENGTH))
         if hasattr(connection, "enable_load_extension"):
             connection.enable_load_extension(False)
         if readable is not None:
@@ -733,28 +794,32 @@ class SQLiteEngine(_Engine):
         finally:
             connection.close()
 
-    def _run(self, sql: str, *, max_rows: int, timeout_seconds: float) -> _Rows:
+    def _query(self, sql: str, caps: Caps, watch: Watch) -> _Rows:
         readable = {table.name.lower() for table in self._current_catalog()}
         connection = self._connect(readable)
-        deadline = time.monotonic() + timeout_seconds
-        connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        # Two ways to stop: the progress handler between virtual machine steps, and interrupt() from outside.
+        connection.set_progress_handler(lambda: int(watch.expired), 1000)
+        watch.on_expiry(connection.interrupt)
         try:
             cursor = connection.execute(sql)
             names = [d[0] for d in cursor.description or []]
-            rows = cursor.fetchmany(max_rows) if max_rows > 0 else []
-            return _Rows(names, [None] * len(names), [tuple(row) for row in rows])
+            collected = collect(cursor.fetchmany, names, caps, watch) if caps.rows > 0 else Collected([])
+            return _Rows.of(names, [None] * len(names), collected)
         except sqlite3.OperationalError as error:
-            if time.monotonic() > deadline and "interrupted" in str(error):
-                raise DeadlineExceeded(f"the query took longer than {timeout_seconds:g} s") from None
-            raise _sqlite_error(error) from None
+            if watch.expired and "interrupted" in str(error):
+                raise deadline_error(watch.seconds) from None
+            raise _sqlite_error(error, caps.value) from None
         except sqlite3.Error as error:
-            raise _sqlite_error(error) from None
+            raise _sqlite_error(error, caps.value) from None
         finally:
             connection.close()
 
 
-def _sqlite_error(error: sqlite3.Error) -> ApiError:
+def _sqlite_error(error: sqlite3.Error, value_bytes: int) -> ApiError:
     message = clean_message(str(error))
+    if "too big" in message:  # SQLITE_TOOBIG: a string or blob past SQLITE_LIMIT_LENGTH
+        return ResourceExhausted(f"the query makes a value longer than {value_bytes:,} bytes, the most one value "
+                                 "may have (CONVENER_ANALYTICS_VALUE_BYTES)")
     if "not authorized" in message or "prohibited" in message or "readonly" in message.replace("-", ""):
         return PermissionDenied(f"the data source is read-only and limited to its own tables ({message})")
     return InvalidArgument(message)
@@ -781,13 +846,14 @@ def _sqlite_authorizer(readable: frozenset[str]) -> Authorizer:
 SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys"})
 QUERY_CANCELED = "57014"
 READ_ONLY_STATES = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
+OUT_OF_MEMORY_STATES = {"53200", "53100", "54000"}  # out_of_memory, disk_full, program_limit_exceeded
 
 
 class SQLAlchemyEngine(_Engine):
     """A database reached through SQLAlchemy; PostgreSQL gets read-only transactions and statement timeouts."""
 
-    def __init__(self, url: URL) -> None:
-        super().__init__()
+    def __init__(self, url: URL, budget: Budget = DEFAULT_BUDGET) -> None:
+        super().__init__(budget)
         self._engine: Engine = create_engine(_normalise_url(url), pool_pre_ping=True)
         self._backend = self._engine.dialect.name
         self._psycopg = self._engine.dialect.driver == "psycopg"  # psycopg 3: prepared statements, type names
@@ -872,30 +938,47 @@ class SQLAlchemyEngine(_Engine):
                 "SET TRANSACTION READ ONLY",
                 f"SET LOCAL statement_timeout = {milliseconds}",
                 f"SET LOCAL lock_timeout = {milliseconds}",
+                f"SET LOCAL work_mem = '{int(self.budget.work_mem_mb)}MB'",
                 f"SET LOCAL idle_in_transaction_session_timeout = {milliseconds + 60_000}",
             ]
         if self._backend in ("mysql", "mariadb"):
             return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_execution_time = {milliseconds}"]
         return []
 
-    def _run(self, sql: str, *, max_rows: int, timeout_seconds: float) -> _Rows:
+    def _query(self, sql: str, caps: Caps, watch: Watch) -> _Rows:
         try:
-            with self._read_only_connection(timeout_seconds) as raw:
+            with self._read_only_connection(max(0.001, watch.deadline - time.monotonic())) as raw, \
+                    watch.cancellable(self._canceller(raw), repeat=False):
+                # The server's statement_timeout is the second line: a cancel request sent before the query
+                # has started is lost, and it is sent once (each is a new connection to the server).
+                watch.check()
                 cursor = raw.cursor()
                 if self._psycopg:
                     cursor.execute(sql, prepare=True)  # the extended protocol: the server takes one statement
                 else:
                     cursor.execute(sql)
                 description = cursor.description or []
-                rows = cursor.fetchmany(max_rows) if max_rows > 0 else []
+                names = [d[0] for d in description]
+
+                def fetch(size: int) -> list[tuple[Any, ...]]:
+                    return [tuple(_plain(value) for value in row) for row in cursor.fetchmany(size)]
+
+                collected = collect(fetch, names, caps, watch) if caps.rows > 0 else Collected([])
                 cursor.close()
         except ApiError:
             raise
         except Exception as error:  # noqa: BLE001 — the DBAPI's own error classes vary by driver
-            raise self._error(error, timeout_seconds) from None
-        names = [d[0] for d in description]
+            raise self._error(error, watch.seconds) from None
         types = [self._result_type(d[1]) for d in description]
-        return _Rows(names, types, [tuple(_plain(value) for value in row) for row in rows])
+        return _Rows.of(names, types, collected)
+
+    def _canceller(self, raw: Any) -> Callable[[], object]:
+        """How to stop the query running on ``raw``: psycopg's cancel request; other drivers rely on the
+        server's own timeout."""
+        driver = raw.driver_connection
+        if self._psycopg and driver is not None:
+            return driver.cancel  # type: ignore[no-any-return]
+        return lambda: None
 
     def _result_type(self, type_code: Any) -> str | None:
         if not self._psycopg or not isinstance(type_code, int):
@@ -911,7 +994,9 @@ class SQLAlchemyEngine(_Engine):
         original = getattr(error, "orig", None) or error
         state = getattr(original, "sqlstate", None)
         if state == QUERY_CANCELED:
-            return DeadlineExceeded(f"the query took longer than {timeout_seconds:g} s")
+            return deadline_error(timeout_seconds)
+        if state in OUT_OF_MEMORY_STATES:
+            return ResourceExhausted("the query needs more memory or disk than the database allows")
         diagnostics = getattr(original, "diag", None)
         message = clean_message(getattr(diagnostics, "message_primary", None) or str(original))
         if state in READ_ONLY_STATES:

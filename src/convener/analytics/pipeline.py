@@ -68,7 +68,7 @@ from convener.analytics.models import (
 from convener.analytics.planner import NoPlan, Term, plan_question
 from convener.analytics.sandbox import run_analysis
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, QueryResult, TableInfo
-from convener.api.errors import ApiError, InvalidArgument
+from convener.api.errors import ApiError, DeadlineExceeded, InvalidArgument, ResourceExhausted
 from convener.api.protojson import Timestamp
 from convener.llm.base import ChatMessage, ModelProvider
 
@@ -80,6 +80,9 @@ MAX_GROUPS = 30
 """Rows named in an offline final response; the rest are in the data result."""
 
 OFFLINE_NOTE = "(Answered offline, without a language model: "
+OVER_LIMIT = (DeadlineExceeded, ResourceExhausted)
+"""A query past its deadline or its memory or value limit ends the question with that error: neither another
+attempt nor a repair by the model would cost less, and an answer without the data would only mislead."""
 Emit = Callable[[Message], None]
 
 
@@ -254,6 +257,8 @@ class Pipeline:
                                 terms=_terms_named(sql + " " + question, context))
                 try:
                     answer.result = self._run(sql, table, tables)
+                except OVER_LIMIT:
+                    raise
                 except ApiError as failure:
                     problem = failure.message
                 else:
@@ -275,6 +280,8 @@ class Pipeline:
         assert answer.sql is not None
         try:
             answer.result = self._run(answer.sql, table, tables)
+        except OVER_LIMIT:
+            raise
         except ApiError as failure:
             turn.system(error=ErrorMessage(text=failure.message))
             answer.result = None
@@ -323,7 +330,7 @@ class Pipeline:
     def _respond(self, turn: Turn, question: str, answer: Answer, tables: Sequence[Table]) -> None:
         assert answer.result is not None
         turn.next_group()
-        text = _describe(answer.result)
+        text = _describe(answer.result) + _cut_note(answer.result, self.row_limit)
         if answer.offline_by:
             text += f"\n\n{OFFLINE_NOTE}{answer.offline_by}. {answer.explanation}.)".replace("..)", ".)")
         citation = _citation(text, answer)
@@ -438,6 +445,8 @@ def _data_result(name: str, result: QueryResult) -> DataResult:
 def _describe(result: QueryResult) -> str:
     """An offline final response that states what the rows say, without inventing anything."""
     rows, columns = result.rows, result.columns
+    if not rows and result.truncated:
+        return "The query returned rows, but none fits in the limits of an answer."
     if not rows:
         return "The query returned no rows: nothing in the data matches the question."
     if len(rows) == 1 and len(columns) == 1:
@@ -446,9 +455,20 @@ def _describe(result: QueryResult) -> str:
         pairs = ", ".join(f"{_label(c.name)} {_formatted(v)}" for c, v in zip(columns, rows[0], strict=True))
         return f"The result is one row: {pairs}."
     shown = "; ".join(", ".join(str(_formatted(v)) for v in row) for row in rows[:SHOWN_ROWS])
-    more = f" ({len(rows)} rows{', cut off at the row limit' if result.truncated else ''}.)"
+    more = f" ({len(rows)} rows.)"
     header = ", ".join(_label(c.name) for c in columns)
     return f"{len(rows)} rows of {header}. The first: {shown}.{more if len(rows) > SHOWN_ROWS else ''}".strip()
+
+
+def _cut_note(result: QueryResult, row_limit: int) -> str:
+    """What the answer leaves out when a limit cut the result, said whatever the number of rows."""
+    if result.cut_at_bytes is not None:
+        rows = f"only its first {len(result.rows)} rows are" if result.rows else "not even its first row is"
+        return (f"\n\n(The result was cut off at the limit of {result.cut_at_bytes:,} bytes per result "
+                f"(CONVENER_ANALYTICS_RESULT_BYTES): {rows} here; ask for fewer or shorter columns, or fewer rows.)")
+    if result.truncated:
+        return f"\n\n(The result was cut off at the limit of {row_limit:,} rows (CONVENER_ANALYTICS_ROW_LIMIT).)"
+    return ""
 
 
 def _label(name: str) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from convener.analytics.agents import DataAgents, agent_id_of
+from convener.analytics.budget import DEFAULT_BUDGET, Budget
 from convener.analytics.conversations import CONVERSATIONS, Conversations
 from convener.analytics.models import (
     BigQueryTableReferences,
@@ -27,6 +28,7 @@ from convener.analytics.models import (
 )
 from convener.analytics.pipeline import Emit, Pipeline, Table
 from convener.analytics.sources import SqlSources
+from convener.analytics.spill import SpillFolder
 from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
 from convener.api.paging import PageTokens
 from convener.auth.caller import Caller
@@ -45,8 +47,14 @@ class Asked:
 
 class AnalyticsService:
     def __init__(self, database: Database, tokens: PageTokens, provider: Callable[[], ModelProvider | None], *,
-                 roots: Sequence[Path] = (), row_limit: int = 1000, timeout_seconds: float = 30.0) -> None:
-        self.sources = SqlSources(database, tuple(roots))
+                 roots: Sequence[Path] = (), row_limit: int = 1000, timeout_seconds: float = 30.0,
+                 budget: Budget = DEFAULT_BUDGET, data_dir: Path | None = None) -> None:
+        """``data_dir``: where DuckDB sources may spill (a folder of this process's, removed on close);
+        None: they never spill to disk."""
+        self._spill = SpillFolder(data_dir) if data_dir is not None else None
+        if self._spill is not None:
+            budget = replace(budget, spill_root=self._spill.path)
+        self.sources = SqlSources(database, tuple(roots), budget)
         self.agents = DataAgents(database, tokens)
         self.conversations = Conversations(database, tokens)
         self.pipeline = Pipeline(provider, row_limit, timeout_seconds)
@@ -100,6 +108,8 @@ class AnalyticsService:
 
     def close(self) -> None:
         self.sources.close()
+        if self._spill is not None:
+            self._spill.close()
 
 
 def _context_of(agent: DataAgent, staging: bool) -> Context:

@@ -63,8 +63,10 @@ class ResultColumn:
 @dataclass
 class QueryResult:
     """Rows as Python values (``int``, ``float``, ``Decimal``, ``str``, ``bool``, ``date``, ``datetime``,
-    ``None``…), at most the row cap; ``truncated`` says whether the query had more."""
+    ``None``…), at most the row cap and the byte cap; ``truncated`` says whether the query had more, and
+    ``cut_at_bytes`` names the byte cap when that is what cut it."""
 
     columns: tuple[ResultColumn, ...]
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     truncated: bool = False
+    cut_at_bytes: int | None = None

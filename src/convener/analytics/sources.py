@@ -19,6 +19,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from convener.analytics.budget import DEFAULT_BUDGET, Budget
 from convener.analytics.builtin import BUILTIN_SOURCE, builtin_engine, builtin_tables
 from convener.analytics.engines import DataEngine, location_kind, open_engine
 from convener.analytics.models import SqlSource
@@ -63,8 +64,9 @@ def _is_url(location: str) -> bool:
 
 
 class SqlSources:
-    def __init__(self, database: Database, roots: tuple[Path, ...] = ()) -> None:
+    def __init__(self, database: Database, roots: tuple[Path, ...] = (), budget: Budget = DEFAULT_BUDGET) -> None:
         self.database = database
+        self.budget = budget
         self.roots = tuple(Path(root).expanduser().resolve() for root in roots)
         self._engines: dict[str, DataEngine] = {}
         self._schemas: dict[str, tuple[float, list[TableInfo]]] = {}
@@ -78,7 +80,7 @@ class SqlSources:
             raise InvalidArgument(f"description is longer than {MAX_DESCRIPTION} characters")
         location = location if _is_url(location) else str(Path(location).expanduser().resolve())
         kind = location_kind(location)
-        engine = open_engine(location)  # fails here, not at the first question, when the source is unusable
+        engine = open_engine(location, self.budget)  # fails here, not at the first question, if it is unusable
         try:
             engine.tables(samples=0)
         except Exception:
@@ -138,7 +140,7 @@ class SqlSources:
         """The source's engine for one question; the caller's own for the built-in source."""
         check_source_name(name)
         if name == BUILTIN_SOURCE:
-            engine = builtin_engine(self.database, caller)
+            engine = builtin_engine(self.database, caller, budget=self.budget)
             try:
                 yield engine
             finally:
@@ -153,7 +155,7 @@ class SqlSources:
             row = connection.execute(select(sql_sources).where(sql_sources.c.name == name)).first()
         if row is None:
             raise _missing(name)
-        opened = open_engine(row.location)
+        opened = open_engine(row.location, self.budget)
         with self._lock:
             existing = self._engines.setdefault(name, opened)
         if existing is not opened:

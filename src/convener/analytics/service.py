@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -31,6 +30,7 @@ from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
 from convener.api.paging import PageTokens
 from convener.auth.caller import Caller
 from convener.llm.base import ModelProvider
+from convener.outside.gate import Gate
 from convener.store.database import Database
 
 MAX_TABLES = 20
@@ -45,8 +45,8 @@ class Asked:
 
 class AnalyticsService:
     def __init__(self, database: Database, tokens: PageTokens, provider: Callable[[], ModelProvider | None], *,
-                 roots: Sequence[Path] = (), row_limit: int = 1000, timeout_seconds: float = 30.0) -> None:
-        self.sources = SqlSources(database, tuple(roots))
+                 gate: Gate, row_limit: int = 1000, timeout_seconds: float = 30.0) -> None:
+        self.sources = SqlSources(database, gate)
         self.agents = DataAgents(database, tokens)
         self.conversations = Conversations(database, tokens)
         self.pipeline = Pipeline(provider, row_limit, timeout_seconds)

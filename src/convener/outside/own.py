@@ -83,12 +83,15 @@ class OwnStore:
             return cls(folder, None, server_database(url))
         return cls(folder, None, None)
 
-    def owns(self, path: Path) -> bool:
-        """Whether a resolved ``path`` is the store's database file (or its ``-wal``/``-journal`` companion) or
-        lies in its data folder."""
+    def is_database(self, path: Path) -> bool:
+        """Whether a resolved ``path`` is the store's database file or its ``-wal``/``-shm``/``-journal``."""
         file = self.database_file
-        if file is not None and path.parent == file.parent and (path.name == file.name or path.name.startswith(f"{file.name}-")):
-            return True
+        return file is not None and path.parent == file.parent and (
+            path.name == file.name or path.name.startswith(f"{file.name}-"))
+
+    def in_data_dir(self, path: Path) -> bool:
+        """Whether a resolved ``path`` is the data folder or lies in it. Convener keeps its own files there (the
+        demo's database, spill files); the operator may name them, a remote caller never."""
         return path == self.data_dir or path.is_relative_to(self.data_dir)
 
     def lies_in(self, path: Path) -> bool:

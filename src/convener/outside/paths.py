@@ -1,8 +1,8 @@
 """A file or folder a caller names: where it really is, and whether the server may read it.
 
 The path is made absolute with ``~`` expanded and every symbolic link resolved *before* it is compared with
-the roots, so a link inside a root cannot lead out of it. The store's own data folder and database file are
-never readable, whatever the roots say.
+the roots, so a link inside a root cannot lead out of it. The store's database file is never a source,
+whatever the roots say; for a remote caller neither is anything in the data folder, nor a folder holding it.
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ def real_path(value: str | os.PathLike[str], field: str = "path") -> Path:
         raise InvalidArgument(f"{field} {text[:200]!r} is not usable ({type(error).__name__})") from None
 
 
-def not_the_store(path: Path, own: OwnStore, shown: str, field: str, *, nor_above: bool = False) -> None:
-    """PERMISSION_DENIED when ``path`` is the store's file or in its data folder (or, with ``nor_above``, a
-    folder that holds them)."""
-    if own.owns(path) or (nor_above and own.lies_in(path)):
+def not_the_store(path: Path, own: OwnStore, shown: str, field: str, *, remote: bool) -> None:
+    """PERMISSION_DENIED when ``path`` is the store's database file; for a ``remote`` caller also anything in
+    the data folder, and any folder that holds the data folder or the database."""
+    if own.is_database(path) or (remote and (own.in_data_dir(path) or own.lies_in(path))):
         raise PermissionDenied(f"{field} {shown[:200]!r} is (or holds) this server's own store, which is never a "
                                "source; name another file or folder")
 
@@ -67,7 +67,7 @@ def check_path(value: str | os.PathLike[str], roots: Roots, own: OwnStore, field
     """The real path of ``value``, which a remote caller may read: inside ``roots`` and not the store."""
     path = real_path(value, field)
     shown = os.fspath(value)
-    not_the_store(path, own, shown, field, nor_above=True)
+    not_the_store(path, own, shown, field, remote=True)
     if not roots.contain(path):
         raise PermissionDenied(f"{field} {shown[:200]!r} is outside the folders the server may read; the operator "
                                f"can add its folder to {roots.setting} or run `{roots.local_command}` on the server")
@@ -77,5 +77,5 @@ def check_path(value: str | os.PathLike[str], roots: Roots, own: OwnStore, field
 def check_local_path(value: str | os.PathLike[str], own: OwnStore, field: str = "path") -> Path:
     """The real path of ``value`` for the operator's own commands on the server: any path but the store."""
     path = real_path(value, field)
-    not_the_store(path, own, os.fspath(value), field)
+    not_the_store(path, own, os.fspath(value), field, remote=False)
     return path

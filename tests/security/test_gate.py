@@ -20,6 +20,7 @@ import pytest
 import typer.main
 import yaml
 from mcp import Client
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from convener.cli import app as cli
@@ -164,8 +165,7 @@ async def _ingest(client: Client, services: Services) -> str:
 
 
 async def _add_store(client: Client, services: Services) -> str:
-    store = services.settings.data_dir / "convener.db"
-    location = f"sqlite:///{store}" if services.database.dialect == "sqlite" else services.database.url
+    location = services.database.url  # sqlite:///…/convener.db, or the PostgreSQL store's own URL
     return error_text(await client.call_tool("add_sql_source", {"name": "store", "location": location}),
                       "PERMISSION_DENIED")
 
@@ -265,8 +265,8 @@ async def test_each_gated_tool_argument_refuses_a_hostile_value(client: Client, 
 def test_the_cli_may_read_any_path_but_never_registers_the_store(settings: Settings, tmp_path: Path) -> None:
     Services.open(settings).close()
     common = ["--data-dir", str(settings.data_dir), "--database-url", settings.resolved_database_url]
-    store = settings.data_dir / "convener.db"
-    if store.exists():  # the SQLite store: as a path, as a URL, and through a link
+    store = Path(make_url(settings.resolved_database_url).database or "")
+    if settings.resolved_database_url.startswith("sqlite"):  # the SQLite store: as a path, as a URL, and through a link
         link = tmp_path / "innocent.sqlite"
         link.symlink_to(store)
         for location in (str(store), f"sqlite:///{store}", str(link)):

@@ -26,6 +26,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from convener.api.errors import InvalidArgument, PermissionDenied
+from convener.outside.limits import GATE_CALLABLE
 
 SETTING = "CONVENER_PYTHON_CALLABLES"
 GROUP = "convener.callables"
@@ -33,7 +34,7 @@ OWN_PACKAGE = "convener"
 OWN_MODULES = ("convener.demo.tools",)
 """Convener's modules whose ``@registered`` callables are nameable. Listed here as well as being importable so
 that no stale package metadata (an editable install made before the group existed) can drop them."""
-MAX_SPEC = 300
+MAX_SPEC = GATE_CALLABLE
 
 F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger(__name__)

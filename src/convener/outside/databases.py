@@ -15,10 +15,11 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from convener.api.errors import InvalidArgument, PermissionDenied
+from convener.outside.limits import GATE_DATABASE_URL
 from convener.outside.own import OwnStore, server_database
 from convener.outside.paths import Roots, check_local_path, check_path
 
-MAX_URL = 4096
+MAX_URL = GATE_DATABASE_URL
 
 FILE_BACKENDS = frozenset({"sqlite", "duckdb"})
 SERVER_BACKENDS = frozenset({"postgresql", "mysql", "mariadb"})

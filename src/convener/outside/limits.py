@@ -28,3 +28,10 @@ def limit(name: str, value: int, unit: str, what: str, setting: str | None = Non
 
 
 # Declared as: ``RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one input's text")``.
+
+# --- the gate: what a caller names outside the store -----------------------------------------------------
+
+GATE_PATH = limit("outside.path", 4096, "characters", "a file or folder path a caller names (Linux's own maximum)")
+GATE_URL = limit("outside.url", 2048, "characters", "a URL the server is asked to call (OpenAPI, webhook, MCP)")
+GATE_DATABASE_URL = limit("outside.database_url", 4096, "characters", "a database URL named as a data source")
+GATE_CALLABLE = limit("outside.callable", 300, "characters", "a python entry point, module:qualname")

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from convener.api.errors import InvalidArgument, PermissionDenied
+from convener.outside.limits import GATE_PATH
 from convener.outside.own import OwnStore
 
-MAX_PATH = 4096
-"""Characters of a path a caller names: the longest path Linux accepts."""
+MAX_PATH = GATE_PATH
 
 
 @dataclass(frozen=True)

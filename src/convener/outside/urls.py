@@ -14,8 +14,9 @@ import urllib.parse
 from collections.abc import Sequence
 
 from convener.api.errors import InvalidArgument, PermissionDenied
+from convener.outside.limits import GATE_URL
 
-MAX_URL = 2048
+MAX_URL = GATE_URL
 SETTING = "CONVENER_URL_HOSTS"
 
 

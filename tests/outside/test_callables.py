@@ -97,13 +97,15 @@ def test_callables_of_the_entry_point_group_are_registered(tmp_path: Path, monke
     info = tmp_path / f"{name}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[convener.callables]\nmodule = {name}\none = {name}:named\n")
+    (info / "entry_points.txt").write_text(f"[convener.callables]\nmodule = {name}\none = {name}:named\n"
+                                           "writer = convener.demo.analytics_data:build_demo_database\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(callables, "_loaded", False)
     try:
         assert load_callable(f"{name}:decorated", [], FIELD)(1) == 2
         assert load_callable(f"{name}:named", [], FIELD)(2) == 4
         assert "not a registered" in refusal(f"{name}:unlisted", [])
+        assert "not a registered" in refusal("convener.demo.analytics_data:build_demo_database", [])
     finally:
         for spec in (f"{name}:decorated", f"{name}:named"):
             callables._registry.pop(spec, None)

@@ -75,8 +75,12 @@ def _load_registrations() -> None:
                 logger.warning("entry point %s = %s of group %s cannot be loaded; its callables are not registered",
                                entry.name, entry.value, GROUP, exc_info=True)
                 continue
-            if not isinstance(loaded, types.ModuleType) and callable(loaded):
-                _registry[f"{entry.module}:{entry.attr}"] = loaded
+            if not isinstance(loaded, types.ModuleType) and callable(loaded) and not _own(entry.module):
+                _registry[f"{entry.module}:{entry.attr}"] = loaded  # Convener's own register by decorator only
+
+
+def _own(module: str) -> bool:
+    return module == OWN_PACKAGE or module.startswith(f"{OWN_PACKAGE}.")
 
 
 def registered_specs() -> frozenset[str]:
@@ -106,7 +110,7 @@ def check_operator_list(specs: Sequence[str], setting: str = SETTING) -> tuple[s
             module, _ = _well_formed(spec, setting)
         except InvalidArgument as error:
             raise ValueError(error.message) from None
-        if module == OWN_PACKAGE or module.startswith(f"{OWN_PACKAGE}."):
+        if _own(module):
             raise ValueError(f"{setting} may not name {spec}: Convener's own callables are registered by Convener")
     return tuple(specs)
 
@@ -120,7 +124,7 @@ def load_callable(spec: str, operator_list: Sequence[str], field: str) -> Callab
     if spec in found:
         with _lock:
             return _registry[spec]
-    if spec not in operator_list or module == OWN_PACKAGE or module.startswith(f"{OWN_PACKAGE}."):
+    if spec not in operator_list or _own(module):
         raise PermissionDenied(f'{field}: "{_clip(spec)}" is not a registered callable; the operator can add it to '
                                f"{SETTING}")
     return _import(module, qualname, spec, field)

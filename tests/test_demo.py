@@ -20,7 +20,6 @@ from mcp import Client
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from convener.api.errors import FailedPrecondition
 from convener.auth.caller import Caller
 from convener.auth.keys import ApiKeys
 from convener.ces.runtime.toolbox import as_response
@@ -30,6 +29,7 @@ from convener.config import Settings
 from convener.demo import APP, load_demo, tools
 from convener.demo.chat import install_chat
 from convener.demo.loader import app_yaml, expected_export, scripts
+from convener.outside.callables import registered_specs
 from convener.server import mcp_servers
 from convener.services import Services
 from tests.e2e.conftest import (
@@ -226,13 +226,11 @@ async def test_a_new_session_refunds_after_the_client_tool(services: Services, c
     assert any("Refund RF-1010 of $16.00" in o.get("text", "") for o in done["outputs"])
 
 
-def test_load_demo_needs_its_tools_module_allowed(settings: Settings) -> None:
-    opened = Services.open(settings.model_copy(update={"python_modules": ("somewhere.else",)}))
-    try:
-        with pytest.raises(FailedPrecondition, match="CONVENER_PYTHON_MODULES"):
-            load_demo(opened)
-    finally:
-        opened.close()
+def test_the_demo_app_names_only_registered_callables() -> None:
+    """The demo needs no operator setting: its tools register themselves, and only they do."""
+    document = yaml.safe_load(app_yaml())
+    named = {tool["pythonFunction"]["entryPoint"] for tool in document["tools"].values() if "pythonFunction" in tool}
+    assert named and named <= registered_specs()
 
 
 # -- the conversations -----------------------------------------------------------------------------

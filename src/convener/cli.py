@@ -640,7 +640,8 @@ def knowledge_ingest(
     from convener.knowledge.operations import ingest_operation
 
     with _services(_settings(data_dir, database_url)) as opened:
-        plan = IngestPlan.make(path, base_url, data_source, keep_removed)
+        plan = IngestPlan.make(opened.knowledge.check_readable(path, remote=False), base_url, data_source,
+                               keep_removed)
         with Progress(TextColumn("ingesting {task.fields[source]}"), TextColumn("{task.completed} files"),
                       TextColumn("{task.fields[indexed]} indexed"), TimeElapsedColumn(), console=err,
                       transient=True) as progress:

@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from convener.outside import limits
+from convener.outside.callables import check_operator_list
 
 SERVICES = ("ces", "chat", "knowledge", "analytics")
 """Services this build can serve, in the order /mcp lists their tools."""
@@ -58,12 +59,18 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Deadline of one model call.")
     llm_max_retries: int = Field(default=3, ge=0, le=10, description="Retries, with backoff, on 429 and 5xx.")
     eval_parallelism: int = Field(default=4, ge=1, le=64, description="Evaluation results replayed at once.")
-    python_modules: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=("convener.demo",),
-        description="Modules (and their submodules) whose callables python agents and tools may name.",
+    python_callables: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="The operator's own callables (module:qualname) python agents, tools and callbacks may name, "
+                    "besides those registered by installed packages (the demo's tools).",
     )
     mcp_stdio_commands: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="Programs a stdio MCP toolset may start; HTTP toolsets need no listing."
+    )
+    url_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Hosts (names, *.domain, or networks like 10.0.0.0/8) that URLs named in apps may reach: "
+                    "OpenAPI tools, remote agents, MCP HTTP toolsets. Empty: any host.",
     )
     knowledge_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="Folders the ingest_documents tool may read (the CLI's ingest reads any path)."
@@ -93,12 +100,18 @@ class Settings(BaseSettings):
     analytics_work_mem_mb: int = Field(default=limits.ANALYTICS_WORK_MEM_MB, ge=1, le=1_048_576,
                                        description="PostgreSQL work_mem of a data agent's query.")
 
-    @field_validator("python_modules", "mcp_stdio_commands", "knowledge_roots", "analytics_roots", mode="before")
+    @field_validator("python_callables", "mcp_stdio_commands", "url_hosts", "knowledge_roots", "analytics_roots",
+                     mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
             value = [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("python_callables")
+    @classmethod
+    def _callables_of_the_operator(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return check_operator_list(value)
 
     @field_validator("services", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from convener.knowledge.service import KnowledgeService
 from convener.knowledge.tools import knowledge_tools
 from convener.llm.base import ModelProvider, close_provider
 from convener.llm.providers import provider_from_settings
+from convener.outside.gate import Gate
 from convener.store.database import Database
 from convener.tooling import ToolRegistry
 
@@ -31,6 +32,8 @@ class Services:
     database: Database
     apps: AppService
     conversations: ConversationService
+    gate: Gate = field(init=False)
+    """The one place that decides what callers may reach outside the store."""
     runtime: Runtime = field(init=False)
     chat: ChatService = field(init=False)
     knowledge: KnowledgeService = field(init=False)
@@ -40,11 +43,12 @@ class Services:
 
     def __post_init__(self) -> None:
         tokens = self.conversations.tokens
+        self.gate = Gate.of(self.settings)
         self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider)
         self.chat = ChatService(self.database, tokens)
         self.knowledge = KnowledgeService(self.database, tokens, default_embedder(self.settings.knowledge_embeddings),
-                                          self.provider, self.settings.knowledge_roots)
-        self.analytics = AnalyticsService(self.database, tokens, self.provider, roots=self.settings.analytics_roots,
+                                          self.provider, gate=self.gate)
+        self.analytics = AnalyticsService(self.database, tokens, self.provider, gate=self.gate,
                                           row_limit=self.settings.analytics_row_limit,
                                           timeout_seconds=self.settings.analytics_timeout_seconds,
                                           budget=analytics_budget(self.settings), data_dir=self.settings.data_dir)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import re
+import sys
 import time
 from typing import Any
 
@@ -188,3 +190,8 @@ def sleepy_agent(request: dict[str, Any]) -> dict[str, Any]:
     text = str((request.get("input") or {}).get("text", "0"))
     return {"chunks": [{"toolCall": {"id": "nap", "tool": "slow", "args": {"seconds": float(text)}}},
                        {"text": "awake"}]}
+
+
+CALLABLES = tuple(f"{__name__}:{name}" for name, value in inspect.getmembers(sys.modules[__name__], inspect.isfunction)
+                  if value.__module__ == __name__)
+"""Every function above, as the operator lists them in CONVENER_PYTHON_CALLABLES for the runtime tests."""

@@ -8,6 +8,7 @@ from typing import Any
 from mcp import Client
 
 from convener.config import Settings
+from tests.ces.agents_under_test import CALLABLES
 from tests.e2e.conftest import call_json
 
 APP = "projects/acme/locations/global/apps/shop"
@@ -15,9 +16,9 @@ FIXTURES = "tests.ces.agents_under_test"
 
 
 def runtime_settings(database_url: str, tmp_path: Path, **extra: Any) -> Settings:
-    """Settings of a runtime test: a private store, and the test agents' module allowed as entry points."""
+    """Settings of a runtime test: a private store, and the test agents' functions registered by the operator."""
     return Settings(data_dir=tmp_path / "data", database_url=database_url,
-                    **{"python_modules": (FIXTURES, "convener.demo"), **extra})
+                    **{"python_callables": CALLABLES, **extra})
 
 
 def llm_settings(database_url: str, tmp_path: Path, base_url: str, **extra: Any) -> Settings:

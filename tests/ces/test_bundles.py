@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from convener.cli import app as cli
 from convener.config import Settings
-from tests.ces.agents_under_test import ORDERS
+from tests.ces.agents_under_test import CALLABLES, ORDERS
 from tests.ces.session_helpers import (
     APP,
     FIXTURES,
@@ -119,7 +119,7 @@ async def test_replace_overwrites_the_definition_and_keeps_conversations(client:
 
 
 def test_cli_export_import_and_chat(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONVENER_PYTHON_MODULES", FIXTURES)
+    monkeypatch.setenv("CONVENER_PYTHON_CALLABLES", ",".join(CALLABLES))
     monkeypatch.setenv("CONVENER_MCP_STDIO_COMMANDS", sys.executable)
     runner = CliRunner()
     common = ["--data-dir", str(tmp_path / "cli"), "--database-url", settings.resolved_database_url]

@@ -97,8 +97,6 @@ HOSTILE_AGENTS: list[tuple[dict[str, Any], str]] = [
     ({"displayName": "x", "childAgents": [f"{APP}/agents/ghost"]}, "agent.childAgents[0]"),
     ({"displayName": "x", "toolsets": [{"toolset": f"{APP}/toolsets/none"}]}, "agent.toolsets[0].toolset"),
     ({}, "agent.displayName"),
-    ({"displayName": "x", "pythonAgent": {"entryPoint": "os:system"}}, "agent.pythonAgent.entryPoint"),
-    ({"displayName": "x", "pythonAgent": {"entryPoint": f"{FIXTURES}:nothing_here"}}, "agent.pythonAgent.entryPoint"),
     ({"displayName": "x", "pythonAgent": {"entryPoint": "no colon"}}, "agent.pythonAgent.entryPoint"),
     ({"displayName": "x", "remoteAgent": {"url": "ftp://example.com"}}, "agent.remoteAgent.url"),
     ({"displayName": "x", "remoteAgent": {"url": "http://example.com", "timeout": "0s"}}, "agent.remoteAgent.timeout"),
@@ -140,7 +138,6 @@ async def test_child_agent_cycles_are_rejected(client: Client) -> None:
 HOSTILE_TOOLS: list[tuple[dict[str, Any], str]] = [
     ({}, "tool needs one of"),
     ({"pythonFunction": {"pythonCode": "def f(): pass"}}, "tool.pythonFunction.pythonCode"),
-    ({"pythonFunction": {"entryPoint": "subprocess:run"}}, "CONVENER_PYTHON_MODULES"),
     ({"clientFunction": {"name": "has space"}}, "tool.clientFunction.name"),
     ({"clientFunction": {"name": "f", "parameters": {"type": "OBJECT", "minimum": "high"}}},
      "tool.clientFunction"),
@@ -152,6 +149,25 @@ HOSTILE_TOOLS: list[tuple[dict[str, Any], str]] = [
 ]
 
 
+UNREGISTERED: list[tuple[str, dict[str, Any], str]] = [
+    ("create_agent", {"displayName": "x", "pythonAgent": {"entryPoint": "os:system"}}, "agent.pythonAgent.entryPoint"),
+    ("create_agent", {"displayName": "x", "pythonAgent": {"entryPoint": f"{FIXTURES}:nothing_here"}},
+     "agent.pythonAgent.entryPoint"),
+    ("create_tool", {"pythonFunction": {"entryPoint": "subprocess:run"}}, "CONVENER_PYTHON_CALLABLES"),
+    ("create_tool", {"pythonFunction": {"entryPoint": "convener.demo.analytics_data:build_demo_database"}},
+     "tool.pythonFunction.entryPoint"),
+]
+
+
+@pytest.mark.parametrize(("tool", "definition", "named"), UNREGISTERED)
+async def test_callables_that_are_not_registered_are_refused(client: Client, tool: str, definition: dict[str, Any],
+                                                             named: str) -> None:
+    await make_app(client)
+    kind = "agent" if tool == "create_agent" else "tool"
+    result = await client.call_tool(tool, {"parent": APP, f"{kind}Id": "bad", kind: definition})
+    assert named in error_text(result, "PERMISSION_DENIED")
+
+
 @pytest.mark.parametrize(("definition", "named"), HOSTILE_TOOLS)
 async def test_hostile_tools_are_rejected_naming_the_field(client: Client, definition: dict[str, Any],
                                                            named: str) -> None:
@@ -160,15 +176,17 @@ async def test_hostile_tools_are_rejected_naming_the_field(client: Client, defin
     assert named in error_text(result, "INVALID_ARGUMENT")
 
 
-@pytest.mark.parametrize(("definition", "named"), [
-    ({}, "toolset.mcpToolset"),
-    ({"mcpToolset": {"serverAddress": "file:///etc/passwd"}}, "toolset.mcpToolset"),
-    ({"mcpToolset": {"command": "/bin/sh", "args": ["-c", "echo hi"]}}, "CONVENER_MCP_STDIO_COMMANDS"),
+@pytest.mark.parametrize(("definition", "code", "named"), [
+    ({}, "INVALID_ARGUMENT", "toolset.mcpToolset"),
+    ({"mcpToolset": {"serverAddress": "file:///etc/passwd"}}, "INVALID_ARGUMENT", "toolset.mcpToolset"),
+    ({"mcpToolset": {"command": "/bin/sh", "args": ["-c", "echo hi"]}}, "PERMISSION_DENIED",
+     "CONVENER_MCP_STDIO_COMMANDS"),
 ])
-async def test_hostile_toolsets_are_rejected(client: Client, definition: dict[str, Any], named: str) -> None:
+async def test_hostile_toolsets_are_rejected(client: Client, definition: dict[str, Any], code: str,
+                                             named: str) -> None:
     await make_app(client)
     result = await client.call_tool("create_toolset", {"parent": APP, "toolsetId": "bad", "toolset": definition})
-    assert named in error_text(result, "INVALID_ARGUMENT")
+    assert named in error_text(result, code)
 
 
 async def test_app_settings_are_checked(client: Client) -> None:

@@ -308,8 +308,6 @@ HOSTILE_GUARDRAILS: list[tuple[dict[str, Any], str]] = [
     ({"codeCallback": {}}, "guardrail.codeCallback needs at least one of"),
     ({"codeCallback": {"beforeAgentCallback": {"pythonCode": "def f(x): return x"}}},
      "guardrail.codeCallback.beforeAgentCallback.pythonCode is not run by Convener"),
-    ({"codeCallback": {"afterModelCallback": {"entryPoint": "os:system"}}},
-     "guardrail.codeCallback.afterModelCallback.entryPoint"),
     ({"codeCallback": {"afterAgentCallback": {"description": "no code"}}},
      "guardrail.codeCallback.afterAgentCallback.entryPoint is required"),
     ({"codeCallback": {"beforeAgentCallback": fixture("guard_refunds", timeout="0s")}},
@@ -340,9 +338,6 @@ HOSTILE_AGENTS: list[tuple[dict[str, Any], str]] = [
     ({"guardrails": ["projects/p/locations/l/apps/other/guardrails/g"]}, "agent.guardrails[0]"),
     ({"beforeAgentCallbacks": [{"pythonCode": "def f(x): pass"}]},
      "agent.beforeAgentCallbacks[0].pythonCode is not run by Convener"),
-    ({"afterToolCallbacks": [fixture("hide_totals"), {"entryPoint": "subprocess:run"}]},
-     "agent.afterToolCallbacks[1].entryPoint"),
-    ({"afterAgentCallbacks": [{"entryPoint": f"{FIXTURES}:nothing_here"}]}, "agent.afterAgentCallbacks[0].entryPoint"),
     ({"beforeToolCallbacks": [fixture("fix_order_ids", timeout="3600s")]}, "agent.beforeToolCallbacks[0].timeout"),
     ({"beforeModelCallbacks": [fixture("canned_model")], "playbookAgent": SHOP, "tools": [tool_name("lookup")]},
      "agent.beforeModelCallbacks: only llm agents call a model"),
@@ -369,6 +364,21 @@ async def test_hostile_definitions_are_rejected_naming_the_field(client: Client)
     at_birth = await client.call_tool("create_app", {"parent": APP.rsplit("/apps/", 1)[0], "appId": "born", "app": {
         "guardrails": [guardrail_name("ghost")]}})
     assert "app.guardrails" in error_text(at_birth, "INVALID_ARGUMENT")
+
+
+async def test_callbacks_that_are_not_registered_are_refused(client: Client) -> None:
+    await _shop(client)
+    guardrail = await client.call_tool("create_guardrail", {"parent": APP, "guardrailId": "bad", "guardrail": {
+        "displayName": "Bad", "codeCallback": {"afterModelCallback": {"entryPoint": "os:system"}}}})
+    assert "guardrail.codeCallback.afterModelCallback.entryPoint" in error_text(guardrail, "PERMISSION_DENIED")
+    for definition, named in [
+        ({"afterToolCallbacks": [fixture("hide_totals"), {"entryPoint": "subprocess:run"}]},
+         "agent.afterToolCallbacks[1].entryPoint"),
+        ({"afterAgentCallbacks": [{"entryPoint": f"{FIXTURES}:nothing_here"}]}, "agent.afterAgentCallbacks[0].entryPoint"),
+    ]:
+        result = await client.call_tool("create_agent", {"parent": APP, "agentId": "bad", "agent": {
+            "displayName": "Bad", **definition}})
+        assert named in error_text(result, "PERMISSION_DENIED"), definition
 
 
 # -- agent callbacks ---------------------------------------------------------------------------------------

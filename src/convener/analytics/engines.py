@@ -85,6 +85,7 @@ from convener.api.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from convener.outside.paths import within
 
 DATA_SUFFIXES = {
     ".csv": "csv", ".tsv": "csv", ".csv.gz": "csv", ".tsv.gz": "csv", ".parquet": "parquet",
@@ -205,13 +206,16 @@ def _data_format(path: Path) -> str | None:
 
 
 def _data_files(root: Path) -> Iterator[Path]:
-    """Data files under ``root`` in sorted path order, skipping hidden files and folders and not following
-    symbolic links to folders."""
+    """Data files under ``root`` in sorted path order, skipping hidden files and folders, not following
+    symbolic links to folders, and skipping links to files outside the folder (the gate checked the folder,
+    not where its links lead)."""
     found: list[Path] = []
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = [name for name in subfolders if not name.startswith(".")]
         found.extend(Path(folder, name) for name in files if not name.startswith("."))
-    yield from (path for path in sorted(found) if path.is_file() and _data_format(path) is not None)
+    real_root = root.resolve()
+    yield from (path for path in sorted(found)
+                if path.is_file() and _data_format(path) is not None and within(path.resolve(), real_root))
 
 
 # --- type normalisation -------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
 from convener.api.paging import PageTokens
 from convener.auth.caller import Caller
 from convener.llm.base import ModelProvider
+from convener.outside.gate import Gate
 from convener.store.database import Database
 
 MAX_TABLES = 20
@@ -47,14 +48,14 @@ class Asked:
 
 class AnalyticsService:
     def __init__(self, database: Database, tokens: PageTokens, provider: Callable[[], ModelProvider | None], *,
-                 roots: Sequence[Path] = (), row_limit: int = 1000, timeout_seconds: float = 30.0,
+                 gate: Gate, row_limit: int = 1000, timeout_seconds: float = 30.0,
                  budget: Budget = DEFAULT_BUDGET, data_dir: Path | None = None) -> None:
         """``data_dir``: where DuckDB sources may spill (a folder of this process's, removed on close);
         None: they never spill to disk."""
         self._spill = SpillFolder(data_dir) if data_dir is not None else None
         if self._spill is not None:
             budget = replace(budget, spill_root=self._spill.path)
-        self.sources = SqlSources(database, tuple(roots), budget)
+        self.sources = SqlSources(database, gate, budget)
         self.agents = DataAgents(database, tokens)
         self.conversations = Conversations(database, tokens)
         self.pipeline = Pipeline(provider, row_limit, timeout_seconds)

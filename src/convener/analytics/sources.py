@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, insert, select
@@ -25,9 +24,10 @@ from convener.analytics.engines import DataEngine, location_kind, open_engine
 from convener.analytics.models import SqlSource
 from convener.analytics.shapes import TableInfo
 from convener.analytics.tables import sql_sources
-from convener.api.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied
+from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
+from convener.outside.gate import Gate
 from convener.store.database import Database
 
 SCHEMA_TTL_SECONDS = 60.0
@@ -64,21 +64,23 @@ def _is_url(location: str) -> bool:
 
 
 class SqlSources:
-    def __init__(self, database: Database, roots: tuple[Path, ...] = (), budget: Budget = DEFAULT_BUDGET) -> None:
+    def __init__(self, database: Database, gate: Gate, budget: Budget = DEFAULT_BUDGET) -> None:
         self.database = database
+        self.gate = gate
         self.budget = budget
-        self.roots = tuple(Path(root).expanduser().resolve() for root in roots)
         self._engines: dict[str, DataEngine] = {}
         self._schemas: dict[str, tuple[float, list[TableInfo]]] = {}
         self._lock = threading.Lock()
 
     # --- registry -------------------------------------------------------------------------------------
 
-    def add(self, name: str, location: str, description: str | None) -> SqlSource:
+    def add(self, name: str, location: str, description: str | None, *, remote: bool = False) -> SqlSource:
+        """Register ``location``. A ``remote`` caller (the add_sql_source tool) may name files and file URLs
+        inside CONVENER_ANALYTICS_ROOTS only; the operator's CLI any; neither the store's own database."""
         _check_new_name(name)
         if description and len(description) > MAX_DESCRIPTION:
             raise InvalidArgument(f"description is longer than {MAX_DESCRIPTION} characters")
-        location = location if _is_url(location) else str(Path(location).expanduser().resolve())
+        location = self.gated(location, remote=remote)
         kind = location_kind(location)
         engine = open_engine(location, self.budget)  # fails here, not at the first question, if it is unusable
         try:
@@ -98,15 +100,14 @@ class SqlSources:
         return SqlSource(name=name, kind=kind, location=masked(location), description=description or None,
                          create_time=Timestamp.from_micros(now))
 
-    def check_addable(self, name: str, location: str) -> None:
-        """What the add_sql_source tool may register: files inside CONVENER_ANALYTICS_ROOTS, or URLs."""
-        _check_new_name(name)
+    def gated(self, location: str, *, remote: bool) -> str:
+        """``location`` as the gate lets it be opened: a real path, or a URL whose file is a real path."""
+        roots = self.gate.analytics_roots if remote else None
         if _is_url(location):
-            return
-        resolved = Path(location).expanduser().resolve()
-        if not any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
-            raise PermissionDenied(f"{location} is outside the folders the server may read; add its folder to "
-                                   "CONVENER_ANALYTICS_ROOTS or run `convener data add-source` on the server")
+            return self.gate.database_url(location, roots, "location").render()
+        if roots is None:
+            return str(self.gate.local_path(location, "location"))
+        return str(self.gate.path(location, roots, "location"))
 
     def remove(self, name: str) -> None:
         check_source_name(name)
@@ -155,7 +156,8 @@ class SqlSources:
             row = connection.execute(select(sql_sources).where(sql_sources.c.name == name)).first()
         if row is None:
             raise _missing(name)
-        opened = open_engine(row.location, self.budget)
+        # Asked again at each opening: a file can have become a link to the store since it was added.
+        opened = open_engine(self.gated(row.location, remote=False), self.budget)
         with self._lock:
             existing = self._engines.setdefault(name, opened)
         if existing is not opened:

@@ -84,8 +84,7 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
         return DescribeSqlSourceResponse(source=source, datasources=[datasource_of(t) for t in tables])
 
     def add_source(request: AddSqlSourceRequest, caller: Caller) -> SqlSource:
-        analytics.sources.check_addable(request.name, request.location)
-        return analytics.sources.add(request.name, request.location, request.description)
+        return analytics.sources.add(request.name, request.location, request.description, remote=True)
 
     def remove_source(request: SqlSourceNameRequest, caller: Caller) -> SqlSource:
         source = analytics.sources.get(request.name)

@@ -2,7 +2,7 @@
 
 Every problem is INVALID_ARGUMENT naming the field: an unknown tool or guardrail, a cycle of child
 agents, a bad playbook template or banned-content regular expression, an entry point outside the
-allowed modules, an OpenAPI document that cannot be read, a guardrail kind Convener cannot run.
+registered callables, an OpenAPI document that cannot be read, a guardrail kind Convener cannot run.
 Checks may also fill output-only fields derived from the definition (a tool's description).
 """
 
@@ -32,12 +32,13 @@ from convener.ces.definitions import (
 )
 from convener.ces.names import AgentName, AppChildName, GuardrailName, ToolName, ToolsetName
 from convener.ces.runtime import content_filter
-from convener.ces.runtime.entrypoints import load_entry_point
 from convener.ces.runtime.mcp_toolset import McpEndpoint, check_endpoint
 from convener.ces.runtime.openapi import parse_operation
 from convener.ces.runtime.playbook import PlaybookDefinition
 from convener.ces.schemas import check_json_schema
 from convener.config import Settings
+from convener.outside.callables import load_callable
+from convener.outside.urls import check_url
 
 FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 MAX_TIMEOUT_SECONDS = 600.0
@@ -122,7 +123,7 @@ class Checks:
             raise InvalidArgument(f"{field}.pythonCode is not run by Convener; name a function with {field}.entryPoint")
         if not callback.entry_point:
             raise InvalidArgument(f"{field}.entryPoint is required: module:callable in an allowed module")
-        load_entry_point(callback.entry_point, self.settings.python_modules, f"{field}.entryPoint")
+        load_callable(callback.entry_point, self.settings.python_callables, f"{field}.entryPoint")
         check_timeout(callback.timeout, f"{field}.timeout")
 
     def _agent_callbacks(self, agent: Agent) -> None:
@@ -167,14 +168,12 @@ class Checks:
                     raise InvalidArgument(f"agent.playbookAgent: step transfers to agent {target}, which does not exist")
         if kind == "remote_agent":
             assert agent.remote_agent is not None
-            url = agent.remote_agent.url or ""
-            if not re.match(r"https?://[^\s/]+", url):
-                raise InvalidArgument("agent.remoteAgent.url must be an http(s) URL")
+            check_url(agent.remote_agent.url or "", self.settings.url_hosts, "agent.remoteAgent.url")
             check_timeout(agent.remote_agent.timeout, "agent.remoteAgent.timeout")
         if kind == "python_agent":
             assert agent.python_agent is not None
-            load_entry_point(agent.python_agent.entry_point or "", self.settings.python_modules,
-                             "agent.pythonAgent.entryPoint")
+            load_callable(agent.python_agent.entry_point or "", self.settings.python_callables,
+                          "agent.pythonAgent.entryPoint")
             check_timeout(agent.python_agent.timeout, "agent.pythonAgent.timeout")
         return agent
 
@@ -190,7 +189,7 @@ class Checks:
         if tool.open_api_tool is not None:
             spec = tool.open_api_tool
             operation = parse_operation(spec.open_api_schema or "", name=spec.name, url=spec.url,
-                                        field="tool.openApiTool.openApiSchema")
+                                        field="tool.openApiTool.openApiSchema", allowed_hosts=self.settings.url_hosts)
             described = spec.model_copy(update={
                 "name": spec.name or operation.operation_id,
                 "description": spec.description or operation.description or None,
@@ -202,8 +201,8 @@ class Checks:
                 raise InvalidArgument(
                     "tool.pythonFunction.pythonCode is not run by Convener; name a function with pythonFunction.entryPoint"
                 )
-            function = load_entry_point(python.entry_point or "", self.settings.python_modules,
-                                        "tool.pythonFunction.entryPoint")
+            function = load_callable(python.entry_point or "", self.settings.python_callables,
+                                     "tool.pythonFunction.entryPoint")
             if python.name is not None and not FUNCTION_NAME.fullmatch(python.name):
                 raise InvalidArgument("tool.pythonFunction.name: letters, digits, _ and -, at most 64")
             check_json_schema(python.parameters, "tool.pythonFunction.parameters")
@@ -244,7 +243,7 @@ class Checks:
         check_timeout(toolset.timeout, "toolset.timeout")
         if toolset.mcp_toolset is None:
             raise InvalidArgument("toolset.mcpToolset is required")
-        check_endpoint(endpoint_of(toolset.mcp_toolset), self.settings.mcp_stdio_commands, "toolset.mcpToolset")
+        check_endpoint(endpoint_of(toolset.mcp_toolset), self.settings, "toolset.mcpToolset")
         return toolset
 
 

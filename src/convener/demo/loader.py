@@ -24,12 +24,11 @@ import yaml
 from pydantic import Field, ValidationError
 from sqlalchemy import delete, select
 
-from convener.api.errors import ApiError, FailedPrecondition, NotFound
+from convener.api.errors import ApiError, NotFound
 from convener.api.protojson import ProtoModel
 from convener.auth.caller import LOCAL_USER
 from convener.ces.models import Source
 from convener.ces.names import AgentName, AppName
-from convener.ces.runtime.entrypoints import module_allowed
 from convener.ces.session_models import (
     RunSessionRequest,
     RunSessionResponse,
@@ -191,11 +190,6 @@ def _forget(services: Services, session_id: str) -> None:
 def load_demo(services: Services) -> str:
     """Put the demo app in place, play every script not yet recorded, import the demo's chat and issue
     its demo users fresh keys; a summary, one line for the app and one for the chat (with the keys)."""
-    if not module_allowed(tools.__name__, services.settings.python_modules):
-        raise FailedPrecondition(
-            f"the demo's tools are in {tools.__name__}; add {PACKAGE} to CONVENER_PYTHON_MODULES "
-            "to load the demo"
-        )
     imported = install_app(services)
     recorded = _recorded_turns(services)
     played = 0

@@ -1,6 +1,8 @@
 """The demo app's python tools, over the bundled order dataset (``orders.json``).
 
-These functions are what the app's ``pythonFunction.entryPoint``s name: their type-annotated
+These functions are what the app's ``pythonFunction.entryPoint``s name, and the only ones of the demo an
+app may name: each is ``@registered`` with the gate (``convener.outside.callables``), having no side
+effect a caller could aim (no file, no command, no network). Their type-annotated
 parameters and docstrings become the schemas and descriptions agents are offered, so the docstrings
 are written for the agent, not for the programmer.
 
@@ -17,6 +19,8 @@ import re
 from datetime import date
 from importlib import resources
 from typing import Any
+
+from convener.outside.callables import registered
 
 ORDER_ID = re.compile(r"(?:([A-Za-z]{2})-)?(\d{4})")
 """An order number, AC-1001; on the phone its four digits alone are enough."""
@@ -62,6 +66,7 @@ def _summary(order: dict[str, Any]) -> str:
     )
 
 
+@registered
 def lookup_order(order_id: str) -> dict[str, Any]:
     """Look up an order by its number (like AC-1001, or just its four digits).
 
@@ -89,6 +94,7 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     return found
 
 
+@registered
 def list_customer_orders(customer_id: str) -> list[dict[str, Any]]:
     """List a signed-in customer's orders, newest first: number, date placed, status, total and items.
 
@@ -103,6 +109,7 @@ def list_customer_orders(customer_id: str) -> list[dict[str, Any]]:
     ]
 
 
+@registered
 def check_refund_eligibility(order_id: str) -> dict[str, Any]:
     """Check whether an order can be refunded, and for how much.
 
@@ -138,6 +145,7 @@ def check_refund_eligibility(order_id: str) -> dict[str, Any]:
                       "reason": f"it was delivered {days} days ago, within the {window}-day window"}
 
 
+@registered
 def create_refund(order_id: str, amount: float, reason: str = "other") -> dict[str, Any]:
     """Issue a refund for an order, after check_refund_eligibility said it is eligible and the
     customer confirmed their identity with confirm_identity.
@@ -165,6 +173,7 @@ def create_refund(order_id: str, amount: float, reason: str = "other") -> dict[s
     }
 
 
+@registered
 def update_delivery_address(order_id: str, address: str) -> dict[str, Any]:
     """Change where an order is delivered. Only orders still PROCESSING (not yet shipped) can change.
 

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from convener.api.errors import InvalidArgument, NotFound, PermissionDenied
+from convener.api.errors import InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
 from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp
@@ -23,7 +23,7 @@ from convener.auth.caller import Caller
 from convener.knowledge import retrieval
 from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
 from convener.knowledge.embeddings import Embedder
-from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested, local_path
+from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
 from convener.knowledge.models import (
     DataSource,
     Document,
@@ -35,6 +35,7 @@ from convener.knowledge.names import check_name
 from convener.knowledge.tables import chunks, data_sources, documents
 from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms
 from convener.llm.base import ModelProvider
+from convener.outside.gate import Gate
 from convener.store.database import Database
 
 DEFAULT_PAGE_SIZE = 5
@@ -61,13 +62,13 @@ class SearchPage:
 class KnowledgeService:
     def __init__(self, database: Database, tokens: PageTokens, embedder: Embedder | None = None,
                  provider: Callable[[], ModelProvider | None] = lambda: None,
-                 roots: Sequence[Path] = ()) -> None:
+                 *, gate: Gate) -> None:
         self.database = database
         self.tokens = tokens
         self.embedder = embedder
         self.vectors = retrieval.VectorIndex(embedder) if embedder is not None else None
         self.provider = provider
-        self.roots = tuple(root.expanduser().resolve() for root in roots)
+        self.gate = gate
         self.ingestor = Ingestor(database, embedder)
 
     # -- search --------------------------------------------------------------------------------------
@@ -216,14 +217,12 @@ class KnowledgeService:
                 check_name(name, f"names[{index}]")
             return int(connection.execute(delete(documents).where(documents.c.name.in_(set(names)))).rowcount or 0)
 
-    def check_readable(self, path: Path) -> Path:
-        """A path the ingest tool may read: inside one of the configured roots (the CLI reads any path)."""
-        resolved = local_path(path)
-        if not any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
-            raise PermissionDenied(
-                f"{path} is outside the folders the server may ingest; add its folder to CONVENER_KNOWLEDGE_ROOTS "
-                "or run `convener knowledge ingest` on the server")
-        return resolved
+    def check_readable(self, path: Path, *, remote: bool = True) -> Path:
+        """The real path the ingest may read, as the gate says: for a remote caller (the ingest tool) inside
+        CONVENER_KNOWLEDGE_ROOTS, for the operator's CLI any path; never the store's own files."""
+        if not remote:
+            return self.gate.local_path(path, "path")
+        return self.gate.path(path, self.gate.knowledge_roots, "path")
 
     def ingest(self, plan: IngestPlan, progress: Progress | None = None,
                stop_requested: StopRequested | None = None) -> IngestSummary:

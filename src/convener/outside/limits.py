@@ -134,3 +134,11 @@ ANALYTICS_WORK_MEM_MB = limit("analytics.postgresql.work_mem", 32, "MB", "memory
                               "on a PostgreSQL source (work_mem)", setting="CONVENER_ANALYTICS_WORK_MEM_MB")
 ANALYTICS_RUNNING = limit("analytics.queries.running", 4, "queries", "data agent queries running at once in one "
                           "server, counting interrupted ones still stopping; more wait, up to their deadline")
+
+
+# --- the gate: what a caller names outside the store -----------------------------------------------------
+
+GATE_PATH = limit("outside.path", 4096, "characters", "a file or folder path a caller names (Linux's own maximum)")
+GATE_URL = limit("outside.url", 2048, "characters", "a URL the server is asked to call (OpenAPI, webhook, MCP)")
+GATE_DATABASE_URL = limit("outside.database_url", 4096, "characters", "a database URL named as a data source")
+GATE_CALLABLE = limit("outside.callable", 300, "characters", "a python entry point, module:qualname")

@@ -22,6 +22,7 @@ from convener.ces.tables import evaluation_results
 from convener.config import Settings
 from convener.server import mcp_servers
 from convener.services import Services
+from tests.ces.agents_under_test import CALLABLES
 from tests.ces.session_helpers import (
     APP,
     FIXTURES,
@@ -478,7 +479,7 @@ async def test_a_run_survives_the_kill_of_the_process_running_it(database_url: s
     finally:
         setup.close()
     # A real process runs the evaluations, one at a time, and is killed (SIGKILL) in the middle of one.
-    environment = {**os.environ, "CONVENER_PYTHON_MODULES": FIXTURES, "CONVENER_EVAL_PARALLELISM": "1"}
+    environment = {**os.environ, "CONVENER_PYTHON_CALLABLES": ",".join(CALLABLES), "CONVENER_EVAL_PARALLELISM": "1"}
     process = subprocess.Popen(  # noqa: ASYNC220 - started once and killed; nothing awaits it
         [sys.executable, "-m", "convener", "eval", "run", "--app", APP, "--database-url", database_url,
          "--data-dir", str(settings.data_dir)],

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from convener.api.errors import InvalidArgument
+from convener.api.errors import InvalidArgument, PermissionDenied
 from convener.ces.runtime.failures import ToolFailure
+from convener.config import Settings
 from convener.ces.runtime.mcp_toolset import (
     McpEndpoint,
     call_tool,
@@ -57,6 +58,10 @@ def recording_api_keys(app: ASGIApp) -> ASGIApp:
     return recorded
 
 
+def gate_settings(*commands: str) -> Settings:
+    return Settings(mcp_stdio_commands=commands)
+
+
 @pytest.fixture(scope="module")
 def http_endpoint() -> Iterator[McpEndpoint]:
     with serving_asgi(recording_api_keys(remote_server().streamable_http_app())) as base_url:
@@ -69,7 +74,7 @@ def stdio_endpoint() -> McpEndpoint:
 
 
 def test_lists_the_tools_of_an_http_server(http_endpoint: McpEndpoint) -> None:
-    check_endpoint(http_endpoint, [], FIELD)
+    check_endpoint(http_endpoint, gate_settings(), FIELD)
 
     tools = {tool.name: tool for tool in list_tools(http_endpoint, timeout=10)}
 
@@ -141,7 +146,7 @@ def test_listings_are_cached_for_a_while() -> None:
 
 
 def test_a_stdio_server_lists_and_calls(stdio_endpoint: McpEndpoint) -> None:
-    check_endpoint(stdio_endpoint, [sys.executable], FIELD)
+    check_endpoint(stdio_endpoint, gate_settings(sys.executable), FIELD)
 
     names = {tool.name for tool in list_tools(stdio_endpoint, timeout=20)}
     assert names == {"add", "shout", "explode", "dawdle"}
@@ -159,12 +164,12 @@ def test_a_command_that_cannot_start_is_unavailable() -> None:
 
 
 def test_a_command_must_be_allowed(stdio_endpoint: McpEndpoint) -> None:
-    with pytest.raises(InvalidArgument) as refused:
-        check_endpoint(stdio_endpoint, ["/usr/bin/true"], FIELD)
+    with pytest.raises(PermissionDenied) as refused:
+        check_endpoint(stdio_endpoint, gate_settings("/usr/bin/true"), FIELD)
 
     assert refused.value.message.startswith(FIELD)
     assert "CONVENER_MCP_STDIO_COMMANDS" in refused.value.message
-    assert sys.executable in refused.value.message
+    assert Path(sys.executable).name in refused.value.message
 
 
 @pytest.mark.parametrize(
@@ -182,7 +187,7 @@ def test_a_command_must_be_allowed(stdio_endpoint: McpEndpoint) -> None:
 )
 def test_malformed_endpoints_are_invalid(endpoint: McpEndpoint, problem: str) -> None:
     with pytest.raises(InvalidArgument) as refused:
-        check_endpoint(endpoint, ["python"], FIELD)
+        check_endpoint(endpoint, gate_settings("python"), FIELD)
 
     assert refused.value.message.startswith(FIELD)
     assert problem in refused.value.message

@@ -21,10 +21,11 @@ from typing import Any
 from convener.api.errors import ApiError
 from convener.api.protojson import check_storable_json
 from convener.ces.definitions import Callback
-from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
+from convener.ces.runtime.entrypoints import call_with_deadline
 from convener.ces.runtime.failures import ToolFailure
 from convener.ces.runtime.tracing import Trace
 from convener.config import Settings
+from convener.outside.callables import load_callable
 
 DEFAULT_CALLBACK_TIMEOUT = 10.0
 MAX_RESULT_CHARS = 200_000
@@ -41,8 +42,8 @@ def call(settings: Settings, callback: Callback, payload: dict[str, Any], what: 
     callable cannot be loaded, raises, runs out of time, or returns what JSON cannot hold."""
     spec = callback.entry_point or ""
     try:
-        function = load_entry_point(spec, settings.python_modules, f"{what}.entryPoint")
-    except ApiError as error:  # a module withdrawn from the allow-list since the agent was written
+        function = load_callable(spec, settings.python_callables, f"{what}.entryPoint")
+    except ApiError as error:  # a callable no longer registered since the agent was written
         raise ToolFailure(error.message, code=error.code.name) from None
     argument = _json_copy(payload)
     timeout = callback.timeout.seconds() if callback.timeout is not None else DEFAULT_CALLBACK_TIMEOUT

@@ -24,10 +24,12 @@ from convener.ces.names import AgentName
 from convener.ces.runtime import callbacks, guardrails
 from convener.ces.runtime import playbook as playbooks
 from convener.ces.runtime.context import AgentInput, SessionEnd, Step, TurnContext
-from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
+from convener.ces.runtime.entrypoints import call_with_deadline
 from convener.ces.runtime.failures import AgentFailure, ToolFailure
 from convener.ces.runtime.toolbox import ToolRef
 from convener.llm.base import ChatMessage, ToolDeclaration, ToolInvocation
+from convener.outside.callables import load_callable
+from convener.outside.urls import check_url
 
 MAX_MODEL_STEPS = 10
 MAX_HISTORY_SENT = 40
@@ -375,6 +377,10 @@ def _post(ctx: TurnContext, agent: Agent, request: dict[str, Any]) -> Any:
     assert agent.remote_agent is not None
     spec = agent.remote_agent
     timeout = spec.timeout.seconds() if spec.timeout else DEFAULT_AGENT_TIMEOUT
+    try:  # checked again now: the operator may have narrowed CONVENER_URL_HOSTS since the agent was written
+        check_url(spec.url or "", ctx.settings.url_hosts, "agent.remoteAgent.url")
+    except ApiError as error:
+        raise AgentFailure(error.message, code=error.code.name) from None
     try:
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             response = client.post(spec.url or "", json=request, headers=spec.headers or {})
@@ -396,7 +402,7 @@ def _call_python(ctx: TurnContext, agent: Agent, request: dict[str, Any]) -> Any
     assert agent.python_agent is not None
     spec = agent.python_agent
     try:
-        function = load_entry_point(spec.entry_point or "", ctx.settings.python_modules, "agent.pythonAgent.entryPoint")
+        function = load_callable(spec.entry_point or "", ctx.settings.python_callables, "agent.pythonAgent.entryPoint")
     except ApiError as error:
         raise AgentFailure(error.message, code=error.code.name) from None
     timeout = spec.timeout.seconds() if spec.timeout else DEFAULT_AGENT_TIMEOUT

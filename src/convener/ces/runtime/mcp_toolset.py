@@ -2,9 +2,9 @@
 
 CES's McpToolset names a Streamable HTTP server by ``serverAddress``. Convener extends it with ``command`` and
 ``args`` for a local server started as a subprocess and spoken to over stdio. Apps are created over MCP by
-callers the operator does not vet, so starting a program is a security boundary: ``check_endpoint`` (run when
-the toolset is created or updated) refuses any command not listed in ``CONVENER_MCP_STDIO_COMMANDS``
-(``Settings.mcp_stdio_commands``). ``list_tools`` and ``call_tool`` trust an endpoint that passed it.
+callers the operator does not vet, so starting a program or calling a URL is a security boundary: ``check_endpoint``
+(run when the toolset is created or updated, and again before each use) asks the gate (``convener.outside``),
+which refuses any command not listed in ``CONVENER_MCP_STDIO_COMMANDS`` and any host outside ``CONVENER_URL_HOSTS``. ``list_tools`` and ``call_tool`` trust an endpoint that passed it.
 
 The runtime runs tools on worker threads, so these functions are synchronous: each runs the async client with
 ``anyio.run`` in the calling thread, inside ``anyio.fail_after(timeout)``, on a connection of its own. Tool
@@ -48,6 +48,9 @@ from mcp.types import (
 
 from convener.api.errors import InvalidArgument
 from convener.ces.runtime.failures import ToolFailure
+from convener.config import Settings
+from convener.outside.commands import check_command
+from convener.outside.urls import check_url
 
 T = TypeVar("T")
 
@@ -110,13 +113,10 @@ class RemoteTool:
     input_schema: dict[str, Any]
 
 
-def check_endpoint(endpoint: McpEndpoint, allowed_commands: Sequence[str], field: str) -> None:
-    """Raise ``InvalidArgument`` naming ``field`` unless ``endpoint`` is well formed and allowed.
-
-    A command must appear in ``allowed_commands`` exactly as it will be executed (``python3`` and
-    ``/usr/bin/python3`` are different entries); its arguments are not restricted, so list only programs that
-    are safe to run with any arguments, or a wrapper script.
-    """
+def check_endpoint(endpoint: McpEndpoint, settings: Settings, field: str) -> None:
+    """Raise ``InvalidArgument`` naming ``field`` unless ``endpoint`` is well formed, and ``PermissionDenied``
+    unless the gate lets the server reach it: the URL's host (``CONVENER_URL_HOSTS``) or the command
+    (``CONVENER_MCP_STDIO_COMMANDS``, see ``convener.outside.commands``)."""
     address = (endpoint.server_address or "").strip()
     command = endpoint.command or ""
     if bool(address) == bool(command.strip()):
@@ -124,11 +124,7 @@ def check_endpoint(endpoint: McpEndpoint, allowed_commands: Sequence[str], field
             f"{field}: set exactly one of serverAddress (a Streamable HTTP URL) and command (a stdio server)"
         )
     if address:
-        parts = urllib.parse.urlsplit(address)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            raise InvalidArgument(
-                f'{field}: serverAddress "{_clip(address)}" must be an http:// or https:// URL'
-            )
+        check_url(address, settings.url_hosts, f"{field}.serverAddress")
         if endpoint.args or endpoint.env:
             raise InvalidArgument(f"{field}: args and env apply only to a command, not to a serverAddress")
         for name, value in endpoint.headers.items():
@@ -139,17 +135,7 @@ def check_endpoint(endpoint: McpEndpoint, allowed_commands: Sequence[str], field
         return
     if endpoint.headers:
         raise InvalidArgument(f"{field}: headers apply only to a serverAddress, not to a command")
-    if command not in allowed_commands:
-        listed = ", ".join(allowed_commands) or "none"
-        raise InvalidArgument(
-            f'{field}: command "{_clip(command)}" is not allowed (allowed: {_clip(listed)}); '
-            "the operator can add it to CONVENER_MCP_STDIO_COMMANDS"
-        )
-    texts = [*endpoint.args, *endpoint.env.keys(), *endpoint.env.values()]
-    if any("\0" in text for text in texts):
-        raise InvalidArgument(f"{field}: args and env must not contain NUL characters")
-    if any(not key or "=" in key for key in endpoint.env):
-        raise InvalidArgument(f"{field}: environment variable names must be non-empty and contain no '='")
+    check_command(command, endpoint.args, endpoint.env, settings.mcp_stdio_commands, field)
 
 
 # ---------------------------------------------------------------- the tool list cache

@@ -19,16 +19,17 @@ import json
 import re
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from convener.api.errors import InvalidArgument
+from convener.api.errors import ApiError, InvalidArgument
 from convener.ces.runtime.failures import ToolFailure
 from convener.outside.limits import OPENAPI_DOCUMENT_BYTES
 from convener.outside.yaml_documents import read_yaml
+from convener.outside import urls
 
 MAX_DOCUMENT_BYTES = OPENAPI_DOCUMENT_BYTES
 """Largest document accepted, as text or fetched; real API descriptions are far smaller."""
@@ -203,20 +204,31 @@ class OpenApiOperation:
 
 
 def parse_operation(
-    schema_text: str, *, name: str | None, url: str | None, field: str, fetch_timeout: float = 10.0
+    schema_text: str,
+    *,
+    name: str | None,
+    url: str | None,
+    field: str,
+    fetch_timeout: float = 10.0,
+    allowed_hosts: Sequence[str] = (),
 ) -> OpenApiOperation:
     """The operation of ``schema_text`` (a document, or an http(s) URL of one) that the tool exposes.
 
     ``name`` picks the operation by operationId (optional when there is only one); ``url`` overrides the
     document's servers. Raises ``InvalidArgument`` naming ``field`` for anything wrong with the document.
     Parsing a text document is cached (the runtime may parse per call); a URL is fetched every time, so
-    store ``to_json()`` rather than parse a URL per call.
+    store ``to_json()`` rather than parse a URL per call. The document's URL, every redirect, and the
+    operation's server URL go through the gate with ``allowed_hosts`` (``CONVENER_URL_HOSTS``).
     """
     text = schema_text.strip()
+    hosts = tuple(allowed_hosts)
     if "\n" not in text and re.match(r"https?://", text, re.IGNORECASE):
-        body, document_url = _fetch(text, field, fetch_timeout)
-        return _operation(_load(body, field), name=name, url=url, base_url=document_url, field=field)
-    return _parse_text(schema_text, name, url, field)
+        body, document_url = _fetch(urls.check_url(text, hosts, field), field, fetch_timeout, hosts)
+        operation = _operation(_load(body, field), name=name, url=url, base_url=document_url, field=field)
+    else:
+        operation = _parse_text(schema_text, name, url, field)
+    urls.check_url(operation.server_url, hosts, f"{field}: the operation's server URL")
+    return operation
 
 
 @functools.lru_cache(maxsize=32)
@@ -226,12 +238,22 @@ def _parse_text(schema_text: str, name: str | None, url: str | None, field: str)
     return _operation(_load(schema_text, field), name=name, url=url, base_url=None, field=field)
 
 
-def _fetch(url: str, field: str, timeout: float) -> tuple[bytes, str]:
+def _gated(hosts: Sequence[str], field: str) -> dict[str, list[Callable[[httpx.Request], None]]]:
+    """httpx event hooks that send every request, redirects included, through the gate first."""
+
+    def check(request: httpx.Request) -> None:
+        urls.check_url(str(request.url), hosts, field)
+
+    return {"request": [check]}
+
+
+def _fetch(url: str, field: str, timeout: float, hosts: Sequence[str] = ()) -> tuple[bytes, str]:
     """The document at ``url``, and its final URL (after redirects) for resolving relative server URLs."""
     headers = {"Accept": "application/json, application/yaml;q=0.9, */*;q=0.5", "User-Agent": "convener"}
     deadline = time.monotonic() + timeout
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=True, headers=headers) as client:
+        with httpx.Client(timeout=timeout, follow_redirects=True, headers=headers,
+                          event_hooks=_gated(hosts, field)) as client:
             with client.stream("GET", url) as response:
                 if not response.is_success:
                     status = f"{response.status_code} {response.reason_phrase}".strip()
@@ -647,6 +669,7 @@ def call_operation(
     timeout: float,
     headers: dict[str, str] | None = None,
     client: httpx.Client | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Call ``op`` with the model's ``args`` (shaped by ``arguments_schema``); ``{"output": ...}`` on 2xx.
 
@@ -655,14 +678,18 @@ def call_operation(
     Every failure is a ``ToolFailure``: a missing argument INVALID_ARGUMENT, an error status its google.rpc
     code with an excerpt of the body, a timeout DEADLINE_EXCEEDED, an unreachable server UNAVAILABLE.
     """
+    field = f"{op.operation_id}'s server URL"
     try:
+        urls.check_url(op.server_url, allowed_hosts, field)  # the operator may have narrowed the hosts since
         request = _build_request(op, args, headers)
         if client is None:
-            with httpx.Client(follow_redirects=True) as own:
+            with httpx.Client(follow_redirects=True, event_hooks=_gated(allowed_hosts, field)) as own:
                 return _send(own, op, request, timeout)
         return _send(client, op, request, timeout)
     except ToolFailure:
         raise
+    except ApiError as error:  # the gate refused the server or a redirect
+        raise ToolFailure(error.message, code=error.code.name) from None
     except httpx.TimeoutException:
         raise ToolFailure(
             f"{op.operation_id} did not answer within {timeout:g} s", code="DEADLINE_EXCEEDED"

@@ -20,11 +20,12 @@ from convener.ces.definitions import Agent, Tool, Toolset
 from convener.ces.models import ToolCall, ToolResponse, ToolsetTool
 from convener.ces.runtime import mcp_toolset
 from convener.ces.runtime.blueprint import Blueprint
-from convener.ces.runtime.entrypoints import call_with_deadline, load_entry_point
+from convener.ces.runtime.entrypoints import call_with_deadline
 from convener.ces.runtime.failures import ToolFailure
 from convener.ces.runtime.openapi import OpenApiOperation, call_operation, parse_operation
 from convener.ces.runtime.tracing import Trace
 from convener.config import Settings
+from convener.outside.callables import load_callable
 from convener.llm.base import ToolDeclaration
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -76,9 +77,9 @@ def as_response(value: Any) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=128)
-def _operation_of(schema: str, name: str | None, url: str | None) -> OpenApiOperation:
+def _operation_of(schema: str, name: str | None, url: str | None, hosts: tuple[str, ...]) -> OpenApiOperation:
     """An OpenAPI tool's operation, parsed (and, for a document given by URL, fetched) once, not per call."""
-    return parse_operation(schema, name=name, url=url, field="tool.openApiTool.openApiSchema")
+    return parse_operation(schema, name=name, url=url, field="tool.openApiTool.openApiSchema", allowed_hosts=hosts)
 
 
 class ToolFakes(Protocol):
@@ -235,25 +236,26 @@ class Toolbox:
             function = self._function(tool)
             return as_response(call_with_deadline(lambda: function(**args), timeout, f"tool {ref.tool}"))
         if tool.open_api_tool is not None:
-            return call_operation(self._operation(tool), args, timeout=timeout)
+            return call_operation(self._operation(tool), args, timeout=timeout,
+                                  allowed_hosts=self.settings.url_hosts)
         raise ToolFailure(f"tool {ref.tool} is not run by the server", code="FAILED_PRECONDITION")
 
     def _endpoint(self, toolset: Toolset) -> mcp_toolset.McpEndpoint:
         """The toolset's server, checked again now: the operator may have withdrawn a stdio command since."""
         assert toolset.mcp_toolset is not None
         endpoint = endpoint_of(toolset.mcp_toolset)
-        mcp_toolset.check_endpoint(endpoint, self.settings.mcp_stdio_commands, "toolset.mcpToolset")
+        mcp_toolset.check_endpoint(endpoint, self.settings, "toolset.mcpToolset")
         return endpoint
 
     def _function(self, tool: Tool) -> Any:
         assert tool.python_function is not None
-        return load_entry_point(tool.python_function.entry_point or "", self.settings.python_modules,
-                                "tool.pythonFunction.entryPoint")
+        return load_callable(tool.python_function.entry_point or "", self.settings.python_callables,
+                             "tool.pythonFunction.entryPoint")
 
     def _operation(self, tool: Tool) -> OpenApiOperation:
         assert tool.open_api_tool is not None
         spec = tool.open_api_tool
-        return _operation_of(spec.open_api_schema or "", spec.name, spec.url)
+        return _operation_of(spec.open_api_schema or "", spec.name, spec.url, self.settings.url_hosts)
 
     @staticmethod
     def _timeout(definition: Any) -> float:

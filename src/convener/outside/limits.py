@@ -28,3 +28,12 @@ def limit(name: str, value: int, unit: str, what: str, setting: str | None = Non
 
 
 # Declared as: ``RUN_SESSION_TEXT = limit("ces.run_session.text", 100_000, "characters", "one input's text")``.
+
+
+# --- http: what one request to an MCP endpoint may be ---------------------------------------------------
+
+JSONRPC_BODY_BYTES = limit("http.jsonrpc.body", 4 * 1024 * 1024, "bytes", "one JSON-RPC request body POSTed to an "
+                           "MCP endpoint; a longer one is refused unread (HTTP 413)")
+JSONRPC_DEPTH = limit("http.jsonrpc.depth", 64, "levels", "nesting of arrays and objects in one JSON-RPC request "
+                      "body, the body itself counting as one")
+JSONRPC_METHOD_CHARS = limit("http.jsonrpc.method", 256, "characters", "one JSON-RPC request's method name")

@@ -22,6 +22,7 @@ from convener.auth.http import BearerKeyMiddleware, is_loopback
 from convener.auth.keys import ApiKeys
 from convener.edge.errors import EdgeErrors
 from convener.edge.jsonrpc import JsonRpcGuard
+from convener.edge.tools_list import ToolsListCache
 from convener.outside.limits import JSONRPC_BODY_BYTES
 from convener.services import Services
 from convener.tooling import build_mcp_server
@@ -80,7 +81,8 @@ def build_app(services: Services) -> Starlette:
 
     # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies); the
     # caller is known by then, so no one unauthenticated makes the server parse a body.
-    routes = [Route(path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(manager))) for path, manager in managers.items()]
+    routes = [Route(path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(manager), tools_list=ToolsListCache(security)))
+              for path, manager in managers.items()]
     routes.append(Route("/healthz", healthz))
     middleware = [
         Middleware(EdgeErrors),

@@ -170,3 +170,26 @@ def test_an_unexpected_failure_at_the_edge_is_internal_without_its_text() -> Non
             body = rpc_error(response, 500, -32603, "INTERNAL")
             assert body["id"] == 7
             assert "secret" not in response.text and "RuntimeError" not in response.text
+
+
+def test_tools_list_is_answered_alike_from_memory_with_each_callers_id(edge: tuple[httpx.Client, str]) -> None:
+    client, _ = edge
+    first = client.post("/mcp", content=json.dumps({**LIST_TOOLS, "id": "first"}))
+    again = client.post("/mcp", content=json.dumps({**LIST_TOOLS, "id": 8}))
+    assert first.status_code == again.status_code == 200
+    assert first.json()["id"] == "first" and again.json()["id"] == 8
+    assert first.json()["result"] == again.json()["result"]
+    names = {tool["name"] for tool in again.json()["result"]["tools"]}
+    assert {"list_apps", "list_messages", "search_documents", "ask_data_insights"} <= names
+    chat_only = client.post("/chat/mcp", content=json.dumps(LIST_TOOLS)).json()["result"]["tools"]
+    assert "list_apps" not in {tool["name"] for tool in chat_only}  # one list per endpoint
+
+
+def test_a_remembered_tools_list_still_refuses_what_the_sdk_refuses(edge: tuple[httpx.Client, str]) -> None:
+    client, _ = edge
+    assert client.post("/mcp", content=json.dumps(LIST_TOOLS)).status_code == 200
+    # DNS rebinding: a browser steered at the loopback server sends a foreign Host or Origin
+    assert client.post("/mcp", content=json.dumps(LIST_TOOLS), headers={"host": "evil.example"}).status_code >= 400
+    assert client.post("/mcp", content=json.dumps(LIST_TOOLS),
+                       headers={"origin": "http://evil.example"}).status_code >= 400
+    assert client.post("/mcp", content=json.dumps(LIST_TOOLS), headers={"accept": "text/html"}).status_code == 406

@@ -18,7 +18,8 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from convener.api.errors import Code
-from convener.edge.wire import RequestId, send_error, valid_request_id
+from convener.edge.tools_list import ToolsListCache
+from convener.edge.wire import Envelope, RequestId, send_error, valid_request_id
 from convener.outside.limits import JSONRPC_BODY_BYTES, JSONRPC_DEPTH, JSONRPC_METHOD_CHARS
 
 ALLOWED_METHODS = b"POST"
@@ -67,8 +68,8 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
-def check(body: bytes, max_depth: int = JSONRPC_DEPTH) -> Rejection | None:
-    """None when ``body`` is one JSON-RPC request, notification or response that MCP allows."""
+def check(body: bytes, max_depth: int = JSONRPC_DEPTH) -> Rejection | Envelope:
+    """The envelope of ``body`` when it is one JSON-RPC request, notification or response that MCP allows."""
     try:
         message = json.loads(body)
     except RecursionError:
@@ -91,7 +92,7 @@ def check(body: bytes, max_depth: int = JSONRPC_DEPTH) -> Rejection | None:
         return Rejection(INVALID_REQUEST, 'jsonrpc must be "2.0"', request_id)
     if "method" not in message:
         if request_id is not None and ("result" in message) != ("error" in message):
-            return None  # a response to the server (it sends no requests, but answering one is no error)
+            return Envelope(None, request_id, {})  # a response (the server sends no requests; answering is no error)
         return Rejection(INVALID_REQUEST, "method is required", request_id)
     method = message["method"]
     if not isinstance(method, str) or not method:
@@ -100,7 +101,7 @@ def check(body: bytes, max_depth: int = JSONRPC_DEPTH) -> Rejection | None:
         return Rejection(INVALID_REQUEST, f"method is longer than {JSONRPC_METHOD_CHARS} characters", request_id)
     if "params" in message and not isinstance(message["params"], dict):
         return Rejection(INVALID_PARAMS, f"params must be an object; it is {_kind(message['params'])}", request_id)
-    return None
+    return Envelope(method, request_id, message.get("params") or {})
 
 
 def _kind(value: Any) -> str:
@@ -136,8 +137,10 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 class JsonRpcGuard:
     """Wraps one MCP endpoint: only POSTs of one well-formed JSON-RPC message of bounded size and depth pass."""
 
-    def __init__(self, app: ASGIApp, *, max_body: int = JSONRPC_BODY_BYTES, max_depth: int = JSONRPC_DEPTH) -> None:
+    def __init__(self, app: ASGIApp, *, tools_list: ToolsListCache | None = None, max_body: int = JSONRPC_BODY_BYTES,
+                 max_depth: int = JSONRPC_DEPTH) -> None:
         self.app = app
+        self.tools_list = tools_list
         self.max_body = max_body
         self.max_depth = max_depth
 
@@ -162,9 +165,11 @@ class JsonRpcGuard:
             await send_error(send, 413, INVALID_REQUEST, Code.RESOURCE_EXHAUSTED,
                              f"the request body is larger than {self.max_body} bytes")
             return
-        rejection = check(body, self.max_depth)
-        if rejection is not None:
-            await send_error(send, 400, rejection.rpc_code, Code.INVALID_ARGUMENT, rejection.message,
-                             rejection.request_id)
+        checked = check(body, self.max_depth)
+        if isinstance(checked, Rejection):
+            await send_error(send, 400, checked.rpc_code, Code.INVALID_ARGUMENT, checked.message, checked.request_id)
+            return
+        if self.tools_list is not None and checked.method == "tools/list":
+            await self.tools_list.serve(scope, _replay(body, receive), send, checked, self.app)
             return
         await self.app(scope, _replay(body, receive), send)

@@ -1,4 +1,5 @@
-"""JSON-RPC error responses as the edge sends them: one shape for every refusal and failure.
+"""The JSON-RPC wire at the edge: a checked message's envelope, and error responses in one shape for every
+refusal and failure.
 
 The message starts with the google.rpc code (``INVALID_ARGUMENT: …``, ``UNAVAILABLE: …``), as tool errors do,
 so a caller reads one convention whether a request failed at the edge or inside a tool.
@@ -7,6 +8,7 @@ so a caller reads one convention whether a request failed at the edge or inside 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from starlette.types import Send
@@ -19,6 +21,15 @@ an object)."""
 
 _SAFE_INTEGER = 2**53
 """Integer ids beyond this are not exact in JSON readers that use doubles, so they are not accepted."""
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A message that passed the guard: what the layers after it may want without parsing it again."""
+
+    method: str | None
+    request_id: RequestId | None
+    params: dict[str, Any]
 
 
 def valid_request_id(value: Any) -> RequestId | None:

@@ -164,12 +164,18 @@ def test_an_unexpected_failure_at_the_edge_is_internal_without_its_text() -> Non
             await receive()
         raise RuntimeError("secret detail /etc/passwd")
 
+    def in_parts() -> Iterator[bytes]:  # the app reads the first part only, then fails
+        text = json.dumps(LIST_TOOLS).encode()
+        yield text[:10]
+        yield text[10:]
+
     with serving_asgi(EdgeErrors(failing)) as url:
         for path in ("/before-reading", "/after-reading"):
-            response = httpx.post(f"{url}{path}", content=json.dumps(LIST_TOOLS), timeout=10)
-            body = rpc_error(response, 500, -32603, "INTERNAL")
-            assert body["id"] == 7
-            assert "secret" not in response.text and "RuntimeError" not in response.text
+            for content in (json.dumps(LIST_TOOLS).encode(), in_parts()):
+                response = httpx.post(f"{url}{path}", content=content, timeout=10)
+                body = rpc_error(response, 500, -32603, "INTERNAL")
+                assert body["id"] == 7
+                assert "secret" not in response.text and "RuntimeError" not in response.text
 
 
 def test_tools_list_is_answered_alike_from_memory_with_each_callers_id(edge: tuple[httpx.Client, str]) -> None:

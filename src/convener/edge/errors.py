@@ -77,8 +77,7 @@ class _Tap:
         if self._size > self._limit:
             return None
         try:
-            body = b"".join(self._chunks) if self._complete else await read_body(
-                self._receive, self._limit - self._size, self._chunks)
+            body = b"".join(self._chunks) if self._complete else await read_body(self._receive, self._limit, self._chunks)
         except BodyTooLarge:
             return None
         return request_id_in(body)

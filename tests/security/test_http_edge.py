@@ -17,19 +17,22 @@ from starlette.types import Receive, Scope, Send
 from convener.edge.errors import EdgeErrors
 from convener.outside.limits import JSONRPC_BODY_BYTES, JSONRPC_DEPTH, JSONRPC_METHOD_CHARS
 from convener.services import Services
-from tests.conftest import serving, serving_asgi
+from tests.conftest import BACKENDS, serving, serving_asgi
+from tests.e2e.conftest import shared_server
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
 LIST_APPS = {"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
              "params": {"name": "list_apps", "arguments": {"parent": "projects/acme/locations/global"}}}
 
 
-@pytest.fixture
-def edge(http_server: str, api_key: str) -> Iterator[tuple[httpx.Client, str]]:
-    headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json",
-               "accept": "application/json, text/event-stream"}
-    with httpx.Client(base_url=http_server, headers=headers, timeout=10) as client:
-        yield client, http_server
+@pytest.fixture(scope="module", params=BACKENDS)
+def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """One server for the module: the requests here change nothing."""
+    with shared_server(request.param, tmp_path_factory.mktemp("edge"), lambda services: None) as server:
+        headers = {"authorization": f"Bearer {server.alice_key}", "content-type": "application/json",
+                   "accept": "application/json, text/event-stream"}
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=10) as client:
+            yield client
 
 
 def rpc_error(response: httpx.Response, status: int, rpc_code: int, google_code: str) -> dict[str, Any]:
@@ -46,8 +49,7 @@ def rpc_error(response: httpx.Response, status: int, rpc_code: int, google_code:
 @pytest.mark.parametrize("path", ["/mcp", "/ces/mcp", "/chat/mcp"])
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
 def test_only_post_is_served_and_a_get_does_not_open_an_endless_stream(
-        edge: tuple[httpx.Client, str], path: str, method: str) -> None:
-    client, _ = edge
+        client: httpx.Client, path: str, method: str) -> None:
     # The attack: GET /mcp with an event-stream Accept opened a stream that never ended.
     response = client.request(method, path, headers={"accept": "text/event-stream"}, timeout=5)
     body = rpc_error(response, 405, -32600, "UNIMPLEMENTED")
@@ -57,8 +59,7 @@ def test_only_post_is_served_and_a_get_does_not_open_an_endless_stream(
 
 @pytest.mark.parametrize("bad_id", [{"a": 1}, [1], True, 1.5, None, 2**60], ids=repr)
 def test_an_id_that_is_not_a_string_or_an_integer_is_an_invalid_request_with_a_body(
-        edge: tuple[httpx.Client, str], bad_id: Any) -> None:
-    client, _ = edge
+        client: httpx.Client, bad_id: Any) -> None:
     # The attack: {"id": {...}} was read as a notification and answered 202 with no body.
     response = client.post("/mcp", content=json.dumps({**LIST_TOOLS, "id": bad_id}))
     body = rpc_error(response, 400, -32600, "INVALID_ARGUMENT")
@@ -78,30 +79,26 @@ def test_an_id_that_is_not_a_string_or_an_integer_is_an_invalid_request_with_a_b
     ("params as array", {**LIST_TOOLS, "params": [1, 2]}, -32602, 7),
 ])
 def test_a_malformed_envelope_is_refused_with_the_id_when_it_has_one(
-        edge: tuple[httpx.Client, str], name: str, message: Any, rpc_code: int, echoed: Any) -> None:
-    client, _ = edge
+        client: httpx.Client, name: str, message: Any, rpc_code: int, echoed: Any) -> None:
     body = rpc_error(client.post("/mcp", content=json.dumps(message)), 400, rpc_code, "INVALID_ARGUMENT")
     assert body["id"] == echoed
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"", b"\xff\xfe{}", b'{"jsonrpc": "2.0", "id": 1, '])
-def test_a_body_that_is_not_json_is_a_parse_error(edge: tuple[httpx.Client, str], content: bytes) -> None:
-    client, _ = edge
+def test_a_body_that_is_not_json_is_a_parse_error(client: httpx.Client, content: bytes) -> None:
     rpc_error(client.post("/mcp", content=content), 400, -32700, "INVALID_ARGUMENT")
 
 
 @pytest.mark.parametrize("depth", [JSONRPC_DEPTH, 100_000])
 def test_json_nested_deeper_than_the_limit_is_refused_before_any_tool_runs(
-        edge: tuple[httpx.Client, str], depth: int) -> None:
-    client, _ = edge
+        client: httpx.Client, depth: int) -> None:
     nested = "[" * depth + "]" * depth  # inside arguments: the body itself is one more level
     text = json.dumps(LIST_APPS).replace('"arguments": {', f'"arguments": {{"deep": {nested}, ', 1)
     body = rpc_error(client.post("/mcp", content=text), 400, -32600, "INVALID_ARGUMENT")
     assert f"deeper than {JSONRPC_DEPTH} levels" in body["error"]["message"]
 
 
-def test_json_nested_within_the_limit_reaches_the_tool(edge: tuple[httpx.Client, str]) -> None:
-    client, _ = edge
+def test_json_nested_within_the_limit_reaches_the_tool(client: httpx.Client) -> None:
     levels = JSONRPC_DEPTH - 5  # the body, params, arguments and "deep" make the rest
     text = json.dumps(LIST_APPS).replace('"arguments": {', f'"arguments": {{"deep": {"[" * levels + "]" * levels}, ', 1)
     response = client.post("/mcp", content=text)
@@ -109,8 +106,7 @@ def test_json_nested_within_the_limit_reaches_the_tool(edge: tuple[httpx.Client,
     assert response.json()["id"] == "call-1" and "result" in response.json()  # the edge let it through
 
 
-def test_a_body_over_the_limit_is_refused_unread_whether_declared_or_streamed(edge: tuple[httpx.Client, str]) -> None:
-    client, _ = edge
+def test_a_body_over_the_limit_is_refused_unread_whether_declared_or_streamed(client: httpx.Client) -> None:
     padding = " " * (JSONRPC_BODY_BYTES + 1)
     declared = client.post("/mcp", content=json.dumps(LIST_TOOLS) + padding)
     rpc_error(declared, 413, -32600, "RESOURCE_EXHAUSTED")
@@ -123,8 +119,7 @@ def test_a_body_over_the_limit_is_refused_unread_whether_declared_or_streamed(ed
     rpc_error(client.post("/mcp", content=chunks()), 413, -32600, "RESOURCE_EXHAUSTED")
 
 
-def test_well_formed_messages_still_pass(edge: tuple[httpx.Client, str]) -> None:
-    client, _ = edge
+def test_well_formed_messages_still_pass(client: httpx.Client) -> None:
     listed = client.post("/mcp", content=json.dumps(LIST_TOOLS))
     assert listed.status_code == 200 and listed.json()["id"] == 7 and listed.json()["result"]["tools"]
     called = client.post("/mcp", content=json.dumps(LIST_APPS))
@@ -178,8 +173,7 @@ def test_an_unexpected_failure_at_the_edge_is_internal_without_its_text() -> Non
                 assert "secret" not in response.text and "RuntimeError" not in response.text
 
 
-def test_tools_list_is_answered_alike_from_memory_with_each_callers_id(edge: tuple[httpx.Client, str]) -> None:
-    client, _ = edge
+def test_tools_list_is_answered_alike_from_memory_with_each_callers_id(client: httpx.Client) -> None:
     first = client.post("/mcp", content=json.dumps({**LIST_TOOLS, "id": "first"}))
     again = client.post("/mcp", content=json.dumps({**LIST_TOOLS, "id": 8}))
     assert first.status_code == again.status_code == 200
@@ -191,8 +185,7 @@ def test_tools_list_is_answered_alike_from_memory_with_each_callers_id(edge: tup
     assert "list_apps" not in {tool["name"] for tool in chat_only}  # one list per endpoint
 
 
-def test_a_remembered_tools_list_still_refuses_what_the_sdk_refuses(edge: tuple[httpx.Client, str]) -> None:
-    client, _ = edge
+def test_a_remembered_tools_list_still_refuses_what_the_sdk_refuses(client: httpx.Client) -> None:
     assert client.post("/mcp", content=json.dumps(LIST_TOOLS)).status_code == 200
     # DNS rebinding: a browser steered at the loopback server sends a foreign Host or Origin
     assert client.post("/mcp", content=json.dumps(LIST_TOOLS), headers={"host": "evil.example"}).status_code >= 400

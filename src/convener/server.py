@@ -20,6 +20,10 @@ from convener import __version__
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.auth.http import BearerKeyMiddleware, is_loopback
 from convener.auth.keys import ApiKeys
+from convener.edge.errors import EdgeErrors
+from convener.edge.jsonrpc import JsonRpcGuard
+from convener.edge.tools_list import ToolsListCache
+from convener.outside.limits import JSONRPC_BODY_BYTES
 from convener.services import Services
 from convener.tooling import build_mcp_server
 
@@ -29,7 +33,6 @@ INSTRUCTIONS = (
     "Chat conversations are spaces/{space}; find them with search_conversations. Documentation is searched "
     "with search_documents and answered with answer_query; documents are documents/{uri_without_scheme}."
 )
-MAX_REQUEST_BODY = 16 * 1024 * 1024
 
 
 def mcp_servers(services: Services, default_caller: Caller = LOCAL_USER) -> dict[str, Server[Any]]:
@@ -60,7 +63,7 @@ def build_app(services: Services) -> Starlette:
     managers = {
         path: StreamableHTTPSessionManager(
             app=server, json_response=True, stateless=True, security_settings=security,
-            max_request_body_size=MAX_REQUEST_BODY,
+            max_request_body_size=JSONRPC_BODY_BYTES,
         )
         for path, server in mcp_servers(services).items()
     }
@@ -76,9 +79,13 @@ def build_app(services: Services) -> Starlette:
                 await stack.enter_async_context(manager.run())
             yield
 
-    routes = [Route(path, endpoint=StreamableHTTPASGIApp(manager)) for path, manager in managers.items()]
+    # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies); the
+    # caller is known by then, so no one unauthenticated makes the server parse a body.
+    routes = [Route(path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(manager), tools_list=ToolsListCache(security)))
+              for path, manager in managers.items()]
     routes.append(Route("/healthz", healthz))
     middleware = [
+        Middleware(EdgeErrors),
         Middleware(
             BearerKeyMiddleware,
             keys=ApiKeys(services.database),

@@ -70,14 +70,15 @@ class ApiKeys:
         """The caller a presented key stands for, or None when it is not a key of ours."""
         if not secret.startswith(KEY_PREFIX) or len(secret) > 200:
             return None
-        with self.database.transaction() as connection:
+        # A snapshot read: looking a key up must never wait for a writer (an import holds the write lock).
+        with self.database.reading() as connection:
             row = connection.execute(
                 select(api_keys.c.principal, api_keys.c.scopes).where(api_keys.c.key_hash == _hash(secret))
             ).first()
         return Caller(row.principal, frozenset(row.scopes)) if row else None
 
     def list(self) -> list[ApiKey]:
-        with self.database.transaction() as connection:
+        with self.database.reading() as connection:
             rows = connection.execute(select(api_keys).order_by(api_keys.c.create_time_us)).all()
         return [ApiKey(r.key_id, r.principal, tuple(r.scopes), Timestamp.from_micros(r.create_time_us)) for r in rows]
 

@@ -167,7 +167,7 @@ def run_script(services: Services, script: Script) -> list[RunSessionResponse]:
 
 def _recorded_turns(services: Services) -> dict[str, int]:
     """Turn count of every stored conversation of the app, by ID."""
-    with services.database.transaction() as connection:
+    with services.database.reading() as connection:
         app_pk = services.apps.app_pk(connection, APP)
         rows = connection.execute(
             select(conversations.c.conversation_id, conversations.c.turn_count)

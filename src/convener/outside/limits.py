@@ -142,3 +142,15 @@ GATE_PATH = limit("outside.path", 4096, "characters", "a file or folder path a c
 GATE_URL = limit("outside.url", 2048, "characters", "a URL the server is asked to call (OpenAPI, webhook, MCP)")
 GATE_DATABASE_URL = limit("outside.database_url", 4096, "characters", "a database URL named as a data source")
 GATE_CALLABLE = limit("outside.callable", 300, "characters", "a python entry point, module:qualname")
+
+
+# --- http: what one request to an MCP endpoint may be ---------------------------------------------------
+
+# What a tool call may carry over HTTP must not be less than what it may carry over stdio: the body holds the
+# arguments (request.bytes, request.depth) inside the envelope, params and arguments objects, with room to spare
+# for a client that does not write compact JSON.
+JSONRPC_BODY_BYTES = limit("http.jsonrpc.body", REQUEST_BYTES + 1024 * 1024, "bytes", "one JSON-RPC request body "
+                           "POSTed to an MCP endpoint; a longer one is refused unread (HTTP 413)")
+JSONRPC_DEPTH = limit("http.jsonrpc.depth", REQUEST_DEPTH + 3, "levels", "nesting of arrays and objects in one JSON-RPC request "
+                      "body, the body itself counting as one")
+JSONRPC_METHOD_CHARS = limit("http.jsonrpc.method", 256, "characters", "one JSON-RPC request's method name")

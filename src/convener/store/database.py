@@ -1,7 +1,9 @@
 """The store: an engine, sessions, and migrations applied on start.
 
 SQLite (WAL, foreign keys on) in the data directory is the embedded default; any PostgreSQL URL
-works the same. Domain code uses ``Database.transaction()`` and never sees the engine's dialect.
+works the same. Domain code uses ``Database.transaction()`` to write and ``Database.reading()`` to only read,
+and never sees the engine's dialect. On SQLite a transaction takes the one write lock at once; a reading
+runs on a WAL snapshot beside it and never waits for it, so a read path must never open a transaction.
 """
 
 from __future__ import annotations
@@ -65,8 +67,11 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
 def _begin_sqlite(connection: Connection) -> None:
     # IMMEDIATE takes the write lock at once: a transaction that reads and then writes cannot find,
     # at its first write, that another writer got there first (SQLite would fail it, not wait).
-    # Read-only transactions begin DEFERRED and run beside writers (WAL).
+    # Read-only transactions begin DEFERRED and run beside writers (WAL), and are made read-only in
+    # fact (query_only), so a write slipped into a read path fails at once instead of taking the lock
+    # from inside a snapshot. The flag is set at every begin, so a pooled connection carries nothing over.
     mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+    connection.exec_driver_sql(f"PRAGMA query_only={'ON' if mode == 'DEFERRED' else 'OFF'}")
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
@@ -100,13 +105,18 @@ class Database:
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:
-        """A connection in a read-only transaction: one consistent snapshot, never waiting on writers."""
+        """A connection in a read-only transaction: one consistent snapshot, never waiting on writers.
+
+        Every path that only reads uses this, never ``transaction()``: on SQLite a transaction holds the
+        write lock, and a read behind a long import would wait for it (and fail after busy_timeout)."""
         with self.engine.connect().execution_options(sqlite_begin="DEFERRED") as connection, connection.begin():
+            if self.dialect != "sqlite":
+                connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield connection
 
     def installation_secret(self, key: str = "page_token_secret") -> bytes:
         """A random per-installation secret, created once and shared by every process on this store."""
-        with self.transaction() as connection:
+        with self.reading() as connection:
             found = connection.scalar(select(installation.c.value).where(installation.c.key == key))
             if found is not None:
                 return bytes(found)
@@ -115,7 +125,7 @@ class Database:
                 connection.execute(insert(installation).values(key=key, value=secrets.token_bytes(32)))
         except IntegrityError:
             pass  # another process created it first; read theirs
-        with self.transaction() as connection:
+        with self.reading() as connection:
             return bytes(connection.execute(select(installation.c.value).where(installation.c.key == key)).scalar_one())
 
     def dispose(self) -> None:

@@ -11,6 +11,7 @@ The run is derandomized and bounded, so it finds the same things every time, in 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,8 +33,8 @@ from convener.services import Services
 from tests.conftest import ALL_TOOLS
 from tests.security.fuzzing import Pool, arguments, problem
 
-EXAMPLES = 12
-"""Calls per tool; the demo has 98 tools, so about 1200 calls in all."""
+EXAMPLES = int(os.environ.get("CONVENER_FUZZ_EXAMPLES", "12"))
+"""Calls per tool (about 1100 in all); set CONVENER_FUZZ_EXAMPLES higher for a deeper search."""
 RUNS_WORK = {"run_session", "run_evaluation", "simulate_scenario", "generate_evaluation", "ask_data_insights",
              "ask_data_agent", "ingest_documents", "import_adk_evaluations", "import_app"}
 """Tools that start work: fewer examples each, and operations they start are cancelled after each call."""

@@ -159,34 +159,35 @@ ANY_JSON: st.SearchStrategy[Json] = st.recursive(
     max_leaves=4)
 
 
-def valid_values(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...] = ()
+def valid_values(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...] = (), pool: Pool | None = None
                  ) -> st.SearchStrategy[Json] | None:
     """Values valid for a pydantic-made JSON Schema; None where a recursive definition has nested deep enough.
 
     Objects, arrays, unions and references are walked here, so that recursion is bounded; scalars (patterns,
     formats, bounds) come from hypothesis-jsonschema. (Its own object generation relies on Hypothesis
-    internals that newer Hypothesis releases changed.)
+    internals that newer Hypothesis releases changed.) With a pool, a nested field whose description shows a
+    resource name's format (``app.rootAgent``, ``evaluation.name``) also takes the pool's names of that kind.
     """
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
         if seen.count(name) >= RECURSION:
             return None
-        return valid_values(defs[name], defs, (*seen, name))
+        return valid_values(defs[name], defs, (*seen, name), pool)
     for union in ("anyOf", "oneOf"):
         if union in schema:
-            options = [option for option in (valid_values(sub, defs, seen) for sub in schema[union]) if option is not None]
+            options = [option for option in (valid_values(sub, defs, seen, pool) for sub in schema[union]) if option is not None]
             return st.one_of(*options) if options else None
     if "allOf" in schema and len(schema["allOf"]) == 1:
-        return valid_values(schema["allOf"][0], defs, seen)
+        return valid_values(schema["allOf"][0], defs, seen, pool)
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
     if "const" in schema:
         return st.just(schema["const"])
     kind = schema.get("type")
     if kind == "object":
-        return _objects(schema, defs, seen)
+        return _objects(schema, defs, seen, pool)
     if kind == "array":
-        items = valid_values(schema.get("items", {}), defs, seen)
+        items = valid_values(schema.get("items", {}), defs, seen, pool)
         return st.lists(items, max_size=3) if items is not None else st.just([])
     if kind is None:
         return ANY_JSON
@@ -195,14 +196,18 @@ def valid_values(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, 
     return strategy
 
 
-def _objects(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) -> st.SearchStrategy[Json]:
+def _objects(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...], pool: Pool | None
+             ) -> st.SearchStrategy[Json]:
     required = set(schema.get("required", ()))
     fields: dict[str, st.SearchStrategy[Json]] = {}
     for key, sub in schema.get("properties", {}).items():
-        strategy = valid_values(sub, defs, seen)
+        strategy = valid_values(sub, defs, seen, pool)
+        names = fitting(pool, key, sub.get("description", ""), fallback=False) if pool and seen else []
+        if strategy is not None and names:
+            strategy = st.one_of(st.sampled_from(names), strategy)
         fields[key] = strategy if strategy is not None else st.none()
     extra = schema.get("additionalProperties")
-    extras = valid_values(extra, defs, seen) if isinstance(extra, dict) else None
+    extras = valid_values(extra, defs, seen, pool) if isinstance(extra, dict) else None
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
@@ -217,7 +222,7 @@ def _objects(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]
 def arguments(schema: dict[str, Any], pool: Pool) -> st.SearchStrategy[dict[str, Any]]:
     """Arguments for a tool with this input schema: valid ones, valid ones naming real resources of the kind
     each field asks for, and those made hostile."""
-    valid = valid_values(schema, schema.get("$defs", {}))
+    valid = valid_values(schema, schema.get("$defs", {}), pool=pool)
     assert valid is not None
     fields = {key: fitting(pool, key, sub.get("description", "")) for key, sub in _string_properties(schema).items()}
 
@@ -238,7 +243,7 @@ def arguments(schema: dict[str, Any], pool: Pool) -> st.SearchStrategy[dict[str,
 TEMPLATE = re.compile(r"(?:projects|spaces|users|documents)/[\w{}/.-]*|…/[\w{}/.-]*")
 
 
-def fitting(pool: Pool, key: str, description: str) -> list[str]:
+def fitting(pool: Pool, key: str, description: str, fallback: bool = True) -> list[str]:
     """The pool's names of the kind a field's description shows (``projects/{project}/…/agents/{agent}``);
     for a field that takes an ID, the IDs of the pool's names; for a page token, real page tokens."""
     if "token" in key.lower():
@@ -251,6 +256,8 @@ def fitting(pool: Pool, key: str, description: str) -> list[str]:
                 for found in TEMPLATE.findall(description)]
     if patterns:
         return [name for name in pool.names if any(pattern.fullmatch(name) for pattern in patterns)]
+    if not fallback:
+        return []
     if "ID" in description or "name" in description.lower():
         return sorted({name.rsplit("/", 1)[-1] for name in pool.names})[:200]
     return pool.names

@@ -18,19 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
 from convener.auth.caller import Caller
+from convener.auth.keys import ApiKeys
 from convener.config import Settings
 from convener.demo import APP, load_demo
 from convener.server import mcp_servers
 from convener.services import Services
-from tests.conftest import ALL_TOOLS
+from tests.conftest import ALL_TOOLS, serving
 from tests.security.fuzzing import Pool, arguments, problem
 
 EXAMPLES = int(os.environ.get("CONVENER_FUZZ_EXAMPLES", "12"))
@@ -52,6 +55,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 class Fuzz:
     """The demo store, a connected client on a portal's event loop, and what the fuzz draws from."""
 
+    services: Services
     portal: BlockingPortal
     client: Client
     tools: dict[str, types.Tool]
@@ -109,7 +113,7 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
             tools = {tool.name: tool for tool in listed.tools}
             validators = {name: jsonschema.Draft202012Validator(tool.output_schema)
                           for name, tool in tools.items() if tool.output_schema is not None}
-            found = Fuzz(portal, client, tools, validators, Pool())
+            found = Fuzz(services, portal, client, tools, validators, Pool())
             for tool, request in LISTINGS:
                 result = found.call(tool, request)
                 assert not result.is_error, (tool, result.content)
@@ -161,6 +165,61 @@ def test_every_answer_is_a_result_or_a_google_rpc_error(fuzz: Fuzz, tool: str) -
     answers_well()
     assert not problems, "\n".join(problems)
     assert fuzz.answers(), f"the server stopped answering after {tool} was fuzzed"
+
+
+HTTP_TOOLS = ("list_conversations", "get_evaluation", "import_app", "run_session", "send_message", "search_messages",
+              "answer_query", "ask_data_agent", "describe_sql_source", "wait_operation")
+"""One or more tools of each service, fuzzed again over HTTP: there the arguments go through JSON decoding."""
+
+
+@pytest.fixture(scope="module")
+def http(fuzz: Fuzz) -> Iterator[tuple[str, str]]:
+    """The same demo store served over HTTP on loopback, and a key for ana (every scope)."""
+    _, key = ApiKeys(fuzz.services.database).create(ANA.principal)
+    with serving(fuzz.services) as base_url:
+        yield base_url, key
+
+
+@pytest.mark.parametrize("tool", HTTP_TOOLS)
+def test_over_http_every_answer_is_a_result_or_a_google_rpc_error(
+    fuzz: Fuzz, http: tuple[str, str], tool: str
+) -> None:
+    """Raw JSON-RPC over HTTP: never a 5xx, always a JSON-RPC answer, and the same property for the result."""
+    base_url, key = http
+    validator = fuzz.validators.get(tool)
+    problems: list[str] = []
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "authorization": f"Bearer {key}"}
+
+    @settings(FUZZ, max_examples=max(EXAMPLES // 2, 4))
+    @given(arguments(fuzz.tools[tool].input_schema, fuzz.pool), st.one_of(st.integers(0, 2 ** 53), st.text(max_size=20)))
+    def answers_well(request: dict[str, Any], request_id: int | str) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                           "params": {"name": tool, "arguments": request}}, ensure_ascii=False)
+        response = httpx.post(f"{base_url}/mcp", content=body.encode("utf-8", "surrogatepass"), headers=headers,
+                              timeout=60)
+        if tool in RUNS_WORK:
+            fuzz.cancel_running()
+        found: str | None
+        if response.status_code >= 500:
+            found = f"HTTP {response.status_code}: {response.text[:300]!r}"
+        else:
+            try:
+                message = response.json()
+            except ValueError:
+                message = {}
+            if "result" in message:
+                found = problem(types.CallToolResult.model_validate(message["result"]), validator)
+            elif "error" in message and isinstance(message["error"].get("code"), int):
+                found = None if message["error"]["code"] < 0 and "Traceback" not in response.text else \
+                    f"a JSON-RPC error that leaks: {response.text[:300]!r}"
+            else:
+                found = f"HTTP {response.status_code} without a JSON-RPC answer: {response.text[:300]!r}"
+        if found is not None:
+            problems.append(f"{tool}({_short(request)}): {found}")
+
+    answers_well()
+    assert not problems, "\n".join(problems)
 
 
 def test_the_fuzz_reaches_past_the_door(fuzz: Fuzz) -> None:

@@ -26,9 +26,9 @@ from hypothesis_jsonschema import from_schema
 
 Json = Any
 
-CODES = ("INVALID_ARGUMENT", "NOT_FOUND", "PERMISSION_DENIED", "FAILED_PRECONDITION", "ALREADY_EXISTS", "ABORTED",
-         "OUT_OF_RANGE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "UNIMPLEMENTED", "UNAUTHENTICATED",
-         "CANCELLED")
+CODES = ("INVALID_ARGUMENT", "NOT_FOUND", "PERMISSION_DENIED", "FAILED_PRECONDITION", "ALREADY_EXISTS",
+         "ABORTED", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "UNIMPLEMENTED",
+         "UNAUTHENTICATED", "CANCELLED")
 """The google.rpc codes a caller may see; INTERNAL (a bug) and UNKNOWN are not among them."""
 ERROR = re.compile(rf"^({'|'.join(CODES)}): ")
 LEAK = re.compile(r"Traceback|File \"|Error executing tool|sqlalchemy|sqlite3|psycopg|duckdb\.|"
@@ -50,7 +50,8 @@ TEXTS = ("", " ", "\x00", "a\x00b", "\x01\x02\x1b[31m\x7f", "\r\n\t", "\u202e\u2
          "%2F", "%2e%2e%2f", "spaces/", "users/", "documents/", "projects/-/locations/-", "a" * 64, "A" * 4096,
          "30s", "-1s", "99999999999s", "1e9s", "0.000000001s", "P1D")
 HUGE = ("x" * 1_000_000, "é" * 200_000, "\x00" * 100_000)
-NUMBERS = (0, -1, 1, 2, -(2 ** 31), 2 ** 31, 2 ** 53 + 1, 2 ** 63, -(2 ** 63) - 1, 10 ** 30, 0.5, -0.0, 1e308, -1e308)
+NUMBERS = (0, -1, 1, 2, -(2 ** 31), 2 ** 31, 2 ** 53 + 1, 2 ** 63, -(2 ** 63) - 1, 10 ** 30, 0.5, -0.0, 1e308,
+           -1e308)
 
 
 @dataclass
@@ -99,7 +100,8 @@ def strings(pool: Pool) -> st.SearchStrategy[str]:
     """Strings a caller could send where the schema asks for one."""
     choices: list[st.SearchStrategy[str]] = [
         st.sampled_from(TEXTS), st.sampled_from(SQL), st.sampled_from(FILTERS), st.sampled_from(TOKENS),
-        st.text(max_size=40), st.text(st.characters(codec="utf-8", categories=("Cc", "Cf", "Zs", "So")), max_size=20),
+        st.text(max_size=40),
+        st.text(st.characters(codec="utf-8", categories=("Cc", "Cf", "Zs", "So")), max_size=20),
         st.sampled_from(HUGE),
     ]
     if pool.names:
@@ -159,8 +161,8 @@ ANY_JSON: st.SearchStrategy[Json] = st.recursive(
     max_leaves=4)
 
 
-def valid_values(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...] = (), pool: Pool | None = None
-                 ) -> st.SearchStrategy[Json] | None:
+def valid_values(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...] = (),
+                 pool: Pool | None = None) -> st.SearchStrategy[Json] | None:
     """Values valid for a pydantic-made JSON Schema; None where a recursive definition has nested deep enough.
 
     Objects, arrays, unions and references are walked here, so that recursion is bounded; scalars (patterns,
@@ -175,7 +177,8 @@ def valid_values(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, 
         return valid_values(defs[name], defs, (*seen, name), pool)
     for union in ("anyOf", "oneOf"):
         if union in schema:
-            options = [option for option in (valid_values(sub, defs, seen, pool) for sub in schema[union]) if option is not None]
+            found = (valid_values(sub, defs, seen, pool) for sub in schema[union])
+            options = [option for option in found if option is not None]
             return st.one_of(*options) if options else None
     if "allOf" in schema and len(schema["allOf"]) == 1:
         return valid_values(schema["allOf"][0], defs, seen, pool)
@@ -224,7 +227,8 @@ def arguments(schema: dict[str, Any], pool: Pool) -> st.SearchStrategy[dict[str,
     each field asks for, and those made hostile."""
     valid = valid_values(schema, schema.get("$defs", {}), pool=pool)
     assert valid is not None
-    fields = {key: fitting(pool, key, sub.get("description", "")) for key, sub in _string_properties(schema).items()}
+    fields = {key: fitting(pool, key, sub.get("description", ""))
+              for key, sub in _string_properties(schema).items()}
 
     @st.composite
     def named(draw: st.DrawFn, percent: int) -> dict[str, Any]:

@@ -103,12 +103,13 @@ LISTINGS: list[tuple[str, dict[str, Any]]] = [
 @pytest.fixture(scope="module")
 def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
     directory: Path = tmp_path_factory.mktemp("fuzz")
-    services = Services.open(Settings(data_dir=directory / "data", database_url=f"sqlite:///{directory / 'convener.db'}",
-                                      allow_anonymous=False))
+    services = Services.open(Settings(data_dir=directory / "data", allow_anonymous=False,
+                                      database_url=f"sqlite:///{directory / 'convener.db'}"))
     try:
         load_demo(services)
+        server = mcp_servers(services, default_caller=ANA)["/mcp"]
         with start_blocking_portal(backend="asyncio") as portal, \
-                portal.wrap_async_context_manager(Client(mcp_servers(services, default_caller=ANA)["/mcp"])) as client:
+                portal.wrap_async_context_manager(Client(server)) as client:
             listed = portal.call(client.list_tools)
             tools = {tool.name: tool for tool in listed.tools}
             validators = {name: jsonschema.Draft202012Validator(tool.output_schema)
@@ -119,7 +120,8 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
                 assert not result.is_error, (tool, result.content)
                 found.pool.add(result.structured_content)
             for space in [name for name in found.pool.names if name.startswith("spaces/")][:3]:
-                found.pool.add(found.call("list_messages", {"conversationId": space, "pageSize": 2}).structured_content)
+                messages = found.call("list_messages", {"conversationId": space, "pageSize": 2})
+                found.pool.add(messages.structured_content)
             found.pool.settle()
             yield found
     finally:
@@ -167,8 +169,8 @@ def test_every_answer_is_a_result_or_a_google_rpc_error(fuzz: Fuzz, tool: str) -
     assert fuzz.answers(), f"the server stopped answering after {tool} was fuzzed"
 
 
-HTTP_TOOLS = ("list_conversations", "get_evaluation", "import_app", "run_session", "send_message", "search_messages",
-              "answer_query", "ask_data_agent", "describe_sql_source", "wait_operation")
+HTTP_TOOLS = ("list_conversations", "get_evaluation", "import_app", "run_session", "send_message",
+              "search_messages", "answer_query", "ask_data_agent", "describe_sql_source", "wait_operation")
 """One or more tools of each service, fuzzed again over HTTP: there the arguments go through JSON decoding."""
 
 
@@ -192,7 +194,8 @@ def test_over_http_every_answer_is_a_result_or_a_google_rpc_error(
                "authorization": f"Bearer {key}"}
 
     @settings(FUZZ, max_examples=max(EXAMPLES // 2, 4))
-    @given(arguments(fuzz.tools[tool].input_schema, fuzz.pool), st.one_of(st.integers(0, 2 ** 53), st.text(max_size=20)))
+    @given(arguments(fuzz.tools[tool].input_schema, fuzz.pool),
+           st.one_of(st.integers(0, 2 ** 53), st.text(max_size=20)))
     def answers_well(request: dict[str, Any], request_id: int | str) -> None:
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                            "params": {"name": tool, "arguments": request}}, ensure_ascii=False)

@@ -286,7 +286,9 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
         mark = error.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         return _clip(" ".join(error.problem.split()), 120) + where
-    return type(error).__name__
+    if isinstance(error, yaml.reader.ReaderError):  # a character YAML does not allow, such as a control character
+        return f"character U+{error.character:04X} at position {error.position} is not allowed in YAML"
+    return "the document is malformed"
 
 
 class _Resolver:

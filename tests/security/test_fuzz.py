@@ -1,11 +1,12 @@
 """Every tool at /mcp, fuzzed from its own input schema against the demo workspace.
 
-One demo store serves the module (loading it takes seconds); the calls go through a real MCP client, in
+One demo store serves the module (loading it takes 20-60 s on a busy machine); the calls go through a real MCP client, in
 process, and may change the store as they like: the property holds in any state. For each tool, Hypothesis
 draws schema-valid arguments and hostile variants of them (tests/security/fuzzing.py); every answer must be a
 success whose structuredContent matches the tool's output schema, or a google.rpc ``CODE: message`` error other
 than INTERNAL, never a protocol error, a stack trace or an exception's name; and the server must keep answering.
-The run is derandomized and bounded, so it finds the same things every time, in well under two minutes.
+The run is derandomized and bounded, so it finds the same things every time, in under two minutes; set
+CONVENER_FUZZ_EXAMPLES for a deeper search. What it found is kept in test_fuzz_findings.py.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Fuzz:
     def cancel_running(self) -> None:
         """Stop what a call started: the fuzz is about answers, not about long work."""
         listed = self.call("list_operations", {"name": LOCATION, "filter": "done=false", "pageSize": 1000})
+        assert not listed.is_error, listed.content
         for operation in (listed.structured_content or {}).get("operations", []):
             self.call("cancel_operation", {"name": operation["name"]})
 

@@ -60,7 +60,9 @@ def yaml_problem(error: yaml.YAMLError) -> str:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = " ".join(error.problem.split())
         return (problem if len(problem) <= 120 else problem[:119] + "…") + where
-    return type(error).__name__
+    if isinstance(error, yaml.reader.ReaderError):  # a character YAML does not allow, such as a control character
+        return f"character U+{error.character:04X} at position {error.position} is not allowed in YAML"
+    return "the document is malformed"
 
 
 def _text(source: str | bytes, field: str, size_limit: str) -> str:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from convener.analytics.budget import Budget
+from convener.analytics.spill import SpillFolder
 from convener.analytics.engines import open_engine
 from convener.api.errors import ApiError
 
@@ -30,7 +31,7 @@ def rss_mb() -> float:
 
 def main() -> None:
     kind, folder, seconds, sql = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-    budget = Budget(memory_mb=256, threads=1, spill_root=folder / "spill", spill_mb=64)
+    budget = Budget(memory_mb=256, threads=1, spill=SpillFolder(folder), spill_mb=64)
     engine = open_engine(str(folder / ("data.sqlite" if kind == "sqlite" else "data")), budget)
     for _ in range(5):  # warm up: the engine's caches, the threads' stacks, the modules a query imports
         engine.execute("SELECT * FROM t ORDER BY 1", row_limit=100, timeout_seconds=10)

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from sqlalchemy import create_engine, select, text
+from sqlalchemy.engine import make_url
 
 from convener.analytics.budget import Budget
 from convener.analytics.engines import open_engine
@@ -173,20 +175,33 @@ async def test_a_long_value_is_refused_by_name(client: Client, services: Service
     assert outcome.startswith("RESOURCE_EXHAUSTED: ") and "'essay'" in outcome and "50,000 bytes" in outcome
 
 
+@dataclass(frozen=True)
+class PostgresTable:
+    url: str
+    name: str
+
+
 @pytest.fixture
-def postgres_table() -> Iterator[str]:
-    """A table in the test PostgreSQL database, for a source that is a database URL."""
+def postgres_table() -> Iterator[PostgresTable]:
+    """A table in a PostgreSQL database of its own, for a source that is a database URL (the store's own
+    database is never a source)."""
     if not POSTGRES_URL:
         pytest.skip("CONVENER_TEST_DATABASE_URL names no PostgreSQL database")
-    name = f"limits_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(normalise_url(POSTGRES_URL))
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE TABLE {name} AS SELECT n FROM generate_series(1, 100) AS n"))
+    database = f"convener_limits_{uuid.uuid4().hex[:10]}"
+    table = "numbers"
+    admin = create_engine(normalise_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f'CREATE DATABASE "{database}"')
+    url = make_url(normalise_url(POSTGRES_URL)).set(database=database).render_as_string(hide_password=False)
+    setup = create_engine(url)
+    with setup.begin() as connection:
+        connection.execute(text(f"CREATE TABLE {table} AS SELECT n FROM generate_series(1, 100) AS n"))
+    setup.dispose()
     try:
-        yield name
+        yield PostgresTable(url, table)
     finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP TABLE {name}"))
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE "{database}" WITH (FORCE)')
         admin.dispose()
 
 
@@ -196,18 +211,17 @@ def postgres_table() -> Iterator[str]:
     "SELECT n, repeat('z', 60000) AS essay FROM {t}",
 ])
 async def test_postgresql_queries_end_at_their_deadline(
-        client: Client, services: Services, postgres_table: str, sql: str) -> None:
-    assert POSTGRES_URL
-    services.analytics.sources.add("pg", POSTGRES_URL, None)
-    outcome, elapsed = await attack(client, services, "pg", postgres_table, sql.format(t=postgres_table))
+        client: Client, services: Services, postgres_table: PostgresTable, sql: str) -> None:
+    services.analytics.sources.add("pg", postgres_table.url, None)
+    outcome, elapsed = await attack(client, services, "pg", postgres_table.name,
+                                    sql.format(t=postgres_table.name))
     ended_in_time(outcome, elapsed, "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED")
-    engine = create_engine(normalise_url(POSTGRES_URL))
-    try:  # the server stopped it too: no query of this table still running there
+    engine = create_engine(postgres_table.url)
+    try:  # the server stopped it too: no query of this database still running there
         with engine.connect() as connection:
             running = connection.execute(text(
                 "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() "
-                "AND (query LIKE :table OR query LIKE '%generate_series(1, 100000000000)%')"),
-                {"table": f"%{postgres_table}%"}).scalar_one()
+                "AND datname = current_database()")).scalar_one()
         assert running == 0
     finally:
         engine.dispose()
@@ -257,8 +271,8 @@ def test_a_huge_query_ends_at_its_deadline_and_gives_its_memory_back(roots: Path
 
 def test_duckdb_spills_only_into_the_process_folder_in_the_data_dir(tmp_path: Path) -> None:
     folder = SpillFolder(tmp_path / "data")
-    config = Budget(memory_mb=64, spill_root=folder.path, spill_mb=256).duckdb_config()
-    spilled = config["temp_directory"]
+    config = Budget(memory_mb=64, spill=folder, spill_mb=256).duckdb_config()
+    spilled = config["temp_directory"]  # asking for the configuration made the folder
     assert isinstance(spilled, str) and Path(spilled).parent == folder.path
     connection = duckdb.connect(":memory:", config=config)
     assert connection.execute("SELECT current_setting('temp_directory')").fetchone() == (spilled,)
@@ -273,7 +287,7 @@ def test_the_spill_folder_of_a_killed_process_is_removed_at_the_next_start(tmp_p
     data = tmp_path / "data"
     child = subprocess.Popen([sys.executable, "-c", (
         "import sys, time\nfrom pathlib import Path\nfrom convener.analytics.spill import SpillFolder\n"
-        "folder = SpillFolder(Path(sys.argv[1]))\n(folder.path / 'db').mkdir()\n"
+        "folder = SpillFolder(Path(sys.argv[1]))\n(folder.ensure() / 'db').mkdir()\n"
         "(folder.path / 'db' / 'duckdb_temp_block-1.block').write_bytes(b'x')\n"
         "print(folder.path.name, flush=True)\ntime.sleep(60)\n"), str(data)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(SRC)})
@@ -281,13 +295,15 @@ def test_the_spill_folder_of_a_killed_process_is_removed_at_the_next_start(tmp_p
         assert child.stdout is not None
         killed = child.stdout.readline().strip()
         assert killed
-        living = SpillFolder(data)  # the child still runs: its folder stays
+        living = SpillFolder(data)
+        living.ensure()  # the child still runs: its folder stays
         assert (data / SPILL_DIR / killed).is_dir()
         living.close()
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
         assert (data / SPILL_DIR / killed).is_dir()  # a kill leaves it behind
         again = SpillFolder(data)
+        again.ensure()
         assert sorted(p.name for p in (data / SPILL_DIR).iterdir()) == sorted(
             [again.path.name, again.path.name + ".lock"])
         again.close()
@@ -304,7 +320,7 @@ def test_the_spill_folder_of_a_killed_process_is_removed_at_the_next_start(tmp_p
 
 def test_every_duckdb_source_is_held_to_the_budget_and_cannot_lift_it(tmp_path: Path, roots: Path) -> None:
     folder = SpillFolder(tmp_path / "data")
-    budget = Budget(memory_mb=128, threads=1, spill_root=folder.path, spill_mb=32)
+    budget = Budget(memory_mb=128, threads=1, spill=folder, spill_mb=32)
     engine = open_engine(str(roots / "data"), budget)
     try:
         connection = engine._connection  # type: ignore[attr-defined]
@@ -378,7 +394,7 @@ def test_a_duckdb_file_spills_into_the_data_dir_or_not_at_all(tmp_path: Path) ->
         alone.execute(distinct, row_limit=1, timeout_seconds=30)
     alone.close()
     folder = SpillFolder(tmp_path / "data")
-    spilling = open_engine(str(path), Budget(memory_mb=32, threads=1, spill_root=folder.path))
+    spilling = open_engine(str(path), Budget(memory_mb=32, threads=1, spill=folder))
     assert spilling.execute(distinct, row_limit=1, timeout_seconds=30).rows == [(3_000_000,)]
     spilling.close()
     folder.close()
@@ -392,13 +408,14 @@ def test_duckdb_folders_left_beside_a_database_in_the_data_dir_are_removed(tmp_p
     (data / "demo.duckdb.tmp" / "duckdb_temp_storage_S32K-0.tmp").write_bytes(b"x")
     (data / "notes.duckdb.tmp").mkdir()
     (data / "notes.duckdb.tmp" / "mine.txt").write_text("not DuckDB's")  # not only DuckDB's files: kept
-    SpillFolder(data).close()
+    starting = SpillFolder(data)
+    starting.ensure()
+    starting.close()
     assert sorted(p.name for p in data.iterdir()) == [SPILL_DIR, "notes.duckdb.tmp"]
 
 
-def test_postgresql_queries_run_read_only_with_the_budget_work_mem(postgres_table: str) -> None:
-    assert POSTGRES_URL
-    engine = open_engine(POSTGRES_URL, Budget(work_mem_mb=8))
+def test_postgresql_queries_run_read_only_with_the_budget_work_mem(postgres_table: PostgresTable) -> None:
+    engine = open_engine(postgres_table.url, Budget(work_mem_mb=8))
     try:
         settings = engine._run(  # type: ignore[attr-defined]
             "SELECT current_setting('work_mem'), current_setting('transaction_read_only'), "

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from convener.analytics.spill import SpillFolder
 from convener.outside.limits import (
     ANALYTICS_MEMORY_MB,
     ANALYTICS_RESULT_BYTES,
@@ -41,8 +41,8 @@ class Budget:
     memory_mb: int = ANALYTICS_MEMORY_MB
     threads: int = ANALYTICS_THREADS
     spill_mb: int = ANALYTICS_SPILL_MB
-    spill_root: Path | None = None
-    """The process's spill folder (``spill.SpillFolder``); None: DuckDB never spills to disk."""
+    spill: SpillFolder | None = None
+    """The process's spill folder, made when a database first needs it; None: DuckDB never spills to disk."""
     result_bytes: int = ANALYTICS_RESULT_BYTES
     value_bytes: int = ANALYTICS_VALUE_BYTES
     work_mem_mb: int = ANALYTICS_WORK_MEM_MB
@@ -52,7 +52,7 @@ class Budget:
         folder of its own below the process's, since two databases sharing one temp folder would share
         file names; without a spill root, DuckDB keeps everything in its memory limit (and would otherwise
         make a ``.tmp`` folder next to its file, or in the working directory)."""
-        spill = "" if self.spill_root is None or self.spill_mb == 0 else str(self.spill_root / uuid.uuid4().hex)
+        spill = "" if self.spill is None or self.spill_mb == 0 else str(self.spill.ensure() / uuid.uuid4().hex)
         config: DuckDBConfig = {**DUCKDB_SAFETY, "memory_limit": f"{self.memory_mb}MB", "threads": self.threads,
                                 "temp_directory": spill}
         if spill:

@@ -865,6 +865,9 @@ class SQLAlchemyEngine(_Engine):
         self._dbapi_operational: type[Exception] = self._engine.dialect.loaded_dbapi.OperationalError
         self.kind = "postgresql" if self._backend == "postgresql" else "sqlalchemy"
         self.dialect = {"postgresql": "postgres", "mssql": "tsql"}.get(self._backend, self._backend)
+        self._state_lock = threading.Lock()
+        self._running = 0  # queries holding a pooled connection now
+        self._closing = False
         try:
             self._refresh_catalog()
         except BaseException:
@@ -872,7 +875,20 @@ class SQLAlchemyEngine(_Engine):
             raise
 
     def close(self) -> None:
-        self._engine.dispose()
+        """Close now, or, while an interrupted query is still stopping, leave the closing to it: a connection
+        given back to a pool that was already disposed would stay open in it until the pool is collected."""
+        with self._state_lock:
+            self._closing = True
+            idle = self._running == 0
+        if idle:
+            self._engine.dispose()
+
+    def _query_ended(self) -> None:
+        with self._state_lock:
+            self._running -= 1
+            last = self._closing and self._running == 0
+        if last:
+            self._engine.dispose()
 
     def _load_catalog(self) -> list[_Table]:
         try:
@@ -908,18 +924,23 @@ class SQLAlchemyEngine(_Engine):
     def _read_only_connection(self, timeout_seconds: float) -> Iterator[Any]:
         """A pooled DBAPI connection inside a read-only transaction with a statement timeout, rolled back
         afterwards whatever happened."""
+        with self._state_lock:
+            self._running += 1
         try:
-            raw = self._engine.raw_connection()
-        except sa_exc.SQLAlchemyError:
-            raise Unavailable("the database cannot be reached") from None
-        try:
-            cursor = raw.cursor()
-            for statement in self._session_statements(timeout_seconds):
-                cursor.execute(statement)
-            cursor.close()
-            yield raw
+            try:
+                raw = self._engine.raw_connection()
+            except sa_exc.SQLAlchemyError:
+                raise Unavailable("the database cannot be reached") from None
+            try:
+                cursor = raw.cursor()
+                for statement in self._session_statements(timeout_seconds):
+                    cursor.execute(statement)
+                cursor.close()
+                yield raw
+            finally:
+                self._end(raw)
         finally:
-            self._end(raw)
+            self._query_ended()
 
     def _end(self, raw: Any) -> None:
         """Roll back, and on PostgreSQL undo any session-level setting a query managed to make, so nothing

@@ -54,7 +54,7 @@ class AnalyticsService:
         None: they never spill to disk."""
         self._spill = SpillFolder(data_dir) if data_dir is not None else None
         if self._spill is not None:
-            budget = replace(budget, spill_root=self._spill.path)
+            budget = replace(budget, spill=self._spill)
         self.sources = SqlSources(database, gate, budget)
         self.agents = DataAgents(database, tokens)
         self.conversations = Conversations(database, tokens)

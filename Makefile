@@ -11,9 +11,13 @@ TORCH ?= torch==2.13.0
 demo: $(VENV)/.installed
 	$(BIN)/convener serve --demo --allow-anonymous
 
+# Tests run in parallel processes, each with its own stores: most of a test's time is waiting on a server,
+# a database or a child process, so three workers keep two cores busy.
+TEST_WORKERS ?= 3
+
 test: $(VENV)/.installed
 	$(BIN)/mypy src
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 bench: $(VENV)/.embeddings
 	$(BIN)/python benchmarks/list_conversations.py

@@ -128,13 +128,18 @@ def serve(
     ] = None,
     act_as: Annotated[str | None, typer.Option(
         "--as", help="stdio: the user every call acts as, e.g. users/alice or users/alice@example.com.")] = None,
+    toolsets: Annotated[str | None, typer.Option(
+        help="Comma-separated toolsets /mcp and stdio serve when a client chooses none: conversations, agents, "
+             "evaluations, operations, chat, knowledge, analytics, admin, all or default.")] = None,
+    read_only: Annotated[bool | None, typer.Option(
+        "--read-only/--read-write", help="Serve read-only tools alone, on every endpoint.")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the MCP tools over Streamable HTTP (/mcp, /<service>/mcp) or stdio."""
     settings = _settings(
         data_dir, database_url, transport=transport, host=host, port=port, services=services,
-        allow_anonymous=allow_anonymous,
+        allow_anonymous=allow_anonymous, toolsets=toolsets, read_only=read_only,
     )
     with _services(settings) as opened:
         if demo:

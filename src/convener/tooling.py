@@ -213,6 +213,16 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     )
 
 
+def specs_of(registries: Iterable[ToolRegistry]) -> list[tuple[str, ToolSpec[Any, Any]]]:
+    """Every tool of ``registries`` with its service, in registration order."""
+    return [(registry.service, spec) for registry in registries for spec in registry.tools.values()]
+
+
+def served(specs: Iterable[tuple[str, ToolSpec[Any, Any]]], selection: Selection) -> list[ToolSpec[Any, Any]]:
+    """The tools ``selection`` admits, in order."""
+    return [spec for _, spec in specs if selection.admits(spec.toolset, spec.read_only)]
+
+
 def selection_of(ctx: ServerRequestContext[Any, Any], default: Selection) -> Selection:
     """The HTTP edge leaves the connection's toolset selection on the request; stdio serves ``default``."""
     request = ctx.request
@@ -224,17 +234,14 @@ def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructi
                      default_caller: Caller = LOCAL_USER, selection: Selection = EVERYTHING) -> Server[Any]:
     """A low-level MCP server exposing the tools of the given services that a connection's selection admits
     (``selection`` when the connection chose none)."""
-    specs: dict[str, tuple[str, ToolSpec[Any, Any]]] = {}
-    for registry in registries:
-        for spec in registry.tools.values():
-            specs[spec.name] = (registry.service, spec)
+    registries = list(registries)
+    specs = {spec.name: (service, spec) for service, spec in specs_of(registries)}
     listings: dict[Selection, list[types.Tool]] = {}
 
     def listed(chosen: Selection) -> list[types.Tool]:
         tools = listings.get(chosen)
         if tools is None:
-            tools = listings[chosen] = [spec.definition for _, spec in specs.values()
-                                        if chosen.admits(spec.toolset, spec.read_only)]
+            tools = listings[chosen] = [spec.definition for spec in served(specs_of(registries), chosen)]
         return tools
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

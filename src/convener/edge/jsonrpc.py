@@ -138,7 +138,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 def chosen_tools(scope: Scope, default: Selection) -> Selection:
     """The tools a request's connection chose with ``?toolsets=…&read_only=…`` (``default`` narrowed by them)."""
-    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")[:1000]))
+    text = scope.get("query_string", b"").decode("latin-1")[:1000]
+    query = dict(parse_qsl(text, keep_blank_values=True))
     return default.narrowed_by(query)
 
 

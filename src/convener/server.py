@@ -33,7 +33,9 @@ INSTRUCTIONS = (
     "Convener serves Google agent-platform tools on your own machine. Resource names look like "
     "projects/{project}/locations/{location}/apps/{app}; the demo workspace is projects/demo/locations/global. "
     "Chat conversations are spaces/{space}; find them with search_conversations. Documentation is searched "
-    "with search_documents and answered with answer_query; documents are documents/{uri_without_scheme}."
+    "with search_documents and answered with answer_query; documents are documents/{uri_without_scheme}. "
+    "Tools are served in toolsets: authoring apps (agents) and administration (admin) are listed only when the "
+    "server's URL asks for them, e.g. /mcp?toolsets=default,agents."
 )
 
 

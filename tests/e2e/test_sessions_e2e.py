@@ -57,7 +57,8 @@ def check_recorded(services: Services, session: str, principal_outputs: list[lis
 async def stdio_server(database_url: str, tmp_path: Path) -> AsyncIterator[Client]:
     parameters = StdioServerParameters(
         command=CONVENER,
-        args=["serve", "--transport", "stdio", "--data-dir", str(tmp_path / "stdio"), "--database-url", database_url],
+        args=["serve", "--transport", "stdio", "--toolsets", "all", "--data-dir", str(tmp_path / "stdio"),
+              "--database-url", database_url],
     )
     async with Client(parameters, read_timeout_seconds=DEADLINE) as client:
         yield client

@@ -31,7 +31,8 @@ async def test_search_get_and_answer_over_stdio(database_url: str, tmp_path: Pat
     ingested = CliRunner().invoke(app, ["knowledge", "ingest", str(docs), "--base-url", BASE_URL, *options])
     assert ingested.exit_code == 0, ingested.output
 
-    parameters = StdioServerParameters(command=CONVENER, args=["serve", "--transport", "stdio", *options],
+    parameters = StdioServerParameters(command=CONVENER, args=["serve", "--transport", "stdio", "--toolsets", "all",
+                                                              *options],
                                        env={"CONVENER_KNOWLEDGE_EMBEDDINGS": "off", "PATH": "/usr/bin:/bin"})
     with anyio.fail_after(DEADLINE):
         async with Client(parameters, read_timeout_seconds=DEADLINE) as client:

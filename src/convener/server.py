@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import Server
@@ -58,13 +59,26 @@ def _transport_security(host: str) -> TransportSecuritySettings:
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+@dataclass(frozen=True)
+class _Endpoint:
+    """One MCP endpoint's two ways of answering (see ``edge.streaming``): one JSON body, or an event stream
+    carrying a tool call's progress and then its result."""
+
+    json: StreamableHTTPSessionManager
+    stream: StreamableHTTPSessionManager
+
+
+def _manager(server: Server[Any], security: TransportSecuritySettings, *,
+             json_response: bool) -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(app=server, json_response=json_response, stateless=True,
+                                        security_settings=security, max_request_body_size=JSONRPC_BODY_BYTES)
+
+
 def build_app(services: Services) -> Starlette:
     security = _transport_security(services.settings.host)
-    managers = {
-        path: StreamableHTTPSessionManager(
-            app=server, json_response=True, stateless=True, security_settings=security,
-            max_request_body_size=JSONRPC_BODY_BYTES,
-        )
+    endpoints = {
+        path: _Endpoint(json=_manager(server, security, json_response=True),
+                        stream=_manager(server, security, json_response=False))
         for path, server in mcp_servers(services).items()
     }
 
@@ -75,14 +89,18 @@ def build_app(services: Services) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services.runtime.evaluations.executor.recover()  # runs a stopped server left unfinished
         async with AsyncExitStack() as stack:
-            for manager in managers.values():
-                await stack.enter_async_context(manager.run())
+            for endpoint in endpoints.values():
+                await stack.enter_async_context(endpoint.json.run())
+                await stack.enter_async_context(endpoint.stream.run())
             yield
 
-    # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies); the
-    # caller is known by then, so no one unauthenticated makes the server parse a body.
-    routes = [Route(path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(manager), tools_list=ToolsListCache(security)))
-              for path, manager in managers.items()]
+    # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies) and picks
+    # the manager that answers the rest; the caller is known by then, so no one unauthenticated makes the server
+    # parse a body.
+    routes = [Route(path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(endpoint.json),
+                                                streaming=StreamableHTTPASGIApp(endpoint.stream),
+                                                tools_list=ToolsListCache(security)))
+              for path, endpoint in endpoints.items()]
     routes.append(Route("/healthz", healthz))
     middleware = [
         Middleware(EdgeErrors),

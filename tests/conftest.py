@@ -32,6 +32,10 @@ from convener.store.database import normalise_url
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
 
+# The suite calls every tool through /mcp, which serves the everyday toolsets unless told otherwise;
+# tests/test_tool_surface.py names the setting explicitly where the default is what it checks.
+os.environ["CONVENER_TOOLSETS"] = "all"
+
 _COMPILED: dict[str, Any] = {}
 _compile_validator = ClientSession._output_schema_validator
 

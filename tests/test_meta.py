@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from convener.services import Services
 from tests.conftest import ALL_TOOLS
 
 SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation", "list_messages", "answer_query",
@@ -70,11 +71,23 @@ async def test_every_tool_has_a_title_a_description_and_all_four_hints(client: C
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", ALL_TOOLS)
-async def test_every_input_property_is_described(client: Client, name: str) -> None:
+async def test_every_input_property_of_a_request_is_described_in_the_listing(client: Client, name: str) -> None:
     schema = (await tools_by_name(client))[name].input_schema
 
     assert schema["type"] == "object"
-    undocumented = [where for where, (_, prop) in _properties(schema).items() if not prop.get("description", "").strip()]
+    undocumented = [key for key, prop in schema.get("properties", {}).items() if not prop.get("description", "").strip()]
+    assert not undocumented
+
+
+def test_every_nested_input_property_is_described_in_the_model(services: Services) -> None:
+    # The listing leaves nested descriptions out (a client's context is dear); the models, which the docs are
+    # written from, keep every one.
+    specs = [spec for registry in services.registries().values() for spec in registry.tools.values()]
+    undocumented = [f"{spec.name}: {where}" for spec in specs
+                    for where, (_, prop) in _properties(spec.request.input_json_schema()).items()
+                    if not prop.get("description", "").strip()]
+
+    assert len(specs) == len(ALL_TOOLS)
     assert not undocumented
 
 

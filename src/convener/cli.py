@@ -100,7 +100,7 @@ def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any)
     try:
         return Settings(**{key: value for key, value in given.items() if value is not None})
     except ValidationError as error:
-        raise _fail("INVALID_ARGUMENT", str(error.errors()[0]["msg"]), 2) from None
+        raise _fail("INVALID_ARGUMENT", str(error.errors()[0]["msg"]).removeprefix("Value error, "), 2) from None
 
 
 @contextmanager
@@ -128,13 +128,18 @@ def serve(
     ] = None,
     act_as: Annotated[str | None, typer.Option(
         "--as", help="stdio: the user every call acts as, e.g. users/alice or users/alice@example.com.")] = None,
+    toolsets: Annotated[str | None, typer.Option(
+        help="Comma-separated toolsets /mcp and stdio serve when a client chooses none: conversations, agents, "
+             "evaluations, operations, chat, knowledge, analytics, admin, all or default.")] = None,
+    read_only: Annotated[bool | None, typer.Option(
+        "--read-only/--read-write", help="Serve read-only tools alone, on every endpoint.")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the MCP tools over Streamable HTTP (/mcp, /<service>/mcp) or stdio."""
     settings = _settings(
         data_dir, database_url, transport=transport, host=host, port=port, services=services,
-        allow_anonymous=allow_anonymous,
+        allow_anonymous=allow_anonymous, toolsets=toolsets, read_only=read_only,
     )
     with _services(settings) as opened:
         if demo:
@@ -167,6 +172,34 @@ def serve(
         if not settings.allow_anonymous:
             err.print("HTTP callers need an API key: convener auth create-key users/you")
         uvicorn.run(build_app(opened), host=settings.host, port=settings.port, log_level="warning")
+
+
+@app.command("tools")
+def tools_command(
+    toolsets: Annotated[str | None, typer.Option(help="Comma-separated toolsets, as serve --toolsets.")] = None,
+    read_only: Annotated[bool | None, typer.Option("--read-only/--read-write", help="Read-only tools alone.")] = None,
+    services: Annotated[str | None, typer.Option(help="Comma-separated services, as serve --services.")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """List the tools /mcp serves with these settings: toolset, and bytes each takes in a client's context."""
+    from convener.tooling import listed_size, served, specs_of
+
+    settings = _settings(data_dir, database_url, toolsets=toolsets, read_only=read_only, services=services)
+    with _services(settings) as opened:
+        specs = specs_of(opened.registries().values())
+        chosen = served(specs, settings.selection)
+    table = Table(show_edge=False, pad_edge=False)
+    for column, justify in (("Tool", "left"), ("Service", "left"), ("Toolset", "left"), ("Bytes", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    services_of = {spec.name: service for service, spec in specs}
+    for spec in chosen:
+        table.add_row(spec.name, services_of[spec.name], spec.toolset + (" (read-only)" if spec.read_only else ""),
+                      f"{listed_size(spec.definition):,}")
+    out.print(table)
+    total = sum(listed_size(spec.definition) for spec in chosen)
+    out.print(f"{len(chosen)} tools, {total:,} bytes (toolsets: {', '.join(sorted(settings.selection.toolsets))}"
+              f"{'; read-only' if settings.read_only else ''})", markup=False, highlight=False)
 
 
 @app.command()

@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from convener.outside import limits
 from convener.outside.callables import check_operator_list
+from convener.toolsets import DEFAULT_TOOLSETS, TOOLSETS, Selection, ToolsetError, parse_toolsets
 
 SERVICES = ("ces", "chat", "knowledge", "analytics")
 """Services this build can serve, in the order /mcp lists their tools."""
@@ -45,6 +46,14 @@ class Settings(BaseSettings):
     allow_anonymous: bool = Field(
         default=False,
         description="Serve HTTP callers that present no API key, as users/anonymous. Loopback hosts only.",
+    )
+    toolsets: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=DEFAULT_TOOLSETS,
+        description=f"Toolsets /mcp and stdio serve when a client chooses none ({', '.join(TOOLSETS)}, all or "
+                    "default); a client chooses with ?toolsets= on the URL.",
+    )
+    read_only: bool = Field(
+        default=False, description="Serve read-only tools alone, on every endpoint; a client cannot lift it."
     )
 
     llm_provider: Literal["none", "openai", "gemini"] = Field(
@@ -112,6 +121,26 @@ class Settings(BaseSettings):
     @classmethod
     def _callables_of_the_operator(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return check_operator_list(value)
+
+    @field_validator("toolsets", mode="before")
+    @classmethod
+    def _split_toolsets(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        return value
+
+    @field_validator("toolsets")
+    @classmethod
+    def _known_toolsets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            return tuple(sorted(parse_toolsets(value)))
+        except ToolsetError as error:
+            raise ValueError(str(error)) from None
+
+    @property
+    def selection(self) -> Selection:
+        """The tools served when a client chooses none."""
+        return Selection(frozenset(self.toolsets), self.read_only)
 
     @field_validator("services", mode="before")
     @classmethod

@@ -27,6 +27,7 @@ from convener.edge.tools_list import ToolsListCache
 from convener.outside.limits import JSONRPC_BODY_BYTES
 from convener.services import Services
 from convener.tooling import build_mcp_server
+from convener.toolsets import EVERYTHING, Selection
 
 INSTRUCTIONS = (
     "Convener serves Google agent-platform tools on your own machine. Resource names look like "
@@ -36,16 +37,33 @@ INSTRUCTIONS = (
 )
 
 
-def mcp_servers(services: Services, default_caller: Caller = LOCAL_USER) -> dict[str, Server[Any]]:
-    """Path → MCP server: one for all enabled services, one per service. ``default_caller`` is whom
-    calls without an HTTP caller (stdio, in process) act as."""
+@dataclass(frozen=True)
+class Endpoint:
+    path: str
+    server: Server[Any]
+    selection: Selection
+    """The tools it serves when a client chooses none."""
+
+
+def endpoints(services: Services, default_caller: Caller = LOCAL_USER) -> list[Endpoint]:
+    """``/mcp`` for every enabled service, serving the operator's toolsets; ``/<service>/mcp`` for each
+    service, serving all of its tools (choosing the endpoint was the client's choice). ``default_caller`` is
+    whom calls without an HTTP caller (in process) act as."""
     registries = services.registries()
-    servers = {"/mcp": build_mcp_server("convener", registries.values(), instructions=INSTRUCTIONS,
-                                        default_caller=default_caller)}
+    chosen = services.settings.selection
+    found = [Endpoint("/mcp", build_mcp_server("convener", registries.values(), instructions=INSTRUCTIONS,
+                                               default_caller=default_caller, selection=chosen), chosen)]
+    whole = Selection(EVERYTHING.toolsets, chosen.read_only)
     for name, registry in registries.items():
-        servers[f"/{name}/mcp"] = build_mcp_server(f"convener-{name}", [registry], instructions=INSTRUCTIONS,
-                                                   default_caller=default_caller)
-    return servers
+        found.append(Endpoint(f"/{name}/mcp", build_mcp_server(
+            f"convener-{name}", [registry], instructions=INSTRUCTIONS, default_caller=default_caller,
+            selection=whole), whole))
+    return found
+
+
+def mcp_servers(services: Services, default_caller: Caller = LOCAL_USER) -> dict[str, Server[Any]]:
+    """Path → MCP server of every endpoint."""
+    return {endpoint.path: endpoint.server for endpoint in endpoints(services, default_caller)}
 
 
 def _transport_security(host: str) -> TransportSecuritySettings:
@@ -60,8 +78,8 @@ def _transport_security(host: str) -> TransportSecuritySettings:
 
 
 @dataclass(frozen=True)
-class _Endpoint:
-    """One MCP endpoint's two ways of answering (see ``edge.streaming``): one JSON body, or an event stream
+class _Managers:
+    """One endpoint's two ways of answering (see ``edge.streaming``): one JSON body, or an event stream
     carrying a tool call's progress and then its result."""
 
     json: StreamableHTTPSessionManager
@@ -76,10 +94,11 @@ def _manager(server: Server[Any], security: TransportSecuritySettings, *,
 
 def build_app(services: Services) -> Starlette:
     security = _transport_security(services.settings.host)
-    endpoints = {
-        path: _Endpoint(json=_manager(server, security, json_response=True),
-                        stream=_manager(server, security, json_response=False))
-        for path, server in mcp_servers(services).items()
+    served = endpoints(services)
+    managers = {
+        endpoint.path: _Managers(json=_manager(endpoint.server, security, json_response=True),
+                                 stream=_manager(endpoint.server, security, json_response=False))
+        for endpoint in served
     }
 
     async def healthz(request: Request) -> JSONResponse:
@@ -89,18 +108,17 @@ def build_app(services: Services) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services.runtime.evaluations.executor.recover()  # runs a stopped server left unfinished
         async with AsyncExitStack() as stack:
-            for endpoint in endpoints.values():
-                await stack.enter_async_context(endpoint.json.run())
-                await stack.enter_async_context(endpoint.stream.run())
+            for pair in managers.values():
+                await stack.enter_async_context(pair.json.run())
+                await stack.enter_async_context(pair.stream.run())
             yield
 
     # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies) and picks
     # the manager that answers the rest; the caller is known by then, so no one unauthenticated makes the server
     # parse a body.
-    routes = [Route(path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(endpoint.json),
-                                                streaming=StreamableHTTPASGIApp(endpoint.stream),
-                                                tools_list=ToolsListCache(security)))
-              for path, endpoint in endpoints.items()]
+    routes = [Route(endpoint.path, endpoint=JsonRpcGuard(
+        StreamableHTTPASGIApp(managers[endpoint.path].json), streaming=StreamableHTTPASGIApp(managers[endpoint.path].stream),
+        tools_list=ToolsListCache(security), selection=endpoint.selection)) for endpoint in served]
     routes.append(Route("/healthz", healthz))
     middleware = [
         Middleware(EdgeErrors),
@@ -117,7 +135,7 @@ def build_app(services: Services) -> Starlette:
 async def serve_stdio(services: Services, caller: Caller = LOCAL_USER) -> None:
     """Serve over stdio, every call acting as ``caller`` (``convener serve --transport stdio --as users/ID``)."""
     server = build_mcp_server("convener", services.registries().values(), instructions=INSTRUCTIONS,
-                              default_caller=caller)
+                              default_caller=caller, selection=services.settings.selection)
     services.runtime.evaluations.executor.recover()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -8,6 +8,8 @@ MCP server whose input and output schemas come from the models, whose results ca
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -25,9 +27,11 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from convener import __version__
 from convener.api.errors import INTERNAL_MESSAGE, ApiError, Code, PermissionDenied, describe_validation
 from convener.api.protojson import ProtoModel, check_storable_json
+from convener.api.tool_schemas import INPUT_SHAPE, SchemaShape, compact, size_of
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.outside.request_sizes import check_request_size
 from convener.progress import Notify, ProgressRelay
+from convener.toolsets import EVERYTHING, TOOLSETS, Selection
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,13 @@ RUNS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idemp
 """Running agents reaches out: models, webhooks, OpenAPI and MCP servers."""
 DELETES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
+TOOL_BYTES = 12_000
+"""The most one tool may take in ``tools/list`` (name, title, description, annotations and both schemas):
+a client's model reads every listed tool on every turn."""
+OUTPUT_SCHEMA_BYTES = 2_000
+"""The most a tool's output schema may take: typed as deep as fits (see ``api.tool_schemas``)."""
+_OUTPUT_DEPTHS: tuple[int | None, ...] = (None, 3, 2, 1, 0)
+
 
 @dataclass(frozen=True)
 class ToolSpec(Generic[Req, Resp]):
@@ -67,29 +78,71 @@ class ToolSpec(Generic[Req, Resp]):
     """Used instead of ``handler`` when set: also gets a ``Report`` that sends MCP progress notifications."""
     scopes: tuple[str, ...] = ()
     """Google OAuth scopes of which the caller's key needs one (none: the service scope is enough)."""
+    toolset: str = ""
+    """The group clients choose it by (``convener.toolsets``); set by the ``ToolGroup`` that registers it."""
 
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations.read_only_hint)
+
+    @functools.cached_property
     def definition(self) -> types.Tool:
-        return types.Tool(
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            input_schema=self.request.input_json_schema(),
-            output_schema=self.response.json_schema(),
-            annotations=self.annotations.model_copy(update={"title": self.title}),
-        )
+        """The tool as ``tools/list`` shows it: the input schema whole (a caller writes it), the output schema
+        typed as deep as ``OUTPUT_SCHEMA_BYTES`` and ``TOOL_BYTES`` allow (every result still validates)."""
+        input_schema = compact(self.request.input_json_schema(), INPUT_SHAPE)
+        response_schema = self.response.json_schema()
+        tool = None
+        for depth in _OUTPUT_DEPTHS:
+            output_schema = compact(response_schema, SchemaShape(described_depth=0, typed_depth=depth))
+            tool = types.Tool(
+                name=self.name,
+                title=self.title,
+                description=self.description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                annotations=self.annotations.model_copy(update={"title": self.title}),
+            )
+            if size_of(output_schema) <= OUTPUT_SCHEMA_BYTES and listed_size(tool) <= TOOL_BYTES:
+                break
+        assert tool is not None
+        return tool
+
+
+def listed_size(tool: types.Tool) -> int:
+    """Bytes ``tool`` takes in a ``tools/list`` result."""
+    return size_of(tool.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 @dataclass
 class ToolRegistry:
-    """The tools of one service."""
+    """The tools of one service, each in a toolset."""
 
     service: str
     tools: dict[str, ToolSpec[Any, Any]] = field(default_factory=dict)
 
+    def group(self, toolset: str) -> ToolGroup:
+        """Where the tools of ``toolset`` are added."""
+        if toolset not in TOOLSETS:
+            raise ValueError(f"unknown toolset {toolset}")
+        return ToolGroup(self, toolset)
+
     def add(self, spec: ToolSpec[Any, Any]) -> None:
         if spec.name in self.tools:
             raise ValueError(f"tool {spec.name} is registered twice")
+        if spec.toolset not in TOOLSETS:
+            raise ValueError(f"tool {spec.name} is in no known toolset; add it through ToolRegistry.group")
         self.tools[spec.name] = spec
+
+
+@dataclass(frozen=True)
+class ToolGroup:
+    """The tools of one toolset, as a service registers them."""
+
+    registry: ToolRegistry
+    toolset: str
+
+    def add(self, spec: ToolSpec[Any, Any]) -> None:
+        self.registry.add(dataclasses.replace(spec, toolset=self.toolset))
 
 
 def error_result(code: Code, message: str) -> types.CallToolResult:
@@ -170,23 +223,51 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
     )
 
 
+def specs_of(registries: Iterable[ToolRegistry]) -> list[tuple[str, ToolSpec[Any, Any]]]:
+    """Every tool of ``registries`` with its service, in registration order."""
+    return [(registry.service, spec) for registry in registries for spec in registry.tools.values()]
+
+
+def served(specs: Iterable[tuple[str, ToolSpec[Any, Any]]], selection: Selection) -> list[ToolSpec[Any, Any]]:
+    """The tools ``selection`` admits, in order."""
+    return [spec for _, spec in specs if selection.admits(spec.toolset, spec.read_only)]
+
+
+def selection_of(ctx: ServerRequestContext[Any, Any], default: Selection) -> Selection:
+    """The HTTP edge leaves the connection's toolset selection on the request; stdio serves ``default``."""
+    request = ctx.request
+    chosen = getattr(getattr(request, "state", None), "selection", None) if request is not None else None
+    return chosen if isinstance(chosen, Selection) else default
+
+
 def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructions: str | None = None,
-                     default_caller: Caller = LOCAL_USER) -> Server[Any]:
-    """A low-level MCP server exposing the tools of the given services."""
-    specs: dict[str, tuple[str, ToolSpec[Any, Any]]] = {}
-    for registry in registries:
-        for spec in registry.tools.values():
-            specs[spec.name] = (registry.service, spec)
-    definitions = [spec.definition() for _, spec in specs.values()]
+                     default_caller: Caller = LOCAL_USER, selection: Selection = EVERYTHING) -> Server[Any]:
+    """A low-level MCP server exposing the tools of the given services that a connection's selection admits
+    (``selection`` when the connection chose none)."""
+    registries = list(registries)
+    specs = {spec.name: (service, spec) for service, spec in specs_of(registries)}
+    listings: dict[Selection, list[types.Tool]] = {}
+
+    def listed(chosen: Selection) -> list[types.Tool]:
+        tools = listings.get(chosen)
+        if tools is None:
+            tools = listings[chosen] = [spec.definition for spec in served(specs_of(registries), chosen)]
+        return tools
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=definitions)
+        return types.ListToolsResult(tools=listed(selection_of(ctx, selection)))
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         found = specs.get(params.name)
         if found is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name[:100]}")
         service, spec = found
+        chosen = selection_of(ctx, selection)
+        if not chosen.admits(spec.toolset, spec.read_only):
+            why = ("this connection serves read-only tools only" if chosen.read_only and not spec.read_only
+                   else f"it is in the {spec.toolset} toolset, which this connection does not serve "
+                        f"(add ?toolsets={spec.toolset} to the URL, or --toolsets)")
+            raise MCPError(types.INVALID_PARAMS, f"tool {spec.name} is not served here: {why}")
         return await call(spec, service, params.arguments, caller_of(ctx, default_caller), ctx.session.report_progress)
 
     return Server(

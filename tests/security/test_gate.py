@@ -74,7 +74,7 @@ def tool_candidates(services: Services) -> set[tuple[str, str]]:
     found = set()
     for registry in services.registries().values():
         for spec in registry.tools.values():
-            schema = spec.definition().input_schema
+            schema = spec.definition.input_schema
             found |= {(spec.name, field) for field in _schema_fields(schema, schema.get("$defs", {}), (), frozenset())}
     return found
 

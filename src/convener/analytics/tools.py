@@ -66,6 +66,8 @@ def describe(message: Message) -> str:
 
 def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
     registry = ToolRegistry("analytics")
+    everyday = registry.group("analytics")
+    admin = registry.group("admin")
 
     def ask_insights(request: AskDataInsightsRequest, caller: Caller, report: Report | None = None) -> AskResponse:
         asked = analytics.ask_inline(request.user_query_with_context, request.table_references, caller,
@@ -91,7 +93,7 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
         analytics.sources.remove(request.name)
         return source
 
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "ask_data_insights", "Ask data insights",
         "Answers a question about the data in the given tables, with no agent: table_references is a JSON "
         "array of {projectId, datasetId (the SQL source), tableId}. Returns the messages of the answer in "
@@ -101,26 +103,26 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
         "each message as a progress notification when the call carries a progressToken.",
         AskDataInsightsRequest, AskResponse, ASKS, ask_insights, progress_handler=ask_insights,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "list_accessible_data_agents", "List accessible data agents",
         "Lists the data agents, with their contexts (datasource references, example queries, glossary).",
         ListAccessibleDataAgentsRequest, ListDataAgentsResponse, READ_ONLY,
         lambda request, caller: analytics.agents.list(request.page_size, request.page_token, caller),
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "get_data_agent_info", "Get data agent info",
         "Gets a data agent by ID: display name, description, and its staging and published contexts.",
         DataAgentIdRequest, DataAgent, READ_ONLY,
         lambda request, caller: analytics.agents.get(request.data_agent_id),
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "ask_data_agent", "Ask data agent",
         "Asks a data agent a question, in a conversation: pass the conversation from an earlier answer as "
         "conversation_id to ask a follow-up. Uses the agent's published context (staging: true for its "
         "staging one). Returns the messages of the answer as ask_data_insights does, and the conversation.",
         AskDataAgentRequest, AskResponse, ASKS, ask_agent, progress_handler=ask_agent,
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "create_data_agent", "Create data agent",
         "Creates a data agent: data_agent.dataAnalyticsAgent.publishedContext (and/or stagingContext) holds "
         "systemInstruction, datasourceReferences.bq.tableReferences, exampleQueries (with @parameters), "
@@ -129,7 +131,7 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
         lambda request, caller: analytics.agents.create(request.data_agent_id, request.data_agent, caller),
         scopes=ADMIN,
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "update_data_agent", "Update data agent",
         "Updates the fields of a data agent named by update_mask (display_name, description, labels, "
         "data_analytics_agent.staging_context, data_analytics_agent.published_context); publish: true then "
@@ -139,47 +141,47 @@ def analytics_tools(analytics: AnalyticsService) -> ToolRegistry:
                                                         request.update_mask, bool(request.publish)),
         scopes=ADMIN,
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "delete_data_agent", "Delete data agent",
         "Deletes a data agent and its conversations. Needs the analytics.admin scope.",
         DataAgentIdRequest, DeleteDataAgentResponse, DELETES,
         lambda request, caller: DeleteDataAgentResponse(name=analytics.agents.delete(request.data_agent_id)),
         scopes=ADMIN,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "list_data_agent_conversations", "List data agent conversations",
         "Lists the caller's own conversations with data agents, most recently used first.",
         ListConversationsRequest, ListConversationsResponse, READ_ONLY,
         lambda request, caller: analytics.conversations.list(request.data_agent_id, request.page_size,
                                                              request.page_token, caller),
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "list_data_agent_messages", "List data agent messages",
         "Lists the messages of one of the caller's conversations with a data agent, oldest first.",
         ListConversationMessagesRequest, ListConversationMessagesResponse, READ_ONLY,
         lambda request, caller: analytics.conversations.messages(request.conversation_id, request.page_size,
                                                                  request.page_token, caller),
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "list_sql_sources", "List SQL sources",
         "Lists the SQL sources questions can be asked over (datasetId in table references), including the "
         "built-in source convener with Convener's own records.",
         ListSqlSourcesRequest, ListSqlSourcesResponse, READ_ONLY,
         lambda request, caller: ListSqlSourcesResponse(sql_sources=analytics.sources.all()),
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "describe_sql_source", "Describe SQL source",
         "Shows a SQL source's tables with their columns, types, descriptions and sample values.",
         SqlSourceNameRequest, DescribeSqlSourceResponse, READ_ONLY, describe_source,
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "add_sql_source", "Add SQL source",
         "Registers a SQL source: a DuckDB or SQLite file, a CSV/Parquet/JSON file or folder (inside "
         "CONVENER_ANALYTICS_ROOTS), or a database URL such as postgresql://reader@host/db. It is only ever "
         "read. Needs the analytics.admin scope.",
         AddSqlSourceRequest, SqlSource, CREATES, add_source, scopes=ADMIN,
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "remove_sql_source", "Remove SQL source",
         "Unregisters a SQL source (its data is not touched). Needs the analytics.admin scope.",
         SqlSourceNameRequest, SqlSource, DELETES, remove_source, scopes=ADMIN,

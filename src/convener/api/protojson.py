@@ -247,7 +247,7 @@ def _input_schema_of(model: type[ProtoModel]) -> str:
     for owner in (schema, *definitions.values()):
         properties = owner.get("properties", {})
         for key in [k for k, prop in properties.items()
-                    if str(prop.get("description", "")).startswith(_OUTPUT_ONLY) and _is_message(prop)]:
+                    if str(prop.get("description", "")).startswith(_OUTPUT_ONLY)]:
             del properties[key]
     # Keep the definitions still reachable from the top.
     reachable: set[str] = set()

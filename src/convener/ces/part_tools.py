@@ -19,7 +19,7 @@ from convener.ces.catalog import PartService
 from convener.ces.models import PageSize, PageToken
 from convener.ces.names import AppChildName
 from convener.ces.requests import Empty
-from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, ToolRegistry, ToolSpec
+from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, ToolGroup, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def part_messages(model: type[ProtoModel], name_type: type[AppChildName], singul
     )
 
 
-def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools: PartTools) -> None:
+def register_part_tools(group: ToolGroup, service: PartService[Any], tools: PartTools) -> None:
     model = service.kind.model
     singular, plural, title = tools.singular, tools.plural, tools.title
     # Classes hash by identity; mypy reads the dataclass name types as unhashable.
@@ -116,14 +116,14 @@ def register_part_tools(registry: ToolRegistry, service: PartService[Any], tools
         service.delete(request.name, request.etag, caller)
         return Empty()
 
-    registry.add(ToolSpec(f"create_{singular}", f"Create {title}", f"Creates {tools.about}", create_request, model,
+    group.add(ToolSpec(f"create_{singular}", f"Create {title}", f"Creates {tools.about}", create_request, model,
                           CREATES, create))
-    registry.add(ToolSpec(f"get_{singular}", f"Get {title}", f"Gets {tools.about}", get_request, model, READ_ONLY, get))
-    registry.add(ToolSpec(f"list_{plural}", f"List {plural}", f"Lists the {plural} of an app, ordered by ID.",
+    group.add(ToolSpec(f"get_{singular}", f"Get {title}", f"Gets {tools.about}", get_request, model, READ_ONLY, get))
+    group.add(ToolSpec(f"list_{plural}", f"List {plural}", f"Lists the {plural} of an app, ordered by ID.",
                           list_request, list_response, READ_ONLY, list_))
-    registry.add(ToolSpec(f"update_{singular}", f"Update {title}",
+    group.add(ToolSpec(f"update_{singular}", f"Update {title}",
                           f"Updates the fields of {tools.about} named in updateMask. If the etag is set it must match "
                           f"the current etag. {tools.update_note}".strip(), update_request, model, UPDATES, update))
-    registry.add(ToolSpec(f"delete_{singular}", f"Delete {title}",
+    group.add(ToolSpec(f"delete_{singular}", f"Delete {title}",
                           f"Deletes {tools.about} {tools.delete_note}".strip(),
                           delete_request, Empty, DELETES, delete))

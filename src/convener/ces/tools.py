@@ -32,11 +32,13 @@ from convener.ces.requests import (
 )
 from convener.ces.runtime_services import Runtime
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse
-from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolRegistry, ToolSpec
+from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolGroup, ToolRegistry, ToolSpec
 
 
 def ces_tools(apps: AppService, conversations: ConversationService, runtime: Runtime) -> ToolRegistry:
     registry = ToolRegistry("ces")
+    conversation_tools = registry.group("conversations")
+    agents = registry.group("agents")
 
     def delete_conversation(request: DeleteConversationRequest, caller: Caller) -> Empty:
         conversations.delete(request, caller)
@@ -46,69 +48,69 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         apps.delete(request, caller)
         return Empty()
 
-    registry.add(ToolSpec(
+    conversation_tools.add(ToolSpec(
         "list_conversations", "List conversations",
         "Lists the recorded conversations of an app, newest first. Filter with AIP-160 on startTime, endTime, "
         "turnCount, source, inputTypes, entryAgent, deployment, appVersion, languageCode and channelType. "
         "When neither sources nor source is set, conversations of every source are listed.",
         ListConversationsRequest, ListConversationsResponse, READ_ONLY, conversations.list,
     ))
-    registry.add(ToolSpec(
+    conversation_tools.add(ToolSpec(
         "get_conversation", "Get a conversation",
         "Gets one recorded conversation with its turns, messages, chunks and span tree.",
         GetConversationRequest, Conversation, READ_ONLY, conversations.get,
     ))
-    registry.add(ToolSpec(
+    conversation_tools.add(ToolSpec(
         "delete_conversation", "Delete a conversation",
         "Deletes a recorded conversation. It cannot be restored.",
         DeleteConversationRequest, Empty, DELETES, delete_conversation,
     ))
-    registry.add(ToolSpec(
+    agents.add(ToolSpec(
         "create_app", "Create an app",
         "Creates an app, the container of agents and their recorded conversations, under a location.",
         CreateAppRequest, App, CREATES, apps.create,
     ))
-    registry.add(ToolSpec(
+    conversation_tools.add(ToolSpec(
         "get_app", "Get an app", "Gets an app.", GetAppRequest, App, READ_ONLY, apps.get,
     ))
-    registry.add(ToolSpec(
+    conversation_tools.add(ToolSpec(
         "list_apps", "List apps", "Lists the apps of a location, ordered by ID.",
         ListAppsRequest, ListAppsResponse, READ_ONLY, apps.list,
     ))
-    registry.add(ToolSpec(
+    agents.add(ToolSpec(
         "update_app", "Update an app",
         "Updates the fields of an app named in updateMask (displayName, description). If app.etag is set it "
         "must match the current etag.",
         UpdateAppRequest, App, UPDATES, apps.update,
     ))
-    registry.add(ToolSpec(
+    agents.add(ToolSpec(
         "delete_app", "Delete an app",
         "Deletes an app and everything recorded under it. If etag is set it must match the current etag.",
         DeleteAppRequest, Empty, DELETES, delete_app,
     ))
-    register_part_tools(registry, runtime.agents, PartTools(
+    register_part_tools(agents, runtime.agents, PartTools(
         "agent", "agents", "agent",
         "an agent of an app: its instruction, tools, toolsets, child agents, guardrails, callbacks and kind "
         "(llmAgent, playbookAgent, remoteAgent or pythonAgent).",
     ))
-    register_part_tools(registry, runtime.tools, PartTools(
+    register_part_tools(agents, runtime.tools, PartTools(
         "tool", "tools", "tool",
         "a tool of an app: a clientFunction (answered by the session's client), an openApiTool (one operation of "
         "an OpenAPI 3 document) or a pythonFunction (an entryPoint in an allowed module).",
     ))
-    register_part_tools(registry, runtime.toolsets, PartTools(
+    register_part_tools(agents, runtime.toolsets, PartTools(
         "toolset", "toolsets", "toolset",
         "a toolset of an app: the tools of another MCP server (mcpToolset.serverAddress, or a stdio command).",
     ))
-    register_part_tools(registry, runtime.guardrails, PartTools(
+    register_part_tools(agents, runtime.guardrails, PartTools(
         "guardrail", "guardrails", "guardrail",
         "a guardrail of an app: a contentFilter (banned phrases in user inputs or agent responses) or a "
         "codeCallback (Python callables deciding OK or TRIGGER), its action (respondImmediately or "
         "transferAgent) and whether it is enabled. Agents name it in agent.guardrails, the app in app.guardrails.",
     ))
-    _register_versions(registry, runtime)
-    register_evaluation_tools(registry, runtime.evaluations)
-    register_operation_tools(registry, runtime.operations)
+    _register_versions(agents, runtime)
+    register_evaluation_tools(registry.group("evaluations"), runtime.evaluations)
+    register_operation_tools(registry.group("operations"), runtime.operations)
 
     def export_app(request: ExportAppRequest, caller: Caller) -> ExportAppResponse:
         return ExportAppResponse(app_content=runtime.bundles.export(request.name, caller))
@@ -116,18 +118,18 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     def import_app(request: ImportAppRequest, caller: Caller) -> App:
         return runtime.bundles.import_(request.parent, request.app_id, request.app_content, bool(request.replace), caller)
 
-    registry.add(ToolSpec(
+    agents.add(ToolSpec(
         "export_app", "Export an app",
         "Exports an app's settings, agents, tools, toolsets and guardrails as readable YAML (references by ID).",
         ExportAppRequest, ExportAppResponse, READ_ONLY, export_app,
     ))
-    registry.add(ToolSpec(
+    agents.add(ToolSpec(
         "import_app", "Import an app",
         "Creates an app from YAML as export_app writes it, all or nothing. With replace, overwrites the "
         "definition of an existing app and keeps its conversations.",
         ImportAppRequest, App, UPDATES, import_app,
     ))
-    registry.add(ToolSpec(
+    conversation_tools.add(ToolSpec(
         "run_session", "Run a session turn",
         "Runs one turn of a session with the app's agents: config.session names the session (it starts on first "
         "use, on config.entryAgent or the app's rootAgent, and on the draft or config.appVersion); inputs are "
@@ -140,7 +142,7 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     return registry
 
 
-def _register_versions(registry: ToolRegistry, runtime: Runtime) -> None:
+def _register_versions(group: ToolGroup, runtime: Runtime) -> None:
     versions = runtime.versions
 
     def create(request: CreateAppVersionRequest, caller: Caller) -> AppVersion:
@@ -157,16 +159,16 @@ def _register_versions(registry: ToolRegistry, runtime: Runtime) -> None:
         versions.versions.delete(request.name, request.etag, caller)
         return Empty()
 
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "create_app_version", "Create an app version",
         "Snapshots the app with its agents, tools, toolsets and guardrails as an immutable version that sessions "
         "can run.",
         CreateAppVersionRequest, AppVersion, CREATES, create,
     ))
-    registry.add(ToolSpec("get_app_version", "Get an app version", "Gets an app version with its snapshot.",
+    group.add(ToolSpec("get_app_version", "Get an app version", "Gets an app version with its snapshot.",
                           GetAppVersionRequest, AppVersion, READ_ONLY, get))
-    registry.add(ToolSpec("list_app_versions", "List app versions", "Lists the versions of an app, ordered by ID.",
+    group.add(ToolSpec("list_app_versions", "List app versions", "Lists the versions of an app, ordered by ID.",
                           ListAppVersionsRequest, ListAppVersionsResponse, READ_ONLY, list_))
-    registry.add(ToolSpec("delete_app_version", "Delete an app version",
+    group.add(ToolSpec("delete_app_version", "Delete an app version",
                           "Deletes an app version. Sessions that run it can no longer start.",
                           DeleteAppVersionRequest, Empty, DELETES, delete))

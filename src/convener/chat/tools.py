@@ -25,7 +25,8 @@ READ_MEMBERSHIPS = ("chat.memberships.readonly", "chat.memberships")
 
 def chat_tools(chat: ChatService) -> ToolRegistry:
     registry = ToolRegistry("chat")
-    registry.add(ToolSpec(
+    everyday = registry.group("chat")
+    everyday.add(ToolSpec(
         "list_messages", "List messages",
         "Retrieves messages from a specified Google Chat conversation (Space, direct message (DM) or group DM) "
         "in Markdown format. Allows filtering by thread, time range, and number of messages. Additionally, the "
@@ -33,14 +34,14 @@ def chat_tools(chat: ChatService) -> ToolRegistry:
         "visible to a single user) are filtered out.",
         ListChatMessagesRequest, ListChatMessagesResponse, READ_ONLY, chat.list_messages, scopes=READ_MESSAGES,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "search_messages", "Search messages",
         "Searches for Google Chat messages using keywords and filters, returned in Markdown. Works across all "
         "conversations the caller is a member of, or can be scoped to one conversation. Keywords are matched "
         "as words by the full-text index; RELEVANCE_DESC (the default with keywords) ranks by it.",
         SearchMessagesRequest, SearchMessagesResponse, READ_ONLY, chat.search_messages, scopes=READ_MESSAGES,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "search_conversations", "Search conversations",
         "Searches for Google Chat conversations (named spaces, direct messages (DMs) or group chats) by display "
         "name or participants, to find conversation IDs. With only participants: the 1:1 DM (one participant) "
@@ -52,14 +53,14 @@ def chat_tools(chat: ChatService) -> ToolRegistry:
         SearchConversationsRequest, SearchConversationsResponse, READ_ONLY, chat.search_conversations,
         scopes=READ_SPACES,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "send_message", "Send message",
         "Sends a Google Chat message to a conversation, as the caller. Takes a conversation ID, an optional "
         "thread ID (a new thread when unset) and the text in Google Chat's Markdown subset; returns the "
         "created message.",
         SendMessageRequest, SendMessageResponse, CREATES, chat.send_message, scopes=SEND_MESSAGES,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "list_memberships", "List memberships",
         "Lists the members of a conversation the caller is a member of, as the Chat API's spaces.members.list.",
         ListMembershipsRequest, ListMembershipsResponse, READ_ONLY, chat.list_memberships, scopes=READ_MEMBERSHIPS,

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,6 +30,7 @@ from convener.outside.limits import (
     JSONRPC_METHOD_CHARS,
     JSONRPC_PROGRESS_TOKEN_CHARS,
 )
+from convener.toolsets import EVERYTHING, Selection, ToolsetError
 
 ALLOWED_METHODS = b"POST"
 
@@ -155,17 +157,28 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+def chosen_tools(scope: Scope, default: Selection) -> Selection:
+    """The tools a request's connection chose with ``?toolsets=…&read_only=…`` (``default`` narrowed by them)."""
+    text = scope.get("query_string", b"").decode("latin-1")[:1000]
+    query = dict(parse_qsl(text, keep_blank_values=True))
+    return default.narrowed_by(query)
+
+
 class JsonRpcGuard:
-    """Wraps one MCP endpoint: only POSTs of one well-formed JSON-RPC message of bounded size and depth pass."""
+    """Wraps one MCP endpoint: only POSTs of one well-formed JSON-RPC message of bounded size and depth pass.
+    It also reads which tools the connection chose (``selection`` is the endpoint's own choice) and leaves
+    that on the request for the tools to see."""
 
     def __init__(self, app: ASGIApp, *, streaming: ASGIApp | None = None, tools_list: ToolsListCache | None = None,
-                 max_body: int = JSONRPC_BODY_BYTES, max_depth: int = JSONRPC_DEPTH) -> None:
+                 max_body: int = JSONRPC_BODY_BYTES, max_depth: int = JSONRPC_DEPTH,
+                 selection: Selection = EVERYTHING) -> None:
         self.app = app
         self.streaming = streaming
         """Answers the tool calls that ask for progress as an event stream (``streaming.wants_stream``)."""
         self.tools_list = tools_list
         self.max_body = max_body
         self.max_depth = max_depth
+        self.selection = selection
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -179,6 +192,12 @@ class JsonRpcGuard:
                              "each POSTed JSON-RPC request in its response; POST requests",
                              headers=((b"allow", ALLOWED_METHODS),))
             return
+        try:
+            selection = chosen_tools(scope, self.selection)
+        except ToolsetError as error:
+            await send_error(send, 400, INVALID_PARAMS, Code.INVALID_ARGUMENT, str(error))
+            return
+        scope.setdefault("state", {})["selection"] = selection
         declared = dict(scope["headers"]).get(b"content-length", b"")
         try:
             if declared.isdigit() and int(declared) > self.max_body:
@@ -196,6 +215,6 @@ class JsonRpcGuard:
             await self.streaming(scope, _replay(body, receive), send)
             return
         if self.tools_list is not None and checked.method == "tools/list":
-            await self.tools_list.serve(scope, _replay(body, receive), send, checked, self.app)
+            await self.tools_list.serve(scope, _replay(body, receive), send, checked, self.app, selection)
             return
         await self.app(scope, _replay(body, receive), send)

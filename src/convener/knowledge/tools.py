@@ -32,6 +32,8 @@ ADMIN = ("knowledge.admin",)
 
 def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -> ToolRegistry:
     registry = ToolRegistry("knowledge")
+    everyday = registry.group("knowledge")
+    admin = registry.group("admin")
 
     def search(request: SearchDocumentsRequest, caller: Caller) -> SearchDocumentsResponse:
         page = knowledge.search(request.query, request.page_size, request.page_token, request.filter, caller)
@@ -56,7 +58,7 @@ def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -
 
         return ingest_operation(knowledge, operations, plan, caller, progress)
 
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "search_documents", "Search documents",
         "Searches the indexed documentation for chunks relevant to a query, most relevant first, each with its "
         "document's metadata (name, uri, title, dataSource). Use get_documents with a chunk's parent to read the "
@@ -64,13 +66,13 @@ def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -
         "local embeddings.",
         SearchDocumentsRequest, SearchDocumentsResponse, READ_ONLY, search,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "get_documents", "Get documents",
         "Gets up to 20 documents by name (documents/{uri_without_scheme}, as in search results' parent), with "
         "their full Markdown content, in the order asked.",
         GetDocumentsRequest, GetDocumentsResponse, READ_ONLY, get,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "answer_query", "Answer query",
         "Answers a question from the indexed documentation, grounded in it: returns the answer and the names of "
         "the documents used (references). Without a configured model the answer is extractive, made of "
@@ -78,13 +80,13 @@ def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -
         "that it was not found. Use get_documents on the references to read more, or search_documents.",
         AnswerQueryRequest, AnswerQueryResponse, READ_ONLY, answer,
     ))
-    registry.add(ToolSpec(
+    everyday.add(ToolSpec(
         "list_data_sources", "List data sources",
         "Lists the ingested data sources with their base URL, document count and embedding model.",
         ListDataSourcesRequest, ListDataSourcesResponse, READ_ONLY,
         lambda request, caller: ListDataSourcesResponse(data_sources=knowledge.list_data_sources()),
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "delete_documents", "Delete documents",
         "Deletes documents by name, or a whole data source with its documents. Needs the knowledge.admin scope.",
         DeleteDocumentsRequest, DeleteDocumentsResponse, DELETES,
@@ -92,7 +94,7 @@ def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -
             deleted_count=knowledge.delete_documents(request.names, request.data_source)),
         scopes=ADMIN,
     ))
-    registry.add(ToolSpec(
+    admin.add(ToolSpec(
         "ingest_documents", "Ingest documents",
         "Indexes a folder, zip or tar archive, or file of Markdown, HTML, reStructuredText or text on the server "
         "(inside CONVENER_KNOWLEDGE_ROOTS) as a long-running operation, incrementally: unchanged files are "

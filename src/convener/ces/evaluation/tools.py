@@ -43,35 +43,35 @@ from convener.longrunning.models import (
     WaitOperationRequest,
 )
 from convener.longrunning.service import OperationService
-from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, Report, ToolRegistry, ToolSpec
+from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, Report, ToolGroup, ToolSpec
 
 # get_evaluation as seed 001 annotates it: read-only, not destructive, idempotent, closed world.
 EVALUATION_ABOUT = ("a golden evaluation (turns of user inputs and the expectations on what the agent does) or a "
                     "scenario evaluation (a task for a simulated user) of an app")
 
 
-def register_evaluation_tools(registry: ToolRegistry, service: EvaluationService) -> None:
-    _register_evaluations(registry, service)
-    register_part_tools(registry, service.datasets, PartTools(
+def register_evaluation_tools(group: ToolGroup, service: EvaluationService) -> None:
+    _register_evaluations(group, service)
+    register_part_tools(group, service.datasets, PartTools(
         "evaluation_dataset", "evaluation_datasets", "evaluation dataset",
         "an evaluation dataset of an app: a named set of evaluations to run together.",
         delete_note="Its evaluations are kept.",
     ))
-    register_part_tools(registry, service.expectations, PartTools(
+    register_part_tools(group, service.expectations, PartTools(
         "evaluation_expectation", "evaluation_expectations", "evaluation expectation",
         "an evaluation expectation of an app: a criterion (llmCriteria.prompt) a judge checks a whole replayed "
         "conversation against; goldens name it in evaluationExpectations.",
         delete_note="",
     ))
-    register_part_tools(registry, service.personas, PartTools(
+    register_part_tools(group, service.personas, PartTools(
         "evaluation_persona", "evaluation_personas", "evaluation persona",
         "an evaluation persona of an app: who a simulated user is (personality, description, speech settings).",
         delete_note="",
     ))
-    _register_runs(registry, service)
+    _register_runs(group, service)
 
 
-def _register_evaluations(registry: ToolRegistry, service: EvaluationService) -> None:
+def _register_evaluations(group: ToolGroup, service: EvaluationService) -> None:
     messages = part_messages(Evaluation, EvaluationName, "evaluation", "evaluations", "evaluation")
 
     def create(request: Any, caller: Caller) -> Evaluation:
@@ -98,37 +98,37 @@ def _register_evaluations(registry: ToolRegistry, service: EvaluationService) ->
     def import_adk(request: ImportAdkRequest, caller: Caller) -> ImportAdkResponse:
         return ImportAdkResponse(evaluations=service.import_adk(request.parent, request.content, request.source, caller))
 
-    registry.add(ToolSpec("create_evaluation", "Create an evaluation", f"Creates {EVALUATION_ABOUT}. Every tool, "
+    group.add(ToolSpec("create_evaluation", "Create an evaluation", f"Creates {EVALUATION_ABOUT}. Every tool, "
                           "toolset, agent and evaluation expectation it names must exist in the app.",
                           messages.create, Evaluation, CREATES, create))
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "get_evaluation", "Get an evaluation",
         "Gets an evaluation with its definition and what its runs found: the runs that ran it, its last completed "
         "result, metrics aggregated by app version, the datasets that list it, and whether it still resolves "
         "against the app (invalid).", GetEvaluationRequest, Evaluation, READ_ONLY, get))
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "list_evaluations", "List evaluations",
         "Lists the evaluations of an app, most recently updated first (orderBy create_time or name also), "
         "optionally only those of a dataset (evaluationFilter) or run by matching runs (evaluationRunFilter).",
         ListEvaluationsRequest, ListEvaluationsResponse, READ_ONLY, list_))
-    registry.add(ToolSpec("update_evaluation", "Update an evaluation",
+    group.add(ToolSpec("update_evaluation", "Update an evaluation",
                           "Updates the fields of an evaluation named in updateMask; a stale etag is ABORTED.",
                           messages.update, Evaluation, UPDATES, update))
-    registry.add(ToolSpec("delete_evaluation", "Delete an evaluation",
+    group.add(ToolSpec("delete_evaluation", "Delete an evaluation",
                           "Deletes an evaluation and its results. One that a dataset lists is deleted only with force, "
                           "which also removes it from those datasets.", DeleteEvaluationRequest, Empty, DELETES, delete))
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "generate_evaluation", "Generate an evaluation",
         "Creates a golden evaluation from a recorded conversation: its user inputs become the steps; its tool "
         "calls, tool responses, transfers, variable updates and replies become the expectations.",
         GenerateEvaluationRequest, Evaluation, CREATES, generate))
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "import_adk_evaluations", "Import ADK evaluations",
         "Creates golden evaluations from a Google ADK evalset (*.evalset.json) or test file (*.test.json), all or "
         "none.", ImportAdkRequest, ImportAdkResponse, CREATES, import_adk))
 
 
-def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
+def _register_runs(group: ToolGroup, service: EvaluationService) -> None:
     def run(request: RunEvaluationRequest, caller: Caller) -> Operation:
         return service.run(request, caller)
 
@@ -172,7 +172,7 @@ def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
             simulated_user_limits=simulation.user.limits, evaluation_status=score.status,
             outcome_metadata=score.metadata, scenario_result=score.result)
 
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "run_evaluation", "Run evaluations",
         "Runs evaluations (or a dataset's) against the app's draft or appVersion, runCount times each (by default "
         "a golden once and a scenario five times, the personas taking turns), in the background. Golden "
@@ -182,7 +182,7 @@ def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
         "operation: follow it with get_operation or wait_operation; results appear with get_evaluation_run and "
         "list_evaluation_results.",
         RunEvaluationRequest, Operation, RUNS, run))
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "simulate_scenario", "Simulate a scenario",
         "Convener extension, to try a scenario before saving it: a simulated user (the configured model, or the "
         "offline simulator) pursues the scenario's task against the app's agents in one recorded conversation "
@@ -190,30 +190,30 @@ def _register_runs(registry: ToolRegistry, service: EvaluationService) -> None:
         "progress notification per turn when the call carries a progressToken.",
         SimulateScenarioRequest, SimulateScenarioResponse, RUNS,
         lambda request, caller: simulate(request, caller, lambda *_: None), progress_handler=simulate))
-    registry.add(ToolSpec("get_evaluation_run", "Get an evaluation run",
+    group.add(ToolSpec("get_evaluation_run", "Get an evaluation run",
                           "Gets an evaluation run with its state, progress and per-evaluation summaries.",
                           GetEvaluationRunRequest, EvaluationRun, READ_ONLY, get_run))
-    registry.add(ToolSpec("list_evaluation_runs", "List evaluation runs",
+    group.add(ToolSpec("list_evaluation_runs", "List evaluation runs",
                           "Lists the evaluation runs of an app, newest first.",
                           ListEvaluationRunsRequest, ListEvaluationRunsResponse, READ_ONLY, list_runs))
-    registry.add(ToolSpec("delete_evaluation_run", "Delete an evaluation run",
+    group.add(ToolSpec("delete_evaluation_run", "Delete an evaluation run",
                           "Deletes a finished evaluation run and its results.",
                           DeleteEvaluationRunRequest, Empty, DELETES, delete_run))
-    registry.add(ToolSpec("get_evaluation_result", "Get an evaluation result",
+    group.add(ToolSpec("get_evaluation_result", "Get an evaluation result",
                           "Gets one result of an evaluation: for a golden, per-turn replay results with every "
                           "metric and the conversation recorded for each replayed turn; for a scenario, the "
                           "simulated conversation and its scenarioResult; and the outcome.",
                           GetEvaluationResultRequest, EvaluationResult, READ_ONLY, get_result))
-    registry.add(ToolSpec("list_evaluation_results", "List evaluation results",
+    group.add(ToolSpec("list_evaluation_results", "List evaluation results",
                           "Lists the results of an evaluation, newest first; with parent …/evaluations/- the results "
                           'of every evaluation, e.g. with filter evaluation_run = "…/evaluationRuns/RUN".',
                           ListEvaluationResultsRequest, ListEvaluationResultsResponse, READ_ONLY, list_results))
-    registry.add(ToolSpec("delete_evaluation_result", "Delete an evaluation result",
+    group.add(ToolSpec("delete_evaluation_result", "Delete an evaluation result",
                           "Deletes a finished evaluation result.",
                           DeleteEvaluationResultRequest, Empty, DELETES, delete_result))
 
 
-def register_operation_tools(registry: ToolRegistry, operations: OperationService) -> None:
+def register_operation_tools(group: ToolGroup, operations: OperationService) -> None:
     def get(request: GetOperationRequest, caller: Caller) -> Operation:
         return operations.get(request.name, caller)
 
@@ -239,19 +239,19 @@ def register_operation_tools(registry: ToolRegistry, operations: OperationServic
 
         return operations.wait(request.name, request.timeout, caller, progress)
 
-    registry.add(ToolSpec("get_operation", "Get an operation",
+    group.add(ToolSpec("get_operation", "Get an operation",
                           "Gets a long-running operation: its metadata (for evaluation runs, progress), and once "
                           "done, its response or error.", GetOperationRequest, Operation, READ_ONLY, get))
-    registry.add(ToolSpec("list_operations", "List operations",
+    group.add(ToolSpec("list_operations", "List operations",
                           "Lists the caller's operations in a location, newest first.",
                           ListOperationsRequest, ListOperationsResponse, READ_ONLY, list_))
-    registry.add(ToolSpec("cancel_operation", "Cancel an operation",
+    group.add(ToolSpec("cancel_operation", "Cancel an operation",
                           "Asks an operation to stop: work not yet started is not started; the operation ends with "
                           "error code 1 (CANCELLED).", CancelOperationRequest, Empty, UPDATES, cancel))
-    registry.add(ToolSpec("delete_operation", "Delete an operation",
+    group.add(ToolSpec("delete_operation", "Delete an operation",
                           "Forgets a finished operation; what it produced stays.",
                           DeleteOperationRequest, Empty, DELETES, delete))
-    registry.add(ToolSpec(
+    group.add(ToolSpec(
         "wait_operation", "Wait for an operation",
         "Waits until an operation is done or the timeout passes, and returns it. Sends MCP progress "
         "notifications as the work advances when the call carries a progressToken.",

@@ -116,9 +116,12 @@ def build_app(services: Services) -> Starlette:
     # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies) and picks
     # the manager that answers the rest; the caller is known by then, so no one unauthenticated makes the server
     # parse a body.
-    routes = [Route(endpoint.path, endpoint=JsonRpcGuard(
-        StreamableHTTPASGIApp(managers[endpoint.path].json), streaming=StreamableHTTPASGIApp(managers[endpoint.path].stream),
-        tools_list=ToolsListCache(security), selection=endpoint.selection)) for endpoint in served]
+    def guarded(endpoint: Endpoint) -> JsonRpcGuard:
+        pair = managers[endpoint.path]
+        return JsonRpcGuard(StreamableHTTPASGIApp(pair.json), streaming=StreamableHTTPASGIApp(pair.stream),
+                            tools_list=ToolsListCache(security), selection=endpoint.selection)
+
+    routes = [Route(endpoint.path, endpoint=guarded(endpoint)) for endpoint in served]
     routes.append(Route("/healthz", healthz))
     middleware = [
         Middleware(EdgeErrors),

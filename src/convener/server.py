@@ -79,14 +79,27 @@ def _transport_security(host: str) -> TransportSecuritySettings:
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+@dataclass(frozen=True)
+class _Managers:
+    """One endpoint's two ways of answering (see ``edge.streaming``): one JSON body, or an event stream
+    carrying a tool call's progress and then its result."""
+
+    json: StreamableHTTPSessionManager
+    stream: StreamableHTTPSessionManager
+
+
+def _manager(server: Server[Any], security: TransportSecuritySettings, *,
+             json_response: bool) -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(app=server, json_response=json_response, stateless=True,
+                                        security_settings=security, max_request_body_size=JSONRPC_BODY_BYTES)
+
+
 def build_app(services: Services) -> Starlette:
     security = _transport_security(services.settings.host)
     served = endpoints(services)
     managers = {
-        endpoint.path: StreamableHTTPSessionManager(
-            app=endpoint.server, json_response=True, stateless=True, security_settings=security,
-            max_request_body_size=JSONRPC_BODY_BYTES,
-        )
+        endpoint.path: _Managers(json=_manager(endpoint.server, security, json_response=True),
+                                 stream=_manager(endpoint.server, security, json_response=False))
         for endpoint in served
     }
 
@@ -97,16 +110,20 @@ def build_app(services: Services) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services.runtime.evaluations.executor.recover()  # runs a stopped server left unfinished
         async with AsyncExitStack() as stack:
-            for manager in managers.values():
-                await stack.enter_async_context(manager.run())
+            for pair in managers.values():
+                await stack.enter_async_context(pair.json.run())
+                await stack.enter_async_context(pair.stream.run())
             yield
 
-    # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies); the
-    # caller is known by then, so no one unauthenticated makes the server parse a body.
-    routes = [Route(endpoint.path, endpoint=JsonRpcGuard(StreamableHTTPASGIApp(managers[endpoint.path]),
-                                                         tools_list=ToolsListCache(security),
-                                                         selection=endpoint.selection))
-              for endpoint in served]
+    # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies) and picks
+    # the manager that answers the rest; the caller is known by then, so no one unauthenticated makes the server
+    # parse a body.
+    def guarded(endpoint: Endpoint) -> JsonRpcGuard:
+        pair = managers[endpoint.path]
+        return JsonRpcGuard(StreamableHTTPASGIApp(pair.json), streaming=StreamableHTTPASGIApp(pair.stream),
+                            tools_list=ToolsListCache(security), selection=endpoint.selection)
+
+    routes = [Route(endpoint.path, endpoint=guarded(endpoint)) for endpoint in served]
     routes.append(Route("/healthz", healthz))
     middleware = [
         Middleware(EdgeErrors),

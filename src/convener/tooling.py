@@ -12,11 +12,11 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-import anyio.from_thread
+import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -30,13 +30,13 @@ from convener.api.protojson import ProtoModel, check_storable_json
 from convener.api.tool_schemas import INPUT_SHAPE, SchemaShape, compact, size_of
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.outside.request_sizes import check_request_size
+from convener.progress import Notify, ProgressRelay
 from convener.toolsets import EVERYTHING, TOOLSETS, Selection
 
 logger = logging.getLogger(__name__)
 
 Report = Callable[[float, float | None, str | None], None]
 """``report(progress, total, message)``: an MCP progress notification, if the caller asked for them."""
-Notify = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
 
 @runtime_checkable
 class HasAttachments(Protocol):
@@ -174,19 +174,29 @@ def caller_of(ctx: ServerRequestContext[Any, Any], default: Caller = LOCAL_USER)
     return caller if isinstance(caller, Caller) else default
 
 
-def _reporter(notify: Notify | None) -> Report:
-    """A ``Report`` callable from the worker thread, sending through the event loop; failures to send are
-    dropped (a client that went away must not fail the work)."""
+def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
 
-    def report(progress: float, total: float | None, message: str | None) -> None:
-        if notify is None:
-            return
+
+async def _run_reporting(handler: Callable[[Any, Caller, Report], Any], request: Any, caller: Caller,
+                         notify: Notify | None) -> Any:
+    """``handler`` on a worker thread, its progress relayed to ``notify`` without the work waiting on the
+    client; whatever progress is still waiting is sent before this returns, so before the result."""
+    if notify is None:
+        return await anyio.to_thread.run_sync(handler, request, caller, _no_progress)
+    relay = ProgressRelay(notify)
+    failure: Exception | None = None
+    async with anyio.create_task_group() as sending:
+        sending.start_soon(relay.run)
         try:
-            anyio.from_thread.run(notify, progress, total, message)
-        except Exception:
-            logger.debug("progress notification dropped", exc_info=True)
-
-    return report
+            response = await anyio.to_thread.run_sync(handler, request, caller, relay.report)
+        except Exception as error:  # noqa: BLE001 - raised again below, outside the task group's wrapping
+            failure = error
+        finally:
+            relay.close()
+    if failure is not None:
+        raise failure
+    return response
 
 
 async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any] | None, caller: Caller,
@@ -200,7 +210,7 @@ async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any]
         check_storable_json(arguments or {}, "arguments")
         request = spec.request.model_validate(arguments or {})
         if spec.progress_handler is not None:
-            response = await anyio.to_thread.run_sync(spec.progress_handler, request, caller, _reporter(notify))
+            response = await _run_reporting(spec.progress_handler, request, caller, notify)
         else:
             response = await anyio.to_thread.run_sync(spec.handler, request, caller)
     except Exception as error:  # noqa: BLE001 - the boundary: every error is mapped to one shape here

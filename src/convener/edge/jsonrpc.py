@@ -1,10 +1,12 @@
 """The JSON-RPC envelope, checked before the MCP SDK sees a request.
 
-The SDK (stateless, JSON responses) answers most malformed bodies itself, but not all as it should: it reads a
-request whose ``id`` is an object, an array, a boolean, a fraction or null as a notification and answers 202
-with no body; it answers a GET with an event stream that never ends (nothing is ever sent on it: the server
-keeps no session); a body over its size limit gets a plain-text 413. ``JsonRpcGuard`` answers each of those
-with a JSON-RPC error object and an HTTP 4xx, and hands every other request on with its body replayed as read.
+The SDK (stateless) answers most malformed bodies itself, but not all as it should: it reads a request whose
+``id`` is an object, an array, a boolean, a fraction or null as a notification and answers 202 with no body; it
+answers a GET with an event stream that never ends (nothing is ever sent on it: the server keeps no session); a
+body over its size limit gets a plain-text 413. ``JsonRpcGuard`` answers each of those with a JSON-RPC error
+object and an HTTP 4xx, and hands every other request on with its body replayed as read: to the SDK answering
+with one JSON body, or, for a tool call that asks for progress, to the one answering with an event stream
+(``streaming``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,15 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from convener.api.errors import Code
+from convener.edge.streaming import wants_stream
 from convener.edge.tools_list import ToolsListCache
 from convener.edge.wire import Envelope, RequestId, send_error, valid_request_id
-from convener.outside.limits import JSONRPC_BODY_BYTES, JSONRPC_DEPTH, JSONRPC_METHOD_CHARS
+from convener.outside.limits import (
+    JSONRPC_BODY_BYTES,
+    JSONRPC_DEPTH,
+    JSONRPC_METHOD_CHARS,
+    JSONRPC_PROGRESS_TOKEN_CHARS,
+)
 from convener.toolsets import EVERYTHING, Selection, ToolsetError
 
 ALLOWED_METHODS = b"POST"
@@ -103,7 +111,20 @@ def check(body: bytes, max_depth: int = JSONRPC_DEPTH) -> Rejection | Envelope:
         return Rejection(INVALID_REQUEST, f"method is longer than {JSONRPC_METHOD_CHARS} characters", request_id)
     if "params" in message and not isinstance(message["params"], dict):
         return Rejection(INVALID_PARAMS, f"params must be an object; it is {_kind(message['params'])}", request_id)
-    return Envelope(method, request_id, message.get("params") or {})
+    params = message.get("params") or {}
+    meta = params.get("_meta")
+    progress_token = None
+    if request_id is not None and isinstance(meta, dict) and "progressToken" in meta:
+        # Every progress notification repeats the token, so it is bounded here; and of a type the SDK reads as
+        # one: it quietly sent no progress for a boolean, and a bare "Invalid request parameters" for an object.
+        progress_token = valid_request_id(meta["progressToken"])
+        if progress_token is None:
+            return Rejection(INVALID_PARAMS, "params._meta.progressToken must be a string or an integer (at most "
+                                             f"2^53 in size); it is {_kind(meta['progressToken'])}", request_id)
+        if isinstance(progress_token, str) and len(progress_token) > JSONRPC_PROGRESS_TOKEN_CHARS:
+            return Rejection(INVALID_PARAMS, "params._meta.progressToken is longer than "
+                                             f"{JSONRPC_PROGRESS_TOKEN_CHARS} characters", request_id)
+    return Envelope(method, request_id, params, progress_token)
 
 
 def _kind(value: Any) -> str:
@@ -148,9 +169,12 @@ class JsonRpcGuard:
     It also reads which tools the connection chose (``selection`` is the endpoint's own choice) and leaves
     that on the request for the tools to see."""
 
-    def __init__(self, app: ASGIApp, *, tools_list: ToolsListCache | None = None, max_body: int = JSONRPC_BODY_BYTES,
-                 max_depth: int = JSONRPC_DEPTH, selection: Selection = EVERYTHING) -> None:
+    def __init__(self, app: ASGIApp, *, streaming: ASGIApp | None = None, tools_list: ToolsListCache | None = None,
+                 max_body: int = JSONRPC_BODY_BYTES, max_depth: int = JSONRPC_DEPTH,
+                 selection: Selection = EVERYTHING) -> None:
         self.app = app
+        self.streaming = streaming
+        """Answers the tool calls that ask for progress as an event stream (``streaming.wants_stream``)."""
         self.tools_list = tools_list
         self.max_body = max_body
         self.max_depth = max_depth
@@ -161,8 +185,8 @@ class JsonRpcGuard:
             await self.app(scope, receive, send)
             return
         if scope["method"] != "POST":
-            # Stateless with JSON responses: a GET stream would carry nothing and never end, and there is no
-            # session for a DELETE to end.
+            # Stateless: a GET stream would carry nothing and never end (a call's progress travels on the stream
+            # answering its own POST), and there is no session for a DELETE to end.
             await send_error(send, 405, INVALID_REQUEST, Code.UNIMPLEMENTED,
                              f"{scope['method'][:16]} is not served here: this server keeps no sessions and answers "
                              "each POSTed JSON-RPC request in its response; POST requests",
@@ -186,6 +210,9 @@ class JsonRpcGuard:
         checked = check(body, self.max_depth)
         if isinstance(checked, Rejection):
             await send_error(send, 400, checked.rpc_code, Code.INVALID_ARGUMENT, checked.message, checked.request_id)
+            return
+        if self.streaming is not None and wants_stream(scope, checked):
+            await self.streaming(scope, _replay(body, receive), send)
             return
         if self.tools_list is not None and checked.method == "tools/list":
             await self.tools_list.serve(scope, _replay(body, receive), send, checked, self.app, selection)

@@ -30,6 +30,8 @@ class Envelope:
     method: str | None
     request_id: RequestId | None
     params: dict[str, Any]
+    progress_token: RequestId | None = None
+    """``params._meta.progressToken``, checked: the caller asks for progress notifications under it."""
 
 
 def valid_request_id(value: Any) -> RequestId | None:

@@ -154,3 +154,13 @@ JSONRPC_BODY_BYTES = limit("http.jsonrpc.body", REQUEST_BYTES + 1024 * 1024, "by
 JSONRPC_DEPTH = limit("http.jsonrpc.depth", REQUEST_DEPTH + 3, "levels", "nesting of arrays and objects in one JSON-RPC request "
                       "body, the body itself counting as one")
 JSONRPC_METHOD_CHARS = limit("http.jsonrpc.method", 256, "characters", "one JSON-RPC request's method name")
+JSONRPC_PROGRESS_TOKEN_CHARS = limit(
+    "http.jsonrpc.progress_token", 1024, "characters",
+    "a request's params._meta.progressToken, which every progress notification of the call repeats")
+
+
+# --- progress: what a client that reads slowly may make the server hold --------------------------------------
+
+PROGRESS_WAITING = limit(
+    "progress.waiting", 32, "notifications", "progress notifications of one call waiting for a client that reads "
+    "slower than the work reports; past it the newest replaces the last one waiting")

@@ -62,6 +62,7 @@ def test_the_command_tree_is_the_expected_one() -> None:
     assert set(COMMANDS) == {
         (),
         ("serve",),
+        ("tools",),
         ("demo",),
         ("simulate",),
         ("import",),

@@ -241,9 +241,9 @@ def import_chat_command(
         if summary.problem_count > len(summary.problems):
             err.print(f"… and {summary.problem_count - len(summary.problems)} more problems", highlight=False)
         out.print(
-            f"{summary.users} users, {summary.conversations} conversations, {summary.messages} messages imported"
-            f" from {summary.source}; {summary.failed_conversations} conversations failed,"
-            f" {summary.problem_count} problems",
+            f"{summary.users} users, {summary.conversations} conversations from {summary.source}:"
+            f" {summary.added} messages imported, {summary.updated} updated, {summary.unchanged} unchanged;"
+            f" {summary.failed_conversations} conversations failed, {summary.problem_count} problems",
             highlight=False,
         )
         if summary.problem_count:

@@ -170,12 +170,18 @@ def serve(
 
 
 @app.command()
-def demo(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+def demo(
+    reissue_keys: Annotated[bool, typer.Option(
+        "--reissue-keys", help="Revoke the demo users' keys and issue new ones (else the keys of the last "
+                               "load are kept while they work).")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
     """Load the demo workspace (projects/demo/locations/global) into the store; safe to repeat."""
     from convener.demo import load_demo
 
     with _services(_settings(data_dir, database_url)) as opened:
-        out.print(f"demo workspace: {load_demo(opened)}", markup=False)
+        out.print(f"demo workspace: {load_demo(opened, reissue_keys)}", markup=False)
 
 
 @import_app.command("conversations")

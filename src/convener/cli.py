@@ -307,10 +307,13 @@ def chat(
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Talk to an app's agents in the terminal; every turn is recorded as a conversation."""
+    """Talk to an app's agents in the terminal; every turn is recorded as a conversation.
+
+    Exit codes: 0 when you leave or the session ends, 2 when the app, agent or version does not exist.
+    """
     from convener.ces.terminal import Chat
 
-    with _services(_settings(data_dir, database_url)) as opened:
+    with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
         target = AppName.parse(app_name, "APP_NAME")
         Chat(opened, target, session=session, entry_agent=agent, version=version, ask=input,
              show=lambda text: out.print(text, markup=False, highlight=False)).loop()

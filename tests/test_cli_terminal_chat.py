@@ -50,7 +50,7 @@ def test_the_client_tool_prompt_shows_and_takes_the_declared_response_shape(
     result = chat(store, REFUND, '{"verified": true, "method": "fingerprint"}', "/quit", options=options)
 
     assert result.exit_code == 0, result.output
-    assert 'confirm_identity answers {"verified"?: boolean, "method"?: "fingerprint" | "face" | "code"}' \
+    assert 'confirm_identity answers {"method"?: "fingerprint" | "face" | "code", "verified"?: boolean}' \
         in result.output
     assert "answer for confirm_identity (JSON; empty for {})" in result.output
     assert "· create_refund(" in result.output, "the refund went ahead: the agent read verified from the answer"

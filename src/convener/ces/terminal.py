@@ -43,8 +43,9 @@ def shape(schema: dict[str, Any]) -> str:
     kinds = [kind] if isinstance(kind, str) else [k for k in kind or () if k != "null"]
     if "object" in kinds and "properties" in schema:
         required = set(schema.get("required") or ())
+        # By name: PostgreSQL's JSONB keeps no key order, and the prompt must read the same on either store.
         fields = (f"{json.dumps(name)}{'' if name in required else '?'}: {shape(child)}"
-                  for name, child in schema["properties"].items())
+                  for name, child in sorted(schema["properties"].items()))
         return "{" + ", ".join(fields) + "}"
     if "array" in kinds and "items" in schema:
         return f"[{shape(schema['items'])}, …]"

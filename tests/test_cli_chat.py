@@ -6,6 +6,7 @@ and day files), not off a previous run of the importer.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import zipfile
@@ -25,9 +26,12 @@ from convener.store.database import Database
 SAMPLES = Path(__file__).parent / "data" / "chat"
 TABLES = ("chat_users", "chat_links", "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions")
 SUMMARY = re.compile(
-    r"(?P<users>\d+) users, (?P<conversations>\d+) conversations, (?P<messages>\d+) messages imported from "
-    r"(?P<source>[a-z-]+); (?P<failed>\d+) conversations failed, (?P<problems>\d+) problems"
+    r"(?P<users>\d+) users, (?P<conversations>\d+) conversations from (?P<source>[a-z-]+): "
+    r"(?P<messages>\d+) messages imported, (?P<updated>\d+) updated, (?P<unchanged>\d+) unchanged; "
+    r"(?P<failed>\d+) conversations failed, (?P<problems>\d+) problems"
 )
+FIRST_TIME = {"updated": 0, "unchanged": 0}
+"""A first import: every message is new."""
 
 
 @pytest.fixture(autouse=True)
@@ -152,26 +156,48 @@ def test_a_sample_export_imports_cleanly_and_stores_what_it_holds(
         linked = connection.scalar(select(func.count()).select_from(links).where(links.c.kind == "space"))
     assert linked == expected["conversations"]
     # The summary last: it is what the user reads, and must say what the store now holds.
-    assert summary_of(result) == {**expected, "source": format_name, "failed": 0, "problems": 0}
+    assert summary_of(result) == {**expected, **FIRST_TIME, "source": format_name, "failed": 0, "problems": 0}
 
 
 @pytest.mark.parametrize("kind", SAMPLE_KINDS)
-def test_a_reimport_prints_the_same_counts_and_changes_no_row(
+def test_a_reimport_counts_every_message_unchanged_and_changes_no_row(
     database_url: str, tmp_path: Path, database: Database, kind: str
 ) -> None:
-    format_name, path, _ = _sample(kind, tmp_path)
+    format_name, path, expected = _sample(kind, tmp_path)
     first = import_chat(database_url, tmp_path, format_name, path)
     assert first.exit_code == 0, first.output
     counts = row_counts(database)
     stored = bodies(database)
+    with database.reading() as connection:
+        row_ids = sorted(connection.execute(select(messages.c.message_id, messages.c.row_id)).all())
 
     again = import_chat(database_url, tmp_path, format_name, path)
 
     assert again.exit_code == 0, again.output
-    assert again.stdout == first.stdout
-    assert summary_of(again) == summary_of(first)
+    assert summary_of(again) == {**summary_of(first), "messages": 0, "unchanged": expected["messages"]}
     assert row_counts(database) == counts
     assert bodies(database) == stored
+    with database.reading() as connection:
+        assert sorted(connection.execute(select(messages.c.message_id, messages.c.row_id)).all()) == row_ids
+
+
+def test_a_reimport_counts_the_messages_the_export_changed(
+    database_url: str, tmp_path: Path, database: Database
+) -> None:
+    export = tmp_path / "slack"
+    shutil.copytree(SAMPLES / "slack", export)
+    first = summary_of(import_chat(database_url, tmp_path, "slack", export))
+    day = export / "general" / "2017-11-29.json"
+    records = json.loads(day.read_text(encoding="utf-8"))
+    edited = next(record for record in records if record.get("subtype") is None and record.get("text"))
+    edited["text"] = "Edited after the first import"
+    records.append({"type": "message", "ts": "1511990000.000900", "user": "U02BOB", "text": "A new message"})
+    day.write_text(json.dumps(records), encoding="utf-8")
+
+    again = summary_of(import_chat(database_url, tmp_path, "slack", export))
+
+    assert (again["messages"], again["updated"], again["unchanged"]) == (1, 1, int(first["messages"]) - 1)
+    assert {"Edited after the first import", "A new message"} <= bodies(database)
 
 
 @pytest.mark.parametrize(("format_name", "folder"), [("slack", "slack"), ("google-chat", "takeout")])
@@ -185,7 +211,7 @@ def test_the_zip_and_the_folder_are_the_same_export(
     from_zip = import_chat(database_url, tmp_path, format_name, zipped(SAMPLES / folder, tmp_path / "export.zip"))
 
     assert from_zip.exit_code == 0, from_zip.output
-    assert summary_of(from_zip) == summary_of(first)
+    assert summary_of(from_zip) == {**summary_of(first), "messages": 0, "unchanged": summary_of(first)["messages"]}
     assert row_counts(database) == counts
 
 
@@ -248,7 +274,7 @@ def test_a_broken_slack_export_imports_the_good_and_drops_the_truncated_conversa
         assert list(connection.scalars(select(spaces.c.display_name))) == ["general"]
         assert set(connection.scalars(select(links.c.external_id).where(links.c.kind == "space"))) == {"C01GENERAL"}
         assert connection.scalar(select(func.count()).select_from(memberships)) == 2
-    assert summary_of(result) == {"users": 2, "conversations": 1, "messages": 3, "source": "slack",
+    assert summary_of(result) == {"users": 2, "conversations": 1, "messages": 3, **FIRST_TIME, "source": "slack",
                                   "failed": 1, "problems": 8}
 
 
@@ -271,7 +297,7 @@ def test_a_broken_takeout_imports_the_good_and_drops_the_truncated_conversation_
         # Bram appears only in the truncated DM: the user made for him went with it.
         assert list(connection.scalars(select(users.c.email))) == ["ada.okafor@example.com"]
         assert connection.scalar(select(func.count()).select_from(memberships)) == 1
-    assert summary_of(result) == {"users": 1, "conversations": 1, "messages": 2, "source": "google-chat",
+    assert summary_of(result) == {"users": 1, "conversations": 1, "messages": 2, **FIRST_TIME, "source": "google-chat",
                                   "failed": 1, "problems": 3}
 
 
@@ -289,7 +315,7 @@ def test_a_broken_mattermost_export_reports_every_bad_line_and_keeps_the_good_po
     assert bodies(database) == {"the line after this one is cut off", "kept, with a bad reply and a bad reaction",
                                 "good reply", "really last"}
     assert row_counts(database)["chat_spaces"] == 1
-    assert summary_of(result) == {"users": 1, "conversations": 1, "messages": 4, "source": "mattermost",
+    assert summary_of(result) == {"users": 1, "conversations": 1, "messages": 4, **FIRST_TIME, "source": "mattermost",
                                   "failed": 0, "problems": 9}
 
 
@@ -303,7 +329,7 @@ def test_reimporting_a_broken_export_reports_the_same_and_changes_no_row(
     again = import_chat(database_url, tmp_path, format_name, SAMPLES / folder)
 
     assert again.exit_code == first.exit_code == 1
-    assert again.stdout == first.stdout
+    assert summary_of(again) == {**summary_of(first), "messages": 0, "unchanged": summary_of(first)["messages"]}
     assert again.stderr == first.stderr
     assert row_counts(database) == counts
 

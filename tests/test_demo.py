@@ -9,6 +9,7 @@ app's tools called directly, and the bundled dataset.
 from __future__ import annotations
 
 import base64
+import os
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -370,8 +371,8 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
 
     app_line, chat_line, knowledge_line, analytics_line = summary.splitlines()
     assert app_line == f"{PARENT}: app unchanged, 10 evaluations (0 written), {len(scripts())} conversations (0 new)"
-    assert re.fullmatch(r"chat: 5 conversations, \d+ messages \(0 new\); keys: users/ana cnv_\S+ users/ben cnv_\S+",
-                        chat_line)
+    assert re.fullmatch(r"chat: 5 conversations, \d+ messages \(0 new\); keys: users/ana cnv_\S+ users/ben cnv_\S+"
+                        r" \(the same as last time; .*\)", chat_line)
     assert re.match(r"knowledge: convener-docs from \S+/docs: 0 added, 0 updated, \d+ unchanged", knowledge_line)
     assert analytics_line.startswith("analytics: source demo (8 tables) and data agent demo-data")
     assert await all_conversations(client) == before
@@ -419,18 +420,24 @@ async def test_a_changed_app_definition_is_imported_again(services: Services, cl
     assert (await call_json(client, "get_app", {"name": PARENT}))["displayName"] == "Acme Support"
 
 
-def test_demo_cli_command_loads_then_changes_nothing(database_url: str, tmp_path: Path) -> None:
+def test_demo_cli_command_loads_then_changes_nothing_and_reissues_keys_when_asked(
+        database_url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     arguments = ["demo", "--database-url", database_url, "--data-dir", str(tmp_path / "cli")]
 
     first = runner.invoke(cli, arguments)
     second = runner.invoke(cli, arguments)
+    reissued = runner.invoke(cli, [*arguments, "--reissue-keys"])
 
     assert first.exit_code == 0, first.output
     assert "app imported, 10 evaluations (14 written; ran them in " in first.output
     assert f"{len(scripts())} conversations ({len(scripts())} new)" in first.output
     assert second.exit_code == 0, second.output
     assert f"app unchanged, 10 evaluations (0 written), {len(scripts())} conversations (0 new)" in second.output
+    keys = [CHAT_SUMMARY.search(result.output) for result in (first, second, reissued)]
+    assert keys[0] and keys[1] and keys[2], reissued.output
+    assert keys[1]["ana"] == keys[0]["ana"] and keys[1]["ben"] == keys[0]["ben"]
+    assert keys[2]["keys"] == "new" and {keys[2]["ana"], keys[2]["ben"]}.isdisjoint({keys[0]["ana"], keys[0]["ben"]})
 
 
 # -- the dataset's rules ---------------------------------------------------------------------------
@@ -506,7 +513,7 @@ async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(serv
 # -- the demo's chat -------------------------------------------------------------------------------
 
 CHAT_SUMMARY = re.compile(r"chat: 5 conversations, (?P<messages>\d+) messages \((?P<new>\d+) new\); "
-                          r"keys: users/ana (?P<ana>cnv_\S+) users/ben (?P<ben>cnv_\S+)")
+                          r"keys: users/ana (?P<ana>cnv_\S+) users/ben (?P<ben>cnv_\S+) \((?P<keys>[^)]+)\)")
 CHAT_TABLES = (users, links, spaces, memberships, messages)
 
 
@@ -630,18 +637,57 @@ async def test_the_private_message_is_stored_and_listed_to_no_one(ana: Client, s
 async def test_the_keys_load_demo_prints_act_as_the_demo_users(services: Services) -> None:
     keys = ApiKeys(services.database)
     first = CHAT_SUMMARY.search(load_demo(services))
-    assert first
+    assert first and first["keys"] == "new"
     assert keys.caller(first["ana"]) == Caller("users/ana", frozenset({"*"}))
     assert keys.caller(first["ben"]) == Caller("users/ben", frozenset({"*"}))
+    async for client in as_user(services, "users/ana"):
+        assert (await conversations_of(client)).keys() >= {"general", "support-agent"}
+
+
+def test_loading_again_prints_the_same_keys(services: Services) -> None:
+    first = CHAT_SUMMARY.search(install_chat(services))
+    listed = [(key.key_id, key.principal) for key in ApiKeys(services.database).list()]
 
     again = CHAT_SUMMARY.search(install_chat(services))
 
-    assert again and {again["ana"], again["ben"]}.isdisjoint({first["ana"], first["ben"]})
+    assert first and again
+    assert (again["ana"], again["ben"]) == (first["ana"], first["ben"])
+    assert again["keys"].startswith("the same as last time; convener demo --reissue-keys")
+    assert [(key.key_id, key.principal) for key in ApiKeys(services.database).list()] == listed
+    assert [key_id.startswith("demo-") for key_id, _ in listed] == [True, True], "labelled as the demo's"
+    assert os.stat(services.settings.data_dir / "demo-keys.json").st_mode & 0o077 == 0, "the owner's only"
+
+
+def test_reissuing_revokes_the_demo_keys_and_spares_the_operator_s(services: Services) -> None:
+    keys = ApiKeys(services.database)
+    first = CHAT_SUMMARY.search(install_chat(services))
+    _, own = keys.create("users/ana", ("chat",))
+
+    again = CHAT_SUMMARY.search(install_chat(services, reissue_keys=True))
+
+    assert first and again and again["keys"] == "new"
+    assert {again["ana"], again["ben"]}.isdisjoint({first["ana"], first["ben"]})
     assert keys.caller(first["ana"]) is None and keys.caller(first["ben"]) is None
     assert keys.caller(again["ana"]) == Caller("users/ana", frozenset({"*"}))
-    assert sorted(key.principal for key in keys.list()) == ["users/ana", "users/ben"]
-    async for client in as_user(services, "users/ana"):
-        assert (await conversations_of(client)).keys() >= {"general", "support-agent"}
+    assert keys.caller(own) == Caller("users/ana", frozenset({"chat"}))
+
+
+def test_a_demo_key_revoked_or_forgotten_is_issued_again(services: Services) -> None:
+    keys = ApiKeys(services.database)
+    first = CHAT_SUMMARY.search(install_chat(services))
+    assert first
+    keys.revoke(next(key.key_id for key in keys.list() if key.principal == "users/ben"))
+
+    after_revoke = CHAT_SUMMARY.search(install_chat(services))
+
+    assert after_revoke and after_revoke["ana"] == first["ana"] and after_revoke["keys"] == "new for users/ben"
+    assert keys.caller(after_revoke["ben"]) == Caller("users/ben", frozenset({"*"}))
+
+    (services.settings.data_dir / "demo-keys.json").unlink()
+    after_loss = CHAT_SUMMARY.search(install_chat(services))
+
+    assert after_loss and after_loss["keys"] == "new" and keys.caller(first["ana"]) is None
+    assert sorted(key.principal for key in keys.list()) == ["users/ana", "users/ben"], "stale demo keys revoked"
 
 
 async def test_the_demo_answers_questions_about_convener_from_its_own_docs(services: Services, client: Client) -> None:

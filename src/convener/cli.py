@@ -203,12 +203,18 @@ def tools_command(
 
 
 @app.command()
-def demo(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+def demo(
+    reissue_keys: Annotated[bool, typer.Option(
+        "--reissue-keys", help="Revoke the demo users' keys and issue new ones (else the keys of the last "
+                               "load are kept while they work).")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
     """Load the demo workspace (projects/demo/locations/global) into the store; safe to repeat."""
     from convener.demo import load_demo
 
     with _services(_settings(data_dir, database_url)) as opened:
-        out.print(f"demo workspace: {load_demo(opened)}", markup=False)
+        out.print(f"demo workspace: {load_demo(opened, reissue_keys)}", markup=False)
 
 
 @import_app.command("conversations")
@@ -274,9 +280,9 @@ def import_chat_command(
         if summary.problem_count > len(summary.problems):
             err.print(f"… and {summary.problem_count - len(summary.problems)} more problems", highlight=False)
         out.print(
-            f"{summary.users} users, {summary.conversations} conversations, {summary.messages} messages imported"
-            f" from {summary.source}; {summary.failed_conversations} conversations failed,"
-            f" {summary.problem_count} problems",
+            f"{summary.users} users, {summary.conversations} conversations from {summary.source}:"
+            f" {summary.added} messages imported, {summary.updated} updated, {summary.unchanged} unchanged;"
+            f" {summary.failed_conversations} conversations failed, {summary.problem_count} problems",
             highlight=False,
         )
         if summary.problem_count:
@@ -334,10 +340,13 @@ def chat(
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Talk to an app's agents in the terminal; every turn is recorded as a conversation."""
+    """Talk to an app's agents in the terminal; every turn is recorded as a conversation.
+
+    Exit codes: 0 when you leave or the session ends, 2 when the app, agent or version does not exist.
+    """
     from convener.ces.terminal import Chat
 
-    with _services(_settings(data_dir, database_url)) as opened:
+    with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
         target = AppName.parse(app_name, "APP_NAME")
         Chat(opened, target, session=session, entry_agent=agent, version=version, ask=input,
              show=lambda text: out.print(text, markup=False, highlight=False)).loop()

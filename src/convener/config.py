@@ -29,20 +29,27 @@ SERVICES = ("ces", "chat", "knowledge", "analytics")
 
 
 def _default_data_dir() -> Path:
+    """The platform's user data directory: `~/.local/share/convener` on Linux."""
     return Path(platformdirs.user_data_dir("convener", appauthor=False))
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CONVENER_", extra="ignore")
 
-    data_dir: Path = Field(default_factory=_default_data_dir, description="Where the embedded store and secrets live.")
+    data_dir: Path = Field(default_factory=_default_data_dir,
+                           description="Where the embedded store, the demo's keys and work files live.")
     database_url: str | None = Field(
-        default=None, description="SQLAlchemy URL; default: SQLite file convener.db in the data dir."
+        default=None, description="The store, as a SQLAlchemy URL such as `postgresql://user@host/db` (needs the "
+                                  "`postgres` extra); unset: the SQLite file `convener.db` in the data directory."
     )
-    host: str = "127.0.0.1"
-    port: int = 8080
-    transport: Literal["http", "stdio"] = "http"
-    services: Annotated[tuple[str, ...], NoDecode] = SERVICES
+    host: str = Field(default="127.0.0.1", description="Address the HTTP server listens on.")
+    port: int = Field(default=8080, ge=0, le=65535, description="Port the HTTP server listens on.")
+    transport: Literal["http", "stdio"] = Field(
+        default="http", description="Streamable HTTP for any client, or stdio for a client that starts the server."
+    )
+    services: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=SERVICES, description=f"Services to serve, of {', '.join(SERVICES)}."
+    )
     allow_anonymous: bool = Field(
         default=False,
         description="Serve HTTP callers that present no API key, as users/anonymous. Loopback hosts only.",

@@ -147,7 +147,7 @@ def test_cli_export_import_and_chat(settings: Settings, tmp_path: Path, monkeypa
     assert "? client tool confirm(" in talk.output and "agent> verified 1234" in talk.output
     assert "↪ transferred to Refunds" in talk.output and "agent> refunds" in talk.output
     missing = runner.invoke(cli, ["chat", f"{PARENT}/apps/none", *common], input="hi\n/quit\n")
-    assert "NOT_FOUND: app" in missing.output
+    assert missing.exit_code == 2 and "NOT_FOUND: app" in missing.output
     assert json.loads(json.dumps(talk.output))  # printable as it is
 
 

@@ -21,6 +21,8 @@ from convener.store.database import Database
 
 PRINCIPAL = re.compile(r"users/[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 KEY_PREFIX = "cnv_"
+LABEL = re.compile(r"[a-z]{1,16}")
+"""A key's label starts its ID (``demo-3f2a…``), so list-keys shows which keys a tool made."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,11 @@ class ApiKeys:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    def create(self, principal: str, scopes: tuple[str, ...] = (ALL_SCOPES,)) -> tuple[ApiKey, str]:
-        """A new key for ``principal``; the secret is returned once and never stored."""
+    def create(self, principal: str, scopes: tuple[str, ...] = (ALL_SCOPES,),
+               label: str | None = None) -> tuple[ApiKey, str]:
+        """A new key for ``principal``; the secret is returned once and never stored. A ``label`` prefixes its ID."""
+        if label is not None and not LABEL.fullmatch(label):
+            raise InvalidArgument(f'key label "{label[:40]}" must be 1 to 16 lowercase letters')
         if not PRINCIPAL.fullmatch(principal):
             raise InvalidArgument(f'principal "{principal[:80]}" must look like users/alice')
         scopes = tuple(dict.fromkeys(normalise_scope(scope) for scope in scopes))
@@ -51,7 +56,7 @@ class ApiKeys:
                 f"unknown scope(s) {', '.join(unknown)}; scopes are *, a service ({', '.join(SERVICES)}) "
                 f"or one of {', '.join(sorted(known - {ALL_SCOPES, *SERVICES}))}"
             )
-        key_id = secrets.token_hex(6)
+        key_id = f"{label}-{secrets.token_hex(6)}" if label else secrets.token_hex(6)
         secret = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(24)}"
         created = Timestamp.now()
         with self.database.transaction() as connection:

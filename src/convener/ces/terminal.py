@@ -1,7 +1,10 @@
 """``convener chat``: talk to an app's agents in the terminal, one run_session call per line.
 
 Tool calls, tool responses, agent transfers and variable changes of each turn are shown as the
-turn reports them. A client tool call is answered at the prompt, as the app's client would.
+turn reports them. A client tool call is answered at the prompt, as the app's client would: with a value
+of the shape the tool declares (its ``clientFunction.response``), which the prompt shows and checks, and
+which reaches the agent as ``{"output": value}``; or with CES's own ``{"output": …}`` / ``{"error": …}``.
+The app (and the agent and version asked for) must exist before the first prompt.
 """
 
 from __future__ import annotations
@@ -11,9 +14,16 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import jsonschema
+
 from convener.api.errors import ApiError
 from convener.auth.caller import LOCAL_USER
+from convener.ces.definitions import AppSnapshot, ClientFunction, Tool
+from convener.ces.models import ToolCall
 from convener.ces.names import AppName
+from convener.ces.requests import GetAppRequest
+from convener.ces.runtime.failures import ToolFailure
+from convener.ces.runtime.toolbox import as_response
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.services import Services
 
@@ -23,6 +33,25 @@ HELP = "Type a message. /event NAME sends an event, /vars {\"k\": 1} sets variab
 def _short(value: Any, limit: int = 160) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shape(schema: dict[str, Any]) -> str:
+    """A JSON Schema as a one-line sketch of the value it wants: ``{"verified": boolean, "method": "a" | "b"}``."""
+    if "enum" in schema:
+        return " | ".join(json.dumps(value, ensure_ascii=False) for value in schema["enum"])
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else [k for k in kind or () if k != "null"]
+    if "object" in kinds and "properties" in schema:
+        required = set(schema.get("required") or ())
+        # By name: PostgreSQL's JSONB keeps no key order, and the prompt must read the same on either store.
+        fields = (f"{json.dumps(name)}{'' if name in required else '?'}: {shape(child)}"
+                  for name, child in sorted(schema["properties"].items()))
+        return "{" + ", ".join(fields) + "}"
+    if "array" in kinds and "items" in schema:
+        return f"[{shape(schema['items'])}, …]"
+    if "anyOf" in schema:
+        return " | ".join(shape(child) for child in schema["anyOf"])
+    return " | ".join(kinds) or "any JSON"
 
 
 class Chat:
@@ -36,6 +65,17 @@ class Chat:
         )
         self.ask = ask
         self.show = show
+        self.app = app
+        # Checked now, so that a mistyped name fails before the first prompt rather than at every turn.
+        services.apps.get(GetAppRequest(name=str(app)), LOCAL_USER)
+        if self.config.entry_agent:
+            services.runtime.agents.get(self.config.entry_agent, LOCAL_USER)
+        self.snapshot_tools: dict[str, Tool] | None = None
+        """The tools of the version the session runs; None when it runs the draft."""
+        if self.config.app_version:
+            pinned = services.runtime.versions.versions.get(self.config.app_version, LOCAL_USER)
+            snapshot = pinned.snapshot or AppSnapshot()
+            self.snapshot_tools = {tool.name: tool for tool in snapshot.tools or [] if tool.name}
 
     def loop(self) -> None:
         self.show(f"session {self.config.session}\n{HELP}")
@@ -82,7 +122,7 @@ class Chat:
             if output.diagnostic_info is not None:
                 self._happenings(output.diagnostic_info.messages or [], {call.id for call in waiting})
         ended = any(output.end_session is not None for output in response.outputs or ())
-        answers = [{"id": call.id, "response": self._answer(call.display_name or "tool")} for call in waiting]
+        answers = [{"id": call.id, "response": self._answer(call)} for call in waiting]
         if ended:
             self.show("(the session has ended)")
             return True
@@ -90,9 +130,28 @@ class Chat:
             return self.turn([SessionInput.model_validate({"toolResponses": {"toolResponses": answers}})])
         return False
 
-    def _answer(self, tool: str) -> dict[str, Any]:
+    def _declared(self, call: ToolCall) -> ClientFunction | None:
+        """The client function a call is to: from the version the session runs, else the app's draft."""
+        if not call.tool:
+            return None
+        if self.snapshot_tools is not None:
+            tool = self.snapshot_tools.get(call.tool)
+        else:
+            try:
+                tool = self.services.runtime.tools.get(call.tool, LOCAL_USER)
+            except ApiError:
+                return None  # deleted since the call: take any JSON
+        return tool.client_function if tool is not None else None
+
+    def _answer(self, call: ToolCall) -> dict[str, Any]:
+        """Ask for the client tool's response until it is JSON of the declared shape (or CES's envelope)."""
+        name = call.display_name or "tool"
+        declared = self._declared(call)
+        schema = declared.response.to_json_schema() if declared is not None and declared.response else None
+        if schema is not None:
+            self.show(f"  {name} answers {shape(schema)}")
         while True:
-            text = self.ask(f"  answer for {tool} (JSON; empty for {{}}): ").strip()
+            text = self.ask(f"  answer for {name} (JSON; empty for {{}}): ").strip()
             if not text:
                 return {}
             try:
@@ -100,7 +159,18 @@ class Chat:
             except ValueError:
                 self.show("  that is not JSON")
                 continue
-            return value if isinstance(value, dict) else {"output": value}
+            enveloped = isinstance(value, dict) and bool({"output", "error"} & value.keys())
+            if schema is not None and not enveloped:
+                problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+                if problem is not None:
+                    where = "/".join(str(part) for part in problem.absolute_path)
+                    self.show(f"  that is not what {name} answers ({where + ': ' if where else ''}{problem.message});"
+                              f" expected {shape(schema)}, or {{\"error\": \"…\"}}")
+                    continue
+            try:
+                return as_response(value)
+            except ToolFailure as failure:
+                self.show(f"  {failure.message}")
 
     def _happenings(self, messages: list[Any], waiting: set[str | None]) -> None:
         """The agents' side of the turn in the order it happened: replies, tool calls and their

@@ -11,8 +11,8 @@ message of the demo, deploybot telling Ana how her evaluation run went, is writt
 importer from records, into #support-agent. ``list_messages`` never returns it, to Ana or anyone.
 
 Importing is idempotent (the writer upserts by the export's IDs): loading again finds every message
-in place and writes no new one. The keys are not: every load revokes the keys of the demo users and
-issues new ones, printed once, since only their hashes are stored.
+in place and writes none. The demo users' keys stay the same from load to load (``demo.keys``), so a
+client configured with one keeps working; ``convener demo --reissue-keys`` replaces them.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from importlib import resources
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from convener.api.errors import NotFound
 from convener.auth.caller import ALL_SCOPES
-from convener.auth.keys import ApiKeys
 from convener.chat.importing import ChatImporter, ImportSummary
 from convener.chat.importing.slack import SlackExport
 from convener.chat.records import ImportedConversation, ImportedMessage, ImportedUser, Report
-from convener.chat.tables import links, messages
+from convener.chat.tables import links
+from convener.demo.keys import demo_keys
 from convener.services import Services
 from convener.store.database import Database
 
@@ -81,11 +80,6 @@ class PrivateMessages:
         """Records hold no files."""
 
 
-def _message_count(database: Database) -> int:
-    with database.reading() as connection:
-        return int(connection.scalar(select(func.count()).select_from(messages)) or 0)
-
-
 def _checked(summary: ImportSummary) -> ImportSummary:
     if summary.problem_count or summary.failed_conversations:
         # A packaging mistake, not the caller's: say where.
@@ -96,13 +90,12 @@ def _checked(summary: ImportSummary) -> ImportSummary:
 def import_chat(database: Database) -> tuple[int, int, int]:
     """Import the workspace and the private message: conversations, messages, and how many messages
     were not stored before."""
-    before = _message_count(database)
     importer = ChatImporter(database)
     with resources.as_file(resources.files(PACKAGE).joinpath(EXPORT)) as folder, SlackExport(folder) as export:
         workspace = _checked(importer.run(export))
         support = next(c for c in export.conversations(lambda problem: None) if c.external_id == SUPPORT_AGENT)
     private = _checked(importer.run(PrivateMessages(support)))
-    return workspace.conversations, workspace.messages + private.messages, _message_count(database) - before
+    return workspace.conversations, workspace.messages + private.messages, workspace.added + private.added
 
 
 def principals(database: Database) -> list[str]:
@@ -116,22 +109,14 @@ def principals(database: Database) -> list[str]:
     return [f"users/{found[external]}" for external in KEY_HOLDERS]
 
 
-def issue_keys(database: Database, holders: list[str]) -> list[tuple[str, str]]:
-    """Revoke every key of ``holders`` (the keys earlier demo loads printed), then issue one each: the
-    principals with their secrets."""
-    keys = ApiKeys(database)
-    for key in keys.list():
-        if key.principal in holders:
-            try:
-                keys.revoke(key.key_id)
-            except NotFound:
-                pass  # revoked meanwhile
-    return [(principal, keys.create(principal, KEY_SCOPES)[1]) for principal in holders]
-
-
-def install_chat(services: Services) -> str:
-    """Import the demo's chat (idempotent) and issue fresh keys for its demo users; a summary line."""
-    conversations, written, new = import_chat(services.database)
-    issued = issue_keys(services.database, principals(services.database))
-    keys = " ".join(f"{principal} {secret}" for principal, secret in issued)
-    return f"chat: {conversations} conversations, {written} messages ({new} new); keys: {keys}"
+def install_chat(services: Services, reissue_keys: bool = False) -> str:
+    """Import the demo's chat (idempotent) and give its demo users keys (the same as last time unless
+    ``reissue_keys``); a summary line."""
+    conversations, messages, new = import_chat(services.database)
+    keys = demo_keys(services.database, principals(services.database), KEY_SCOPES, services.settings.data_dir,
+                     reissue=reissue_keys)
+    listed = " ".join(f"{key.principal} {key.secret}" for key in keys)
+    state = ("new" if all(key.new for key in keys) else
+             "the same as last time; convener demo --reissue-keys replaces them" if not any(key.new for key in keys)
+             else "new for " + ", ".join(key.principal for key in keys if key.new))
+    return f"chat: {conversations} conversations, {messages} messages ({new} new); keys: {listed} ({state})"

@@ -187,9 +187,10 @@ def _forget(services: Services, session_id: str) -> None:
             sessions.c.app_pk == app_pk, sessions.c.session_id == session_id))
 
 
-def load_demo(services: Services) -> str:
-    """Put the demo app in place, play every script not yet recorded, import the demo's chat and issue
-    its demo users fresh keys; a summary, one line for the app and one for the chat (with the keys)."""
+def load_demo(services: Services, reissue_keys: bool = False) -> str:
+    """Put the demo app in place, play every script not yet recorded, import the demo's chat and give its
+    demo users keys (those of the last load while they work, new ones when ``reissue_keys``); a summary,
+    one line for the app, one for the chat (with the keys), one each for knowledge and analytics."""
     imported = install_app(services)
     recorded = _recorded_turns(services)
     played = 0
@@ -207,7 +208,7 @@ def load_demo(services: Services) -> str:
         counted += len(defined)
         ran.append(evaluations.run_once(services, APP, dataset_id))
     run = "; ran them in " + ", ".join(name for name in ran if name) if any(ran) else ""
-    chat = install_chat(services)
+    chat = install_chat(services, reissue_keys)
     knowledge = install_knowledge(services)
     analytics = install_analytics(services)
     return (f"{APP}: app {state}, {counted} evaluations ({written} written{run}), "

@@ -1,7 +1,8 @@
 """Stores what a reader yields: users first, then each conversation in one transaction.
 
 Re-importing the same export lands on the same rows: an export's IDs are linked once to Convener's
-(``chat_links``) and every write is an upsert, so nothing is duplicated. A conversation that cannot be
+(``chat_links``) and every write is an upsert, so nothing is duplicated. A message already stored as the export
+gives it is not written again, and is counted as unchanged: the summary says what an import changed. A conversation that cannot be
 read to the end (``MalformedConversation``) is rolled back whole and reported; the import goes on.
 Imported people become the same Convener user wherever their email matches, so one person's key sees
 their history across Slack, Google Chat and Mattermost.
@@ -44,7 +45,7 @@ class ImportProgress:
     conversations_done: int
     conversations_total: int | None
     messages: int
-    """Messages written so far, over all conversations."""
+    """Messages read and stored (or found stored as they are) so far, over all conversations."""
     conversation: str
     """The conversation being written, as its export names it."""
 
@@ -55,6 +56,13 @@ class ImportSummary:
     users: int = 0
     conversations: int = 0
     messages: int = 0
+    """Messages of the conversations imported: ``added + updated + unchanged``."""
+    added: int = 0
+    """Messages that were not stored before."""
+    updated: int = 0
+    """Messages stored before that the export changed (edited text, new reactions, a rendering that changed)."""
+    unchanged: int = 0
+    """Messages stored before exactly as the export gives them: not written again."""
     failed_conversations: int = 0
     problem_count: int = 0
     problems: list[ImportProblem] = field(default_factory=list)
@@ -67,6 +75,19 @@ class ImportSummary:
 
 
 Progress = Callable[[ImportProgress], None]
+
+
+@dataclass
+class MessageCounts:
+    """What writing messages did to the store."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.added + self.updated + self.unchanged
 
 
 class _Directory:
@@ -161,7 +182,10 @@ class ChatImporter:
             directory.commit()
             written_to.add(conversation.external_id)
             summary.conversations = len(written_to)
-            summary.messages += written
+            summary.messages += written.total
+            summary.added += written.added
+            summary.updated += written.updated
+            summary.unchanged += written.unchanged
             if progress is not None:
                 progress(ImportProgress(summary.conversations + summary.failed_conversations, total,
                                         summary.messages, label))
@@ -224,7 +248,7 @@ class _ConversationWriter:
         self._channel_names: dict[str, str | None] = {}
         self.names = _Names(directory, self._channel_name)
 
-    def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> int:
+    def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
         space_id = self._space_id(conversation.external_id)
         member_ids = [self._user(ref) for ref in conversation.members]
         self._write_space(space_id, conversation)
@@ -234,15 +258,14 @@ class _ConversationWriter:
                 [{"space_id": space_id, "user_id": user_id, "role": "member", "create_time_us": None}
                  for user_id in dict.fromkeys(member_ids)],
             )
-        written = 0
+        written = MessageCounts()
         last_active = 0
         stream = iter(conversation.messages)
         while batch := list(itertools.islice(stream, BATCH)):
             rows, mentioned = zip(*(self._message_row(space_id, message) for message in batch), strict=True)
-            self._write_messages(space_id, list(rows), list(mentioned))
-            written += len(rows)
+            self._write_messages(space_id, list(rows), list(mentioned), written)
             last_active = max([last_active, *(row["create_time_us"] for row in rows if row["listed"])])
-            tick(written)
+            tick(written.total)
         if last_active:
             self.connection.execute(
                 update(spaces).where(spaces.c.space_id == space_id, spaces.c.last_active_time_us < last_active)
@@ -338,19 +361,58 @@ class _ConversationWriter:
                      if (user_id := self.directory.resolve(ref)) is not None]
         return row, list(dict.fromkeys(mentioned))
 
-    def _write_messages(self, space_id: str, rows: list[dict[str, Any]], mentioned: list[list[str]]) -> None:
-        columns = [name for name in rows[0] if name not in ("space_id", "message_id")]
+    def _write_messages(self, space_id: str, rows: list[dict[str, Any]], mentioned: list[list[str]],
+                        counts: MessageCounts) -> None:
+        """Upsert the rows that are new or differ from what is stored (with their mentions); count each."""
+        stored = self._stored(space_id, [row["message_id"] for row in rows])
+        changed_rows: list[dict[str, Any]] = []
+        changed_mentions: list[list[str]] = []
+        for row, users_mentioned in zip(rows, mentioned, strict=True):
+            before = stored.get(row["message_id"])
+            if before is not None and _same(before, row, users_mentioned):
+                counts.unchanged += 1
+                continue
+            if before is None:
+                counts.added += 1
+            else:
+                counts.updated += 1
+            changed_rows.append(row)
+            changed_mentions.append(users_mentioned)
+        if not changed_rows:
+            return
+        columns = [name for name in changed_rows[0] if name not in ("space_id", "message_id")]
         # The row IDs come back from the upsert itself, in the rows' order: a second SELECT by message ID
         # is at the planner's mercy while a fresh table's statistics still say it is empty.
         statement = upsert(self.dialect, messages, ["space_id", "message_id"], columns).returning(
             messages.c.message_id, messages.c.row_id)
-        row_ids = {row.message_id: row.row_id for row in self.connection.execute(statement, rows)}
-        ids = [row_ids[row["message_id"]] for row in rows]
+        row_ids = {row.message_id: row.row_id for row in self.connection.execute(statement, changed_rows)}
+        ids = [row_ids[row["message_id"]] for row in changed_rows]
         self.connection.execute(delete(mentions).where(mentions.c.message_row_id.in_(ids)))
         pairs = [{"message_row_id": row_id, "user_id": user_id}
-                 for row_id, users_mentioned in zip(ids, mentioned, strict=True) for user_id in users_mentioned]
+                 for row_id, users_mentioned in zip(ids, changed_mentions, strict=True) for user_id in users_mentioned]
         if pairs:
             self.connection.execute(upsert(self.dialect, mentions, ["message_row_id", "user_id"], []), pairs)
+
+    def _stored(self, space_id: str, message_ids: list[str]) -> dict[str, tuple[dict[str, Any], list[str]]]:
+        """The stored rows among ``message_ids`` with their mentioned users (sorted), by message ID."""
+        columns = [column for column in messages.c if column.name != "row_id"]
+        found = self.connection.execute(
+            select(messages.c.row_id, *columns)
+            .where(messages.c.space_id == space_id, messages.c.message_id.in_(message_ids))
+        ).all()
+        if not found:
+            return {}
+        mentioned: dict[int, list[str]] = {}
+        for row_id, user_id in self.connection.execute(
+            select(mentions.c.message_row_id, mentions.c.user_id)
+            .where(mentions.c.message_row_id.in_([row.row_id for row in found]))
+        ):
+            mentioned.setdefault(row_id, []).append(user_id)
+        return {
+            row.message_id: ({column.name: getattr(row, column.name) for column in columns},
+                             sorted(mentioned.get(row.row_id, [])))
+            for row in found
+        }
 
     def _reactions(self, reactions: Iterable[ImportedReaction]) -> list[dict[str, Any]]:
         """One entry per emoji (an export may list one emoji twice, e.g. per skin tone collapsed)."""
@@ -383,6 +445,12 @@ class _ConversationWriter:
             ) if forward else None,
         )
         return metadata.to_json()
+
+
+def _same(stored: tuple[dict[str, Any], list[str]], row: dict[str, Any], mentioned: list[str]) -> bool:
+    """Whether writing ``row`` and its mentions would leave the stored message as it is."""
+    columns, stored_mentions = stored
+    return all(columns[name] == value for name, value in row.items()) and stored_mentions == sorted(mentioned)
 
 
 def _attachments(space_id: str, message_id: str, attachments: Iterable[ImportedAttachment]) -> list[dict[str, Any]]:

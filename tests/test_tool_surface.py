@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from convener.api.tool_schemas import size_of
 from convener.auth.keys import ApiKeys
 from convener.config import Settings
+from convener.server import mcp_servers
 from convener.services import Services
 from convener.tooling import OUTPUT_SCHEMA_BYTES, TOOL_BYTES, listed_size, served, specs_of
 from convener.toolsets import DEFAULT_TOOLSETS, TOOLSETS, Selection
@@ -45,25 +46,16 @@ def listing_body(tools: list[types.Tool]) -> int:
 
 
 @pytest.fixture
-def default_settings(database_url: str, tmp_path: Path) -> Settings:
-    """What an operator who chose nothing runs (the suite's own default is every toolset)."""
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """What an operator who chose nothing runs (the rest of the suite serves every toolset)."""
     return Settings(data_dir=tmp_path / "data", database_url=database_url, allow_anonymous=False,
                     toolsets=("default",))
 
 
 @pytest.fixture
-def default_services(default_settings: Settings) -> Iterator[Services]:
-    opened = Services.open(default_settings)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def default_server(default_services: Services) -> Iterator[tuple[str, str]]:
+def default_server(http_server: str, api_key: str) -> tuple[str, str]:
     """The real server with the default settings, and a key with every scope."""
-    _, key = ApiKeys(default_services.database).create("users/ana")
-    with serving(default_services) as url:
-        yield url, key
+    return http_server, api_key
 
 
 def tools_list(url: str, key: str, query: str = "") -> httpx.Response:
@@ -80,13 +72,13 @@ def listed_names(response: httpx.Response) -> list[str]:
 
 
 def test_the_default_listing_fits_a_client_context_and_every_tool_its_share(default_server: tuple[str, str],
-                                                                            default_services: Services) -> None:
+                                                                            services: Services) -> None:
     url, key = default_server
     response = tools_list(url, key)
     body = len(response.content)
     tools = response.json()["result"]["tools"]
 
-    specs = specs_of(default_services.registries().values())
+    specs = specs_of(services.registries().values())
     every = {spec.name: (service, spec) for service, spec in specs}
     by_service: Counter[str] = Counter()
     by_toolset: Counter[str] = Counter()
@@ -146,10 +138,14 @@ def keywords_in(schema: Any) -> set[str]:
 
 
 @pytest.mark.anyio
-async def test_outputs_still_validate_against_the_compact_schemas(client: Client) -> None:
+async def test_outputs_still_validate_against_the_compact_schemas(services: Services) -> None:
     # The SDK client checks every structured result against the tool's output schema and raises when one
-    # does not validate; a page of apps and an evaluation-free list still go through it here (the whole suite
-    # does the same for every tool it calls).
+    # does not validate (the whole suite does the same for every tool it calls).
+    async with Client(mcp_servers(services)["/ces/mcp"]) as client:
+        await _create_and_list(client)
+
+
+async def _create_and_list(client: Client) -> None:
     created = await client.call_tool("create_app", {"parent": "projects/p/locations/l", "appId": "a",
                                                     "app": {"displayName": "A"}})
     assert not created.is_error, created.content
@@ -275,11 +271,11 @@ async def listed_over_http(url: str, headers: dict[str, str]) -> list[types.Tool
 
 
 def test_the_http_configurations_load_a_tool_list_within_budget(default_server: tuple[str, str],
-                                                                default_services: Services) -> None:
+                                                                services: Services) -> None:
     import anyio
 
     url, key = default_server
-    everyday = served(specs_of(default_services.registries().values()), Selection.of(["default"]))
+    everyday = served(specs_of(services.registries().values()), Selection.of(["default"]))
     vscode = json.loads(with_url_and_key(readme_block("json .vscode/mcp.json"), url, key))["servers"]["convener"]
     gemini = json.loads(with_url_and_key(readme_block("json ~/.gemini/settings.json"), url, key))
     gemini = gemini["mcpServers"]["convener"]

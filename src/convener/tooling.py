@@ -85,27 +85,34 @@ class ToolSpec(Generic[Req, Resp]):
     def read_only(self) -> bool:
         return bool(self.annotations.read_only_hint)
 
-    @functools.cached_property
+    @property
     def definition(self) -> types.Tool:
-        """The tool as ``tools/list`` shows it: the input schema whole (a caller writes it), the output schema
-        typed as deep as ``OUTPUT_SCHEMA_BYTES`` and ``TOOL_BYTES`` allow (every result still validates)."""
-        input_schema = compact(self.request.input_json_schema(), INPUT_SHAPE)
-        response_schema = self.response.json_schema()
-        tool = None
-        for depth in _OUTPUT_DEPTHS:
-            output_schema = compact(response_schema, SchemaShape(described_depth=0, typed_depth=depth))
-            tool = types.Tool(
-                name=self.name,
-                title=self.title,
-                description=self.description,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                annotations=self.annotations.model_copy(update={"title": self.title}),
-            )
-            if size_of(output_schema) <= OUTPUT_SCHEMA_BYTES and listed_size(tool) <= TOOL_BYTES:
-                break
-        assert tool is not None
-        return tool
+        """The tool as ``tools/list`` shows it (see ``tool_definition``)."""
+        annotations = self.annotations.model_copy(update={"title": self.title})
+        return tool_definition(self.name, self.title, self.description, self.request, self.response,
+                               annotations.model_dump_json(by_alias=True, exclude_none=True))
+
+
+@functools.cache
+def tool_definition(name: str, title: str, description: str, request: type[ProtoModel], response: type[ProtoModel],
+                    annotations: str) -> types.Tool:
+    """A tool as ``tools/list`` shows it: the input schema whole (a caller writes it), the output schema typed
+    as deep as ``OUTPUT_SCHEMA_BYTES`` and ``TOOL_BYTES`` allow (every result still validates). Shaping every
+    tool's schemas takes about half a second, so each declaration is shaped once per process, not by each
+    server built (every stdio launch, every test's store). ``annotations`` is their JSON (the model is not
+    hashable)."""
+    input_schema = compact(request.input_json_schema(), INPUT_SHAPE)
+    response_schema = response.json_schema()
+    tool = None
+    for depth in _OUTPUT_DEPTHS:
+        output_schema = compact(response_schema, SchemaShape(described_depth=0, typed_depth=depth))
+        tool = types.Tool(name=name, title=title, description=description, input_schema=input_schema,
+                          output_schema=output_schema,
+                          annotations=types.ToolAnnotations.model_validate_json(annotations))
+        if size_of(output_schema) <= OUTPUT_SCHEMA_BYTES and listed_size(tool) <= TOOL_BYTES:
+            break
+    assert tool is not None
+    return tool
 
 
 def listed_size(tool: types.Tool) -> int:

@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
 Every store-backed test runs against SQLite and, when CONVENER_TEST_DATABASE_URL names a
-PostgreSQL database, against PostgreSQL too: each test gets its own schema there, dropped after.
+PostgreSQL database, against PostgreSQL too: each test gets a store of its own, copied from one migrated
+once per test process (``tests/stores.py``), and dropped after.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from convener.config import Settings
 from convener.server import build_app, mcp_servers
 from convener.services import Services
 from convener.store.database import normalise_url
+from tests.stores import Templates
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
 
@@ -121,9 +123,28 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+TEMPLATES = Templates(POSTGRES_URL)
+"""This test process's template stores."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _templates_removed() -> Iterator[None]:
+    yield
+    TEMPLATES.close()
+
+
 @contextmanager
 def private_database(backend: str, directory: Path) -> Iterator[str]:
-    """A fresh, empty database: a SQLite file in ``directory``, or a private schema in the test PostgreSQL."""
+    """A fresh database of its own, already at the newest schema: a SQLite file in ``directory``, or a
+    PostgreSQL database; copied from the process's migrated template."""
+    with TEMPLATES.copy(TEMPLATES.template(backend, "migrated", None), directory) as url:
+        yield url
+
+
+@contextmanager
+def empty_database(backend: str, directory: Path) -> Iterator[str]:
+    """A fresh database with no tables, for tests of the migrations: a SQLite file in ``directory``, or a
+    private schema in the test PostgreSQL."""
     if backend == "sqlite":
         yield f"sqlite:///{directory / 'convener.db'}"
         return
@@ -144,7 +165,15 @@ def private_database(backend: str, directory: Path) -> Iterator[str]:
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A private store at the newest schema."""
     with private_database(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A private database that no migration has touched."""
+    with empty_database(request.param, tmp_path) as url:
         yield url
 
 

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp
 
 from convener.auth.keys import ApiKeys
 from convener.config import Settings
+from convener.demo import load_demo
 from convener.server import build_app, mcp_servers
 from convener.services import Services
 from convener.store.database import normalise_url
@@ -139,6 +140,23 @@ def private_database(backend: str, directory: Path) -> Iterator[str]:
     PostgreSQL database; copied from the process's migrated template."""
     with TEMPLATES.copy(TEMPLATES.template(backend, "migrated", None), directory) as url:
         yield url
+
+
+@contextmanager
+def demo_services(backend: str, directory: Path) -> Iterator[Services]:
+    """The demo workspace in a private store whose data directory is ``directory/data``: a copy of the
+    process's demo template, which ``load_demo`` filled once (it takes 20-60 s)."""
+    with TEMPLATES.copy(TEMPLATES.template(backend, "demo", load_demo), directory) as url:
+        opened = Services.open(Settings(data_dir=directory / "data", database_url=url, allow_anonymous=False))
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+
+def demo_summary(backend: str) -> str:
+    """What ``load_demo`` said when it filled the process's demo template of ``backend``: a first load."""
+    return TEMPLATES.template(backend, "demo", load_demo).result
 
 
 @contextmanager

@@ -45,7 +45,8 @@ from tests.e2e.conftest import (
     timestamp_nanos,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("demo")]
+"""The demo's tests share a worker, and so the one demo store that worker loads."""
 
 Json = dict[str, Any]
 PARENT = str(APP)

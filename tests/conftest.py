@@ -7,6 +7,8 @@ once per test process (``tests/stores.py``), and dropped after.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import socket
@@ -17,10 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.session import ClientSession
+from pydantic import BaseModel
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp
@@ -31,6 +35,7 @@ from convener.demo import load_demo
 from convener.server import build_app, mcp_servers
 from convener.services import Services
 from convener.store.database import normalise_url
+from convener.tooling import ToolSpec
 from tests.stores import Templates
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
@@ -59,6 +64,29 @@ def _shared_validator(self: ClientSession, name: str, output_schema: dict[str, A
 
 
 ClientSession._output_schema_validator = _shared_validator  # type: ignore[method-assign]
+
+_LISTED: dict[tuple[object, ...], types.Tool] = {}
+_define = ToolSpec.definition.func
+_NOT_DECLARATION = frozenset({"handler", "progress_handler"})
+"""What a tool does, not what it declares: its listing does not depend on them."""
+
+
+def _shared_definition(self: ToolSpec[Any, Any]) -> types.Tool:
+    """What ``tools/list`` shows of a tool is a pure function of its declaration, but each Services builds
+    ToolSpecs of its own, and shaping the schemas of every tool costs a fresh server about half a second at its
+    first listing: the price of nearly every test that makes a store and calls a tool. The run computes each
+    declaration's listing once; a server still lists exactly what ``ToolSpec.definition`` gives."""
+    key = tuple(value.model_dump_json() if isinstance(value, BaseModel) else value
+                for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+                if name not in _NOT_DECLARATION)
+    if key not in _LISTED:
+        _LISTED[key] = _define(self)
+    return _LISTED[key]
+
+
+_shared = functools.cached_property(_shared_definition)
+_shared.__set_name__(ToolSpec, "definition")
+ToolSpec.definition = _shared  # type: ignore[assignment,method-assign]
 CES_TOOLS = (
     "list_conversations",
     "get_conversation",

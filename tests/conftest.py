@@ -36,7 +36,7 @@ from convener.server import build_app, mcp_servers
 from convener.services import Services
 from convener.store.database import normalise_url
 from convener.tooling import ToolSpec
-from tests.stores import Templates
+from tests.stores import Templates, drop_shared
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
 
@@ -153,13 +153,27 @@ def anyio_backend() -> str:
 
 
 TEMPLATES = Templates(POSTGRES_URL)
-"""This test process's template stores."""
+"""The template stores this test process copies."""
+
+
+def _run_folder(config: pytest.Config) -> Path:
+    """The temporary folder of the whole run: a pytest-xdist worker's own is inside the controller's."""
+    basetemp = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return Path(basetemp).parent if hasattr(config, "workerinput") else Path(basetemp)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _templates_removed() -> Iterator[None]:
+def _templates(request: pytest.FixtureRequest) -> Iterator[None]:
+    TEMPLATES.share(_run_folder(request.config))
     yield
     TEMPLATES.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The process that started the run (the pytest-xdist controller, or the only process) ends last: it drops
+    the PostgreSQL templates the run's processes shared."""
+    if not hasattr(session.config, "workerinput"):
+        drop_shared(POSTGRES_URL, _run_folder(session.config))
 
 
 @contextmanager
@@ -172,9 +186,9 @@ def private_database(backend: str, directory: Path) -> Iterator[str]:
 
 @contextmanager
 def demo_services(backend: str, directory: Path) -> Iterator[Services]:
-    """The demo workspace in a private store whose data directory is ``directory/data``: a copy of the
-    process's demo template, which ``load_demo`` filled once (it takes 20-60 s)."""
-    with TEMPLATES.copy(TEMPLATES.template(backend, "demo", load_demo), directory) as url:
+    """The demo workspace in a private store whose data directory is ``directory/data``: a copy of the run's
+    demo template, which ``load_demo`` filled once (it takes 20-60 s)."""
+    with TEMPLATES.copy(TEMPLATES.template(backend, "demo", load_demo, shared=True), directory) as url:
         opened = Services.open(Settings(data_dir=directory / "data", database_url=url, allow_anonymous=False))
         try:
             yield opened
@@ -183,8 +197,8 @@ def demo_services(backend: str, directory: Path) -> Iterator[Services]:
 
 
 def demo_summary(backend: str) -> str:
-    """What ``load_demo`` said when it filled the process's demo template of ``backend``: a first load."""
-    return TEMPLATES.template(backend, "demo", load_demo).result
+    """What ``load_demo`` said when it filled the run's demo template of ``backend``: a first load."""
+    return TEMPLATES.template(backend, "demo", load_demo, shared=True).result
 
 
 @contextmanager

@@ -45,8 +45,7 @@ from tests.e2e.conftest import (
     timestamp_nanos,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("demo")]
-"""The demo's tests share a worker, and so the one demo store that worker loads."""
+pytestmark = pytest.mark.anyio
 
 Json = dict[str, Any]
 PARENT = str(APP)

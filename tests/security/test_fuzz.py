@@ -1,7 +1,7 @@
 """Every tool at /mcp, fuzzed from its own input schema against the demo workspace.
 
-One copy of the demo store serves the module (loading the demo takes 20-60 s on a busy machine, so each test
-process loads it once and copies it); the calls go through a real MCP client, in process, and may change the store
+One copy of the demo store serves the module (loading the demo takes 20-60 s on a busy machine, so the run
+loads it once and copies it); the calls go through a real MCP client, in process, and may change the store
 as they like: the property holds in any state. For each tool, Hypothesis draws schema-valid arguments and hostile
 variants of them (tests/security/fuzzing.py); every answer must be a success whose structuredContent matches the
 tool's output schema, or a google.rpc ``CODE: message`` error other than INTERNAL, never a protocol error, a stack
@@ -36,9 +36,6 @@ from convener.server import mcp_servers
 from convener.services import Services
 from tests.conftest import ALL_TOOLS, demo_services, serving
 from tests.security.fuzzing import Pool, arguments, problem
-
-pytestmark = pytest.mark.xdist_group("demo")
-"""On the worker of the demo's tests, whose demo store it copies."""
 
 EXAMPLES = int(os.environ.get("CONVENER_FUZZ_EXAMPLES", "12"))
 """Calls per tool (about 1100 in all); set CONVENER_FUZZ_EXAMPLES higher for a deeper search."""

@@ -424,6 +424,7 @@ async def test_a_changed_app_definition_is_imported_again(loaded: Services, clie
     assert (await call_json(client, "get_app", {"name": PARENT}))["displayName"] == "Acme Support"
 
 
+@pytest.mark.slow
 def test_demo_cli_command_loads_then_changes_nothing(database_url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     arguments = ["demo", "--database-url", database_url, "--data-dir", str(tmp_path / "cli")]

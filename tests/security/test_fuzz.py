@@ -37,6 +37,8 @@ from convener.services import Services
 from tests.conftest import ALL_TOOLS, demo_services, serving
 from tests.security.fuzzing import Pool, arguments, problem
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = int(os.environ.get("CONVENER_FUZZ_EXAMPLES", "12"))
 """Calls per tool (about 1100 in all); set CONVENER_FUZZ_EXAMPLES higher for a deeper search."""
 RUNS_WORK = {"run_session", "run_evaluation", "simulate_scenario", "generate_evaluation", "ask_data_insights",

@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
 Every store-backed test runs against SQLite and, when CONVENER_TEST_DATABASE_URL names a
-PostgreSQL database, against PostgreSQL too: each test gets its own schema there, dropped after.
+PostgreSQL database, against PostgreSQL too: each test gets a store of its own, copied from one migrated
+once per test process (``tests/stores.py``), and dropped after.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from starlette.types import ASGIApp
 
 from convener.auth.keys import ApiKeys
 from convener.config import Settings
+from convener.demo import load_demo
 from convener.server import build_app, mcp_servers
 from convener.services import Services
 from convener.store.database import normalise_url
+from tests.stores import Templates, drop_shared
 
 POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
 
@@ -56,6 +59,7 @@ def _shared_validator(self: ClientSession, name: str, output_schema: dict[str, A
 
 
 ClientSession._output_schema_validator = _shared_validator  # type: ignore[method-assign]
+
 CES_TOOLS = (
     "list_conversations",
     "get_conversation",
@@ -121,9 +125,59 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+TEMPLATES = Templates(POSTGRES_URL)
+"""The template stores this test process copies."""
+
+
+def _run_folder(config: pytest.Config) -> Path:
+    """The temporary folder of the whole run: a pytest-xdist worker's own is inside the controller's."""
+    basetemp = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return Path(basetemp).parent if hasattr(config, "workerinput") else Path(basetemp)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _templates(request: pytest.FixtureRequest) -> Iterator[None]:
+    TEMPLATES.share(_run_folder(request.config))
+    yield
+    TEMPLATES.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The process that started the run (the pytest-xdist controller, or the only process) ends last: it drops
+    the PostgreSQL templates the run's processes shared."""
+    if not hasattr(session.config, "workerinput"):
+        drop_shared(POSTGRES_URL, _run_folder(session.config))
+
+
 @contextmanager
 def private_database(backend: str, directory: Path) -> Iterator[str]:
-    """A fresh, empty database: a SQLite file in ``directory``, or a private schema in the test PostgreSQL."""
+    """A fresh database of its own, already at the newest schema: a SQLite file in ``directory``, or a
+    PostgreSQL database; copied from the process's migrated template."""
+    with TEMPLATES.copy(TEMPLATES.template(backend, "migrated", None), directory) as url:
+        yield url
+
+
+@contextmanager
+def demo_services(backend: str, directory: Path) -> Iterator[Services]:
+    """The demo workspace in a private store whose data directory is ``directory/data``: a copy of the run's
+    demo template, which ``load_demo`` filled once (it takes 20-60 s)."""
+    with TEMPLATES.copy(TEMPLATES.template(backend, "demo", load_demo, shared=True), directory) as url:
+        opened = Services.open(Settings(data_dir=directory / "data", database_url=url, allow_anonymous=False))
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+
+def demo_summary(backend: str) -> str:
+    """What ``load_demo`` said when it filled the run's demo template of ``backend``: a first load."""
+    return TEMPLATES.template(backend, "demo", load_demo, shared=True).result
+
+
+@contextmanager
+def empty_database(backend: str, directory: Path) -> Iterator[str]:
+    """A fresh database with no tables, for tests of the migrations: a SQLite file in ``directory``, or a
+    private schema in the test PostgreSQL."""
     if backend == "sqlite":
         yield f"sqlite:///{directory / 'convener.db'}"
         return
@@ -144,7 +198,15 @@ def private_database(backend: str, directory: Path) -> Iterator[str]:
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A private store at the newest schema."""
     with private_database(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A private database that no migration has touched."""
+    with empty_database(request.param, tmp_path) as url:
         yield url
 
 

@@ -33,6 +33,7 @@ from convener.demo.loader import app_yaml, expected_export, scripts
 from convener.outside.callables import registered_specs
 from convener.server import mcp_servers
 from convener.services import Services
+from tests.conftest import BACKENDS, demo_services, demo_summary
 from tests.e2e.conftest import (
     EVALUATION_VALIDATOR,
     MESSAGES_VALIDATOR,
@@ -106,10 +107,25 @@ async def by_id(client: Client, tool: str, collection: str) -> dict[str, Json]:
     return {short(part["name"]): part for part in parts}
 
 
+@pytest.fixture(params=BACKENDS)
+def loaded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
+    """A store of its own in which the demo is loaded: a copy of the demo this test process loaded once."""
+    with demo_services(request.param, tmp_path / "loaded") as services:
+        yield services
+
+
 @pytest.fixture
-async def demo(services: Services, client: Client) -> dict[str, Json]:
-    """The demo loaded into a fresh store; each conversation read with get_conversation, by ID."""
-    load_demo(services)
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[Client]:
+    """An MCP client in-process to /mcp, as the local user, on the test's store: the loaded demo when the
+    test takes ``loaded``, otherwise a fresh store."""
+    services: Services = request.getfixturevalue("loaded" if "loaded" in request.fixturenames else "services")
+    async with Client(mcp_servers(services)["/mcp"]) as connected:
+        yield connected
+
+
+@pytest.fixture
+async def demo(loaded: Services, client: Client) -> dict[str, Json]:
+    """The demo loaded; each conversation read with get_conversation, by ID."""
     return {script.id: await get_conversation(client, script.id) for script in scripts()}
 
 
@@ -138,8 +154,8 @@ def span_paths(span: Json, above: tuple[str, ...] = ()) -> Iterator[tuple[tuple[
 # -- the app ---------------------------------------------------------------------------------------
 
 
-async def test_the_demo_app_its_agents_and_tools_exist(services: Services, client: Client) -> None:
-    summary = load_demo(services)
+async def test_the_demo_app_its_agents_and_tools_exist(loaded: Services, client: Client) -> None:
+    summary = demo_summary(loaded.database.dialect)
 
     assert summary.startswith(f"{PARENT}: app imported, 10 evaluations (14 written; ran them in {PARENT}/evaluationRuns/")
     assert summary.splitlines()[0].endswith(f"), {len(scripts())} conversations ({len(scripts())} new)")
@@ -173,17 +189,14 @@ def test_the_python_tools_have_typed_parameters_and_docstrings() -> None:
         assert hints and hints == set(function.__code__.co_varnames[: function.__code__.co_argcount]), tool_id
 
 
-async def test_the_demo_yaml_round_trips_through_export_app(services: Services, client: Client) -> None:
-    load_demo(services)
-
+async def test_the_demo_yaml_round_trips_through_export_app(loaded: Services, client: Client) -> None:
     exported = (await call_json(client, "export_app", {"name": PARENT}))["appContent"]
 
     assert yaml.safe_load(exported) == expected_export(yaml.safe_load(app_yaml()))
     assert (await call_json(client, "export_app", {"name": PARENT}))["appContent"] == exported
 
 
-async def test_the_exported_demo_imports_as_another_app(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_the_exported_demo_imports_as_another_app(loaded: Services, client: Client) -> None:
     exported = (await call_json(client, "export_app", {"name": PARENT}))["appContent"]
 
     await call_json(client, "import_app", {"parent": "projects/demo/locations/global", "appId": "copy",
@@ -193,8 +206,7 @@ async def test_the_exported_demo_imports_as_another_app(services: Services, clie
     assert yaml.safe_load(copied["appContent"]) == yaml.safe_load(exported)
 
 
-async def test_a_new_session_against_the_demo_app_runs(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_a_new_session_against_the_demo_app_runs(loaded: Services, client: Client) -> None:
     order = next(o for o in tools.dataset()["orders"] if o["id"] == "AC-1001")
 
     response = await call_json(client, "run_session", {
@@ -211,8 +223,7 @@ async def test_a_new_session_against_the_demo_app_runs(services: Services, clien
     assert agent_side[2]["toolResponse"]["response"]["output"]["status"] == order["status"]
 
 
-async def test_a_new_session_refunds_after_the_client_tool(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_a_new_session_refunds_after_the_client_tool(loaded: Services, client: Client) -> None:
     session = {"session": f"{PARENT}/sessions/refund-by-hand"}
 
     asked = await call_json(client, "run_session", {"config": session, "inputs": [
@@ -237,9 +248,7 @@ def test_the_demo_app_names_only_registered_callables() -> None:
 # -- the conversations -----------------------------------------------------------------------------
 
 
-async def test_every_script_is_listed_as_a_conversation(services: Services, client: Client) -> None:
-    load_demo(services)
-
+async def test_every_script_is_listed_as_a_conversation(loaded: Services, client: Client) -> None:
     listed = await all_conversations(client)
     # The demo's evaluation run recorded its replays too, as conversations of source EVAL named eval-….
     replays = [c for c in listed if short(c["name"]).startswith("eval-")]
@@ -361,13 +370,12 @@ async def test_goodbyes_end_their_sessions(demo: dict[str, Json], client: Client
 # -- loading ---------------------------------------------------------------------------------------
 
 
-async def test_loading_twice_changes_nothing(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_loading_twice_changes_nothing(loaded: Services, client: Client) -> None:
     before = await all_conversations(client)
     app = await call_json(client, "get_app", {"name": PARENT})
     agents = await call_json(client, "list_agents", {"parent": PARENT})
 
-    summary = load_demo(services)
+    summary = load_demo(loaded)
 
     app_line, chat_line, knowledge_line, analytics_line = summary.splitlines()
     assert app_line == f"{PARENT}: app unchanged, 10 evaluations (0 written), {len(scripts())} conversations (0 new)"
@@ -380,13 +388,12 @@ async def test_loading_twice_changes_nothing(services: Services, client: Client)
     assert await call_json(client, "list_agents", {"parent": PARENT}) == agents
 
 
-async def test_loading_again_replays_a_deleted_conversation(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_loading_again_replays_a_deleted_conversation(loaded: Services, client: Client) -> None:
     name = f"{PARENT}/conversations/demo-004"
     before = await get_conversation(client, "demo-004")
     await call_json(client, "delete_conversation", {"name": name})
 
-    summary = load_demo(services)
+    summary = load_demo(loaded)
 
     assert summary.splitlines()[0].endswith(f"{len(scripts())} conversations (1 new)")
     after = await get_conversation(client, "demo-004")
@@ -395,31 +402,30 @@ async def test_loading_again_replays_a_deleted_conversation(services: Services, 
     assert agent_side[0] == agent_side[1]
 
 
-async def test_loading_again_keeps_turns_added_to_a_demo_session(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_loading_again_keeps_turns_added_to_a_demo_session(loaded: Services, client: Client) -> None:
     await call_json(client, "run_session", {
         "config": {"session": f"{PARENT}/sessions/demo-011"}, "inputs": [{"text": "Do you ship to Canada?"}],
     })
     continued = await get_conversation(client, "demo-011")
 
-    summary = load_demo(services)
+    summary = load_demo(loaded)
 
     assert summary.splitlines()[0].endswith("(0 new)")
     assert await get_conversation(client, "demo-011") == continued
     assert continued["turnCount"] == len(next(s for s in scripts() if s.id == "demo-011").turns) + 1
 
 
-async def test_a_changed_app_definition_is_imported_again(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_a_changed_app_definition_is_imported_again(loaded: Services, client: Client) -> None:
     await call_json(client, "update_app", {"app": {"name": PARENT, "displayName": "Renamed"},
                                            "updateMask": "displayName"})
 
-    summary = load_demo(services)
+    summary = load_demo(loaded)
 
     assert summary.startswith(f"{PARENT}: app imported,") and summary.splitlines()[0].endswith("(0 new)")
     assert (await call_json(client, "get_app", {"name": PARENT}))["displayName"] == "Acme Support"
 
 
+@pytest.mark.slow
 def test_demo_cli_command_loads_then_changes_nothing_and_reissues_keys_when_asked(
         database_url: str, tmp_path: Path) -> None:
     runner = CliRunner()
@@ -477,8 +483,7 @@ def test_tools_read_order_numbers_leniently_and_refuse_what_they_cannot_do() -> 
 # -- the demo's evaluations ------------------------------------------------------------------------
 
 
-async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(loaded: Services, client: Client) -> None:
     listed = await call_json(client, "list_evaluations", {"parent": PARENT, "orderBy": "name"})
     outcomes = {e["name"].rsplit("/", 1)[1]: e["lastCompletedResult"]["evaluationStatus"] for e in listed["evaluations"]}
     assert outcomes == {
@@ -634,13 +639,13 @@ async def test_the_private_message_is_stored_and_listed_to_no_one(ana: Client, s
     assert searched.get("messages", []) == []
 
 
-async def test_the_keys_load_demo_prints_act_as_the_demo_users(services: Services) -> None:
-    keys = ApiKeys(services.database)
-    first = CHAT_SUMMARY.search(load_demo(services))
+async def test_the_keys_load_demo_prints_act_as_the_demo_users(loaded: Services) -> None:
+    keys = ApiKeys(loaded.database)
+    first = CHAT_SUMMARY.search(demo_summary(loaded.database.dialect))
     assert first and first["keys"] == "new"
     assert keys.caller(first["ana"]) == Caller("users/ana", frozenset({"*"}))
     assert keys.caller(first["ben"]) == Caller("users/ben", frozenset({"*"}))
-    async for client in as_user(services, "users/ana"):
+    async for client in as_user(loaded, "users/ana"):
         assert (await conversations_of(client)).keys() >= {"general", "support-agent"}
 
 
@@ -690,9 +695,7 @@ def test_a_demo_key_revoked_or_forgotten_is_issued_again(services: Services) -> 
     assert sorted(key.principal for key in keys.list()) == ["users/ana", "users/ben"], "stale demo keys revoked"
 
 
-async def test_the_demo_answers_questions_about_convener_from_its_own_docs(services: Services, client: Client) -> None:
-    load_demo(services)
-
+async def test_the_demo_answers_questions_about_convener_from_its_own_docs(loaded: Services, client: Client) -> None:
     answer = await call_json(client, "answer_query", {"query": "How do I import a Slack export?"})
     chunks = await call_json(client, "search_documents", {"query": "Slack export import", "pageSize": 3})
 
@@ -703,8 +706,7 @@ async def test_the_demo_answers_questions_about_convener_from_its_own_docs(servi
     assert chunks["results"][0]["document"]["dataSource"] == "convener-docs"
 
 
-async def test_the_demo_data_agent_answers_offline_with_a_chart(services: Services, client: Client) -> None:
-    load_demo(services)
+async def test_the_demo_data_agent_answers_offline_with_a_chart(loaded: Services, client: Client) -> None:
     result = await client.call_tool("ask_data_agent", {"data_agent_id": "demo-data",
                                                        "user_query_with_context": "What is the average horsepower by origin?"})
     assert not result.is_error, result.content

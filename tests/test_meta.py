@@ -10,12 +10,15 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
 
+from convener.config import Settings
+from convener.server import mcp_servers
 from convener.services import Services
-from tests.conftest import ALL_TOOLS
+from tests.conftest import ALL_TOOLS, BACKENDS, private_database
 
 SEED_TOOLS = ("list_conversations", "get_conversation", "get_evaluation", "list_messages", "answer_query",
               "search_documents", "get_documents")
@@ -25,8 +28,26 @@ APP = f"{LOCATION}/apps/meta-app"
 ERROR_SHAPE = re.compile(r"^[A-Z_]+: .+", re.DOTALL)
 
 
-async def tools_by_name(client: Client) -> dict[str, types.Tool]:
-    return {tool.name: tool for tool in (await client.list_tools()).tools}
+Listing = dict[str, types.Tool]
+"""The tools /mcp lists, by name."""
+
+
+async def _listed(services: Services) -> Listing:
+    async with Client(mcp_servers(services)["/mcp"]) as client:
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def listing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Listing:
+    """What /mcp lists, by tool name: listed once per backend for the module's checks of what tools declare
+    (a fresh store and server for each of those hundreds of checks cost most of the module's time)."""
+    directory = tmp_path_factory.mktemp("meta")
+    with private_database(request.param, directory) as url:
+        services = Services.open(Settings(data_dir=directory / "data", database_url=url, allow_anonymous=False))
+        try:
+            return anyio.run(_listed, services)
+        finally:
+            services.close()
 
 
 def _properties(schema: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -51,15 +72,13 @@ def _enum_of(schema: dict[str, Any], prop: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------- tool metadata
 
 
-@pytest.mark.anyio
-async def test_the_tools_of_every_service_are_all_listed(client: Client) -> None:
-    assert set(await tools_by_name(client)) == set(ALL_TOOLS)
+def test_the_tools_of_every_service_are_all_listed(listing: Listing) -> None:
+    assert set(listing) == set(ALL_TOOLS)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", ALL_TOOLS)
-async def test_every_tool_has_a_title_a_description_and_all_four_hints(client: Client, name: str) -> None:
-    tool = (await tools_by_name(client))[name]
+def test_every_tool_has_a_title_a_description_and_all_four_hints(listing: Listing, name: str) -> None:
+    tool = listing[name]
 
     assert tool.title and tool.title.strip()
     assert tool.description and len(tool.description) >= 10
@@ -69,10 +88,9 @@ async def test_every_tool_has_a_title_a_description_and_all_four_hints(client: C
         assert isinstance(hints[hint], bool), f"{name}: {hint} is not set"
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", ALL_TOOLS)
-async def test_every_input_property_of_a_request_is_described_in_the_listing(client: Client, name: str) -> None:
-    schema = (await tools_by_name(client))[name].input_schema
+def test_every_input_property_of_a_request_is_described_in_the_listing(listing: Listing, name: str) -> None:
+    schema = listing[name].input_schema
 
     assert schema["type"] == "object"
     undocumented = [key for key, prop in schema.get("properties", {}).items() if not prop.get("description", "").strip()]
@@ -91,20 +109,18 @@ def test_every_nested_input_property_is_described_in_the_model(services: Service
     assert not undocumented
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", ALL_TOOLS)
-async def test_every_tool_declares_an_object_output_schema(client: Client, name: str) -> None:
-    tool = (await tools_by_name(client))[name]
+def test_every_tool_declares_an_object_output_schema(listing: Listing, name: str) -> None:
+    tool = listing[name]
 
     assert tool.output_schema is not None
     assert tool.output_schema.get("type") == "object"
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", SEED_TOOLS)
-async def test_seed_tools_are_read_only_idempotent_and_closed_world(client: Client, name: str) -> None:
+def test_seed_tools_are_read_only_idempotent_and_closed_world(listing: Listing, name: str) -> None:
     # The seed: destructive ❌ | idempotent ✅ | read-only ✅ | open world ❌
-    annotations = (await tools_by_name(client))[name].annotations
+    annotations = listing[name].annotations
     assert annotations is not None
 
     assert annotations.read_only_hint is True
@@ -113,19 +129,17 @@ async def test_seed_tools_are_read_only_idempotent_and_closed_world(client: Clie
     assert annotations.open_world_hint is False
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", ["delete_conversation", "delete_app"])
-async def test_delete_tools_say_they_are_destructive(client: Client, name: str) -> None:
-    annotations = (await tools_by_name(client))[name].annotations
+def test_delete_tools_say_they_are_destructive(listing: Listing, name: str) -> None:
+    annotations = listing[name].annotations
     assert annotations is not None
 
     assert annotations.read_only_hint is False
     assert annotations.destructive_hint is True
 
 
-@pytest.mark.anyio
-async def test_list_conversations_takes_exactly_the_seed_inputs(client: Client) -> None:
-    schema = (await tools_by_name(client))["list_conversations"].input_schema
+def test_list_conversations_takes_exactly_the_seed_inputs(listing: Listing) -> None:
+    schema = listing["list_conversations"].input_schema
 
     assert set(schema["properties"]) == {"parent", "pageSize", "pageToken", "filter", "source", "sources"}
     assert schema.get("required") == ["parent"]
@@ -133,9 +147,8 @@ async def test_list_conversations_takes_exactly_the_seed_inputs(client: Client) 
     assert _enum_of(schema, schema["properties"]["sources"]) == SOURCES
 
 
-@pytest.mark.anyio
-async def test_list_conversations_returns_exactly_the_seed_outputs(client: Client) -> None:
-    schema = (await tools_by_name(client))["list_conversations"].output_schema
+def test_list_conversations_returns_exactly_the_seed_outputs(listing: Listing) -> None:
+    schema = listing["list_conversations"].output_schema
     assert schema is not None
 
     assert set(schema["properties"]) == {"conversations", "nextPageToken"}

@@ -59,8 +59,8 @@ def test_every_table_is_in_the_shared_metadata() -> None:
 HEAD = "0007"
 
 
-def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(database_url: str) -> None:
-    database = Database(database_url)
+def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(empty_database_url: str) -> None:
+    database = Database(empty_database_url)
     try:
         database.migrate("0001")
         with database.transaction() as connection:
@@ -95,8 +95,8 @@ def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(data
         database.dispose()
 
 
-def test_migrating_twice_is_a_no_op(database_url: str) -> None:
-    database = Database(database_url)
+def test_migrating_twice_is_a_no_op(empty_database_url: str) -> None:
+    database = Database(empty_database_url)
     try:
         database.migrate()
         with database.transaction() as connection:
@@ -126,8 +126,8 @@ def _not_full_text(obj: object, name: str | None, type_: str, reflected: bool, c
     return not _is_full_text(name)
 
 
-def test_the_migrated_schema_is_the_metadata(database_url: str) -> None:
-    database = Database(database_url)
+def test_the_migrated_schema_is_the_metadata(empty_database_url: str) -> None:
+    database = Database(empty_database_url)
     try:
         database.migrate()
         with database.engine.connect() as connection:

@@ -304,6 +304,7 @@ async def listed_over_stdio(command: str, args: list[str], env: dict[str, str]) 
             return tools, chat
 
 
+@pytest.mark.slow
 def test_the_stdio_configurations_run_as_written(tmp_path: Path) -> None:
     import anyio
 

@@ -323,6 +323,7 @@ def test_unicode_and_emoji_around_a_question(world: World) -> None:
             pass
 
 
+@pytest.mark.slow
 def test_random_questions_give_a_runnable_select_or_no_plan(world: World) -> None:
     """Word salad from the data's own vocabulary: whatever the planner makes of it runs on both engines."""
     words = ["how", "many", "average", "total", "max", "lowest", "top", "3", "by", "per", "each", "cars",

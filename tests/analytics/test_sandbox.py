@@ -51,14 +51,43 @@ def postgres_listens() -> bool:
         return False
 
 
-def sandbox_processes() -> list[str]:
+@pytest.fixture
+def started_sessions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sessions of the sandboxes the test starts: each sandbox leads a session of its own, which
+    everything it forks stays in."""
+    started: list[int] = []
+    start = sandbox.start_isolated
+
+    def recorded(argv: list[str], folder: str) -> subprocess.Popen[bytes]:
+        process = start(argv, folder)
+        started.append(process.pid)
+        return process
+
+    monkeypatch.setattr(sandbox, "start_isolated", recorded)
+    return started
+
+
+def _alive_in(sessions: list[int]) -> list[str]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"sandbox_child.py" in (entry / "cmdline").read_bytes():
-                found.append(entry.name)
-        except OSError:
+            if entry.name.isdigit():
+                # /proc/<pid>/stat: pid (comm) state ppid pgrp session …; comm may hold spaces and parentheses.
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if fields[0] not in ("Z", "X") and int(fields[3]) in sessions:
+                    found.append(entry.name)
+        except (OSError, IndexError, ValueError):
             continue
+    return found
+
+
+def sandbox_processes(sessions: list[int]) -> list[str]:
+    """Processes alive in the sessions of the test's own sandboxes (other tests may be running sandboxes
+    beside it, in other pytest-xdist workers). A killed process may take a moment to go: it gets half a
+    second, well under the seconds after which the sandbox's own CPU limit would end a leaked one."""
+    deadline = time.monotonic() + 0.5
+    while (found := _alive_in(sessions)) and time.monotonic() < deadline:
+        time.sleep(0.01)
     return found
 
 
@@ -158,12 +187,12 @@ def test_a_syntax_error_names_the_line() -> None:
     assert "line 2" in outcome.error
 
 
-def test_an_infinite_loop_times_out_and_leaves_no_process() -> None:
+def test_an_infinite_loop_times_out_and_leaves_no_process(started_sessions: list[int]) -> None:
     started = time.monotonic()
     outcome = run("while True:\n    pass", timeout_seconds=1)
     assert time.monotonic() - started < 1 + 3
     assert outcome.error == "timed out after 1 s"
-    assert sandbox_processes() == []
+    assert started_sessions and sandbox_processes(started_sessions) == []
 
 
 @pytest.mark.parametrize("code", [
@@ -248,13 +277,13 @@ def test_no_process_can_be_started() -> None:
     refused(run("import ctypes"), "ctypes")
 
 
-def test_a_fork_bomb_is_stopped_at_the_first_fork() -> None:
+def test_a_fork_bomb_is_stopped_at_the_first_fork(started_sessions: list[int]) -> None:
     started = time.monotonic()
     outcome = run("import os\nwhile True:\n    os.fork()", timeout_seconds=5)
     assert time.monotonic() - started < 3
     refused(outcome, "os.fork is not allowed")
     refused(run("import multiprocessing\nmultiprocessing.Process(target=print).start()"), "not allowed")
-    assert sandbox_processes() == []
+    assert started_sessions and sandbox_processes(started_sessions) == []
 
 
 def test_device_nodes_cannot_be_made_or_opened() -> None:

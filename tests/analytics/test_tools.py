@@ -296,6 +296,7 @@ async def test_an_agent_without_a_published_context_says_how_to_publish(client: 
     assert "data.result" in kinds(staged)
 
 
+@pytest.mark.slow
 async def test_python_analysis_runs_out_of_process_only_when_the_agent_enables_it(
         client: Client, shop_source: str) -> None:
     question = "Show orders with an amount of more than 50, with statistics"

@@ -20,7 +20,7 @@ from convener.cli import app
 from tests.conftest import CHAT_TOOLS
 from tests.e2e.conftest import MESSAGES_VALIDATOR, assert_matches, assert_no_leak, error_text, structured
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CONVENER = str(Path(sys.executable).parent / "convener")
 DEADLINE = 120

@@ -64,6 +64,7 @@ async def stdio_server(database_url: str, tmp_path: Path) -> AsyncIterator[Clien
         yield client
 
 
+@pytest.mark.slow
 async def test_define_and_run_an_agent_over_stdio(stdio_server: Client, services: Services) -> None:
     check_recorded(services, "over-stdio", await define_and_talk(stdio_server, "over-stdio"))
 

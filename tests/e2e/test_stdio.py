@@ -27,6 +27,9 @@ from tests.e2e.conftest import (
     newest_first,
 )
 
+pytestmark = pytest.mark.slow
+"""Each test starts a server process."""
+
 CONVENER = str(Path(sys.executable).parent / "convener")
 DEADLINE = 120
 

@@ -17,7 +17,7 @@ from convener.services import Services
 from tests.e2e.conftest import structured
 from tests.knowledge.conftest import BASE_URL, name_of
 
-pytestmark = [pytest.mark.anyio,
+pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not available(), reason="needs the embeddings extra: make embeddings")]
 
 

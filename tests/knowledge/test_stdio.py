@@ -16,7 +16,7 @@ from convener.cli import app
 from tests.e2e.conftest import error_text, structured
 from tests.knowledge.conftest import BASE_URL, name_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CONVENER = str(Path(sys.executable).parent / "convener")
 DEADLINE = 120

@@ -248,6 +248,7 @@ def probe(kind: str, folder: Path, sql: str) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "sql"), [
     # Written as constants, both are refused before they run; computed from the data, they run to the deadline
     # (2.5e10 rows) or to the value cap (one value of 1 GB, which DuckDB makes in one piece).

@@ -1,10 +1,11 @@
 """Every tool at /mcp, fuzzed from its own input schema against the demo workspace.
 
-One demo store serves the module (loading it takes 20-60 s on a busy machine); the calls go through a real MCP client, in
-process, and may change the store as they like: the property holds in any state. For each tool, Hypothesis
-draws schema-valid arguments and hostile variants of them (tests/security/fuzzing.py); every answer must be a
-success whose structuredContent matches the tool's output schema, or a google.rpc ``CODE: message`` error other
-than INTERNAL, never a protocol error, a stack trace or an exception's name; and the server must keep answering.
+One copy of the demo store serves the module (loading the demo takes 20-60 s on a busy machine, so the run
+loads it once and copies it); the calls go through a real MCP client, in process, and may change the store
+as they like: the property holds in any state. For each tool, Hypothesis draws schema-valid arguments and hostile
+variants of them (tests/security/fuzzing.py); every answer must be a success whose structuredContent matches the
+tool's output schema, or a google.rpc ``CODE: message`` error other than INTERNAL, never a protocol error, a stack
+trace or an exception's name; and the server must keep answering.
 The run is derandomized and bounded, so it finds the same things every time, in under two minutes; set
 CONVENER_FUZZ_EXAMPLES for a deeper search. What it found is kept in test_fuzz_findings.py.
 """
@@ -30,12 +31,13 @@ from mcp import Client
 
 from convener.auth.caller import Caller
 from convener.auth.keys import ApiKeys
-from convener.config import Settings
-from convener.demo import APP, load_demo
+from convener.demo import APP
 from convener.server import mcp_servers
 from convener.services import Services
-from tests.conftest import ALL_TOOLS, serving
+from tests.conftest import ALL_TOOLS, demo_services, serving
 from tests.security.fuzzing import Pool, arguments, problem
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = int(os.environ.get("CONVENER_FUZZ_EXAMPLES", "12"))
 """Calls per tool (about 1100 in all); set CONVENER_FUZZ_EXAMPLES higher for a deeper search."""
@@ -105,10 +107,7 @@ LISTINGS: list[tuple[str, dict[str, Any]]] = [
 @pytest.fixture(scope="module")
 def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
     directory: Path = tmp_path_factory.mktemp("fuzz")
-    services = Services.open(Settings(data_dir=directory / "data", allow_anonymous=False,
-                                      database_url=f"sqlite:///{directory / 'convener.db'}"))
-    try:
-        load_demo(services)
+    with demo_services("sqlite", directory) as services:
         server = mcp_servers(services, default_caller=ANA)["/mcp"]
         with start_blocking_portal(backend="asyncio") as portal, \
                 portal.wrap_async_context_manager(Client(server)) as client:
@@ -126,8 +125,6 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
                 found.pool.add(messages.structured_content)
             found.pool.settle()
             yield found
-    finally:
-        services.close()
 
 
 def test_every_tool_is_fuzzed(fuzz: Fuzz) -> None:

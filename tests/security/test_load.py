@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 
 from convener.auth.keys import ApiKeys
@@ -130,6 +131,7 @@ def message_count(services: Services) -> int:
         return int(connection.scalar(select(func.count()).select_from(messages)) or 0)
 
 
+@pytest.mark.slow
 def test_reads_keep_p99_under_a_second_while_a_cli_import_writes(tmp_path: Path) -> None:
     database_url = f"sqlite:///{tmp_path / 'convener.db'}"
     services = Services.open(Settings(data_dir=tmp_path / "data", database_url=database_url))

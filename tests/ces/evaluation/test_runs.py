@@ -464,6 +464,7 @@ async def test_hostile_runs_are_refused_and_start_nothing(client: Client) -> Non
         error_text(await client.call_tool(tool, arguments), code)
 
 
+@pytest.mark.slow
 async def test_a_run_survives_the_kill_of_the_process_running_it(database_url: str, tmp_path: Path) -> None:
     settings = runtime_settings(database_url, tmp_path)
     setup = Services.open(settings)

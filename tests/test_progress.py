@@ -62,7 +62,7 @@ async def test_a_client_that_reads_nothing_holds_up_no_work_and_what_waits_for_i
 async def test_as_many_steps_as_the_queue_holds_all_arrive_in_order() -> None:
     client = StalledClient()
     relay = ProgressRelay(client.notify)
-    steps = PROGRESS_WAITING + 1  # the queue, and the one being sent when the rest came
+    steps = PROGRESS_WAITING  # what the queue holds, however far the sender got when the work ended
 
     await run_work(relay, client, steps)
 

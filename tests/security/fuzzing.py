@@ -15,7 +15,7 @@ code other than INTERNAL, and leak nothing of the implementation.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,15 +277,33 @@ def _string_properties(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def problem(result: types.CallToolResult, validator: jsonschema.protocols.Validator | None) -> str | None:
-    """What breaks the property in this answer, or None when it holds."""
+def _strings_in(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_in(item)
+
+
+def problem(result: types.CallToolResult, validator: jsonschema.protocols.Validator | None,
+            arguments: Any = None) -> str | None:
+    """What breaks the property in this answer, or None when it holds. An error may quote what the caller sent
+    (``arguments``): a name such as "UndefinedError" echoed back leaks nothing."""
     if result.is_error:
         texts = [item.text for item in result.content if isinstance(item, types.TextContent)]
         if len(texts) != 1:
             return f"an error result has {len(texts)} text parts"
         if not ERROR.match(texts[0]):
             return f"the error is not a google.rpc 'CODE: message': {texts[0][:500]!r}"
-        if LEAK.search(texts[0]):
+        own = texts[0]
+        for sent in sorted(set(_strings_in(arguments)), key=len, reverse=True):
+            if len(sent) >= 3:
+                own = own.replace(sent, "")
+        if LEAK.search(own):
             return f"the error leaks the implementation: {texts[0][:500]!r}"
         return None
     if result.structured_content is None:

@@ -154,7 +154,7 @@ def test_every_answer_is_a_result_or_a_google_rpc_error(fuzz: Fuzz, tool: str) -
         try:
             result = fuzz.call(tool, request)
             fuzz.outcomes[tool, _outcome(result)] += 1
-            found = problem(result, validator)
+            found = problem(result, validator, request)
         except Exception as error:  # a JSON-RPC error, or the client refusing the answer
             found = f"the call failed: {type(error).__name__}: {str(error)[:500]}"
         finally:
@@ -211,7 +211,7 @@ def test_over_http_every_answer_is_a_result_or_a_google_rpc_error(
             except ValueError:
                 message = {}
             if "result" in message:
-                found = problem(types.CallToolResult.model_validate(message["result"]), validator)
+                found = problem(types.CallToolResult.model_validate(message["result"]), validator, request)
             elif "error" in message and isinstance(message["error"].get("code"), int):
                 found = None if message["error"]["code"] < 0 and "Traceback" not in response.text else \
                     f"a JSON-RPC error that leaks: {response.text[:300]!r}"

@@ -14,8 +14,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-
 from convener.api.errors import ApiError
 from convener.auth.caller import LOCAL_USER
 from convener.ces.definitions import AppSnapshot, ClientFunction, Tool
@@ -24,6 +22,7 @@ from convener.ces.names import AppName
 from convener.ces.requests import GetAppRequest
 from convener.ces.runtime.failures import ToolFailure
 from convener.ces.runtime.toolbox import as_response
+from convener.ces.schemas import jsonschema_problem
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.services import Services
 
@@ -147,7 +146,8 @@ class Chat:
         """Ask for the client tool's response until it is JSON of the declared shape (or CES's envelope)."""
         name = call.display_name or "tool"
         declared = self._declared(call)
-        schema = declared.response.to_json_schema() if declared is not None and declared.response else None
+        response = declared.response if declared is not None else None
+        schema = response.to_json_schema() if response is not None else None
         if schema is not None:
             self.show(f"  {name} answers {shape(schema)}")
         while True:
@@ -160,12 +160,11 @@ class Chat:
                 self.show("  that is not JSON")
                 continue
             enveloped = isinstance(value, dict) and bool({"output", "error"} & value.keys())
-            if schema is not None and not enveloped:
-                problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+            if response is not None and schema is not None and not enveloped:
+                problem = jsonschema_problem(value, response)
                 if problem is not None:
-                    where = "/".join(str(part) for part in problem.absolute_path)
-                    self.show(f"  that is not what {name} answers ({where + ': ' if where else ''}{problem.message});"
-                              f" expected {shape(schema)}, or {{\"error\": \"…\"}}")
+                    self.show(f"  that is not what {name} answers ({problem}); expected {shape(schema)}, "
+                              f"or {{\"error\": \"…\"}}")
                     continue
             try:
                 return as_response(value)

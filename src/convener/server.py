@@ -139,8 +139,7 @@ def build_app(services: Services) -> Starlette:
 
 async def serve_stdio(services: Services, caller: Caller = LOCAL_USER) -> None:
     """Serve over stdio, every call acting as ``caller`` (``convener serve --transport stdio --as users/ID``)."""
-    server = build_mcp_server("convener", services.registries().values(), instructions=INSTRUCTIONS,
-                              default_caller=caller, selection=services.settings.selection)
+    server = mcp_servers(services, caller)["/mcp"]  # the same tools as /mcp serves, the operator's toolsets
     services.runtime.evaluations.executor.recover()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -173,12 +173,20 @@ def _map_exception(tool: str, error: BaseException) -> types.CallToolResult:
     return error_result(Code.INTERNAL, INTERNAL_MESSAGE)
 
 
+Left = TypeVar("Left")
+
+
+def _left_on_request(ctx: ServerRequestContext[Any, Any], name: str, kind: type[Left], default: Left) -> Left:
+    """What the HTTP edge left on the request as ``name``; ``default`` over stdio and in process."""
+    request = ctx.request
+    value = getattr(getattr(request, "state", None), name, None) if request is not None else None
+    return value if isinstance(value, kind) else default
+
+
 def caller_of(ctx: ServerRequestContext[Any, Any], default: Caller = LOCAL_USER) -> Caller:
     """The HTTP middleware leaves the caller on the request; stdio and in-process calls are ``default``
     (the local user, or whom a stdio server was started ``--as``)."""
-    request = ctx.request
-    caller = getattr(getattr(request, "state", None), "caller", None) if request is not None else None
-    return caller if isinstance(caller, Caller) else default
+    return _left_on_request(ctx, "caller", Caller, default)
 
 
 def _no_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -242,9 +250,7 @@ def served(specs: Iterable[tuple[str, ToolSpec[Any, Any]]], selection: Selection
 
 def selection_of(ctx: ServerRequestContext[Any, Any], default: Selection) -> Selection:
     """The HTTP edge leaves the connection's toolset selection on the request; stdio serves ``default``."""
-    request = ctx.request
-    chosen = getattr(getattr(request, "state", None), "selection", None) if request is not None else None
-    return chosen if isinstance(chosen, Selection) else default
+    return _left_on_request(ctx, "selection", Selection, default)
 
 
 def build_mcp_server(name: str, registries: Iterable[ToolRegistry], *, instructions: str | None = None,

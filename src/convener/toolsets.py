@@ -87,9 +87,5 @@ class Selection:
             read_only = read_only or value in _TRUE
         return Selection(toolsets, read_only)
 
-    def key(self) -> str:
-        """A stable text naming this selection (to keep one serialised tool list per selection)."""
-        return ",".join(sorted(self.toolsets)) + (";read-only" if self.read_only else "")
-
 
 EVERYTHING = Selection(frozenset(TOOLSETS))

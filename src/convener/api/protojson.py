@@ -218,8 +218,8 @@ class ProtoModel(BaseModel):
 
     @classmethod
     def input_json_schema(cls) -> dict[str, Any]:
-        """The JSON Schema a caller writes to: without the output-only sub-messages (results, metrics,
-        snapshots) that the service fills in and ignores on input, which would only cost a client's model
+        """The JSON Schema a caller writes to: without the output-only fields (results, metrics, snapshots,
+        create times) that the service fills in and ignores on input, which would only cost a client's model
         its context. Such fields are still accepted, so a resource read can be sent back as it is."""
         copied: dict[str, Any] = json.loads(_input_schema_of(cls))
         return copied
@@ -232,12 +232,6 @@ def _schema_of(model: type[ProtoModel]) -> str:
 
 _OUTPUT_ONLY = "Output only."
 _REF = re.compile(r'"#/\$defs/([^"]+)"')
-
-
-def _is_message(prop: dict[str, Any]) -> bool:
-    """A property holding a message or a list of them (not a scalar, an enum or a Struct)."""
-    options = [option.get("items", option) for option in prop.get("anyOf", [prop])]
-    return any("$ref" in option for option in options)
 
 
 @functools.cache

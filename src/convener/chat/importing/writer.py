@@ -1,9 +1,10 @@
 """Stores what a reader yields: users first, then each conversation in one transaction.
 
 Re-importing the same export lands on the same rows: an export's IDs are linked once to Convener's
-(``chat_links``) and every write is an upsert, so nothing is duplicated. A message already stored as the export
-gives it is not written again, and is counted as unchanged: the summary says what an import changed. A conversation that cannot be
-read to the end (``MalformedConversation``) is rolled back whole and reported; the import goes on.
+(``chat_links``) and every write is an upsert, so nothing is duplicated. A message already stored as the
+export gives it is not written again, and is counted as unchanged: the summary says what an import changed.
+A conversation that cannot be read to the end (``MalformedConversation``) is rolled back whole and reported;
+the import goes on.
 Imported people become the same Convener user wherever their email matches, so one person's key sees
 their history across Slack, Google Chat and Mattermost.
 """

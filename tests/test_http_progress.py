@@ -125,7 +125,9 @@ def answers_plain_json(http: httpx.Client) -> None:
                          headers={"accept": BOTH})
     assert response.status_code == 200 and response.headers["content-type"] == "application/json"
     body = response.json()
-    assert body["id"] == "after" and "dataSources" in body["result"]["structuredContent"]
+    assert body["id"] == "after" and body["result"].get("isError") is not True, body
+    # An empty list is {} in proto3 JSON: on a worker where no ingest has run yet there is no data source.
+    assert set(body["result"]["structuredContent"]) <= {"dataSources", "nextPageToken"}, body
 
 
 # ---------------------------------------------------------------- the SDK's own client

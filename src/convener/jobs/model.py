@@ -1,0 +1,99 @@
+"""The typed job model shared by the services that submit work and the engines that run it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from convener.api.protojson import Timestamp
+
+
+class Payload(BaseModel):
+    """What a job needs to run, decided when it is submitted and stored as JSON until a worker takes it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+P = TypeVar("P", bound=Payload)
+
+
+@dataclass
+class Attempt:
+    """One run of a job by one worker.
+
+    ``number`` is 1 the first time a job runs and strictly greater each time it is taken again (after its worker
+    died or lost its hold): a task writes its outcome only if the number it claimed with is still the latest,
+    so a worker that lost its hold can never record over the one that took the job over.
+    """
+
+    number: int
+    operation: str
+    worker: str
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    reason: str = ""
+
+    def should_stop(self) -> bool:
+        """True once the job's operation was cancelled, its hold was lost, or its worker is stopping hard."""
+        return self._stop.is_set()
+
+    def stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            self.reason = reason
+            self._stop.set()
+
+
+@dataclass(frozen=True)
+class Task(Generic[P]):
+    """A kind of job: ``run`` is called with the typed payload of each job, once per attempt."""
+
+    name: str
+    """Unique among tasks, e.g. ``ces.play_evaluation_result``; stored with every job."""
+    queue: str
+    """Workers may serve some queues only (``convener worker --queues``)."""
+    payload: type[P]
+    run: Callable[[P, Attempt], None]
+    """Runs the job; it must be safe to run again after an interruption (it checks and fences with the attempt)."""
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """A job as an engine stores it: the task's name and queue, the payload as JSON, the operation it serves."""
+
+    task: str
+    queue: str
+    operation: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A job a worker of this process took: its engine's ID, what was queued, and the attempt it is on."""
+
+    id: str
+    job: QueuedJob
+    attempt: int
+
+
+Execute = Callable[[ClaimedJob, Attempt], None]
+"""Run one claimed job (``Jobs.execute``): the engine calls it in a worker thread and owns nothing else of it."""
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A job not yet finished, as ``convener jobs`` shows it: who holds it and until when."""
+
+    id: str
+    task: str
+    queue: str
+    operation: str
+    state: str
+    """``queued`` (no worker yet), ``running`` (held by ``worker``), or ``stalled`` (its worker stopped answering;
+    another will take it over)."""
+    attempts: int
+    worker: str | None = None
+    since: Timestamp | None = None
+    """When it was queued, or when its current attempt started."""

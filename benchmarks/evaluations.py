@@ -118,7 +118,7 @@ def scenario_baseline(services: Services, count: int) -> float:
 def timed_run(data: Path, url: str, parallelism: int, names: list[str], watch: Stopwatch) -> float:
     """Seconds the run of ``names`` took, every result completed and passed (a failing result could be
     cheaper than a real one, and would make the figures flatter)."""
-    services = Services.open(Settings(data_dir=data, database_url=url, eval_parallelism=parallelism))
+    services = Services.open(Settings(data_dir=data, database_url=url, worker_concurrency=parallelism))
     watch.seconds.clear()
     started = time.perf_counter()
     operation = services.runtime.evaluations.run(RunEvaluationRequest(app=str(APP), evaluations=names, run_count=1),

@@ -281,7 +281,7 @@ def test_an_app_without_golden_evaluations_fails_with_failed_precondition(store:
 
 
 def test_results_that_error_are_junit_errors(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: RunExecutor, row: Any, caller: Any) -> dict[str, Any]:
+    def broken(self: RunExecutor, row: Any, caller: Any, stop: Any) -> dict[str, Any]:
         raise FailedPrecondition("the agent <broke> & stopped")
 
     monkeypatch.setattr(RunExecutor, "_outcome", broken)
@@ -302,7 +302,7 @@ def test_results_that_error_are_junit_errors(store: Store, monkeypatch: pytest.M
 
 
 def test_ctrl_c_cancels_the_run_and_exits_130(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(RunExecutor, "submit", lambda self, pks: [])  # nothing runs: the run waits for ever
+    monkeypatch.setenv("CONVENER_WORKER", "false")  # nothing runs: the run waits for ever
     cancelled: list[str] = []
     cancel = OperationService.cancel
 

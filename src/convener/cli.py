@@ -133,13 +133,16 @@ def serve(
              "evaluations, operations, chat, knowledge, analytics, admin, all or default.")] = None,
     read_only: Annotated[bool | None, typer.Option(
         "--read-only/--read-write", help="Serve read-only tools alone, on every endpoint.")] = None,
+    worker: Annotated[bool | None, typer.Option(
+        "--worker/--no-worker", help="Run jobs (evaluation results, ingests) in this process too; with "
+                                     "--no-worker, convener worker processes run them.")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the MCP tools over Streamable HTTP (/mcp, /<service>/mcp) or stdio."""
     settings = _settings(
         data_dir, database_url, transport=transport, host=host, port=port, services=services,
-        allow_anonymous=allow_anonymous, toolsets=toolsets, read_only=read_only,
+        allow_anonymous=allow_anonymous, toolsets=toolsets, read_only=read_only, worker=worker,
     )
     with _services(settings) as opened:
         if demo:
@@ -172,6 +175,53 @@ def serve(
         if not settings.allow_anonymous:
             err.print("HTTP callers need an API key: convener auth create-key users/you")
         uvicorn.run(build_app(opened), host=settings.host, port=settings.port, log_level="warning")
+
+
+@app.command("worker")
+def worker_command(
+    queues: Annotated[str | None, typer.Option(
+        help="Comma-separated queues to take jobs from: evaluations, ingests (default: every queue).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        min=1, max=64, help="Jobs run at once (default: worker_concurrency, 4).")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Run jobs without serving MCP, until Ctrl-C or SIGTERM; run as many as you like, on any machine."""
+    import logging
+    import signal
+    import threading
+
+    settings = _settings(data_dir, database_url, worker_concurrency=concurrency)
+    chosen = frozenset(part.strip() for part in queues.split(",") if part.strip()) if queues else None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    stopping = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):  # finish the running jobs, then stop
+        signal.signal(number, lambda *_: stopping.set())
+    with _services(settings) as opened:
+        err.print(f"convener worker {opened.jobs.worker} taking jobs ({settings.jobs}) from "
+                  f"{', '.join(sorted(chosen)) if chosen else 'every queue'}, {settings.worker_concurrency} at once",
+                  markup=False, highlight=False)
+        opened.jobs.work(queues=chosen, stopping=stopping)
+
+
+@app.command("jobs")
+def jobs_command(
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="Jobs to show at most, oldest first.")] = 100,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Jobs not yet finished: queued, running (on which worker) or stalled (to be taken over)."""
+    settings = _settings(data_dir, database_url, worker=False)
+    with _services(settings) as opened:
+        holdings = opened.jobs.holdings(limit)
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("Job", "Task", "State", "Attempts", "Worker", "Since", "Operation"):
+        table.add_column(column)
+    for held in holdings:
+        table.add_row(held.id, held.task, held.state, str(held.attempts), held.worker or "",
+                      str(held.since) if held.since else "", held.operation)
+    out.print(table)
+    out.print(f"{len(holdings)} unfinished jobs ({settings.jobs})", markup=False, highlight=False)
 
 
 @app.command("tools")
@@ -679,8 +729,6 @@ def knowledge_ingest(
     """Index documentation incrementally: unchanged files are skipped, so an interrupted ingest resumes."""
     from convener.knowledge.ingest import IngestPlan
     from convener.knowledge.models import IngestSummary
-    from convener.knowledge.operations import ingest_operation
-
     with _services(_settings(data_dir, database_url)) as opened:
         plan = IngestPlan.make(opened.knowledge.check_readable(path, remote=False), base_url, data_source,
                                keep_removed)
@@ -693,7 +741,10 @@ def knowledge_ingest(
                 progress.update(task, completed=summary.files_seen or 0,
                                 indexed=(summary.added or 0) + (summary.updated or 0))
 
-            operation = ingest_operation(opened.knowledge, opened.runtime.operations, plan, LOCAL_USER, show)
+            operation = opened.ingests.ingest(plan, LOCAL_USER, show)
+        if not operation.done:
+            raise _fail("DEADLINE_EXCEEDED", f"the ingest is still running; follow it with its operation "
+                                             f"{operation.name} (convener jobs shows which worker holds it)", 1)
         if operation.error is not None:
             raise _fail(Code(operation.error.code).name, operation.error.message or "", 1)
         summary = IngestSummary.model_validate(

@@ -74,7 +74,22 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(default=None, description="API key of the provider, if it needs one.")
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Deadline of one model call.")
     llm_max_retries: int = Field(default=3, ge=0, le=10, description="Retries, with backoff, on 429 and 5xx.")
-    eval_parallelism: int = Field(default=4, ge=1, le=64, description="Evaluation results replayed at once.")
+    jobs: Literal["inline", "procrastinate"] = Field(
+        default="inline",
+        description="Where work that outlives a request (evaluation results, ingests) is queued: inline, in the "
+                    "store with leases (any engine; every serve and worker process on the store takes part), or "
+                    "procrastinate (PostgreSQL only; scale out with convener worker).",
+    )
+    worker: bool = Field(
+        default=True, description="Run jobs in this process too (convener serve --no-worker turns it off)."
+    )
+    worker_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Jobs (evaluation results, ingests) a process runs at once."
+    )
+    job_lease_seconds: float = Field(
+        default=30.0, ge=1, le=3600,
+        description="How long a job stays with a worker that stopped answering before another takes it over.",
+    )
     python_callables: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),
         description="The operator's own callables (module:qualname) python agents, tools and callbacks may name, "

@@ -108,7 +108,8 @@ def build_app(services: Services) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services.runtime.evaluations.executor.recover()  # runs a stopped server left unfinished
+        if services.settings.worker:  # take work queued by anyone, or left by a worker that stopped
+            services.jobs.start()
         async with AsyncExitStack() as stack:
             for pair in managers.values():
                 await stack.enter_async_context(pair.json.run())
@@ -140,6 +141,7 @@ def build_app(services: Services) -> Starlette:
 async def serve_stdio(services: Services, caller: Caller = LOCAL_USER) -> None:
     """Serve over stdio, every call acting as ``caller`` (``convener serve --transport stdio --as users/ID``)."""
     server = mcp_servers(services, caller)["/mcp"]  # the same tools as /mcp serves, the operator's toolsets
-    services.runtime.evaluations.executor.recover()
+    if services.settings.worker:
+        services.jobs.start()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

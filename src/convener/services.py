@@ -17,10 +17,15 @@ from convener.chat.service import ChatService
 from convener.chat.tools import chat_tools
 from convener.config import Settings
 from convener.knowledge.embeddings import default_embedder
+from convener.knowledge.operations import Ingests
 from convener.knowledge.service import KnowledgeService
 from convener.knowledge.tools import knowledge_tools
+from convener.jobs.engine import Engine
+from convener.jobs.leases import LeaseEngine
+from convener.jobs.queue import Jobs
 from convener.llm.base import ModelProvider, close_provider
 from convener.llm.providers import provider_from_settings
+from convener.longrunning.service import OperationService
 from convener.outside.gate import Gate
 from convener.store.database import Database
 from convener.tooling import ToolRegistry
@@ -33,10 +38,14 @@ class Services:
     apps: AppService
     conversations: ConversationService
     gate: Gate = field(init=False)
+    operations: OperationService = field(init=False)
+    jobs: Jobs = field(init=False)
+    """Work that outlives a request; this process runs it too unless ``settings.worker`` is off."""
     """The one place that decides what callers may reach outside the store."""
     runtime: Runtime = field(init=False)
     chat: ChatService = field(init=False)
     knowledge: KnowledgeService = field(init=False)
+    ingests: Ingests = field(init=False)
     analytics: AnalyticsService = field(init=False)
     _provider: ModelProvider | None = field(init=False, default=None)
     _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -44,10 +53,15 @@ class Services:
     def __post_init__(self) -> None:
         tokens = self.conversations.tokens
         self.gate = Gate.of(self.settings)
-        self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider)
+        self.operations = OperationService(self.database, tokens)
+        self.jobs = Jobs(open_engine(self.settings, self.database), self.operations.is_cancelled,
+                         concurrency=self.settings.worker_concurrency, run_here=self.settings.worker)
+        self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider,
+                                     self.operations, self.jobs)
         self.chat = ChatService(self.database, tokens)
         self.knowledge = KnowledgeService(self.database, tokens, default_embedder(self.settings.knowledge_embeddings),
                                           self.provider, gate=self.gate)
+        self.ingests = Ingests(self.knowledge, self.operations, self.jobs)
         self.analytics = AnalyticsService(self.database, tokens, self.provider, gate=self.gate,
                                           row_limit=self.settings.analytics_row_limit,
                                           timeout_seconds=self.settings.analytics_timeout_seconds,
@@ -76,14 +90,23 @@ class Services:
         available = {
             "ces": lambda: ces_tools(self.apps, self.conversations, self.runtime),
             "chat": lambda: chat_tools(self.chat),
-            "knowledge": lambda: knowledge_tools(self.knowledge, self.runtime.operations),
+            "knowledge": lambda: knowledge_tools(self.knowledge, self.ingests),
             "analytics": lambda: analytics_tools(self.analytics),
         }
         return {name: available[name]() for name in self.settings.services}
 
     def close(self) -> None:
-        self.runtime.evaluations.executor.shutdown()
+        self.jobs.close()
         self.analytics.close()
         if self._provider is not None:
             close_provider(self._provider)
         self.database.dispose()
+
+
+def open_engine(settings: Settings, database: Database) -> Engine:
+    """The job engine ``settings.jobs`` names, on this store."""
+    if settings.jobs == "procrastinate":
+        from convener.jobs.procrastinate_engine import ProcrastinateEngine  # only PostgreSQL installations need it
+
+        return ProcrastinateEngine(database, stall_seconds=settings.job_lease_seconds)
+    return LeaseEngine(database, lease_seconds=settings.job_lease_seconds)

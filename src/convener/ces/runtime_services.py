@@ -28,6 +28,7 @@ from convener.ces.names import AgentName, AppVersionName, GuardrailName, ToolNam
 from convener.ces.sessions import SessionService
 from convener.ces.versions import VersionService
 from convener.config import Settings
+from convener.jobs.queue import Jobs
 from convener.llm.base import ModelProvider
 from convener.llm.judges import JudgeOf
 from convener.longrunning.service import OperationService
@@ -52,7 +53,8 @@ class Runtime:
 
     @classmethod
     def build(cls, database: Database, tokens: PageTokens, settings: Settings, apps: AppService,
-              conversations: ConversationService, provider: Callable[[], ModelProvider | None]) -> Runtime:
+              conversations: ConversationService, provider: Callable[[], ModelProvider | None],
+              operations: OperationService, jobs: Jobs) -> Runtime:
         checks = Checks(settings)
         agents = PartService(PartKind(Agent, AgentName, "agent", output_only(Agent), checks.agent,
                                       oneofs=(_wire(AGENT_KINDS),)), database, tokens, apps)
@@ -67,9 +69,7 @@ class Runtime:
             database, tokens, apps,
         ))
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
-        operations = OperationService(database, tokens)
         evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
-                                        JudgeOf(provider), lambda: simulated_user(provider()),
-                                        settings.eval_parallelism)
+                                        JudgeOf(provider), lambda: simulated_user(provider()), jobs)
         return cls(agents, tools, toolsets, guardrails, versions, sessions,
                    Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)

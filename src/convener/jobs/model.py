@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -10,6 +11,9 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from convener.api.protojson import Timestamp
+
+CANCEL_CHECK_SECONDS = 0.25
+"""How stale a running job's view of its operation's cancellation may be: one small read each time at most."""
 
 
 class Payload(BaseModel):
@@ -35,15 +39,31 @@ class Attempt:
     worker: str
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     reason: str = ""
+    lost: bool = False
+    """Set when another worker took the job over: this attempt must write nothing more."""
+    cancelled: Callable[[], bool] | None = field(default=None, repr=False)
+    """Reads whether the job's operation was cancelled (set by ``Jobs``); asked every CANCEL_CHECK_SECONDS at most."""
+    _asked: float = field(default=0.0, repr=False)
 
     def should_stop(self) -> bool:
-        """True once the job's operation was cancelled, its hold was lost, or its worker is stopping hard."""
+        """True once the job's operation was cancelled, its hold was lost, or its worker is stopping hard.
+
+        Tasks ask between steps (a turn, a file); the store is read at most every CANCEL_CHECK_SECONDS, so asking often is cheap."""
+        if not self._stop.is_set() and self.cancelled is not None and time.monotonic() - self._asked >= CANCEL_CHECK_SECONDS:
+            self._asked = time.monotonic()
+            if self.cancelled():
+                self.stop("its operation was cancelled")
         return self._stop.is_set()
 
     def stop(self, reason: str) -> None:
         if not self._stop.is_set():
             self.reason = reason
             self._stop.set()
+
+    def lose(self, reason: str) -> None:
+        """The job was taken over by another worker; stop, and write nothing more."""
+        self.lost = True
+        self.stop(reason)
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,15 @@ from convener.knowledge.models import (
     SearchDocumentsRequest,
     SearchDocumentsResponse,
 )
-from convener.knowledge.operations import ingest_operation
+from convener.knowledge.operations import Ingests
 from convener.knowledge.service import KnowledgeService
 from convener.longrunning.models import Operation
-from convener.longrunning.service import OperationService
 from convener.tooling import CREATES, DELETES, READ_ONLY, Report, ToolRegistry, ToolSpec
 
 ADMIN = ("knowledge.admin",)
 
 
-def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -> ToolRegistry:
+def knowledge_tools(knowledge: KnowledgeService, ingests: Ingests) -> ToolRegistry:
     registry = ToolRegistry("knowledge")
     everyday = registry.group("knowledge")
     admin = registry.group("admin")
@@ -56,7 +55,7 @@ def knowledge_tools(knowledge: KnowledgeService, operations: OperationService) -
                 report(float(summary.files_seen or 0), None, f"{summary.files_seen} files read, "
                        f"{(summary.added or 0) + (summary.updated or 0)} indexed, {summary.unchanged} unchanged")
 
-        return ingest_operation(knowledge, operations, plan, caller, progress)
+        return ingests.ingest(plan, caller, progress)
 
     everyday.add(ToolSpec(
         "search_documents", "Search documents",

@@ -53,6 +53,8 @@ class OperationService:
         self.database = database
         self.tokens = tokens
         self._changed = threading.Condition()
+        self._live: dict[str, dict[str, Any]] = {}
+        """Metadata published by work running in this process, fresher than the store's (see ``publish``)."""
         self.cancel_hooks: list[Callable[[str], None]] = []
         """Called with an operation's name after its cancellation was recorded, to stop the work."""
 
@@ -86,6 +88,24 @@ class OperationService:
     def cancel_requested(self, connection: Connection, name: str) -> bool:
         return bool(connection.scalar(select(operations.c.cancel_requested).where(
             *self._where(OperationName.parse(name)))))
+
+    def is_done(self, connection: Connection, name: str) -> bool:
+        return bool(connection.scalar(select(operations.c.done).where(*self._where(OperationName.parse(name)))))
+
+    def publish(self, name: str, metadata: dict[str, Any] | None) -> None:
+        """Show waiters in this process the work's progress at once, without a write (the store is updated
+        less often); ``None`` when the work has recorded its end."""
+        with self._changed:
+            if metadata is None:
+                self._live.pop(name, None)
+            else:
+                self._live[name] = metadata
+            self._changed.notify_all()
+
+    def is_cancelled(self, name: str) -> bool:
+        """Whether cancelling the operation was asked, as the store says now (for work in any process)."""
+        with self.database.reading() as connection:
+            return self.cancel_requested(connection, name)
 
     # -- the API ------------------------------------------------------------------------------------
 
@@ -152,6 +172,9 @@ class OperationService:
         while True:
             with self.database.reading() as connection:
                 operation = self._model(self._row(connection, name, caller))
+            live = self._live.get(str(name))
+            if live is not None and not operation.done:
+                operation = operation.model_copy(update={"metadata": live})
             if progress is not None and operation.metadata != last:
                 last = operation.metadata
                 progress(operation)

@@ -18,8 +18,10 @@ from sqlalchemy import select, update
 
 from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER, Caller
+from convener.ces.evaluation.executor import MAX_ATTEMPTS
 from convener.ces.tables import evaluation_results
 from convener.config import Settings
+from convener.jobs.tables import jobs
 from convener.server import mcp_servers
 from convener.services import Services
 from tests.ces.agents_under_test import CALLABLES
@@ -48,7 +50,7 @@ LOOKUP = tool_name("lookup_order")
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
-    return runtime_settings(database_url, tmp_path, eval_parallelism=2)
+    return runtime_settings(database_url, tmp_path, worker_concurrency=2)
 
 
 async def _checker_app(client: Client) -> None:
@@ -362,11 +364,10 @@ async def test_cancel_stops_queued_results_and_ends_the_operation_cancelled(clie
     assert (await call_json(client, "get_operation", {"name": operation["name"]}))["error"]["code"] == 1
 
 
-async def test_a_run_interrupted_by_a_crash_is_resumed_after_a_restart(database_url: str, tmp_path: Path) -> None:
-    settings = runtime_settings(database_url, tmp_path, eval_parallelism=1)
-    first = Services.open(settings)
-    # The first server queues the run and "crashes" before any worker takes a result.
-    first.runtime.evaluations.executor.submit = lambda pks: []  # type: ignore[method-assign]
+async def test_a_run_whose_worker_died_is_finished_by_another_and_nothing_is_recorded_twice(
+        database_url: str, tmp_path: Path) -> None:
+    settings = runtime_settings(database_url, tmp_path, worker_concurrency=1)
+    first = Services.open(settings.model_copy(update={"worker": False}))  # queues the run; runs nothing
     try:
         async with Client(mcp_servers(first)["/mcp"]) as client:
             await _checker_app(client)
@@ -376,29 +377,33 @@ async def test_a_run_interrupted_by_a_crash_is_resumed_after_a_restart(database_
                 await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": f"e{index}", "evaluation": {
                     "displayName": f"e{index}", "golden": {"turns": [{"steps": [user("check A-1"), called("A-1")]}]}}})
             operation = await call_json(client, "run_evaluation", {"app": APP, "evaluations": names})
-        # As a crash leaves them: one result was being replayed for the first time, one for the second.
+        # As a worker killed mid-result leaves them: one result on its first attempt, one on its last; their jobs
+        # are held by the dead worker, and their leases have lapsed.
         with first.database.transaction() as connection:
             pks = connection.execute(select(evaluation_results.c.id).order_by(evaluation_results.c.id)).scalars().all()
-            connection.execute(update(evaluation_results).where(evaluation_results.c.id == pks[0]).values(
-                execution_state="RUNNING", attempts=1))
-            connection.execute(update(evaluation_results).where(evaluation_results.c.id == pks[1]).values(
-                execution_state="RUNNING", attempts=2))
+            job_of = {row.payload["result"]: row.id for row in connection.execute(select(jobs))}
+            for pk, attempts in ((pks[0], 1), (pks[1], MAX_ATTEMPTS)):
+                connection.execute(update(evaluation_results).where(evaluation_results.c.id == pk).values(
+                    execution_state="RUNNING", attempts=attempts))
+                connection.execute(update(jobs).where(jobs.c.id == job_of[pk]).values(
+                    worker="dead-host:1:abc", attempts=attempts, lease_until_us=1))
     finally:
         first.close()
 
     second = Services.open(settings)
     try:
-        for future in second.runtime.evaluations.executor.recover():
-            future.result(timeout=60)
-        done = second.runtime.operations.get(operation["name"], LOCAL_USER)
+        second.jobs.start()
+        done = second.operations.wait(operation["name"], "60s", LOCAL_USER)
         assert done.done is True
         progress = (done.metadata or {})["progress"]
         assert progress == {"totalCount": 4, "failedCount": 0, "errorCount": 1, "completedCount": 3, "passedCount": 3}
         with second.database.reading() as connection:
             rows = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()
         assert [row.execution_state for row in rows] == ["COMPLETED", "ERROR", "COMPLETED", "COMPLETED"]
-        assert "interrupted 2 times" in rows[1].body["errorInfo"]["errorMessage"]
+        assert f"interrupted {MAX_ATTEMPTS} times" in rows[1].body["errorInfo"]["errorMessage"]
         assert rows[0].attempts == 2, "the interrupted first attempt counts"
+        second.jobs.stop()
+        assert second.jobs.holdings() == []
     finally:
         second.close()
 
@@ -480,7 +485,8 @@ async def test_a_run_survives_the_kill_of_the_process_running_it(database_url: s
     finally:
         setup.close()
     # A real process runs the evaluations, one at a time, and is killed (SIGKILL) in the middle of one.
-    environment = {**os.environ, "CONVENER_PYTHON_CALLABLES": ",".join(CALLABLES), "CONVENER_EVAL_PARALLELISM": "1"}
+    environment = {**os.environ, "CONVENER_PYTHON_CALLABLES": ",".join(CALLABLES), "CONVENER_WORKER_CONCURRENCY": "1",
+                   "CONVENER_JOB_LEASE_SECONDS": "2"}
     process = subprocess.Popen(  # noqa: ASYNC220 - started once and killed; nothing awaits it
         [sys.executable, "-m", "convener", "eval", "run", "--app", APP, "--database-url", database_url,
          "--data-dir", str(settings.data_dir)],
@@ -505,8 +511,9 @@ async def test_a_run_survives_the_kill_of_the_process_running_it(database_url: s
 
     restarted = Services.open(settings)
     try:
-        for future in restarted.runtime.evaluations.executor.recover():
-            future.result(timeout=60)
+        restarted.jobs.start()  # takes the killed process's job once its lease lapses
+        [operation], _ = restarted.operations.list("projects/acme/locations/global", None, None, None, LOCAL_USER)
+        assert restarted.operations.wait(str(operation.name), "60s", LOCAL_USER).done is True
         with restarted.database.reading() as connection:
             rows = connection.execute(select(evaluation_results)).all()
         assert sorted(row.execution_state for row in rows) == ["COMPLETED"] * 4

@@ -121,7 +121,7 @@ NAGGER: dict[str, Any] = {"fallback": [{"reply": "Noted. What is your order numb
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
-    return runtime_settings(database_url, tmp_path, eval_parallelism=2)
+    return runtime_settings(database_url, tmp_path, worker_concurrency=2)
 
 
 async def shop(client: Client) -> None:
@@ -768,7 +768,7 @@ async def test_fake_tool_calls_run_no_tool(client: Client) -> None:
 async def model_client(database_url: str, tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Client]:
     """A client of a server whose model provider is the scripted fake: the simulated user and the judge ask it;
     the agents under test are playbooks and never do."""
-    services = Services.open(llm_settings(database_url, tmp_path, fake.base_url, eval_parallelism=2))
+    services = Services.open(llm_settings(database_url, tmp_path, fake.base_url, worker_concurrency=2))
     try:
         async with Client(mcp_servers(services)["/mcp"]) as client:
             yield client
@@ -964,7 +964,7 @@ async def test_hostile_run_requests_are_refused_and_start_nothing(client: Client
 @pytest.fixture
 def demo(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
     """The CLI's store (see tests/test_cli_eval.py): the demo app with a passing and a failing golden evaluation."""
-    for variable in ("CONVENER_DATABASE_URL", "CONVENER_DATA_DIR", "CONVENER_CONFIG", "CONVENER_EVAL_PARALLELISM",
+    for variable in ("CONVENER_DATABASE_URL", "CONVENER_DATA_DIR", "CONVENER_CONFIG", "CONVENER_WORKER_CONCURRENCY",
                      "CONVENER_LLM_PROVIDER"):
         monkeypatch.delenv(variable, raising=False)
     made = Store(database_url, tmp_path)

@@ -1,26 +1,24 @@
-"""Evaluation runs carried out in the background, with bounded parallelism, surviving restarts.
+"""Evaluation results played as jobs, by whichever worker takes them, exactly once in effect.
 
 A run is decided in one transaction (``EvaluationService.run``): the run, one QUEUED result per
-evaluation and repetition (each with the plan it will follow: the evaluation as it was then), and
-the operation. Workers then take results one at a time:
+evaluation and repetition (each with the plan it will follow: the evaluation as it was then), the
+operation, and a job per result. A worker (in any process on the store: see ``convener.jobs``) plays each:
 
-1. claim it (QUEUED -> RUNNING, counting the attempt), unless the run was cancelled (-> CANCELLED);
-2. replay (golden) or simulate (scenario) and score it with no transaction open (agents and judges may be slow);
-3. store the outcome (COMPLETED or ERROR) and, in the same transaction, recount the run's results
-   into its progress, its per-evaluation summaries and its operation's metadata; the last result
-   to settle finishes the run and its operation.
+1. claim it (-> RUNNING, under the job's attempt number), unless the run was cancelled (-> CANCELLED);
+2. replay (golden) or simulate (scenario) and score it with no transaction open (agents and judges may be slow),
+   stopping at the next turn if the run is cancelled meanwhile;
+3. store the outcome (COMPLETED, ERROR or CANCELLED) if the attempt still holds the result and, in the same
+   transaction, count it into the run's progress and its operation's metadata; the last result to settle
+   finishes the run and its operation.
 
-A claim is conditional on the state, so two processes on one store never run a result twice. After
-a crash, ``recover`` puts results left RUNNING back in the queue (or, on their second interruption,
-marks them ERROR with the reason) and queues the unfinished runs again.
+A worker killed mid-result loses its job when its hold lapses; the next attempt claims the result again (with a
+fresh session) and the first one's late writes, if any, are refused. Nothing is re-run when a server starts.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Connection, func, select, update
@@ -43,7 +41,7 @@ from convener.ces.evaluation.models import (
     Outcome,
     TurnReplayResult,
 )
-from convener.ces.evaluation.replay import GoldenReplay, ReplayPlan
+from convener.ces.evaluation.replay import GoldenReplay, ReplayPlan, ShouldStop, never
 from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
 from convener.ces.evaluation.scoring import evaluation_outcome, score_criteria, score_turn, transcript_of
 from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFailure
@@ -57,6 +55,8 @@ from convener.ces.models import (
 from convener.ces.names import AppName, EvaluationName, EvaluationResultName
 from convener.ces.sessions import SessionService
 from convener.ces.tables import apps, evaluation_results, evaluation_runs
+from convener.jobs.model import Attempt, Payload, Task
+from convener.jobs.queue import Jobs
 from convener.llm.judges import Judge
 from convener.longrunning.models import Status
 from convener.longrunning.service import OperationService
@@ -66,7 +66,9 @@ logger = logging.getLogger(__name__)
 
 RUN_METADATA = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
 RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationResponse"
-MAX_ATTEMPTS = 2
+MAX_ATTEMPTS = 3
+"""A result whose worker stopped while playing it this many times is given up (ERROR, with the reason)."""
+CLAIMABLE = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
 PROGRESS_STEPS = 100
 RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body")
 """A run's row without its body, which lists every result and evaluation: large, and rarely needed."""
@@ -90,68 +92,31 @@ def operation_metadata(run: EvaluationRun, cancel_requested: bool, end: Timestam
     return metadata
 
 
+class PlayResult(Payload):
+    """A job: play one evaluation result (replay its golden or simulate its scenario) and score it."""
+
+    result: int
+    """The result's row; what it plays is the plan stored with it when the run started."""
+
+
 class RunExecutor:
     def __init__(self, database: Database, sessions: SessionService, operations: OperationService,
-                 judge: Callable[[], Judge], user: Callable[[], SimulatedUser], parallelism: int) -> None:
+                 judge: Callable[[], Judge], user: Callable[[], SimulatedUser], jobs: Jobs) -> None:
         self.database = database
         self.sessions = sessions
         self.operations = operations
         self.judge = judge
         self.user = user
-        self.parallelism = max(1, parallelism)
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self.jobs = jobs
+        self.task = Task(name="ces.play_evaluation_result", queue="evaluations", payload=PlayResult, run=self.play)
+        jobs.register(self.task)
 
-    # -- scheduling ----------------------------------------------------------------------------------
-
-    def _executor(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="convener-eval")
-            return self._pool
-
-    def submit(self, result_pks: list[int]) -> list[Future[None]]:
-        pool = self._executor()
-        return [pool.submit(self._guarded, pk) for pk in result_pks]
-
-    def shutdown(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-    def recover(self) -> list[Future[None]]:
-        """Queue again what a stopped process left unfinished; return the work submitted."""
-        queued: list[int] = []
-        with self.database.transaction() as connection:
-            runs = connection.execute(
-                select(evaluation_runs).where(evaluation_runs.c.state == EvaluationRunState.RUNNING.value)
-            ).all()
-            for run in runs:
-                name = self._run_name(connection, run)
-                settled: list[Settled] = []
-                for row in connection.execute(select(evaluation_results).where(
-                        evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
-                        evaluation_results.c.execution_state == ExecutionState.RUNNING.value)).all():
-                    if row.attempts >= MAX_ATTEMPTS:
-                        settled.append(self._store(connection, row, ExecutionState.ERROR, error=EvaluationErrorInfo(
-                            error_type=ErrorType.RUNTIME_FAILURE,
-                            error_message=f"interrupted {row.attempts} times by a stop of the server; not retried",
-                        )))
-                    else:
-                        self._store(connection, row, ExecutionState.QUEUED)
-                self._settle(connection, run.app_pk, run.run_id, settled)
-                queued.extend(connection.execute(select(evaluation_results.c.id).where(
-                    evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
-                    evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
-                ).order_by(evaluation_results.c.id)).scalars().all())
-        self.operations.notify()
-        if queued:
-            logger.info("resuming %d queued evaluation results", len(queued))
-        return self.submit(queued)
+    def submit(self, connection: Connection, result_pks: Sequence[int], operation: str) -> None:
+        """Queue a job per result, in the transaction that creates them; ``jobs.submitted()`` after the commit."""
+        self.jobs.submit(connection, self.task, (PlayResult(result=pk) for pk in result_pks), operation)
 
     def cancel(self, operation: str) -> None:
-        """Cancel the run of an operation: its queued results are not run; running ones finish."""
+        """Cancel the run of an operation: its queued results are not run; running ones stop at their next turn."""
         with self.database.transaction() as connection:
             run = connection.execute(select(evaluation_runs).where(evaluation_runs.c.operation == operation)).first()
             if run is None or run.state != EvaluationRunState.RUNNING.value:
@@ -168,19 +133,24 @@ class RunExecutor:
 
     # -- one result ------------------------------------------------------------------------------------
 
-    def _guarded(self, result_pk: int) -> None:
-        try:
-            self.execute(result_pk)
-        except Exception:
-            logger.exception("evaluation result %s failed to execute", result_pk)
+    def play(self, job: PlayResult, attempt: Attempt) -> None:
+        """Play one result as its job's ``attempt``; its outcome is recorded only while that attempt is the latest.
 
-    def execute(self, result_pk: int) -> None:
-        claimed = self._claim(result_pk)
+        A result is claimed with the attempt's number, which grows each time its job is taken again; a worker that
+        lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
+        nothing, so each result's outcome is recorded exactly once.
+        """
+        claimed = self._claim(job.result, attempt.number)
         if claimed is None:
             return
         row, caller = claimed
+        if attempt.number > MAX_ATTEMPTS:  # its worker stopped while playing it, each time: give it up, saying why
+            self._record(row, attempt.number, ExecutionState.ERROR, error=EvaluationErrorInfo(
+                error_type=ErrorType.RUNTIME_FAILURE,
+                error_message=f"interrupted {attempt.number - 1} times: the worker playing it stopped; not retried"))
+            return
         try:
-            body = self._outcome(row, caller)
+            body = self._outcome(row, caller, attempt.should_stop)
             state, error = ExecutionState.COMPLETED, None
         except ApiError as failure:
             body, state = None, ExecutionState.ERROR
@@ -190,18 +160,27 @@ class RunExecutor:
             body, state = None, ExecutionState.ERROR
             error = EvaluationErrorInfo(error_type=ErrorType.METRIC_CALCULATION_FAILURE,
                                         error_message=f"the evaluation failed unexpectedly ({type(failure).__name__})")
+        if attempt.should_stop():  # cancelled (or lost, and then nothing is written): what it played is not scored
+            body, state, error = None, ExecutionState.CANCELLED, None
+        self._record(row, attempt.number, state, outcome=body, error=error)
+
+    def _record(self, row: AnyRow, attempt: int, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+                error: EvaluationErrorInfo | None = None) -> None:
+        """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
         with self.database.transaction() as connection:
-            current = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
-            if current is None or current.execution_state != ExecutionState.RUNNING.value:
-                return  # deleted meanwhile, or recovered by another process
-            settled = self._store(connection, current, state, outcome=body, error=error)
+            current = connection.execute(select(evaluation_results).where(evaluation_results.c.id == row.id)).first()
+            if current is None or current.execution_state != ExecutionState.RUNNING.value or current.attempts != attempt:
+                return  # deleted or cancelled meanwhile, or taken over by a later attempt
+            settled = self._store(connection, current, state, outcome=outcome, error=error)
             self._settle(connection, current.app_pk, _run_id(current.evaluation_run), [settled])
         self.operations.notify()
 
-    def _claim(self, result_pk: int) -> tuple[AnyRow, Caller] | None:
+    def _claim(self, result_pk: int, attempt: int) -> tuple[AnyRow, Caller] | None:
+        """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
+        was cancelled (then it is CANCELLED) or it has settled."""
         with self.database.transaction() as connection:
             row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
-            if row is None or row.execution_state != ExecutionState.QUEUED.value:
+            if row is None or row.attempts >= attempt or row.execution_state not in CLAIMABLE:
                 return None
             run = connection.execute(select(*RUN_STATE).where(
                 evaluation_runs.c.app_pk == row.app_pk, evaluation_runs.c.run_id == _run_id(row.evaluation_run),
@@ -213,20 +192,22 @@ class RunExecutor:
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
             claimed = connection.execute(update(evaluation_results).where(
-                evaluation_results.c.id == row.id, evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
-            ).values(execution_state=ExecutionState.RUNNING.value, attempts=row.attempts + 1,
+                evaluation_results.c.id == row.id, evaluation_results.c.attempts == row.attempts,
+                evaluation_results.c.execution_state.in_(CLAIMABLE),
+            ).values(execution_state=ExecutionState.RUNNING.value, attempts=attempt,
                      body={**row.body, "executionState": ExecutionState.RUNNING.value})).rowcount
             if not claimed:
                 return None
+            row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).one()
         return row, Caller(run.initiated_by)
 
-    def _outcome(self, row: AnyRow, caller: Caller) -> dict[str, Any]:
+    def _outcome(self, row: AnyRow, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Run the result's evaluation and score it: the result's fields that say how it went."""
         plan = row.plan
         evaluation = Evaluation.model_validate(plan["evaluation"])
         name = EvaluationResultName.parse(row.body["name"])
         if evaluation.scenario is not None:
-            return self._scenario_outcome(row, evaluation, name, caller)
+            return self._scenario_outcome(row, evaluation, name, caller, stop)
         assert evaluation.golden is not None
         replay = ReplayPlan(
             golden=evaluation.golden,
@@ -234,7 +215,7 @@ class RunExecutor:
             tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
             app_version=plan.get("appVersion") or None,
         )
-        observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row))
+        observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row), stop)
         judge = self.judge()
         golden = GoldenResult(
             # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
@@ -256,15 +237,16 @@ class RunExecutor:
         }
 
     def play_scenario(self, plan: SimulationPlan, evaluation: Evaluation, criteria: Sequence[EvaluationExpectation],
-                      caller: Caller, app: AppName, session_id: str,
-                      on_turn: TurnListener | None = None) -> tuple[Simulation, ScenarioScore]:
+                      caller: Caller, app: AppName, session_id: str, on_turn: TurnListener | None = None,
+                      stop: ShouldStop = never) -> tuple[Simulation, ScenarioScore]:
         """Simulate a scenario's conversation, judged as its execution mode asks, and score it."""
         judge = judge_for(self.judge(), execution_mode(evaluation))
-        simulation = ScenarioSimulator(self.sessions, caller, self.user(), judge).run(plan, app, session_id, on_turn)
+        simulation = ScenarioSimulator(self.sessions, caller, self.user(), judge).run(plan, app, session_id, on_turn,
+                                                                                    stop)
         return simulation, score_scenario(simulation, evaluation, criteria, judge)
 
     def _scenario_outcome(self, row: AnyRow, evaluation: Evaluation, name: EvaluationResultName,
-                          caller: Caller) -> dict[str, Any]:
+                          caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Simulate the scenario's conversation and score it (see ``simulation`` and ``scenario_scoring``)."""
         assert evaluation.scenario is not None
         plan = row.plan
@@ -277,7 +259,7 @@ class RunExecutor:
         )
         criteria = [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])]
         simulation, score = self.play_scenario(simulation_plan, evaluation, criteria, caller, name.app_name,
-                                               _sessions(name, row))
+                                               _sessions(name, row), stop=stop)
         user = simulation.user
         spans = [turn.turn.root_span for turn in simulation.observed if turn.turn is not None and turn.turn.root_span]
         attributes: dict[str, Any] = {"judge": score.judge, "simulatedUser": user.name,
@@ -409,7 +391,7 @@ def run_model(row: AnyRow) -> EvaluationRun:
 
 def _sessions(name: EvaluationResultName, row: AnyRow) -> str:
     """The ID (or prefix) of the sessions a result runs: a retry after an interruption starts afresh."""
-    return f"eval-{name.result}" + (f"-r{row.attempts}" if row.attempts else "")
+    return f"eval-{name.result}" + (f"-r{row.attempts - 1}" if row.attempts > 1 else "")
 
 
 def _run_id(run_name: str) -> str:

@@ -17,7 +17,7 @@ tool runs at all (see :class:`GoldenFakes`).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,13 @@ from convener.ces.models import (
 from convener.ces.names import AppName, SessionName
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.ces.sessions import SessionService
+
+ShouldStop = Callable[[], bool]
+"""Asked between turns: True once the work should stop (its run was cancelled)."""
+
+
+def never() -> bool:
+    return False
 
 
 def same_tool(call: ToolCall | ToolResponse, other: ToolCall | ToolResponse) -> bool:
@@ -156,7 +163,8 @@ class GoldenReplay:
         self.sessions = sessions
         self.caller = caller
 
-    def run(self, plan: ReplayPlan, app: AppName, session_prefix: str) -> list[ObservedTurn]:
+    def run(self, plan: ReplayPlan, app: AppName, session_prefix: str, stop: ShouldStop = never) -> list[ObservedTurn]:
+        """Play the golden's turns; ``stop`` is asked before each (a cancelled run stops at its next turn)."""
         stable = plan.method != GoldenRunMethod.NAIVE
         fake_everything = plan.tool_calls == EvaluationToolCallBehaviour.FAKE
         observed: list[ObservedTurn] = []
@@ -165,6 +173,8 @@ class GoldenReplay:
         variables: dict[str, Any] = {}
         agent: str | None = None
         for index, turn in enumerate(plan.golden.turns or ()):
+            if stop():
+                break
             agent = _leading_transfer(turn) or agent
             session = SessionName(app.project, app.location, app.app,
                                   f"{session_prefix}-t{index}" if stable else session_prefix)

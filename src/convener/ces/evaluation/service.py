@@ -38,6 +38,7 @@ from convener.ces.evaluation.definitions import (
     missing_references,
 )
 from convener.ces.evaluation.executor import RunExecutor, operation_metadata, run_model
+from convener.jobs.queue import Jobs
 from convener.ces.evaluation.generation import golden_from_conversation
 from convener.ces.evaluation.models import (
     Evaluation,
@@ -154,7 +155,7 @@ def _order(text: str | None, allowed: Sequence[str], default: str) -> _Order:
 class EvaluationService:
     def __init__(self, database: Database, tokens: PageTokens, apps: AppService, conversations: ConversationService,
                  sessions: SessionService, operations: OperationService, judge: Callable[[], Judge],
-                 user: Callable[[], SimulatedUser], parallelism: int) -> None:
+                 user: Callable[[], SimulatedUser], jobs: Jobs) -> None:
         self.database = database
         self.tokens = tokens
         self.apps = apps
@@ -176,7 +177,7 @@ class EvaluationService:
             EvaluationPersona, EvaluationPersonaName, "evaluationPersona", _COMMON_OUTPUT, check_persona,
             unique_display_name=True,
         ), database, tokens, apps)
-        self.executor = RunExecutor(database, sessions, operations, judge, user, parallelism)
+        self.executor = RunExecutor(database, sessions, operations, judge, user, jobs)
         operations.cancel_hooks.append(self.executor.cancel)
 
     # -- evaluations ------------------------------------------------------------------------------------
@@ -448,7 +449,8 @@ class EvaluationService:
             pks = connection.execute(select(evaluation_results.c.id).where(
                 evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == str(run_name),
             ).order_by(evaluation_results.c.create_time_us, evaluation_results.c.id)).scalars().all()
-        self.executor.submit(list(pks))
+            self.executor.submit(connection, pks, operation.name or "")
+        self.executor.jobs.submitted()
         return operation
 
     def simulate(self, app_text: str, scenario: Scenario, caller: Caller, *, persona: str | None = None,

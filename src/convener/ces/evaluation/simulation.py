@@ -39,7 +39,7 @@ from convener.ces.evaluation.models import (
     Scenario,
     ToolExpectation,
 )
-from convener.ces.evaluation.replay import same_tool
+from convener.ces.evaluation.replay import ShouldStop, never, same_tool
 from convener.ces.evaluation.scoring import (
     ObservedTurn,
     compare_args,
@@ -166,7 +166,7 @@ class ScenarioSimulator:
         self.judge = judge
 
     def run(self, plan: SimulationPlan, app: AppName, session_id: str,
-            on_turn: TurnListener | None = None) -> Simulation:
+            on_turn: TurnListener | None = None, stop: ShouldStop = never) -> Simulation:
         scenario = plan.scenario
         simulation = Simulation(SessionName(app.project, app.location, app.app, session_id), self.user,
                                 milestones=[MilestoneProgress(m) for m in scenario.milestones or ()])
@@ -185,6 +185,9 @@ class ScenarioSimulator:
                 return simulation
             setup = []
         while True:
+            if stop():
+                simulation.ended_by = "stopped: its run was cancelled"
+                break
             if len(simulation.observed) >= plan.max_turns:
                 simulation.ended_by = f"the conversation reached maxTurns ({plan.max_turns})"
                 break

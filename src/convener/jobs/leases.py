@@ -1,0 +1,178 @@
+"""The embedded engine: jobs in a table of the store, each held by one worker under a lease.
+
+A worker claims the oldest job that is queued or whose lease lapsed, in one conditional update that counts the
+attempt; it renews the leases of the jobs it runs every third of the lease; when it finishes a job it deletes the
+row, if it still holds it. A worker killed mid-job stops renewing: after the lease lapses another worker (in any
+process on the store) takes the job with the next attempt number, and the task's writes, fenced by that number,
+keep the first worker's late writes out. Processes on one SQLite file, or on PostgreSQL, cooperate this way with
+nothing but the store; on PostgreSQL a claim skips rows another worker has locked.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import Connection, Select, delete, insert, select, update
+
+from convener.api.protojson import Timestamp
+from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob
+from convener.jobs.tables import jobs
+from convener.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5
+"""How often an idle worker looks for work queued by another process (work queued by its own is seen at once)."""
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class LeaseEngine:
+    name = "inline"
+
+    def __init__(self, database: Database, *, lease_seconds: float = 30.0, poll_seconds: float = POLL_SECONDS) -> None:
+        self.database = database
+        self.lease_us = int(lease_seconds * 1_000_000)
+        self.poll_seconds = poll_seconds
+        self._queued = threading.Condition()
+
+    def submit(self, connection: Connection, queued: Sequence[QueuedJob]) -> None:
+        if not queued:
+            return
+        now = _now_us()
+        connection.execute(insert(jobs), [
+            {"task": job.task, "queue": job.queue, "operation": job.operation, "payload": job.payload,
+             "attempts": 0, "worker": None, "lease_until_us": 0, "since_us": now} for job in queued
+        ])
+
+    def wake(self) -> None:
+        with self._queued:
+            self._queued.notify_all()
+
+    # -- a worker --------------------------------------------------------------------------------------
+
+    def work(self, execute: Execute, *, worker: str, concurrency: int, queues: frozenset[str] | None,
+             stopping: threading.Event) -> None:
+        held: dict[int, tuple[ClaimedJob, Attempt]] = {}
+        lock = threading.Lock()
+        free = threading.Semaphore(concurrency)
+
+        def run(claimed: ClaimedJob, attempt: Attempt) -> None:
+            try:
+                execute(claimed, attempt)
+            except Exception:
+                logger.exception("job %s (%s) failed", claimed.id, claimed.job.task)
+            finally:
+                with lock:
+                    held.pop(int(claimed.id), None)
+                self._finish(claimed, worker)
+                free.release()
+                self.wake()
+
+        renewing = threading.Thread(target=self._renew, args=(worker, held, lock, stopping),
+                                    name="convener-job-leases", daemon=True)
+        renewing.start()
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="convener-job") as pool:
+            while not stopping.is_set():
+                if not free.acquire(timeout=self.poll_seconds):
+                    continue
+                try:
+                    claimed = self._claim(worker, queues)
+                except Exception:  # the store is away for a moment (restarting, locked): try again shortly
+                    logger.exception("could not look for jobs")
+                    claimed = None
+                if claimed is None:
+                    free.release()
+                    with self._queued:
+                        if not stopping.is_set():
+                            self._queued.wait(self.poll_seconds)
+                    continue
+                attempt = Attempt(number=claimed.attempt, operation=claimed.job.operation, worker=worker)
+                with lock:
+                    held[int(claimed.id)] = (claimed, attempt)
+                pool.submit(run, claimed, attempt)
+        renewing.join()
+
+    def _claimable(self, queues: frozenset[str] | None, now: int) -> Select[tuple[int, int]]:
+        statement = select(jobs.c.id, jobs.c.attempts).where(jobs.c.lease_until_us < now)
+        if queues is not None:
+            statement = statement.where(jobs.c.queue.in_(sorted(queues)))
+        return statement.order_by(jobs.c.id).limit(1)
+
+    def _claim(self, worker: str, queues: frozenset[str] | None) -> ClaimedJob | None:
+        # Look first in a snapshot, which takes no lock: an idle worker polling SQLite must not take the write
+        # lock every half second.
+        with self.database.reading() as connection:
+            if connection.execute(self._claimable(queues, _now_us())).first() is None:
+                return None
+        with self.database.transaction() as connection:
+            now = _now_us()
+            found = connection.execute(self._claimable(queues, now).with_for_update(skip_locked=True)).first()
+            if found is None:
+                return None
+            claimed = connection.execute(update(jobs).where(
+                jobs.c.id == found.id, jobs.c.attempts == found.attempts, jobs.c.lease_until_us < now,
+            ).values(worker=worker, attempts=found.attempts + 1, lease_until_us=now + self.lease_us,
+                     since_us=now)).rowcount
+            if not claimed:
+                return None
+            row = connection.execute(select(jobs).where(jobs.c.id == found.id)).one()
+        return ClaimedJob(id=str(row.id), job=QueuedJob(task=row.task, queue=row.queue, operation=row.operation,
+                                                       payload=dict(row.payload)), attempt=row.attempts)
+
+    def _finish(self, claimed: ClaimedJob, worker: str) -> None:
+        """Forget a finished job, unless another worker took it over meanwhile (then it is theirs to finish)."""
+        try:
+            with self.database.transaction() as connection:
+                connection.execute(delete(jobs).where(jobs.c.id == int(claimed.id), jobs.c.worker == worker,
+                                                      jobs.c.attempts == claimed.attempt))
+        except Exception:  # left in place, it is taken again once its lease lapses, and finds nothing to do
+            logger.exception("could not finish job %s", claimed.id)
+
+    def _renew(self, worker: str, held: dict[int, tuple[ClaimedJob, Attempt]], lock: threading.Lock,
+               stopping: threading.Event) -> None:
+        """Every third of a lease: extend the leases of the jobs this worker runs; stop the ones it lost."""
+        interval = self.lease_us / 3_000_000
+        while True:
+            with lock:
+                running = dict(held)
+            if stopping.is_set() and not running:
+                return
+            if running:
+                try:
+                    self._extend(worker, running)
+                except Exception:
+                    logger.exception("could not renew the leases of %d jobs", len(running))
+            with self._queued:
+                self._queued.wait(interval)
+
+    def _extend(self, worker: str, running: dict[int, tuple[ClaimedJob, Attempt]]) -> None:
+        with self.database.transaction() as connection:
+            connection.execute(update(jobs).where(jobs.c.id.in_(list(running)), jobs.c.worker == worker).values(
+                lease_until_us=_now_us() + self.lease_us))
+            kept = {(row.id, row.attempts) for row in connection.execute(
+                select(jobs.c.id, jobs.c.attempts).where(jobs.c.id.in_(list(running)), jobs.c.worker == worker))}
+        for pk, (claimed, attempt) in running.items():
+            if (pk, claimed.attempt) not in kept:
+                attempt.lose("another worker took the job over after its lease lapsed")
+
+    # -- a view ----------------------------------------------------------------------------------------
+
+    def holdings(self, limit: int) -> list[Holding]:
+        now = _now_us()
+        with self.database.reading() as connection:
+            rows = connection.execute(select(jobs).order_by(jobs.c.id).limit(limit)).all()
+        return [Holding(
+            id=str(row.id), task=row.task, queue=row.queue, operation=row.operation, attempts=row.attempts,
+            state="queued" if row.worker is None else "running" if row.lease_until_us >= now else "stalled",
+            worker=row.worker, since=Timestamp.from_micros(row.since_us),
+        ) for row in rows]
+
+    def close(self) -> None:
+        self.wake()

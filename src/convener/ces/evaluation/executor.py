@@ -31,7 +31,6 @@ from convener.ces.evaluation.models import (
     Evaluation,
     EvaluationErrorInfo,
     EvaluationExpectation,
-    EvaluationPersona,
     EvaluationRun,
     EvaluationRunProgress,
     EvaluationRunState,
@@ -41,17 +40,13 @@ from convener.ces.evaluation.models import (
     Outcome,
     TurnReplayResult,
 )
-from convener.ces.evaluation.replay import GoldenReplay, ReplayPlan, ShouldStop, never
+from convener.ces.evaluation.plans import ResultPlan
+from convener.ces.evaluation.replay import GoldenReplay, ShouldStop, never
 from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
 from convener.ces.evaluation.scoring import evaluation_outcome, score_criteria, score_turn, transcript_of
 from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFailure
 from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
-from convener.ces.models import (
-    EvaluationToolCallBehaviour,
-    GoldenRunMethod,
-    ScenarioConversationInitiator,
-    Span,
-)
+from convener.ces.models import Span
 from convener.ces.names import AppName, EvaluationName, EvaluationResultName
 from convener.ces.sessions import SessionService
 from convener.ces.tables import apps, evaluation_results, evaluation_runs
@@ -203,27 +198,20 @@ class RunExecutor:
 
     def _outcome(self, row: AnyRow, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Run the result's evaluation and score it: the result's fields that say how it went."""
-        plan = row.plan
-        evaluation = Evaluation.model_validate(plan["evaluation"])
+        plan = ResultPlan.model_validate(row.plan)
+        evaluation = plan.evaluation
         name = EvaluationResultName.parse(row.body["name"])
         if evaluation.scenario is not None:
-            return self._scenario_outcome(row, evaluation, name, caller, stop)
+            return self._scenario_outcome(row, plan, name, caller, stop)
         assert evaluation.golden is not None
-        replay = ReplayPlan(
-            golden=evaluation.golden,
-            method=GoldenRunMethod(plan.get("goldenRunMethod") or GoldenRunMethod.STABLE.value),
-            tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
-            app_version=plan.get("appVersion") or None,
-        )
+        replay = plan.replay()
         observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row), stop)
         judge = self.judge()
         golden = GoldenResult(
             # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
             turn_replay_results=[score_turn(turn, observed[index], evaluation, judge) if index < len(observed)
                                  else _not_replayed() for index, turn in enumerate(evaluation.golden.turns or ())],
-            evaluation_expectation_results=score_criteria(
-                [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])],
-                transcript_of(observed), judge) or None,
+            evaluation_expectation_results=score_criteria(plan.criteria, transcript_of(observed), judge) or None,
         )
         spans = [turn.turn.root_span for turn in observed if turn.turn is not None and turn.turn.root_span]
         root = Span(name="EVALUATION", start_time=spans[0].start_time if spans else None,
@@ -245,20 +233,11 @@ class RunExecutor:
                                                                                     stop)
         return simulation, score_scenario(simulation, evaluation, criteria, judge)
 
-    def _scenario_outcome(self, row: AnyRow, evaluation: Evaluation, name: EvaluationResultName,
+    def _scenario_outcome(self, row: AnyRow, plan: ResultPlan, name: EvaluationResultName,
                           caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Simulate the scenario's conversation and score it (see ``simulation`` and ``scenario_scoring``)."""
-        assert evaluation.scenario is not None
-        plan = row.plan
-        simulation_plan = SimulationPlan(
-            scenario=evaluation.scenario,
-            persona=EvaluationPersona.model_validate(plan["persona"]) if plan.get("persona") else None,
-            initiator=ScenarioConversationInitiator(plan.get("initiator") or ScenarioConversationInitiator.USER.value),
-            tool_calls=EvaluationToolCallBehaviour(plan.get("toolCallBehaviour") or EvaluationToolCallBehaviour.REAL.value),
-            app_version=plan.get("appVersion") or None,
-        )
-        criteria = [EvaluationExpectation.model_validate(item) for item in plan.get("criteria", [])]
-        simulation, score = self.play_scenario(simulation_plan, evaluation, criteria, caller, name.app_name,
+        evaluation = plan.evaluation
+        simulation, score = self.play_scenario(plan.simulation(), evaluation, plan.criteria, caller, name.app_name,
                                                _sessions(name, row), stop=stop)
         user = simulation.user
         spans = [turn.turn.root_span for turn in simulation.observed if turn.turn is not None and turn.turn.root_span]

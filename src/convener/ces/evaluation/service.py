@@ -57,6 +57,7 @@ from convener.ces.evaluation.models import (
     PersonaRunConfig,
     Scenario,
 )
+from convener.ces.evaluation.plans import ResultPlan
 from convener.ces.evaluation.requests import (
     DeleteEvaluationRequest,
     GenerateEvaluationRequest,
@@ -418,7 +419,7 @@ class EvaluationService:
                         "app_pk": app_pk, "evaluation_id": evaluation_name.id, "result_id": result_id,
                         "evaluation_run": str(run_name), "create_time_us": now.to_micros() + repetition,
                         "execution_state": ExecutionState.QUEUED.value, "evaluation_status": "", "attempts": 0,
-                        "body": result.to_json(), "plan": plan,
+                        "body": result.to_json(), "plan": plan.to_json(),
                     })
             run = EvaluationRun(
                 name=str(run_name),
@@ -689,21 +690,21 @@ class _Choices:
         )
 
     def plan(self, evaluation: Evaluation, persona: EvaluationPersona | None, version: str | None,
-             criteria: dict[str, EvaluationExpectation]) -> dict[str, Any]:
+             criteria: dict[str, EvaluationExpectation]) -> ResultPlan:
         """What a result will follow: the evaluation as it is now and everything it is run with."""
         scenario = evaluation.scenario
         expectations = (scenario or evaluation.golden or Golden()).evaluation_expectations or ()
-        return {
-            "evaluation": evaluation.model_copy(update={
+        return ResultPlan(
+            evaluation=evaluation.model_copy(update={
                 "aggregated_metrics": None, "last_completed_result": None, "last_ten_results": None,
-            }).to_json(),
-            "goldenRunMethod": self.method.value,
-            "toolCallBehaviour": (self.golden_tools if scenario is None else self.scenario_tools).value,
-            "appVersion": version or "",
-            "criteria": [criteria[name].to_json() for name in expectations],
-            "persona": persona.to_json() if persona is not None else None,
-            "initiator": self.initiator.value,
-        }
+            }),
+            golden_run_method=self.method,
+            tool_call_behaviour=self.golden_tools if scenario is None else self.scenario_tools,
+            app_version=version,
+            criteria=[criteria[name] for name in expectations],
+            persona=persona,
+            initiator=self.initiator,
+        )
 
 
 def _evaluation_type(evaluations: Sequence[Evaluation]) -> EvaluationType:

@@ -12,8 +12,8 @@ from mcp import Client
 from pydantic import ValidationError
 from sqlalchemy import select, update
 
-from convener.ces.evaluation.models import Evaluation, EvaluationExpectation, EvaluationPersona
 from convener.ces.evaluation.executor import PlayResult
+from convener.ces.evaluation.models import Evaluation, EvaluationExpectation, EvaluationPersona
 from convener.ces.evaluation.plans import ResultPlan
 from convener.ces.models import EvaluationToolCallBehaviour, GoldenRunMethod, ScenarioConversationInitiator
 from convener.ces.tables import evaluation_results

@@ -59,7 +59,8 @@ class LeaseEngine:
 
     def work(self, execute: Execute, *, worker: str, concurrency: int, queues: frozenset[str] | None,
              stopping: threading.Event) -> None:
-        held: dict[int, tuple[ClaimedJob, Attempt]] = {}
+        held: dict[tuple[int, int], tuple[ClaimedJob, Attempt]] = {}
+        """The attempts this worker runs, by job and attempt: a worker may hold a job again after losing it."""
         lock = threading.Lock()
         free = threading.Semaphore(concurrency)
 
@@ -70,12 +71,13 @@ class LeaseEngine:
                 logger.exception("job %s (%s) failed", claimed.id, claimed.job.task)
             finally:
                 with lock:
-                    held.pop(int(claimed.id), None)
+                    held.pop((int(claimed.id), claimed.attempt), None)
                 self._finish(claimed, worker)
                 free.release()
                 self.wake()
 
-        renewing = threading.Thread(target=self._renew, args=(worker, held, lock, stopping),
+        finished = threading.Event()
+        renewing = threading.Thread(target=self._renew, args=(worker, held, lock, finished),
                                     name="convener-job-leases", daemon=True)
         renewing.start()
         with ThreadPoolExecutor(concurrency, thread_name_prefix="convener-job") as pool:
@@ -95,8 +97,9 @@ class LeaseEngine:
                     continue
                 attempt = Attempt(number=claimed.attempt, operation=claimed.job.operation, worker=worker)
                 with lock:
-                    held[int(claimed.id)] = (claimed, attempt)
+                    held[(int(claimed.id), claimed.attempt)] = (claimed, attempt)
                 pool.submit(run, claimed, attempt)
+        finished.set()  # the pool has waited for the running jobs: nothing is left to renew
         renewing.join()
 
     def _claimable(self, queues: frozenset[str] | None, now: int) -> Select[tuple[int, int]]:
@@ -135,31 +138,28 @@ class LeaseEngine:
         except Exception:  # left in place, it is taken again once its lease lapses, and finds nothing to do
             logger.exception("could not finish job %s", claimed.id)
 
-    def _renew(self, worker: str, held: dict[int, tuple[ClaimedJob, Attempt]], lock: threading.Lock,
-               stopping: threading.Event) -> None:
-        """Every third of a lease: extend the leases of the jobs this worker runs; stop the ones it lost."""
-        interval = self.lease_us / 3_000_000
-        while True:
+    def _renew(self, worker: str, held: dict[tuple[int, int], tuple[ClaimedJob, Attempt]], lock: threading.Lock,
+               finished: threading.Event) -> None:
+        """Every third of a lease, until the worker has finished: extend the leases of the jobs it runs, and stop
+        those it lost."""
+        while not finished.wait(self.lease_us / 3_000_000):
             with lock:
                 running = dict(held)
-            if stopping.is_set() and not running:
-                return
             if running:
                 try:
                     self._extend(worker, running)
                 except Exception:
                     logger.exception("could not renew the leases of %d jobs", len(running))
-            with self._queued:
-                self._queued.wait(interval)
 
-    def _extend(self, worker: str, running: dict[int, tuple[ClaimedJob, Attempt]]) -> None:
+    def _extend(self, worker: str, running: dict[tuple[int, int], tuple[ClaimedJob, Attempt]]) -> None:
+        ids = sorted({pk for pk, _ in running})
         with self.database.transaction() as connection:
-            connection.execute(update(jobs).where(jobs.c.id.in_(list(running)), jobs.c.worker == worker).values(
+            connection.execute(update(jobs).where(jobs.c.id.in_(ids), jobs.c.worker == worker).values(
                 lease_until_us=_now_us() + self.lease_us))
             kept = {(row.id, row.attempts) for row in connection.execute(
-                select(jobs.c.id, jobs.c.attempts).where(jobs.c.id.in_(list(running)), jobs.c.worker == worker))}
-        for pk, (claimed, attempt) in running.items():
-            if (pk, claimed.attempt) not in kept:
+                select(jobs.c.id, jobs.c.attempts).where(jobs.c.id.in_(ids), jobs.c.worker == worker))}
+        for key, (_, attempt) in running.items():
+            if key not in kept:
                 attempt.lose("another worker took the job over after its lease lapsed")
 
     # -- a view ----------------------------------------------------------------------------------------

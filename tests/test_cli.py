@@ -63,6 +63,8 @@ def test_the_command_tree_is_the_expected_one() -> None:
         (),
         ("serve",),
         ("tools",),
+        ("worker",),
+        ("jobs",),
         ("demo",),
         ("simulate",),
         ("import",),

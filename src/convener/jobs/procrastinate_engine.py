@@ -265,10 +265,14 @@ class _WorkerRun:
         """Before a worker's first job, its name goes beside its ID, for ``holdings``."""
         worker_id = worker.worker_id
         if worker_id is not None and worker_id not in self._named:
-            await self.app.connector.execute_query_async(
-                "INSERT INTO convener_job_workers (worker_id, name) VALUES (%(worker_id)s, %(name)s)"
-                " ON CONFLICT (worker_id) DO NOTHING", worker_id=worker_id, name=self.name)
-            self._named.add(worker_id)
+            try:
+                await self.app.connector.execute_query_async(
+                    "INSERT INTO convener_job_workers (worker_id, name) VALUES (%(worker_id)s, %(name)s)"
+                    " ON CONFLICT (worker_id) DO NOTHING", worker_id=worker_id, name=self.name)
+                self._named.add(worker_id)
+            except procrastinate_errors.ConnectorException as error:
+                # Only ``holdings`` misses the name (the worker was pruned meanwhile): the job still runs.
+                logger.warning("worker %s could not record its name: %s", self.name, error)
         return await call_next()
 
     # -- the keeper -------------------------------------------------------------------------------------------
@@ -336,9 +340,11 @@ class _WorkerRun:
             "SELECT id FROM procrastinate_jobs WHERE id = ANY(%(ids)s) AND status = 'doing'"
             " AND worker_id = %(worker_id)s", ids=list(running), worker_id=worker_id)
         held = {row["id"] for row in rows}
-        for job_id, job in running.items():
-            if job_id not in held:
-                job.attempt.stop("another worker took the job over")
+        with self._lock:
+            # A job that returned since the snapshot is finished, not taken over.
+            lost = [job for job_id, job in running.items() if job_id not in held and job_id in self._running]
+        for job in lost:
+            job.attempt.stop("another worker took the job over")
 
 
 async def _sleep_unless(event: threading.Event, seconds: float) -> None:

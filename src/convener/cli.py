@@ -106,7 +106,10 @@ def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any)
 @contextmanager
 def _services(settings: Settings, api_error_exit: int = 1) -> Iterator[Services]:
     """Open the store; render any ApiError as ``CODE: message`` and exit with ``api_error_exit``."""
-    services = Services.open(settings)
+    try:
+        services = Services.open(settings)
+    except ApiError as error:  # e.g. CONVENER_JOBS=procrastinate on a SQLite store
+        raise _fail(error.code.name, error.message, 2) from None
     try:
         yield services
     except ApiError as error:

@@ -80,7 +80,7 @@ def conninfo(database: Database) -> str:
     if database.dialect != "postgresql":
         raise FailedPrecondition(
             f"CONVENER_JOBS=procrastinate needs a PostgreSQL store; this store is {database.dialect} "
-            "(use CONVENER_JOBS=leases, or a postgresql:// database URL)")
+            "(use CONVENER_JOBS=inline, or a postgresql:// database URL)")
     _, options = database.engine.dialect.create_connect_args(make_url(database.url))
     # ``context`` is psycopg's adapters map, an object of this process rather than a connection parameter.
     return psycopg.conninfo.make_conninfo("", **{k: v for k, v in options.items() if k != "context"})

@@ -267,3 +267,31 @@ def test_keys_presented_wrongly_resolve_to_nobody(database_url: str, tmp_path: P
     keys = ApiKeys(database)
     for wrong in (secret[:-1], secret + "x", secret.upper(), "", "cnv_", secret.removeprefix("cnv_"), "x" * 300):
         assert keys.caller(wrong) is None
+
+
+# --- jobs and workers -------------------------------------------------------------------------------
+
+
+def test_jobs_lists_what_waits_and_a_worker_refuses_an_unknown_queue(database: Database, database_url: str,
+                                                                     tmp_path: Path) -> None:
+    from convener.jobs.tables import jobs
+
+    with database.transaction() as connection:
+        connection.execute(jobs.insert(), [{
+            "task": "knowledge.ingest", "queue": "ingests", "operation": "projects/knowledge/locations/global/"
+            "operations/abc", "payload": {}, "attempts": 1, "worker": "host:1:dead", "lease_until_us": 1,
+            "since_us": 1_000_000}])
+    listed = run("jobs", *store_options(database_url, tmp_path))
+    assert listed.exit_code == 0, listed.output
+    assert "knowledge.ingest" in listed.output and "stalled" in listed.output and "host:1:dead" in listed.output
+    assert "1 unfinished jobs (inline)" in listed.output
+
+    assert_clean_failure(run("worker", "--queues", "evaluations,nope", *store_options(database_url, tmp_path)),
+                         "INVALID_ARGUMENT")
+
+
+def test_procrastinate_on_a_sqlite_store_is_a_clear_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONVENER_JOBS", "procrastinate")
+    result = run("jobs", "--data-dir", str(tmp_path / "data"))
+    assert_clean_failure(result, "FAILED_PRECONDITION")
+    assert "needs a PostgreSQL store" in result.stderr

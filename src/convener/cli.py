@@ -196,11 +196,18 @@ def worker_command(
 
     settings = _settings(data_dir, database_url, worker_concurrency=concurrency)
     chosen = frozenset(part.strip() for part in queues.split(",") if part.strip()) if queues else None
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    shown = logging.StreamHandler(sys.stderr)  # each job's start and end; not every library's chatter
+    shown.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    logging.getLogger("convener").addHandler(shown)
+    logging.getLogger("convener").setLevel(logging.INFO)
     stopping = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):  # finish the running jobs, then stop
         signal.signal(number, lambda *_: stopping.set())
     with _services(settings) as opened:
+        unknown = sorted((chosen or frozenset()) - opened.jobs.queues)
+        if unknown:
+            raise _fail("INVALID_ARGUMENT", f"--queues: no queue named {', '.join(unknown)[:200]}; the queues are "
+                                            f"{', '.join(sorted(opened.jobs.queues))}", 2)
         err.print(f"convener worker {opened.jobs.worker} taking jobs ({settings.jobs}) from "
                   f"{', '.join(sorted(chosen)) if chosen else 'every queue'}, {settings.worker_concurrency} at once",
                   markup=False, highlight=False)
@@ -217,13 +224,10 @@ def jobs_command(
     settings = _settings(data_dir, database_url, worker=False)
     with _services(settings) as opened:
         holdings = opened.jobs.holdings(limit)
-    table = Table(show_edge=False, pad_edge=False)
-    for column in ("Job", "Task", "State", "Attempts", "Worker", "Since", "Operation"):
-        table.add_column(column)
-    for held in holdings:
-        table.add_row(held.id, held.task, held.state, str(held.attempts), held.worker or "",
-                      str(held.since) if held.since else "", held.operation)
-    out.print(table)
+    for held in holdings:  # one line each, whole (operation names are long), to read or to grep
+        holder = f"on {held.worker}" if held.worker else "waiting for a worker"
+        out.print(f"{held.id}  {held.task}  {held.state}  attempts {held.attempts}  {holder}  since "
+                  f"{held.since or '-'}  {held.operation}", markup=False, highlight=False)
     out.print(f"{len(holdings)} unfinished jobs ({settings.jobs})", markup=False, highlight=False)
 
 

@@ -50,6 +50,11 @@ class Jobs:
         if self._tasks.setdefault(task.name, task) is not task:
             raise ValueError(f"a task named {task.name} is already registered")
 
+    @property
+    def queues(self) -> frozenset[str]:
+        """The queues of the registered tasks."""
+        return frozenset(task.queue for task in self._tasks.values())
+
     # -- submitting --------------------------------------------------------------------------------------
 
     def submit(self, connection: Connection, task: Task[P], payloads: Iterable[P], operation: str) -> None:

@@ -352,7 +352,8 @@ def test_convener_jobs_shows_which_worker_holds_a_running_job(store: Store) -> N
     with fleet(store.tmp_path / "fleet", store.fleet_env(job_lease_seconds="5")) as processes:
         worker = processes.worker("--concurrency", "1")
         processes.ready(worker)
-        queue_run(store, goldens=2, seconds=6)
+        # Thirty turns of a second each: running (and queued) until cancelled, however slow the machine.
+        operation = queue_run(store, goldens=2, seconds=1, turns=30)
         wait_until(lambda: holder(store, [worker]) == [worker], 30, "the worker to hold a result")
         shown = processes.run("jobs")
         assert shown.returncode == 0, shown.stderr
@@ -362,4 +363,6 @@ def test_convener_jobs_shows_which_worker_holds_a_running_job(store: Store) -> N
         assert name in running and "ces.play_evaluation_result" in running, shown.stdout
         assert [line for line in shown.stdout.splitlines() if " queued " in line], "the second result waits"
         assert "2 unfinished jobs" in shown.stdout
+        store.services.operations.cancel(operation, LOCAL_USER)
+        wait_until(lambda: operation_of(store, operation).done, 30, "the cancelled run to end")
 

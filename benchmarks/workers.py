@@ -8,7 +8,8 @@ Run from the repository root::
 
 The app's root agent is an llm agent whose model is the scripted OpenAI-compatible server (tests/llm/fake_openai.py,
 served by this process on a loopback port), which answers every call after ``--latency`` seconds, as a hosted
-model does. Each golden evaluation is one turn: a user input, and the exact reply expected. The run is queued by
+model does. Each golden evaluation is one turn: a user input, and the exact reply expected; with a model
+configured, the turn's hallucination check asks it too (three samples), so an evaluation makes four calls. The run is queued by
 this process, which runs no jobs, once the workers (``convener worker --concurrency C``, real processes) are up;
 the time is from the queueing to the run's operation being done. One store (a fresh SQLite file, or the
 PostgreSQL database given, in a schema of its own) serves every measurement, a run each. Nothing is asserted.
@@ -152,8 +153,8 @@ def main() -> None:
                               llm_model="fake-model", llm_max_retries="0", llm_timeout_seconds="60",
                               knowledge_embeddings="off")
             backend = "PostgreSQL" if args.database_url else "SQLite"
-            print(f"{args.evaluations} golden evaluations (one turn, one model call of {args.latency * 1000:.0f} ms "
-                  f"each), {backend}, jobs={args.jobs}, --concurrency {args.concurrency} per worker\n", flush=True)
+            print(f"{args.evaluations} golden evaluations (one turn each; every model call, the agent's and the "
+                  f"judge's, takes {args.latency * 1000:.0f} ms), {backend}, jobs={args.jobs}, --concurrency {args.concurrency} per worker\n", flush=True)
             rows = []
             for workers in args.workers:
                 seconds, calls, progress = measure(services, names, model, env, workers, args.concurrency,

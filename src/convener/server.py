@@ -7,6 +7,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -110,11 +111,16 @@ def build_app(services: Services) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if services.settings.worker:  # take work queued by anyone, or left by a worker that stopped
             services.jobs.start()
-        async with AsyncExitStack() as stack:
-            for pair in managers.values():
-                await stack.enter_async_context(pair.json.run())
-                await stack.enter_async_context(pair.stream.run())
-            yield
+        try:
+            async with AsyncExitStack() as stack:
+                for pair in managers.values():
+                    await stack.enter_async_context(pair.json.run())
+                    await stack.enter_async_context(pair.stream.run())
+                yield
+        finally:
+            # On SIGTERM too: take no more jobs, and finish the running ones rather than leave them to be taken
+            # over (each take-over counts against a result's attempts).
+            await anyio.to_thread.run_sync(services.jobs.stop)
 
     # The guard answers what the SDK answers badly (GET streams, malformed envelopes, oversize bodies) and picks
     # the manager that answers the rest; the caller is known by then, so no one unauthenticated makes the server

@@ -30,6 +30,7 @@ bench: $(VENV)/.embeddings
 	$(BIN)/python benchmarks/list_conversations.py
 	$(BIN)/python benchmarks/run_session.py
 	$(BIN)/python benchmarks/evaluations.py
+	$(BIN)/python benchmarks/workers.py
 	$(BIN)/python benchmarks/chat.py
 	$(BIN)/python benchmarks/knowledge.py
 	$(BIN)/python benchmarks/analytics.py

@@ -179,31 +179,45 @@ def test_cancelling_the_operation_stops_its_running_job(database: Database, oper
         jobs_.stop()
 
 
-def test_a_job_of_an_unknown_task_or_an_unreadable_payload_is_dropped_with_a_log(
+def test_a_job_this_process_cannot_run_is_given_back_for_a_worker_that_can(
         database: Database, operations: OperationService, caplog: pytest.LogCaptureFixture) -> None:
+    """A worker of an older version meets a task it does not know (or a payload it cannot read): it gives the
+    job back, with its attempt undone, and a worker that knows the task runs it after the pause."""
     recorder = Recorder()
-    jobs_, task = queue(database, operations, recorder)
+    old, task = queue(database, operations, recorder, lease=1.0)
     operation = start_operation(operations, database)
-    submit(database, jobs_, task, operation, "fine")
+    submit(database, old, task, operation, "fine")
     with database.transaction() as connection:
         connection.execute(jobs.insert(), [
-            {"task": "test.gone", "queue": "notes", "operation": operation, "payload": {}, "attempts": 0,
-             "worker": None, "lease_until_us": 0, "since_us": 0},
+            {"task": "test.newer", "queue": "notes", "operation": operation, "payload": {"text": "newer"},
+             "attempts": 0, "worker": None, "lease_until_us": 0, "since_us": 0},
             {"task": "test.note", "queue": "notes", "operation": operation, "payload": {"txt": 1}, "attempts": 0,
              "worker": None, "lease_until_us": 0, "since_us": 0},
         ])
     with caplog.at_level(logging.INFO, logger="convener.jobs"):
-        jobs_.start()
+        old.start()
         try:
-            until(lambda: not jobs_.holdings())
+            until(lambda: len(recorder.seen) == 1 and sorted(
+                (held.task, held.state, held.attempts) for held in old.holdings()) == [
+                    ("test.newer", "queued", 0), ("test.note", "queued", 0)])
         finally:
-            jobs_.stop()
-    assert [text for text, _, _ in recorder.seen] == ["fine"]
+            old.stop()
     messages = " | ".join(record.getMessage() for record in caplog.records)
-    assert "names the task test.gone, which this process does not know; dropped" in messages
+    assert "names the task test.newer, which this process does not know; given back for another worker" in messages
     assert "has a payload this version cannot read" in messages
     assert f"job started: test.note for {operation} (attempt 1)" in messages
     assert f"job finished: test.note for {operation} (attempt 1)" in messages
+
+    newer, _ = queue(database, operations, recorder, lease=1.0)
+    newer.register(Task(name="test.newer", queue="notes", payload=Note, run=recorder))
+    newer.start()
+    try:
+        until(lambda: [text for text, _, _ in recorder.seen] == ["fine", "newer"])
+    finally:
+        newer.stop()
+    assert recorder.seen[1][1] == 1, "the attempt the old worker gave back is not counted"
+    assert [(held.task, held.attempts) for held in newer.holdings()] == [("test.note", 0)], (
+        "a payload no version can read stays, to be seen with convener jobs")
 
 
 def test_two_tasks_cannot_share_a_name(database: Database, operations: OperationService) -> None:

@@ -21,7 +21,7 @@ from procrastinate.manager import JobManager
 from sqlalchemy import text
 
 from convener.api.errors import FailedPrecondition
-from convener.jobs.model import Attempt, ClaimedJob, QueuedJob
+from convener.jobs.model import Attempt, ClaimedJob, QueuedJob, Unrunnable
 from convener.jobs.procrastinate_engine import ProcrastinateEngine
 from convener.store.database import Database
 from tests.conftest import POSTGRES_URL, private_database
@@ -312,3 +312,20 @@ def test_each_take_over_has_a_greater_attempt(engine: ProcrastinateEngine, datab
     attempts.append(recorder.calls[0][1].number)
     assert attempts == [1, 2, 3]
 
+
+
+@needs_postgres
+def test_a_job_this_worker_cannot_run_is_given_back_and_taken_again(engine: ProcrastinateEngine,
+                                                                    database: Database) -> None:
+    class OnceUnrunnable(Recorder):
+        def __call__(self, claimed: ClaimedJob, attempt: Attempt) -> None:
+            super().__call__(claimed, attempt)
+            if len(self.calls) == 1:
+                raise Unrunnable(claimed.job.task)
+
+    execute = OnceUnrunnable()
+    submit(engine, database, job("newer"))
+    with working(engine, execute):
+        until(lambda: len(execute.finished) == 2, "the job to be given back and run again")
+        until(lambda: engine.holdings(10) == [], "the job to be finished")
+    assert [attempt.number for _, attempt in execute.calls] == [1, 2]

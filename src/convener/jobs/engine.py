@@ -27,7 +27,9 @@ class Engine(Protocol):
 
         Every job is held by one worker at a time and taken again, with a greater attempt number, when the
         worker holding it stops answering (killed, or cut off for longer than the hold). A job whose ``execute``
-        returns, or raises, is finished and not run again. Returns once the jobs it was running have returned.
+        returns, or raises, is finished and not run again, except when it raises ``Unrunnable``: then it is given
+        back, to be taken again after a pause (by a worker that can run it). Returns once the jobs it was running
+        have returned.
         """
 
     def holdings(self, limit: int) -> list[Holding]:

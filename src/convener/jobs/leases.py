@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import Connection, Select, delete, insert, select, update
 
 from convener.api.protojson import Timestamp
-from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob
+from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob, Unrunnable
 from convener.jobs.tables import jobs
 from convener.store.database import Database
 
@@ -65,14 +65,20 @@ class LeaseEngine:
         free = threading.Semaphore(concurrency)
 
         def run(claimed: ClaimedJob, attempt: Attempt) -> None:
+            given_back = False
             try:
                 execute(claimed, attempt)
+            except Unrunnable:
+                given_back = True
             except Exception:
                 logger.exception("job %s (%s) failed", claimed.id, claimed.job.task)
             finally:
                 with lock:
                     held.pop((int(claimed.id), claimed.attempt), None)
-                self._finish(claimed, worker)
+                if given_back:
+                    self._give_back(claimed, worker)
+                else:
+                    self._finish(claimed, worker)
                 free.release()
                 self.wake()
 
@@ -137,6 +143,16 @@ class LeaseEngine:
                                                       jobs.c.attempts == claimed.attempt))
         except Exception:  # left in place, it is taken again once its lease lapses, and finds nothing to do
             logger.exception("could not finish job %s", claimed.id)
+
+    def _give_back(self, claimed: ClaimedJob, worker: str) -> None:
+        """Queue again a job this worker cannot run, after a lease's pause, with the attempt it never made undone."""
+        try:
+            with self.database.transaction() as connection:
+                connection.execute(update(jobs).where(
+                    jobs.c.id == int(claimed.id), jobs.c.worker == worker, jobs.c.attempts == claimed.attempt,
+                ).values(worker=None, attempts=claimed.attempt - 1, lease_until_us=_now_us() + self.lease_us))
+        except Exception:  # left held, it is taken again once its lease lapses
+            logger.exception("could not give job %s back", claimed.id)
 
     def _renew(self, worker: str, held: dict[tuple[int, int], tuple[ClaimedJob, Attempt]], lock: threading.Lock,
                finished: threading.Event) -> None:

@@ -66,6 +66,12 @@ class Attempt:
         self.stop(reason)
 
 
+class Unrunnable(Exception):
+    """Raised by ``Jobs.execute`` for a job this process cannot run: a task it does not know, or a payload it
+    cannot read (a worker of another version, during a rolling upgrade). The engine gives the job back, to be
+    taken again after a pause by a worker that can run it; it is never dropped."""
+
+
 @dataclass(frozen=True)
 class Task(Generic[P]):
     """A kind of job: ``run`` is called with the typed payload of each job, once per attempt."""

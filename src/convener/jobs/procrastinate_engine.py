@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import psycopg
 import psycopg.conninfo
-from procrastinate import App, JobContext, PsycopgConnector, SyncPsycopgConnector
+from procrastinate import App, JobContext, PsycopgConnector, RetryStrategy, SyncPsycopgConnector
 from procrastinate import exceptions as procrastinate_errors
 from procrastinate import jobs as procrastinate_jobs
 from procrastinate.manager import JobManager
@@ -38,7 +38,7 @@ from sqlalchemy.engine import make_url
 
 from convener.api.errors import FailedPrecondition
 from convener.api.protojson import Timestamp
-from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob
+from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob, Unrunnable
 from convener.store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -206,7 +206,9 @@ class _WorkerRun:
         self.app = App(connector=PsycopgConnector(
             conninfo=engine._conninfo, min_size=1, max_size=4,
             kwargs={"application_name": f"convener worker {worker}"[:63]}))
-        self.app.task(name=TASK, pass_context=True)(self._run_job)
+        # A job this process cannot run (another version's) is given back, to be taken again after a pause.
+        self.app.task(name=TASK, pass_context=True, retry=RetryStrategy(
+            retry_exceptions={Unrunnable}, wait=max(1, round(self.stall))))(self._run_job)
 
     async def main(self) -> None:
         loop = asyncio.get_running_loop()
@@ -302,7 +304,7 @@ class _WorkerRun:
             if running and time.monotonic() - last_contact > self.stall:
                 # Out of touch for longer than the stall time: other workers are taking these jobs over.
                 for job in running.values():
-                    job.attempt.stop("the worker lost contact with the job store")
+                    job.attempt.lose("the worker lost contact with the job store")
             try:
                 await asyncio.wait_for(ended.wait(), _TICK_SECONDS)
             except TimeoutError:
@@ -344,7 +346,7 @@ class _WorkerRun:
             # A job that returned since the snapshot is finished, not taken over.
             lost = [job for job_id, job in running.items() if job_id not in held and job_id in self._running]
         for job in lost:
-            job.attempt.stop("another worker took the job over")
+            job.attempt.lose("another worker took the job over")
 
 
 async def _sleep_unless(event: threading.Event, seconds: float) -> None:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from sqlalchemy import Connection
 
 from convener.jobs.engine import Engine
-from convener.jobs.model import Attempt, ClaimedJob, Holding, P, QueuedJob, Task
+from convener.jobs.model import Attempt, ClaimedJob, Holding, P, QueuedJob, Task, Unrunnable
 
 logger = logging.getLogger("convener.jobs")
 
@@ -104,14 +104,15 @@ class Jobs:
         job = claimed.job
         task = self._tasks.get(job.task)
         if task is None:
-            logger.error("job %s names the task %s, which this process does not know; dropped", claimed.id, job.task)
-            return
+            logger.error("job %s names the task %s, which this process does not know; given back for another worker",
+                         claimed.id, job.task)
+            raise Unrunnable(job.task)
         try:
             payload = task.payload.model_validate(job.payload)
         except ValidationError as error:
-            logger.error("job %s of %s has a payload this version cannot read (%s); dropped", claimed.id,
-                         job.task, error.errors()[0]["msg"] if error.errors() else error)
-            return
+            logger.error("job %s of %s has a payload this version cannot read (%s); given back for another worker",
+                         claimed.id, job.task, error.errors()[0]["msg"] if error.errors() else error)
+            raise Unrunnable(job.task) from None
         attempt.cancelled = lambda: self.cancelled(job.operation)
         logger.info("job started: %s for %s (attempt %d) on %s", job.task, job.operation, attempt.number,
                     self.worker)

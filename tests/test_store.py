@@ -96,6 +96,49 @@ def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(empt
         database.dispose()
 
 
+def test_upgrading_makes_jobs_of_the_results_a_stopped_server_left_unfinished(empty_database_url: str) -> None:
+    """Before jobs, a starting server queued these again; the upgrade makes them jobs, counting their attempts."""
+    database = Database(empty_database_url)
+    app, run = "projects/p/locations/l/apps/a", "projects/p/locations/l/apps/a/evaluationRuns/r1"
+    try:
+        database.migrate("0007")
+        with database.transaction() as connection:
+            connection.exec_driver_sql(
+                "INSERT INTO ces_apps (name, parent, app_id, display_name, description, create_time_us,"
+                " update_time_us, etag) VALUES ('projects/p/locations/l/apps/a', 'projects/p/locations/l', 'a',"
+                " '', '', 0, 0, 'e')")
+            for run_id, state in (("r1", "RUNNING"), ("r0", "COMPLETED")):
+                connection.execute(text(
+                    "INSERT INTO ces_evaluation_runs (app_pk, run_id, create_time_us, initiated_by,"
+                    " app_version_display_name, state, cancel_requested, operation, pending_count, completed_count,"
+                    " passed_count, failed_count, error_count, cancelled_count, body) VALUES (1, :run_id, 0, 'u',"
+                    " '', :state, false, :operation, 0, 0, 0, 0, 0, 0, :body)").bindparams(bindparam("body", type_=Json)),
+                    {"run_id": run_id, "state": state, "operation": f"projects/p/locations/l/operations/{run_id}",
+                     "body": {}})
+            for result_id, run_name, state, attempts in (
+                    ("queued", run, "QUEUED", 0), ("running", run, "RUNNING", 1), ("done", run, "COMPLETED", 1),
+                    ("old", f"{app}/evaluationRuns/r0", "QUEUED", 0)):
+                connection.execute(text(
+                    "INSERT INTO ces_evaluation_results (app_pk, evaluation_id, result_id, evaluation_run,"
+                    " create_time_us, execution_state, evaluation_status, attempts, body, plan) VALUES (1, 'e',"
+                    " :result_id, :run, 0, :state, '', :attempts, :body, :plan)").bindparams(
+                    bindparam("body", type_=Json), bindparam("plan", type_=Json)),
+                    {"result_id": result_id, "run": run_name, "state": state, "attempts": attempts, "body": {},
+                     "plan": {}})
+
+        database.migrate()
+
+        with database.reading() as connection:
+            ids = dict(connection.exec_driver_sql("SELECT result_id, id FROM ces_evaluation_results").all())
+            made = connection.execute(select(convener.jobs.tables.jobs).order_by(convener.jobs.tables.jobs.c.id)).all()
+        assert [(row.task, row.queue, row.operation, row.payload, row.attempts, row.worker, row.lease_until_us)
+                for row in made] == [
+            ("ces.play_evaluation_result", "evaluations", "projects/p/locations/l/operations/r1",
+             {"result": ids[result]}, attempts, None, 0) for result, attempts in (("queued", 0), ("running", 1))]
+    finally:
+        database.dispose()
+
+
 def test_migrating_twice_is_a_no_op(empty_database_url: str) -> None:
     database = Database(empty_database_url)
     try:

@@ -122,7 +122,7 @@ evaluation_runs = Table(
     Column("cancelled_count", Integer, nullable=False),
     Column("body", Json, nullable=False),
     Index("ix_ces_eval_runs_id", "app_pk", "run_id", unique=True),
-    # Runs still to finish, found again after a restart.
+    # Runs still to finish.
     Index("ix_ces_eval_runs_state", "state"),
 )
 """An EvaluationRun. ``body`` holds what is fixed when it starts; state and counts are the columns, and the

@@ -41,7 +41,8 @@ def upgrade() -> None:
         "SELECT 'ces.play_evaluation_result', 'evaluations', r.operation, "
         + ("json_build_object('result', e.id)::jsonb" if op.get_bind().dialect.name == "postgresql"
            else "json_object('result', e.id)")
-        + ", e.attempts, NULL, 0, :now FROM ces_evaluation_results e JOIN ces_evaluation_runs r "
-        "ON r.app_pk = e.app_pk AND e.evaluation_run LIKE '%/evaluationRuns/' || r.run_id "
+        + ", e.attempts, NULL, 0, :now FROM ces_evaluation_runs r JOIN ces_apps a ON a.id = r.app_pk "
+        "JOIN ces_evaluation_results e ON e.app_pk = r.app_pk "
+        "AND e.evaluation_run = a.name || '/evaluationRuns/' || r.run_id "
         "WHERE r.state = 'RUNNING' AND e.execution_state IN ('QUEUED', 'RUNNING') ORDER BY e.id"
     ).bindparams(now=now))

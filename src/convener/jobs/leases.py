@@ -59,8 +59,8 @@ class LeaseEngine:
 
     def work(self, execute: Execute, *, worker: str, concurrency: int, queues: frozenset[str] | None,
              stopping: threading.Event) -> None:
+        # The attempts this worker runs, by job and attempt: a worker may hold a job again after losing it.
         held: dict[tuple[int, int], tuple[ClaimedJob, Attempt]] = {}
-        """The attempts this worker runs, by job and attempt: a worker may hold a job again after losing it."""
         lock = threading.Lock()
         free = threading.Semaphore(concurrency)
 

@@ -170,9 +170,11 @@ class OperationService:
         deadline = time.monotonic() + timeout
         last: dict[str, Any] | None = None
         while True:
+            # Live metadata first, the store second: work records its end before it withdraws its live metadata,
+            # so a read that finds none finds the end recorded, never an older recorded step.
+            live = self._live.get(str(name))
             with self.database.reading() as connection:
                 operation = self._model(self._row(connection, name, caller))
-            live = self._live.get(str(name))
             if live is not None and not operation.done:
                 operation = operation.model_copy(update={"metadata": live})
             if progress is not None and operation.metadata != last:

@@ -163,38 +163,51 @@ class RunExecutor:
                 error: EvaluationErrorInfo | None = None) -> None:
         """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
         with self.database.transaction() as connection:
-            current = connection.execute(select(evaluation_results).where(evaluation_results.c.id == row.id)).first()
-            if current is None or current.execution_state != ExecutionState.RUNNING.value or current.attempts != attempt:
-                return  # deleted or cancelled meanwhile, or taken over by a later attempt
+            locked = self._locked(connection, row.id)
+            if locked is None:
+                return  # deleted meanwhile
+            current, run = locked
+            if current.execution_state != ExecutionState.RUNNING.value or current.attempts != attempt:
+                return  # cancelled meanwhile, or taken over by a later attempt
             settled = self._store(connection, current, state, outcome=outcome, error=error)
-            self._settle(connection, current.app_pk, _run_id(current.evaluation_run), [settled])
+            self._settle(connection, current.app_pk, run.run_id, [settled])
         self.operations.notify()
 
     def _claim(self, result_pk: int, attempt: int) -> tuple[AnyRow, Caller] | None:
         """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
         was cancelled (then it is CANCELLED) or it has settled."""
         with self.database.transaction() as connection:
-            row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).first()
-            if row is None or row.attempts >= attempt or row.execution_state not in CLAIMABLE:
+            locked = self._locked(connection, result_pk)
+            if locked is None:
                 return None
-            run = connection.execute(select(*RUN_STATE).where(
-                evaluation_runs.c.app_pk == row.app_pk, evaluation_runs.c.run_id == _run_id(row.evaluation_run),
-            ).with_for_update()).first()
-            if run is None:
+            row, run = locked
+            if row.attempts >= attempt or row.execution_state not in CLAIMABLE:
                 return None
             if run.cancel_requested:
                 settled = self._store(connection, row, ExecutionState.CANCELLED)
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
-            claimed = connection.execute(update(evaluation_results).where(
-                evaluation_results.c.id == row.id, evaluation_results.c.attempts == row.attempts,
-                evaluation_results.c.execution_state.in_(CLAIMABLE),
-            ).values(execution_state=ExecutionState.RUNNING.value, attempts=attempt,
-                     body={**row.body, "executionState": ExecutionState.RUNNING.value})).rowcount
-            if not claimed:
-                return None
+            connection.execute(update(evaluation_results).where(evaluation_results.c.id == row.id).values(
+                execution_state=ExecutionState.RUNNING.value, attempts=attempt,
+                body={**row.body, "executionState": ExecutionState.RUNNING.value}))
             row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).one()
         return row, Caller(run.initiated_by)
+
+    @staticmethod
+    def _locked(connection: Connection, result_pk: int) -> tuple[AnyRow, AnyRow] | None:
+        """A result and its run as they are now, locked until the transaction ends: the run first, then the result,
+        the order every writer of both takes (``cancel`` too), so two writers wait for each other, never deadlock,
+        and neither decides on a state the other has just changed."""
+        found = connection.execute(select(evaluation_results.c.app_pk, evaluation_results.c.evaluation_run).where(
+            evaluation_results.c.id == result_pk)).first()
+        if found is None:
+            return None
+        run = connection.execute(select(*RUN_STATE).where(
+            evaluation_runs.c.app_pk == found.app_pk, evaluation_runs.c.run_id == _run_id(found.evaluation_run),
+        ).with_for_update()).first()
+        row = connection.execute(select(evaluation_results).where(
+            evaluation_results.c.id == result_pk).with_for_update()).first()
+        return None if run is None or row is None else (row, run)
 
     def _outcome(self, row: AnyRow, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Run the result's evaluation and score it: the result's fields that say how it went."""

@@ -4,7 +4,7 @@ workers, and the speed-up over one.
 Run from the repository root::
 
     .venv/bin/python benchmarks/workers.py [--evaluations 500] [--workers 1 2 4 8] [--concurrency 4]
-        [--latency 0.2] [--database-url postgresql+psycopg://postgres@127.0.0.1:5432/test] [--jobs inline]
+        [--latency 0.2] [--backend sqlite|postgresql|both] [--postgres-url URL] [--jobs procrastinate|inline]
 
 The app's root agent is an llm agent whose model is the scripted OpenAI-compatible server (tests/llm/fake_openai.py,
 served by this process on a loopback port), which answers every call after ``--latency`` seconds, as a hosted
@@ -21,15 +21,11 @@ import argparse
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-from sqlalchemy import create_engine, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the scripted model server and the process helpers live with the tests
@@ -41,33 +37,13 @@ from convener.ces.tables import evaluation_results  # noqa: E402
 from convener.config import Settings  # noqa: E402
 from convener.server import mcp_servers  # noqa: E402
 from convener.services import Services  # noqa: E402
-from convener.store.database import normalise_url  # noqa: E402
+from backends import add_arguments, each_backend  # noqa: E402
 from tests.e2e.conftest import call_json  # noqa: E402
 from tests.jobs.processes import environment, fleet  # noqa: E402
 from tests.llm.fake_openai import FakeOpenAI, Reply  # noqa: E402
 
 APP = "projects/bench/locations/global/apps/workers"
 REPLY = "Your order is on its way."
-
-
-@contextmanager
-def store(database_url: str | None) -> Iterator[str]:
-    """A fresh store: a SQLite file in a temporary folder, or a schema of its own in the PostgreSQL database."""
-    if database_url is None:
-        with tempfile.TemporaryDirectory() as folder:
-            yield f"sqlite:///{folder}/bench.db"
-        return
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(normalise_url(database_url))
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield make_url(normalise_url(database_url)).update_query_dict(
-            {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def answer(body: dict[str, Any]) -> Reply:
@@ -137,24 +113,29 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--concurrency", type=int, default=4, help="Jobs each worker runs at once.")
     parser.add_argument("--latency", type=float, default=0.2, help="Seconds the model takes per call.")
-    parser.add_argument("--database-url", default=None, help="A PostgreSQL URL; default: a fresh SQLite file.")
-    parser.add_argument("--jobs", choices=["inline", "procrastinate"], default="inline")
+    parser.add_argument("--jobs", choices=["inline", "procrastinate"], default="procrastinate",
+                        help="The job engine on PostgreSQL (SQLite runs inline).")
+    add_arguments(parser)
     args = parser.parse_args()
+    for backend, url in each_backend(args):
+        run_on(backend, url, args.jobs if backend == "postgresql" else "inline", args)
 
-    with tempfile.TemporaryDirectory() as work, store(args.database_url) as url, FakeOpenAI().running() as model:
+
+def run_on(backend: str, url: str, jobs: str, args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as work, FakeOpenAI().running() as model:
         folder = Path(work)
-        settings = Settings(data_dir=folder / "data", database_url=url, worker=False, jobs=args.jobs,
+        settings = Settings(data_dir=folder / "data", database_url=url, worker=False, jobs=jobs,
                             llm_provider="openai", llm_base_url=model.base_url, llm_model="fake-model",
                             llm_max_retries=0, llm_timeout_seconds=60)
         services = Services.open(settings)
         try:
             names = anyio.run(build, services, args.evaluations)
-            env = environment(url, settings.data_dir, args.jobs, llm_provider="openai", llm_base_url=model.base_url,
+            env = environment(url, settings.data_dir, jobs, llm_provider="openai", llm_base_url=model.base_url,
                               llm_model="fake-model", llm_max_retries="0", llm_timeout_seconds="60",
                               knowledge_embeddings="off")
-            backend = "PostgreSQL" if args.database_url else "SQLite"
-            print(f"{args.evaluations} golden evaluations (one turn each; every model call, the agent's and the "
-                  f"judge's, takes {args.latency * 1000:.0f} ms), {backend}, jobs={args.jobs}, --concurrency {args.concurrency} per worker\n", flush=True)
+            print(f"\n{args.evaluations} golden evaluations (one turn each; every model call, the agent's and the "
+                  f"judge's, takes {args.latency * 1000:.0f} ms), {backend}, jobs={jobs}, --concurrency "
+                  f"{args.concurrency} per worker\n", flush=True)
             rows = []
             for workers in args.workers:
                 seconds, calls, progress = measure(services, names, model, env, workers, args.concurrency,

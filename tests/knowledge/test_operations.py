@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from convener.auth.caller import Caller
 from convener.config import Settings
 from convener.jobs.model import Attempt
@@ -118,5 +120,25 @@ def test_a_lost_attempt_writes_nothing(settings: Settings, docs: Path) -> None:
         attempt.lose("taken over")
         services.ingests.run(IngestJob.of(plan), attempt)
         assert services.operations.get(str(operation.name), ANA).done is False
+    finally:
+        services.close()
+
+
+def test_an_ingest_that_fails_unexpectedly_ends_internal_never_left_running(
+        settings: Settings, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    services = idle(settings)
+    try:
+        plan = IngestPlan.make(docs, BASE_URL)
+        operation = services.ingests.start(plan, ANA)
+
+        def broken(*args: object, **kwargs: object) -> IngestSummary:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(services.knowledge, "ingest", broken)
+        services.ingests.run(IngestJob.of(plan), Attempt(number=1, operation=str(operation.name), worker="w"))
+        failed = services.operations.get(str(operation.name), ANA)
+        assert failed.done is True and failed.error is not None and failed.error.code == 13
+        assert "failed unexpectedly (RuntimeError)" in (failed.error.message or "")
+        assert "a bug" not in (failed.error.message or ""), "an exception's text is for the log, not the caller"
     finally:
         services.close()

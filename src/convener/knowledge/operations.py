@@ -9,6 +9,7 @@ documents written so far are whole and unchanged files are skipped. An ingest in
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,8 @@ from convener.knowledge.models import IngestSummary
 from convener.knowledge.service import KnowledgeService
 from convener.longrunning.models import Operation, Status
 from convener.longrunning.service import MAX_WAIT_SECONDS, OperationService
+
+logger = logging.getLogger(__name__)
 
 LOCATION = LocationName("knowledge", "global")
 """Where ingest operations are listed: ``projects/knowledge/locations/global``."""
@@ -109,6 +112,11 @@ class Ingests:
             summary = self.knowledge.ingest(plan, progress, attempt.should_stop)
         except ApiError as error:
             self._finish(name, attempt, error=Status(code=error.code.value, message=error.message))
+            return
+        except Exception as error:  # a bug: the operation still ends, saying so, rather than stay running
+            logger.exception("ingest %s failed", name)
+            self._finish(name, attempt, error=Status(code=Code.INTERNAL.value, message=(
+                f"ingest {name} failed unexpectedly ({type(error).__name__}); see the server log")))
             return
         if attempt.should_stop():
             self._finish(name, attempt, _metadata(plan, summary), error=Status(

@@ -70,7 +70,8 @@ def test_jobs_imports_the_store_and_the_queue_alone(tmp_path: Path) -> None:
 def test_eval_run_imports_no_server_chat_analytics_or_model_client(tmp_path: Path) -> None:
     found = imported(["eval", "run", "--app", APP], tmp_path)  # fails NOT_FOUND once the services are built
     assert "convener.ces" in found
-    assert not found & {"openai", "duckdb", "sqlglot", "convener.server", "convener.chat", "convener.analytics"}
+    assert not found & {"openai", "mcp", "mcp_types", "duckdb", "sqlglot", "convener.server", "convener.chat",
+                        "convener.analytics"}
 
 
 def test_terminal_chat_imports_no_analytics_knowledge_or_server(tmp_path: Path) -> None:

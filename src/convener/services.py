@@ -192,7 +192,12 @@ class Services:
 
         database = Database(settings.resolved_database_url)
         database.migrate()
-        return cls(settings, database, PageTokens(database.installation_secret()))
+        services = cls(settings, database, PageTokens(database.installation_secret()))
+        if settings.jobs == "procrastinate":
+            # Its engine checks the store can carry it (PostgreSQL): a wrong setting fails every command at once,
+            # as a usage error, not just those that queue work. The default engine needs no such check.
+            services.jobs  # noqa: B018
+        return services
 
     def registries(self) -> dict[str, ToolRegistry]:
         """Tool registries of the enabled services, by service name."""

@@ -3,63 +3,33 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import anyio
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
-from rich.text import Text
 
-from convener.api.errors import ApiError, Code, InvalidArgument, NotFound
-from convener.auth.caller import LOCAL_USER, Caller
-from convener.auth.keys import PRINCIPAL, ApiKeys
-from convener.ces.evaluation.junit import ResultSummary, junit_xml, summarise, write_junit
-from convener.ces.evaluation.models import (
-    EvaluationConfig,
-    EvaluationResult,
-    EvaluationRun,
-    Scenario,
-    UserFact,
-)
-from convener.ces.evaluation.requests import (
-    ListEvaluationResultsRequest,
-    ListEvaluationsRequest,
-    RunEvaluationRequest,
-)
-from convener.ces.evaluation.scenario_scoring import report as simulation_report
-from convener.ces.evaluation.service import EvaluationService
-from convener.ces.evaluation.simulated_user import Exchange
-from convener.ces.importing import import_conversations
-from convener.ces.models import EvaluationToolCallBehaviour, GoldenRunMethod
-from convener.ces.names import (
-    AppName,
-    AppVersionName,
-    EvaluationDatasetName,
-    EvaluationName,
-    EvaluationPersonaName,
-    EvaluationResultName,
-)
-from convener.config import Settings
-from convener.longrunning.models import Operation
-from convener.outside.bounded_reading import bounded_lines, read_at_most
-from convener.outside.limits import CONVERSATION_LINE_BYTES
-from convener.services import Services
+# Start-up: `convener --help` and each command import only what they use, so the library's modules (and the
+# store, the model clients, the analytics and knowledge engines behind them) are imported inside the commands.
+# tests/test_startup_imports.py keeps it so.
+if TYPE_CHECKING:
+    from convener.ces.evaluation.junit import ResultSummary
+    from convener.ces.evaluation.models import EvaluationRun, UserFact
+    from convener.ces.evaluation.service import EvaluationService
+    from convener.ces.evaluation.simulated_user import Exchange
+    from convener.ces.names import (
+        AppName,
+        AppVersionName,
+        EvaluationDatasetName,
+        EvaluationName,
+        EvaluationPersonaName,
+    )
+    from convener.config import Settings
+    from convener.longrunning.models import Operation
+    from convener.services import Services
 
 app = typer.Typer(help="Convener: Google's agent-platform MCP tools on your own machine.", no_args_is_help=True)
 import_app = typer.Typer(help="Import data in the formats users have.", no_args_is_help=True)
@@ -96,6 +66,10 @@ def _fail(code: str, message: str, exit_code: int = 1) -> typer.Exit:
 
 
 def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any) -> Settings:
+    from pydantic import ValidationError
+
+    from convener.config import Settings
+
     given = {"data_dir": data_dir, "database_url": database_url, **overrides}
     try:
         return Settings(**{key: value for key, value in given.items() if value is not None})
@@ -106,6 +80,9 @@ def _settings(data_dir: Path | None, database_url: str | None, **overrides: Any)
 @contextmanager
 def _services(settings: Settings, api_error_exit: int = 1) -> Iterator[Services]:
     """Open the store; render any ApiError as ``CODE: message`` and exit with ``api_error_exit``."""
+    from convener.api.errors import ApiError
+    from convener.services import Services
+
     try:
         services = Services.open(settings)
     except ApiError as error:  # e.g. CONVENER_JOBS=procrastinate on a SQLite store
@@ -143,6 +120,11 @@ def serve(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the MCP tools over Streamable HTTP (/mcp, /<service>/mcp) or stdio."""
+    import anyio
+
+    from convener.auth.caller import LOCAL_USER, Caller
+    from convener.auth.keys import PRINCIPAL
+
     settings = _settings(
         data_dir, database_url, transport=transport, host=host, port=port, services=services,
         allow_anonymous=allow_anonymous, toolsets=toolsets, read_only=read_only, worker=worker,
@@ -240,6 +222,8 @@ def tools_command(
     database_url: DatabaseUrl = None,
 ) -> None:
     """List the tools /mcp serves with these settings: toolset, and bytes each takes in a client's context."""
+    from rich.table import Table
+
     from convener.tooling import listed_size, served, specs_of
 
     settings = _settings(data_dir, database_url, toolsets=toolsets, read_only=read_only, services=services)
@@ -282,6 +266,13 @@ def import_conversations_command(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Import recorded conversations; bad lines are reported and skipped, re-imports change nothing."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from convener.ces.importing import import_conversations
+    from convener.ces.names import AppName
+    from convener.outside.bounded_reading import bounded_lines
+    from convener.outside.limits import CONVERSATION_LINE_BYTES
+
     with _services(_settings(data_dir, database_url)) as opened:
         target = AppName.parse(app_name, "--app")
         if str(file) == "-":
@@ -318,6 +309,8 @@ def import_chat_command(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Import a team's chat history; each conversation is written whole or not at all, re-imports change nothing."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     from convener.chat.importing import ChatImporter, ImportProgress, open_export
 
     with _services(_settings(data_dir, database_url)) as opened, closing(open_export(format_name, path)) as export:
@@ -353,6 +346,8 @@ def export_app(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Write an app's settings, agents, tools and toolsets to stdout as YAML."""
+    from convener.auth.caller import LOCAL_USER
+
     with _services(_settings(data_dir, database_url)) as opened:
         typer.echo(opened.runtime.bundles.export(app_name, LOCAL_USER), nl=False)
 
@@ -367,6 +362,8 @@ def import_app_command(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create (or with --replace, overwrite) an app from a YAML file, all or nothing."""
+    from convener.auth.caller import LOCAL_USER
+
     if str(file) != "-" and not file.is_file():
         raise _fail("NOT_FOUND", f"no such file {file}")
     with _services(_settings(data_dir, database_url)) as opened:
@@ -377,6 +374,9 @@ def import_app_command(
 
 
 def _app_file_text(file: Path) -> str:
+    from convener.api.errors import InvalidArgument
+    from convener.outside.bounded_reading import read_at_most
+
     if str(file) == "-":
         raw = read_at_most(sys.stdin.buffer, "ces.app_content", "the app file")
     else:
@@ -401,6 +401,7 @@ def chat(
 
     Exit codes: 0 when you leave or the session ends, 2 when the app, agent or version does not exist.
     """
+    from convener.ces.names import AppName
     from convener.ces.terminal import Chat
 
     with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
@@ -422,6 +423,8 @@ def create_key(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create an API key; it is printed once and only its hash is kept."""
+    from convener.auth.keys import ApiKeys
+
     if (principal is None) == (user is None):
         raise _fail("INVALID_ARGUMENT", "name the key's user once: convener auth create-key --user users/alice", 2)
     given = scope is not None or scopes is not None
@@ -437,6 +440,8 @@ def create_key(
 @auth_app.command("list-keys")
 def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
     """List API keys (never their secrets)."""
+    from convener.auth.keys import ApiKeys
+
     with _services(_settings(data_dir, database_url)) as opened:
         for key in ApiKeys(opened.database).list():
             typer.echo(f"{key.key_id}\t{key.principal}\t{','.join(key.scopes)}\t{key.create_time}")
@@ -449,6 +454,8 @@ def revoke_key(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Revoke an API key at once."""
+    from convener.auth.keys import ApiKeys
+
     with _services(_settings(data_dir, database_url)) as opened:
         ApiKeys(opened.database).revoke(key_id)
         out.print(f"revoked {key_id}", markup=False)
@@ -473,6 +480,9 @@ def _child(app_name: AppName,
 
 def _all_evaluations(service: EvaluationService, app_name: AppName) -> list[str]:
     """Every evaluation of the app, golden and scenario, by name."""
+    from convener.auth.caller import LOCAL_USER
+    from convener.ces.evaluation.requests import ListEvaluationsRequest
+
     names: list[str] = []
     token: str | None = None
     while True:
@@ -488,6 +498,10 @@ def _all_evaluations(service: EvaluationService, app_name: AppName) -> list[str]
 
 def _wait_for_run(services: Services, operation: Operation) -> Operation:
     """Wait for the run's operation to finish, showing its progress (finished of total) on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from convener.auth.caller import LOCAL_USER
+
     with Progress(
         TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),
         TimeElapsedColumn(), console=err, transient=True,
@@ -508,6 +522,15 @@ def _wait_for_run(services: Services, operation: Operation) -> Operation:
 
 def _run_summaries(service: EvaluationService, app_name: AppName, run: EvaluationRun) -> list[ResultSummary]:
     """The run's results in the run's order (repetition by repetition), summarised."""
+    from collections import Counter
+
+    from convener.api.errors import NotFound
+    from convener.auth.caller import LOCAL_USER
+    from convener.ces.evaluation.junit import summarise
+    from convener.ces.evaluation.models import EvaluationResult
+    from convener.ces.evaluation.requests import ListEvaluationResultsRequest
+    from convener.ces.names import EvaluationName, EvaluationResultName
+
     results: list[EvaluationResult] = []
     token: str | None = None
     while True:
@@ -543,6 +566,9 @@ _STATUS_STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "magenta", "CANCELLED
 
 
 def _show_summaries(summaries: list[ResultSummary]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("Evaluation", overflow="fold")
     table.add_column("Status")
@@ -592,6 +618,13 @@ def eval_run(
     Exit codes: 0 pass rate reached, 1 not reached, 2 bad usage or an API error, 130 interrupted
     (the run is cancelled).
     """
+    from convener.auth.caller import LOCAL_USER
+    from convener.ces.evaluation.junit import junit_xml, write_junit
+    from convener.ces.evaluation.models import EvaluationConfig
+    from convener.ces.evaluation.requests import RunEvaluationRequest
+    from convener.ces.models import EvaluationToolCallBehaviour, GoldenRunMethod
+    from convener.ces.names import AppName, AppVersionName, EvaluationDatasetName, EvaluationName
+
     if evaluation and dataset:
         raise _fail("INVALID_ARGUMENT", "give --evaluation or --dataset, not both", USAGE_ERROR)
     if junit is not None and not junit.parent.is_dir():
@@ -654,6 +687,8 @@ def eval_run(
 
 
 def _fact(value: str) -> UserFact:
+    from convener.ces.evaluation.models import UserFact
+
     name, sep, fact = value.partition("=")
     if not sep or not name.strip():
         raise _fail("INVALID_ARGUMENT", f'--fact "{value[:80]}": write it as name=value', USAGE_ERROR)
@@ -681,6 +716,13 @@ def simulate(
     with the task and answers the agent's questions from the facts. The conversation is recorded with
     source SIMULATOR.
     """
+    from rich.text import Text
+
+    from convener.auth.caller import LOCAL_USER
+    from convener.ces.evaluation.models import Scenario
+    from convener.ces.evaluation.scenario_scoring import report as simulation_report
+    from convener.ces.names import AppName, AppVersionName, EvaluationPersonaName
+
     scenario = Scenario(task=task, user_facts=[_fact(value) for value in fact or ()] or None, max_turns=max_turns)
     with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
         target = AppName.parse(app_name, "APP_NAME")
@@ -705,6 +747,8 @@ def eval_import_adk(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create golden evaluations from an ADK eval file, all or none; prints the names of those created."""
+    from convener.auth.caller import LOCAL_USER
+
     stdin = str(file) == "-"
     if not stdin and not file.is_file():
         raise _fail("NOT_FOUND", f"no such file {file}", USAGE_ERROR)
@@ -734,8 +778,13 @@ def knowledge_ingest(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Index documentation incrementally: unchanged files are skipped, so an interrupted ingest resumes."""
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    from convener.api.errors import Code
+    from convener.auth.caller import LOCAL_USER
     from convener.knowledge.ingest import IngestPlan
     from convener.knowledge.models import IngestSummary
+
     with _services(_settings(data_dir, database_url)) as opened:
         plan = IngestPlan.make(opened.knowledge.check_readable(path, remote=False), base_url, data_source,
                                keep_removed)
@@ -773,6 +822,8 @@ def knowledge_search(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Print the most relevant chunks, with their documents."""
+    from convener.auth.caller import LOCAL_USER
+
     with _services(_settings(data_dir, database_url)) as opened:
         page = opened.knowledge.search(query, page_size, None, filter_text, LOCAL_USER)
         for chunk in page.results:
@@ -826,6 +877,8 @@ def data_add_source(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Register a SQL source; it is only ever read."""
+    from convener.auth.caller import LOCAL_USER
+
     with _services(_settings(data_dir, database_url)) as opened:
         source = opened.analytics.sources.add(name, location, description)
         tables = opened.analytics.sources.tables(name, LOCAL_USER)
@@ -848,6 +901,8 @@ def data_describe(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Show a source's tables and columns, with types and sample values."""
+    from convener.auth.caller import LOCAL_USER
+
     with _services(_settings(data_dir, database_url)) as opened:
         for table in opened.analytics.sources.tables(name, LOCAL_USER):
             out.print(f"{table.name}" + (f"  ({table.row_count} rows)" if table.row_count is not None else ""),
@@ -887,6 +942,7 @@ def data_ask(
     import json
 
     from convener.analytics.models import Message, TableReference
+    from convener.auth.caller import LOCAL_USER
     from convener.analytics.rendering import message_lines
 
     if bool(table) == bool(agent):
@@ -922,6 +978,8 @@ def data_ask(
 @data_app.command("agents")
 def data_agents(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
     """List the data agents."""
+    from convener.auth.caller import LOCAL_USER
+
     with _services(_settings(data_dir, database_url)) as opened:
         page = opened.analytics.agents.list(1000, None, LOCAL_USER)
         for agent in page.data_agents or []:

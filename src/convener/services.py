@@ -1,71 +1,177 @@
-"""The services of one Convener installation, built once from Settings and handed to every adapter."""
+"""The services of one Convener installation, built from Settings and handed to every adapter.
+
+Each service is built on first use, not when the store opens: a command imports and builds only the services
+it uses (``convener jobs`` needs the store and the job queue, not the analytics engine or the knowledge
+index), and ``convener serve`` builds every enabled service as it assembles its tools.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from convener.analytics.budget import analytics_budget
-from convener.analytics.service import AnalyticsService
-from convener.analytics.tools import analytics_tools
-from convener.api.paging import PageTokens
-from convener.ces.apps import AppService
-from convener.ces.conversations import ConversationService
-from convener.ces.runtime_services import Runtime
-from convener.ces.tools import ces_tools
-from convener.chat.service import ChatService
-from convener.chat.tools import chat_tools
 from convener.config import Settings
-from convener.knowledge.embeddings import default_embedder
-from convener.knowledge.operations import Ingests
-from convener.knowledge.service import KnowledgeService
-from convener.knowledge.tools import knowledge_tools
-from convener.jobs.engine import Engine
-from convener.jobs.leases import LeaseEngine
+from convener.jobs.model import ClaimedJob, Unrunnable
 from convener.jobs.queue import Jobs
-from convener.llm.base import ModelProvider, close_provider
-from convener.llm.providers import provider_from_settings
-from convener.longrunning.service import OperationService
-from convener.outside.gate import Gate
-from convener.store.database import Database
-from convener.tooling import ToolRegistry
+
+if TYPE_CHECKING:
+    from convener.analytics.service import AnalyticsService
+    from convener.api.paging import PageTokens
+    from convener.ces.apps import AppService
+    from convener.ces.conversations import ConversationService
+    from convener.ces.runtime_services import Runtime
+    from convener.chat.service import ChatService
+    from convener.jobs.engine import Engine
+    from convener.jobs.model import Attempt
+    from convener.knowledge.operations import Ingests
+    from convener.knowledge.service import KnowledgeService
+    from convener.llm.base import ModelProvider
+    from convener.longrunning.service import OperationService
+    from convener.outside.gate import Gate
+    from convener.store.database import Database
+    from convener.tooling import ToolRegistry
+
+Built = TypeVar("Built")
+
+
+class ServiceJobs(Jobs):
+    """The job queue of a Services whose services are built on demand: the services that define tasks
+    register them when they are built, so before a worker runs a job whose task is not yet known, or tells
+    which queues there are, ``enlist`` builds every service that defines tasks."""
+
+    def __init__(self, engine: Engine, cancelled: Callable[[str], bool], enlist: Callable[[], None], *,
+                 concurrency: int, run_here: bool) -> None:
+        super().__init__(engine, cancelled, concurrency=concurrency, run_here=run_here)
+        self._enlist = enlist
+        self._enlisted = False
+
+    def _enlist_once(self) -> bool:
+        """Build the task-defining services unless done already; whether this call did it."""
+        if self._enlisted:
+            return False
+        self._enlist()
+        self._enlisted = True
+        return True
+
+    @property
+    def queues(self) -> frozenset[str]:
+        self._enlist_once()
+        return super().queues
+
+    def execute(self, claimed: ClaimedJob, attempt: Attempt) -> None:
+        try:
+            super().execute(claimed, attempt)
+        except Unrunnable:  # raised before the task runs: a task of a service not built yet is run after building
+            if not self._enlist_once():
+                raise
+            super().execute(claimed, attempt)
 
 
 @dataclass
 class Services:
     settings: Settings
     database: Database
-    apps: AppService
-    conversations: ConversationService
-    gate: Gate = field(init=False)
-    operations: OperationService = field(init=False)
-    jobs: Jobs = field(init=False)
-    """Work that outlives a request; this process runs it too unless ``settings.worker`` is off."""
-    """The one place that decides what callers may reach outside the store."""
-    runtime: Runtime = field(init=False)
-    chat: ChatService = field(init=False)
-    knowledge: KnowledgeService = field(init=False)
-    ingests: Ingests = field(init=False)
-    analytics: AnalyticsService = field(init=False)
+    tokens: PageTokens
+    _built: dict[str, Any] = field(init=False, default_factory=dict)
+    # Re-entrant: building a service builds those it needs (the runtime needs the job queue); one lock so that
+    # a worker thread building services for a job and a request building them never make two of one service.
+    _building: threading.RLock = field(init=False, default_factory=threading.RLock)
     _provider: ModelProvider | None = field(init=False, default=None)
     _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
-    def __post_init__(self) -> None:
-        tokens = self.conversations.tokens
-        self.gate = Gate.of(self.settings)
-        self.operations = OperationService(self.database, tokens)
-        self.jobs = Jobs(open_engine(self.settings, self.database), self.operations.is_cancelled,
-                         concurrency=self.settings.worker_concurrency, run_here=self.settings.worker)
-        self.runtime = Runtime.build(self.database, tokens, self.settings, self.apps, self.conversations, self.provider,
-                                     self.operations, self.jobs)
-        self.chat = ChatService(self.database, tokens)
-        self.knowledge = KnowledgeService(self.database, tokens, default_embedder(self.settings.knowledge_embeddings),
-                                          self.provider, gate=self.gate)
-        self.ingests = Ingests(self.knowledge, self.operations, self.jobs)
-        self.analytics = AnalyticsService(self.database, tokens, self.provider, gate=self.gate,
-                                          row_limit=self.settings.analytics_row_limit,
-                                          timeout_seconds=self.settings.analytics_timeout_seconds,
-                                          budget=analytics_budget(self.settings), data_dir=self.settings.data_dir)
+    def _once(self, name: str, build: Callable[[], Built]) -> Built:
+        """The service ``name``, built by ``build`` on first use."""
+        try:
+            return cast(Built, self._built[name])
+        except KeyError:
+            pass
+        with self._building:
+            if name not in self._built:
+                self._built[name] = build()
+            return cast(Built, self._built[name])
+
+    @property
+    def apps(self) -> AppService:
+        from convener.ces.apps import AppService
+
+        return self._once("apps", lambda: AppService(self.database, self.tokens))
+
+    @property
+    def conversations(self) -> ConversationService:
+        from convener.ces.conversations import ConversationService
+
+        return self._once("conversations", lambda: ConversationService(self.database, self.tokens, self.apps))
+
+    @property
+    def gate(self) -> Gate:
+        """The one place that decides what callers may reach outside the store."""
+        from convener.outside.gate import Gate
+
+        return self._once("gate", lambda: Gate.of(self.settings))
+
+    @property
+    def operations(self) -> OperationService:
+        from convener.longrunning.service import OperationService
+
+        return self._once("operations", lambda: OperationService(self.database, self.tokens))
+
+    @property
+    def jobs(self) -> Jobs:
+        """Work that outlives a request; this process runs it too unless ``settings.worker`` is off."""
+        return self._once("jobs", lambda: ServiceJobs(
+            open_engine(self.settings, self.database), self.operations.is_cancelled, self._enlist_tasks,
+            concurrency=self.settings.worker_concurrency, run_here=self.settings.worker))
+
+    def _enlist_tasks(self) -> None:
+        """Build the services that define tasks, so that this process's workers know every task."""
+        self.runtime  # noqa: B018 (built for the tasks it registers)
+        self.ingests  # noqa: B018
+
+    @property
+    def runtime(self) -> Runtime:
+        from convener.ces.runtime_services import Runtime
+
+        return self._once("runtime", lambda: Runtime.build(
+            self.database, self.tokens, self.settings, self.apps, self.conversations, self.provider,
+            self.operations, self.jobs))
+
+    @property
+    def chat(self) -> ChatService:
+        from convener.chat.service import ChatService
+
+        return self._once("chat", lambda: ChatService(self.database, self.tokens))
+
+    @property
+    def knowledge(self) -> KnowledgeService:
+        def build() -> KnowledgeService:
+            from convener.knowledge.embeddings import default_embedder
+            from convener.knowledge.service import KnowledgeService
+
+            return KnowledgeService(self.database, self.tokens, default_embedder(self.settings.knowledge_embeddings),
+                                    self.provider, gate=self.gate)
+
+        return self._once("knowledge", build)
+
+    @property
+    def ingests(self) -> Ingests:
+        from convener.knowledge.operations import Ingests
+
+        return self._once("ingests", lambda: Ingests(self.knowledge, self.operations, self.jobs))
+
+    @property
+    def analytics(self) -> AnalyticsService:
+        def build() -> AnalyticsService:
+            from convener.analytics.budget import analytics_budget
+            from convener.analytics.service import AnalyticsService
+
+            return AnalyticsService(self.database, self.tokens, self.provider, gate=self.gate,
+                                    row_limit=self.settings.analytics_row_limit,
+                                    timeout_seconds=self.settings.analytics_timeout_seconds,
+                                    budget=analytics_budget(self.settings), data_dir=self.settings.data_dir)
+
+        return self._once("analytics", build)
 
     def provider(self) -> ModelProvider | None:
         """The configured model provider, made on first use (most sessions run no llm agent)."""
@@ -73,32 +179,63 @@ class Services:
             return None
         with self._provider_lock:
             if self._provider is None:
+                from convener.llm.providers import provider_from_settings
+
                 self._provider = provider_from_settings(self.settings)
             return self._provider
 
     @classmethod
     def open(cls, settings: Settings) -> Services:
-        """Connect to the store, bring its schema up to date, and build every service."""
+        """Connect to the store and bring its schema up to date; the services are built as they are used."""
+        from convener.api.paging import PageTokens
+        from convener.store.database import Database
+
         database = Database(settings.resolved_database_url)
         database.migrate()
-        tokens = PageTokens(database.installation_secret())
-        apps = AppService(database, tokens)
-        return cls(settings, database, apps, ConversationService(database, tokens, apps))
+        services = cls(settings, database, PageTokens(database.installation_secret()))
+        if settings.jobs == "procrastinate":
+            # Its engine checks the store can carry it (PostgreSQL): a wrong setting fails every command at once,
+            # as a usage error, not just those that queue work. The default engine needs no such check.
+            services.jobs  # noqa: B018
+        return services
 
     def registries(self) -> dict[str, ToolRegistry]:
         """Tool registries of the enabled services, by service name."""
-        available = {
-            "ces": lambda: ces_tools(self.apps, self.conversations, self.runtime),
-            "chat": lambda: chat_tools(self.chat),
-            "knowledge": lambda: knowledge_tools(self.knowledge, self.ingests),
-            "analytics": lambda: analytics_tools(self.analytics),
-        }
+
+        def ces() -> ToolRegistry:
+            from convener.ces.tools import ces_tools
+
+            return ces_tools(self.apps, self.conversations, self.runtime)
+
+        def chat() -> ToolRegistry:
+            from convener.chat.tools import chat_tools
+
+            return chat_tools(self.chat)
+
+        def knowledge() -> ToolRegistry:
+            from convener.knowledge.tools import knowledge_tools
+
+            return knowledge_tools(self.knowledge, self.ingests)
+
+        def analytics() -> ToolRegistry:
+            from convener.analytics.tools import analytics_tools
+
+            return analytics_tools(self.analytics)
+
+        available: dict[str, Callable[[], ToolRegistry]] = {
+            "ces": ces, "chat": chat, "knowledge": knowledge, "analytics": analytics}
         return {name: available[name]() for name in self.settings.services}
 
     def close(self) -> None:
-        self.jobs.close()
-        self.analytics.close()
+        # Not under the building lock: stopping the job queue waits for a worker thread that may be building.
+        built = dict(self._built)
+        if "jobs" in built:
+            built["jobs"].close()
+        if "analytics" in built:
+            built["analytics"].close()
         if self._provider is not None:
+            from convener.llm.base import close_provider
+
             close_provider(self._provider)
         self.database.dispose()
 
@@ -109,4 +246,6 @@ def open_engine(settings: Settings, database: Database) -> Engine:
         from convener.jobs.procrastinate_engine import ProcrastinateEngine  # only PostgreSQL installations need it
 
         return ProcrastinateEngine(database, stall_seconds=settings.job_lease_seconds)
+    from convener.jobs.leases import LeaseEngine
+
     return LeaseEngine(database, lease_seconds=settings.job_lease_seconds)

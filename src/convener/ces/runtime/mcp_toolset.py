@@ -24,33 +24,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp.types import (
-    CONNECTION_CLOSED,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    REQUEST_TIMEOUT,
-    AudioContent,
-    CallToolResult,
-    ContentBlock,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    TextResourceContents,
-)
 
 from convener.api.errors import InvalidArgument
 from convener.ces.runtime.failures import ToolFailure
 from convener.config import Settings
 from convener.outside.commands import check_command
 from convener.outside.urls import check_url
+
+# The MCP SDK is imported where a toolset is called, not with this module: checking a toolset's definition
+# (every app edit, every evaluation run) needs none of it, and it takes most of a second to import.
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.types import CallToolResult, ContentBlock
 
 T = TypeVar("T")
 
@@ -213,6 +202,8 @@ def call_tool(
 
 def _joined(content: Sequence[ContentBlock]) -> str:
     """The text of a result; other blocks are named, since the model cannot see them anyway."""
+    from mcp.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
+
     parts: list[str] = []
     for block in content:
         if isinstance(block, TextContent):
@@ -230,6 +221,9 @@ def _joined(content: Sequence[ContentBlock]) -> str:
 
 @asynccontextmanager
 async def _connected(endpoint: McpEndpoint, timeout: float) -> AsyncIterator[Client]:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+
     if endpoint.server_address:
         http_client = httpx2.AsyncClient(headers=dict(endpoint.headers), timeout=httpx2.Timeout(timeout))
         async with http_client as http:
@@ -275,6 +269,9 @@ def _leaves(error: BaseException) -> list[BaseException]:
 
 
 def _failure(error: BaseException, endpoint: McpEndpoint, what: str, timeout: float) -> ToolFailure:
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+
     where = endpoint.describe()
     leaves = _leaves(error)
     for leaf in leaves:

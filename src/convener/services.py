@@ -83,7 +83,7 @@ class Services:
         database.migrate()
         tokens = PageTokens(database.installation_secret())
         apps = AppService(database, tokens)
-        return cls(settings, database, apps, ConversationService(database, tokens, apps))
+        return cls(settings, database, apps, ConversationService(database, tokens, apps, settings.list_scan_rows))
 
     def registries(self) -> dict[str, ToolRegistry]:
         """Tool registries of the enabled services, by service name."""

@@ -210,3 +210,16 @@ async def test_the_tool_serves_a_short_page_with_its_token(client: Client, store
     assert listed.structured_content["conversations"] == [c.to_json() for c in stored[:2]]
     text = listed.content[0]
     assert text.type == "text" and json.loads(text.text) == listed.structured_content
+
+
+def test_a_listed_body_keeps_large_numbers_doubles(services: Services, stored: list[Conversation]) -> None:
+    # PostgreSQL's JSONB prints 1e23 as 100000000000000000000000; a Struct number is a double all the same.
+    payload = {"big": 1e23, "negative": -2.5e30, "exact": 7}
+    newest = conversation(COUNT).model_copy(update={"turns": [Turn(messages=[Message(role="user", chunks=[
+        Chunk(payload=payload)])])]})
+    with services.database.transaction() as connection:
+        services.conversations.store(connection, services.apps.app_pk(connection, APP), APP.conversation("n"), newest)
+    (body,) = page(services, page_size=1).conversations or []
+    listed = body.to_json()["turns"][0]["messages"][0]["chunks"][0]["payload"]
+    assert listed == payload
+    assert [type(listed[key]) for key in payload] == [float, float, int]

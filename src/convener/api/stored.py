@@ -19,6 +19,15 @@ from convener.api.protojson import ProtoModel
 
 M = TypeVar("M", bound=ProtoModel)
 
+_EXACT_INTEGERS = 2**53
+
+
+def _wire_integer(text: str) -> int | float:
+    """A JSON integer of a proto3 body. Past 2**53 it can only be a double (int64 fields are strings, Struct
+    numbers are doubles): PostgreSQL's JSONB prints 1e23 as 100000000000000000000000, and it was 1e23."""
+    value = int(text)
+    return value if -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS else float(text)
+
 
 class StoredBody(Generic[M]):
     """The proto3 JSON text of a ``kind``, as stored after it was validated: trusted, served without parsing.
@@ -47,12 +56,12 @@ class StoredBody(Generic[M]):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, decoded (the stored text is a JSON object, so this is a dict)."""
-        value: dict[str, Any] = json.loads(self.text)
+        value: dict[str, Any] = json.loads(self.text, parse_int=_wire_integer)
         return value
 
     def parse(self) -> M:
         """The model itself, for code that works on its fields (validates again: not for hot paths)."""
-        return self.kind.model_validate_json(self.text)
+        return self.kind.model_validate(self.to_json())
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:

@@ -28,6 +28,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.sql import visitors
+from sqlalchemy.sql.util import ClauseAdapter
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
@@ -132,7 +133,11 @@ class _ListShape:
     scanned: bool
     """The filter reads a column no index orders by the keyset, so each call examines a bounded window."""
     boundary: Select[Any] | None
-    """The position ``:budget`` rows into the listed order (from ``:after_*``): where a bounded scan stops."""
+    """The position ``:skip`` rows into the listed order (from ``:after_*``): where a bounded scan stops."""
+    windowed: Select[Any] | None
+    """The page taken from the first ``:budget`` rows of the listed order, as one streamed statement: the
+    filter stops being applied once the page is full (PostgreSQL streams a LIMIT subquery in order; SQLite
+    materializes and sorts it, so there the window is bounded by ``boundary`` instead)."""
 
 
 _POSITION = (c.start_time_us, c.start_time_nanos, c.conversation_id)
@@ -191,14 +196,28 @@ def _list_shape(filter_text: str, sources: tuple[str, ...], resumed: bool, bound
     scanned = condition is not None and any(
         isinstance(element, Column) and element not in _INDEXED for element in visitors.iterate(condition)
     )
-    boundary = None
+    boundary = windowed = None
     if scanned:
+        assert condition is not None
         boundary = select(*_POSITION).where(*scope).order_by(*_ORDER).limit(1).offset(bindparam("skip"))
-    return _ListShape(page, scanned, boundary)
+        # The raw body column inside: its text form is made only for the rows of the page.
+        window = select(table).where(*scope).order_by(*_ORDER).limit(bindparam("budget")).subquery("scanned")
+        windowed = (
+            select(window.c.start_time_us, window.c.start_time_nanos, window.c.conversation_id,
+                   _body_text(window.c.body))
+            .where(ClauseAdapter(window).traverse(condition))
+            .order_by(*(window.c[column.name].desc() for column in _POSITION))
+            .limit(bindparam("limit"))
+        )
+    return _ListShape(page, scanned, boundary, windowed)
 
 
-_BODY = cast(c.body, Text).label("body_text")
-"""The stored wire body as its JSON text: not decoded by the driver (JSONB's text form on PostgreSQL)."""
+def _body_text(body: ColumnElement[Any]) -> ColumnElement[str]:
+    """The stored wire body as its JSON text: not decoded by the driver (JSONB's text form on PostgreSQL)."""
+    return cast(body, Text).label("body_text")
+
+
+_BODY = _body_text(c.body)
 
 
 def _body(row: AnyRow) -> StoredBody[Conversation]:
@@ -240,12 +259,20 @@ class ConversationService:
             if request.page_token:
                 values.update(zip(("after_us", "after_nanos", "after_id"), self._after(request.page_token, query, caller, connection), strict=True))
             stop = None
-            if shape.boundary is not None:
-                stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
-            if stop is not None:  # the window ends before the app does: the page is taken from the window
-                shape = _list_shape(request.filter or "", sources, bool(request.page_token), bounded=True)
-                values.update(zip(("bound_us", "bound_nanos", "bound_id"), _position(stop), strict=True))
-            rows = connection.execute(shape.page, values).all()
+            if shape.windowed is not None and self.database.dialect == "postgresql":
+                # The page from the window first: most pages fill long before the budget, and then where the
+                # window would end does not matter.
+                rows = connection.execute(shape.windowed, {**values, "budget": self.scan_rows}).all()
+                if len(rows) <= page_size:
+                    assert shape.boundary is not None
+                    stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
+            else:
+                if shape.boundary is not None:
+                    stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
+                if stop is not None:  # the window ends before the app does: the page is taken from the window
+                    shape = _list_shape(request.filter or "", sources, bool(request.page_token), bounded=True)
+                    values.update(zip(("bound_us", "bound_nanos", "bound_id"), _position(stop), strict=True))
+                rows = connection.execute(shape.page, values).all()
             if not rows and stop is None:
                 self.apps.app_pk(connection, parent)  # NOT_FOUND when the app is not there
         page, more = split_page(rows, page_size)

@@ -452,7 +452,7 @@ def test_output_only_fields_in_the_input_are_recomputed(database_url: str, tmp_p
     listed = services.conversations.list(
         ListConversationsRequest(parent=APP, filter="turnCount = 1 AND channelType = TEXT"), LOCAL_USER
     )
-    assert [c.name for c in listed.conversations or ()] == [f"{APP}/conversations/claims"]
+    assert [c.to_json()["name"] for c in listed.conversations or ()] == [f"{APP}/conversations/claims"]
 
 
 # --- files, stdin and the app ---------------------------------------------------------------------

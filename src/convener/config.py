@@ -103,6 +103,9 @@ class Settings(BaseSettings):
         description="Hosts (names, *.domain, or networks like 10.0.0.0/8) that URLs named in apps may reach: "
                     "OpenAPI tools, remote agents, MCP HTTP toolsets. Empty: any host.",
     )
+    list_scan_rows: int = Field(default=limits.LIST_SCAN_ROWS, ge=1, le=10_000_000,
+                                description="Conversations one list_conversations call examines when its filter "
+                                            "reads a field no index orders; the page may then be short.")
     knowledge_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="Folders the ingest_documents tool may read (the CLI's ingest reads any path)."
     )

@@ -102,7 +102,10 @@ class Services:
     def conversations(self) -> ConversationService:
         from convener.ces.conversations import ConversationService
 
-        return self._once("conversations", lambda: ConversationService(self.database, self.tokens, self.apps))
+        return self._once(
+            "conversations",
+            lambda: ConversationService(self.database, self.tokens, self.apps, self.settings.list_scan_rows),
+        )
 
     @property
     def gate(self) -> Gate:

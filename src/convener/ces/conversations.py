@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ColumnElement,
+    Connection,
+    Select,
+    SmallInteger,
+    String,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.util import ClauseAdapter
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
-from convener.api.paging import PageTokens, resolve_page_size, split_page
+from convener.api.paging import JsonScalar, PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp, same_json
+from convener.api.stored import StoredBody
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Source
@@ -25,7 +46,9 @@ from convener.ces.requests import (
     ListConversationsRequest,
     ListConversationsResponse,
 )
+from convener.ces.tables import apps
 from convener.ces.tables import conversations as table
+from convener.outside.limits import LIST_SCAN_ROWS
 from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 20
@@ -101,72 +124,181 @@ class Stored:
     created: bool
 
 
+@dataclass(frozen=True)
+class _ListShape:
+    """What a list statement depends on besides its bound values: built once per shape (see ``_list_shape``)."""
+
+    page: Select[Any]
+    """The page: ``:app``, ``:limit``, and ``:after_*`` / ``:bound_*`` positions when resumed / bounded."""
+    scanned: bool
+    """The filter reads a column no index orders by the keyset, so each call examines a bounded window."""
+    boundary: Select[Any] | None
+    """The position ``:skip`` rows into the listed order (from ``:after_*``): where a bounded scan stops."""
+    windowed: Select[Any] | None
+    """The page taken from the first ``:budget`` rows of the listed order, as one streamed statement: the
+    filter stops being applied once the page is full (PostgreSQL streams a LIMIT subquery in order; SQLite
+    materializes and sorts it, so there the window is bounded by ``boundary`` instead)."""
+
+
+_POSITION = (c.start_time_us, c.start_time_nanos, c.conversation_id)
+_ORDER = tuple(column.desc() for column in _POSITION)
+_INDEXED = frozenset({*_POSITION, c.source, c.app_pk})
+"""Columns the keyset indexes (ix_ces_conv_keyset, ix_ces_conv_source_keyset) walk in order: a filter on
+these alone seeks; one on any other column is applied to each row walked, so it is given a scan budget."""
+
+
+def _beyond(prefix: str, *, inclusive: bool) -> ColumnElement[bool]:
+    """Rows after the position ``:{prefix}_us, _nanos, _id`` in the order (startTime desc, name desc), or
+    (``inclusive``) the rows up to and including it."""
+    micros, nanos, cid = (bindparam(f"{prefix}_us", type_=BigInteger), bindparam(f"{prefix}_nanos", type_=SmallInteger),
+                          bindparam(f"{prefix}_id", type_=String))
+    if inclusive:  # at or before the position: the end of a bounded window
+        return and_(
+            c.start_time_us >= micros,
+            or_(
+                c.start_time_us > micros,
+                and_(c.start_time_us == micros,
+                     or_(c.start_time_nanos > nanos, and_(c.start_time_nanos == nanos, c.conversation_id >= cid))),
+            ),
+        )
+    # The redundant upper bound lets both engines seek the index to the position; the OR alone
+    # is applied as a row filter after walking every skipped row.
+    return and_(
+        c.start_time_us <= micros,
+        or_(
+            c.start_time_us < micros,
+            and_(c.start_time_us == micros,
+                 or_(c.start_time_nanos < nanos, and_(c.start_time_nanos == nanos, c.conversation_id < cid))),
+        ),
+    )
+
+
+_APP_PK = select(apps.c.id).where(apps.c.name == bindparam("app")).scalar_subquery()
+
+
+@functools.lru_cache(maxsize=512)
+def _list_shape(filter_text: str, sources: tuple[str, ...], resumed: bool, bounded: bool) -> _ListShape:
+    """The statements of a list call, by shape. Compiling the filter and building the statements cost
+    more than running them on a page, and all of it is pure, so each shape is built once per process.
+    ``bounded`` asks for the page statement limited to a scanned window (when the caller found its end)."""
+    condition = compile_filter(filter_text, FILTER_FIELDS)
+    scope = [c.app_pk == _APP_PK]
+    if sources:
+        scope.append(c.source.in_(sources))
+    if resumed:
+        scope.append(_beyond("after", inclusive=False))
+    page = select(c.start_time_us, c.start_time_nanos, c.conversation_id, _BODY).where(*scope)
+    if condition is not None:
+        page = page.where(condition)
+    if bounded:
+        page = page.where(_beyond("bound", inclusive=True))
+    page = page.order_by(*_ORDER).limit(bindparam("limit"))
+    scanned = condition is not None and any(
+        isinstance(element, Column) and element not in _INDEXED for element in visitors.iterate(condition)
+    )
+    boundary = windowed = None
+    if scanned:
+        assert condition is not None
+        boundary = select(*_POSITION).where(*scope).order_by(*_ORDER).limit(1).offset(bindparam("skip"))
+        # The raw body column inside: its text form is made only for the rows of the page.
+        window = select(table).where(*scope).order_by(*_ORDER).limit(bindparam("budget")).subquery("scanned")
+        windowed = (
+            select(window.c.start_time_us, window.c.start_time_nanos, window.c.conversation_id,
+                   _body_text(window.c.body))
+            .where(ClauseAdapter(window).traverse(condition))
+            .order_by(*(window.c[column.name].desc() for column in _POSITION))
+            .limit(bindparam("limit"))
+        )
+    return _ListShape(page, scanned, boundary, windowed)
+
+
+def _body_text(body: ColumnElement[Any]) -> ColumnElement[str]:
+    """The stored wire body as its JSON text: not decoded by the driver (JSONB's text form on PostgreSQL)."""
+    return cast(body, Text).label("body_text")
+
+
+_BODY = _body_text(c.body)
+
+
+def _body(row: AnyRow) -> StoredBody[Conversation]:
+    """The one place a conversation's wire body is taken from a selected row (``_BODY``): it was validated
+    when it was stored, so it is served as it is."""
+    return StoredBody(Conversation, row.body_text)
+
+
+def _position(row: Any) -> list[JsonScalar]:
+    return [row.start_time_us, row.start_time_nanos, row.conversation_id]
+
+
 class ConversationService:
-    def __init__(self, database: Database, tokens: PageTokens, apps: AppService) -> None:
+    def __init__(self, database: Database, tokens: PageTokens, apps: AppService,
+                 scan_rows: int = LIST_SCAN_ROWS) -> None:
         self.database = database
         self.tokens = tokens
         self.apps = apps
+        self.scan_rows = scan_rows
+        """Rows a list call with a filter on unindexed fields examines at most (see ``list``)."""
 
     def list(self, request: ListConversationsRequest, caller: Caller) -> ListConversationsResponse:
+        """A page, newest first. A filter on fields the keyset index does not hold (anything but startTime and
+        source) is applied to rows as they are walked; such a call examines at most ``scan_rows`` rows, and
+        when it stops there the page may be short, or empty, with a nextPageToken that resumes the scan where
+        it stopped (AIP-158 allows short pages): a filter that matches nothing costs the budget, not the app."""
         parent = AppName.parse(request.parent, "parent")
         page_size = resolve_page_size(request.page_size, default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
-        sources = requested_sources(request)
-        condition = compile_filter(request.filter, FILTER_FIELDS)
+        sources = tuple(s.value for s in requested_sources(request))
         query = {
             "method": "list_conversations",
             "parent": str(parent),
             "filter": request.filter or "",
-            "sources": [s.value for s in sources],
+            "sources": list(sources),
         }
+        shape = _list_shape(request.filter or "", sources, bool(request.page_token), bounded=False)
+        values: dict[str, Any] = {"app": str(parent), "limit": page_size + 1}
         with self.database.reading() as connection:
-            statement = select(c.conversation_id, c.start_time_us, c.start_time_nanos, c.body).where(
-                c.app_pk == self.apps.app_pk(connection, parent)
-            )
-            if sources:
-                statement = statement.where(c.source.in_([s.value for s in sources]))
-            if condition is not None:
-                statement = statement.where(condition)
             if request.page_token:
-                statement = statement.where(self._after(request.page_token, query, caller))
-            statement = statement.order_by(
-                c.start_time_us.desc(), c.start_time_nanos.desc(), c.conversation_id.desc()
-            ).limit(page_size + 1)
-            rows = connection.execute(statement).all()
+                values.update(zip(("after_us", "after_nanos", "after_id"), self._after(request.page_token, query, caller, connection), strict=True))
+            stop = None
+            if shape.windowed is not None and self.database.dialect == "postgresql":
+                # The page from the window first: most pages fill long before the budget, and then where the
+                # window would end does not matter.
+                rows = connection.execute(shape.windowed, {**values, "budget": self.scan_rows}).all()
+                if len(rows) <= page_size:
+                    assert shape.boundary is not None
+                    stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
+            else:
+                if shape.boundary is not None:
+                    stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
+                if stop is not None:  # the window ends before the app does: the page is taken from the window
+                    shape = _list_shape(request.filter or "", sources, bool(request.page_token), bounded=True)
+                    values.update(zip(("bound_us", "bound_nanos", "bound_id"), _position(stop), strict=True))
+                rows = connection.execute(shape.page, values).all()
+            if not rows and stop is None:
+                self.apps.app_pk(connection, parent)  # NOT_FOUND when the app is not there
         page, more = split_page(rows, page_size)
+        resume_at = _position(page[-1]) if more else _position(stop) if stop is not None else None
         token = None
-        if more:
-            last = page[-1]
-            position = [last.start_time_us, last.start_time_nanos, last.conversation_id]
-            token = self.tokens.issue(query=query, caller=caller.principal, position=position)
-        return ListConversationsResponse(
-            conversations=[Conversation.model_validate(row.body) for row in page], next_page_token=token
-        )
+        if resume_at is not None:
+            token = self.tokens.issue(query=query, caller=caller.principal, position=resume_at)
+        return ListConversationsResponse(conversations=[_body(row) for row in page], next_page_token=token)
 
-    def _after(self, token: str, query: dict[str, Any], caller: Caller) -> ColumnElement[bool]:
-        """Rows after a token's position in the order (startTime desc, name desc)."""
-        match self.tokens.position(token, query=query, caller=caller.principal):
-            case [int() as micros, int() as nanos, str() as conversation_id]:
-                pass
-            case _:
-                raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
-        # The redundant upper bound lets both engines seek the index to the position; the OR alone
-        # is applied as a row filter after walking every skipped row.
-        return and_(
-            c.start_time_us <= micros,
-            or_(
-                c.start_time_us < micros,
-                and_(
-                    c.start_time_us == micros,
-                    or_(c.start_time_nanos < nanos, and_(c.start_time_nanos == nanos, c.conversation_id < conversation_id)),
-                ),
-            ),
-        )
+    def _after(self, token: str, query: dict[str, Any], caller: Caller, connection: Connection) -> tuple[int, int, str]:
+        """The position a page token resumes after; an app that does not exist is NOT_FOUND first."""
+        try:
+            match self.tokens.position(token, query=query, caller=caller.principal):
+                case [int() as micros, int() as nanos, str() as conversation_id]:
+                    return micros, nanos, conversation_id
+                case _:
+                    raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
+        except InvalidArgument:
+            self.apps.app_pk(connection, AppName.parse(query["parent"]))
+            raise
 
     def get(self, request: GetConversationRequest, caller: Caller) -> Conversation:
         name = ConversationName.parse(request.name)
         with self.database.reading() as connection:
             row = self._row(connection, name)
-        conversation = Conversation.model_validate(row.body)
+        conversation = _body(row).parse()
         if request.source not in (None, Source.SOURCE_UNSPECIFIED) and conversation.source is not request.source:
             raise NotFound(f"conversation {name} has no source {request.source}")
         return conversation
@@ -181,7 +313,7 @@ class ConversationService:
     def _row(self, connection: Connection, name: ConversationName) -> AnyRow:
         app_pk = self.apps.app_pk(connection, name.app_name)
         row = connection.execute(
-            select(c.id, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+            select(c.id, _BODY).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
         ).first()
         if row is None:
             raise NotFound(f"conversation {name} does not exist")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from convener.api.protojson import ProtoModel
+from convener.api.stored import StoredBody
 from convener.ces.definitions import AppVersion
 from convener.ces.models import App, Conversation, PageSize, PageToken, Source
 
@@ -25,7 +26,8 @@ class ListConversationsRequest(ProtoModel):
 
 
 class ListConversationsResponse(ProtoModel):
-    conversations: list[Conversation] | None = None
+    conversations: list[StoredBody[Conversation]] | None = None
+    """Served as stored: each body was validated when it was written."""
     next_page_token: str | None = Field(None, description="Absent when there are no more pages.")
 
 

@@ -52,7 +52,9 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "list_conversations", "List conversations",
         "Lists the recorded conversations of an app, newest first. Filter with AIP-160 on startTime, endTime, "
         "turnCount, source, inputTypes, entryAgent, deployment, appVersion, languageCode and channelType. "
-        "When neither sources nor source is set, conversations of every source are listed.",
+        "When neither sources nor source is set, conversations of every source are listed. A filter on fields "
+        "other than startTime and source examines a bounded number of conversations per call, so a page may be "
+        "short or empty while nextPageToken is set: follow it until it is absent.",
         ListConversationsRequest, ListConversationsResponse, READ_ONLY, conversations.list,
     ))
     conversation_tools.add(ToolSpec(

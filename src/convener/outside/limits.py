@@ -74,6 +74,10 @@ FILTER_CHARACTERS = limit("api.filter", 4096, "characters", "an AIP-160 filter")
 FILTER_DEPTH = limit("api.filter.depth", 32, "levels", "nesting of parentheses and NOT in a filter")
 FILTER_COMPARISONS = limit("api.filter.comparisons", 200, "comparisons", "comparisons in one filter")
 PAGE_TOKEN_CHARACTERS = limit("api.page_token", 2048, "characters", "a pageToken")
+LIST_SCAN_ROWS = limit("ces.list_conversations.scan", 5_000, "rows", "conversations one list_conversations call "
+                       "examines when its filter reads a field no index orders (anything but startTime and source); "
+                       "the page may then be short or empty, with a nextPageToken that resumes the scan",
+                       setting="CONVENER_LIST_SCAN_ROWS")
 
 # ces: the texts of apps, versions and app parts
 DISPLAY_NAME_CHARACTERS = limit(

@@ -34,7 +34,7 @@ where row-by-row inserts would take seconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -189,9 +189,17 @@ class _BuiltinEngine(DuckDBEngine):
     """The caller's copy as a data engine; its tables carry the descriptions of ``builtin_tables`` (DuckDB's
     catalog gives names, types, sizes and samples, not what a column means)."""
 
+    def __init__(self, connection: duckdb.DuckDBPyConnection, *, budget: Budget,
+                 only: frozenset[str] | None) -> None:
+        super().__init__(connection, kind="convener", budget=budget)
+        self._only = only
+
     def tables(self, *, samples: int = 5) -> list[TableInfo]:
+        # The copy never changes once loaded (its configuration is locked), so the catalog read when the engine
+        # was made stands; the tables left empty because the question may not read them are not sampled.
         described = {table.name: table for table in _TABLES}
-        return [_described(found, described.get(found.name)) for found in super().tables(samples=samples)]
+        catalog = [table for table in self._current_catalog() if self._only is None or table.name in self._only]
+        return [_described(self._table_info(table, samples), described.get(table.name)) for table in catalog]
 
 
 def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
@@ -203,16 +211,18 @@ def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
 
 
 def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
-                   budget: Budget = DEFAULT_BUDGET) -> DataEngine:
+                   budget: Budget = DEFAULT_BUDGET, only: Collection[str] | None = None) -> DataEngine:
     """A fresh in-memory DuckDB holding what ``caller`` may read (``load_builtin``), locked as the engines lock
     loaded data files (no file or network access, no extensions, no SET), held to ``budget`` like every
-    DuckDB source, for one question; close it after."""
+    DuckDB source, for one question; close it after. ``only``: the tables the question may read (its
+    references); the others exist but stay empty and unlisted, as a question could not read them anyway."""
+    wanted = None if only is None else frozenset(name.lower() for name in only)
     connection = duckdb.connect(":memory:", config=budget.duckdb_config())
     try:
-        load_builtin(connection, database, caller, row_cap=row_cap)
+        load_builtin(connection, database, caller, row_cap=row_cap, only=wanted)
         connection.execute("SET enable_external_access = false")
         connection.execute("SET lock_configuration = true")
-        return _BuiltinEngine(connection, kind="convener", budget=budget)
+        return _BuiltinEngine(connection, budget=budget, only=wanted)
     except BaseException:
         connection.close()
         raise
@@ -236,9 +246,10 @@ class _Reader:
 
 
 def load_builtin(connection: duckdb.DuckDBPyConnection, database: Database, caller: Caller, *,
-                 row_cap: int = DEFAULT_ROW_CAP) -> dict[str, int]:
+                 row_cap: int = DEFAULT_ROW_CAP, only: Collection[str] | None = None) -> dict[str, int]:
     """Create the source's tables in ``connection`` (replacing tables of those names) and fill them with the
     records ``caller`` may read, at most ``row_cap`` per table, newest first; the rows loaded, per table.
+    ``only``: fill these tables alone (lowercase names), the others stay empty.
 
     Every table is read in one read-only transaction of the store, so the tables agree with each other
     (a message's space is in chat_spaces, unless row_cap left it out)."""
@@ -248,7 +259,8 @@ def load_builtin(connection: duckdb.DuckDBPyConnection, database: Database, call
     loaded = dict.fromkeys((table.name for table in _TABLES), 0)
     with database.reading() as store:
         for table, reader in _readers(store, database, caller, row_cap).items():
-            loaded[table.name] = _copy(connection, store, table, reader)
+            if only is None or table.name in only:
+                loaded[table.name] = _copy(connection, store, table, reader)
     return loaded
 
 

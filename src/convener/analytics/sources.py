@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -137,11 +137,12 @@ class SqlSources:
     # --- engines --------------------------------------------------------------------------------------
 
     @contextmanager
-    def engine(self, name: str, caller: Caller) -> Iterator[DataEngine]:
-        """The source's engine for one question; the caller's own for the built-in source."""
+    def engine(self, name: str, caller: Caller, only: Collection[str] | None = None) -> Iterator[DataEngine]:
+        """The source's engine for one question; the caller's own for the built-in source, holding the tables
+        ``only`` names alone when given (the question's references: loading the others would be wasted)."""
         check_source_name(name)
         if name == BUILTIN_SOURCE:
-            engine = builtin_engine(self.database, caller, budget=self.budget)
+            engine = builtin_engine(self.database, caller, budget=self.budget, only=only)
             try:
                 yield engine
             finally:

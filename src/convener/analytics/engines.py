@@ -50,7 +50,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,6 +98,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 SAMPLE_ROWS = 1000  # rows read per table to pick sample values and to guess untyped SQLite columns
 MAX_SAMPLE_CHARS = 80
 INTROSPECTION_TIMEOUT = 15.0
+DISTINCT_TTL_SECONDS = 60.0
+"""How long a column's distinct values are reused (as a source's schema and samples are, sources.py)."""
+DISTINCT_KEPT = 256
+"""Columns whose distinct values an engine keeps at most (each list is bounded by the result byte budget)."""
 SKIPPED_SAMPLE_TYPES = frozenset({shapes.BYTES, shapes.RECORD, shapes.JSON})
 
 
@@ -383,6 +387,7 @@ class _Engine:
         self.budget = budget
         self._catalog: list[_Table] | None = None
         self._catalog_lock = threading.Lock()
+        self._distinct: OrderedDict[tuple[str, str, int], tuple[float, list[str]]] = OrderedDict()
 
     # Engine-specific primitives.
     def _load_catalog(self) -> list[_Table]:
@@ -408,6 +413,22 @@ class _Engine:
         return [self._table_info(table, samples) for table in catalog]
 
     def distinct_values(self, table: str, column: str, limit: int = 1000) -> list[str]:
+        """The column's distinct values, sorted, at most ``limit``; read again after DISTINCT_TTL_SECONDS or a
+        new catalog, as the schema's samples are (the planner asks for the same columns at every question)."""
+        key = (table.lower(), column.lower(), limit)
+        with self._catalog_lock:
+            kept = self._distinct.get(key)
+        if kept is not None and time.monotonic() - kept[0] <= DISTINCT_TTL_SECONDS:
+            return list(kept[1])
+        values = self._read_distinct(table, column, limit)
+        with self._catalog_lock:
+            self._distinct[key] = (time.monotonic(), values)
+            self._distinct.move_to_end(key)
+            while len(self._distinct) > DISTINCT_KEPT:
+                self._distinct.popitem(last=False)
+        return list(values)
+
+    def _read_distinct(self, table: str, column: str, limit: int) -> list[str]:
         found = self._find_table(table)
         match = next((c for c in found.columns if c.name.lower() == column.lower()), None)
         if match is None:
@@ -446,6 +467,7 @@ class _Engine:
         catalog = self._load_catalog()
         with self._catalog_lock:
             self._catalog = catalog
+            self._distinct.clear()
         return catalog
 
     def _current_catalog(self) -> list[_Table]:

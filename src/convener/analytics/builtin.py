@@ -34,7 +34,9 @@ where row-by-row inserts would take seconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import threading
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -189,17 +191,48 @@ class _BuiltinEngine(DuckDBEngine):
     """The caller's copy as a data engine; its tables carry the descriptions of ``builtin_tables`` (DuckDB's
     catalog gives names, types, sizes and samples, not what a column means)."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection, *, budget: Budget,
-                 only: frozenset[str] | None) -> None:
+    def __init__(self, connection: duckdb.DuckDBPyConnection, *, budget: Budget) -> None:
         super().__init__(connection, kind="convener", budget=budget)
-        self._only = only
+        self._only: frozenset[str] | None = None
+        self._loaded: dict[str, int] = {}
+
+    def fill(self, database: Database, caller: Caller, row_cap: int, only: frozenset[str] | None) -> None:
+        """Empty every table, then load what ``caller`` may read of the tables ``only`` names (all: None)."""
+        # Made empty, or emptied when its last question ended (``empty``): nothing to delete here.
+        with self._catalog_lock:
+            self._distinct.clear()  # another caller's values, or older ones
+        self._only, self._loaded = only, {}
+        self._loaded = _fill(self._connection, database, caller, row_cap, only)
+
+    def idle(self) -> bool:
+        """Whether no query runs on the copy (an interrupted one may still be stopping) and it is open."""
+        with self._cursor_lock:
+            return not self._running and not self._closing
+
+    def empty(self) -> None:
+        """Drop the rows, so that nothing of the caller's stays in an engine kept for the next question."""
+        with self._catalog_lock:
+            self._distinct.clear()
+        filled = [name for name, rows in self._loaded.items() if rows]
+        self._only, self._loaded = None, {}
+        if filled:
+            self._connection.execute(";\n".join(f'DELETE FROM "{name}"' for name in filled))
+
+    def _read_distinct(self, table: str, column: str, limit: int) -> list[str]:
+        found = self._find_table(table)
+        if not self._loaded.get(found.name) and any(c.name.lower() == column.lower() for c in found.columns):
+            return []  # an empty table, or one the question may not read: no query needed to know
+        return super()._read_distinct(table, column, limit)
 
     def tables(self, *, samples: int = 5) -> list[TableInfo]:
-        # The copy never changes once loaded (its configuration is locked), so the catalog read when the engine
-        # was made stands; the tables left empty because the question may not read them are not sampled.
+        # The tables never change but by ``fill``, so the catalog read when the engine was made stands (its
+        # sizes are the rows loaded); the tables left empty because the question may not read them are not
+        # sampled, nor are the empty ones (nothing to read).
         described = {table.name: table for table in _TABLES}
         catalog = [table for table in self._current_catalog() if self._only is None or table.name in self._only]
-        return [_described(self._table_info(table, samples), described.get(table.name)) for table in catalog]
+        return [replace(_described(self._table_info(table, samples if self._loaded.get(table.name) else 0),
+                                   described.get(table.name)),
+                        row_count=self._loaded.get(table.name, 0)) for table in catalog]
 
 
 def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
@@ -210,22 +243,88 @@ def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
     return replace(found, columns=columns, description=known.description)
 
 
-def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
-                   budget: Budget = DEFAULT_BUDGET, only: Collection[str] | None = None) -> DataEngine:
-    """A fresh in-memory DuckDB holding what ``caller`` may read (``load_builtin``), locked as the engines lock
-    loaded data files (no file or network access, no extensions, no SET), held to ``budget`` like every
-    DuckDB source, for one question; close it after. ``only``: the tables the question may read (its
-    references); the others exist but stay empty and unlisted, as a question could not read them anyway."""
-    wanted = None if only is None else frozenset(name.lower() for name in only)
+def _blank_engine(budget: Budget) -> _BuiltinEngine:
+    """An in-memory DuckDB with the source's (empty) tables, locked as the engines lock loaded data files (no
+    file or network access, no extensions, no SET), held to ``budget`` like every DuckDB source."""
     connection = duckdb.connect(":memory:", config=budget.duckdb_config())
     try:
-        load_builtin(connection, database, caller, row_cap=row_cap, only=wanted)
+        connection.execute(";\n".join(_create_statements(table) for table in _TABLES))
         connection.execute("SET enable_external_access = false")
         connection.execute("SET lock_configuration = true")
-        return _BuiltinEngine(connection, budget=budget, only=wanted)
+        return _BuiltinEngine(connection, budget=budget)
     except BaseException:
         connection.close()
         raise
+
+
+def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
+                   budget: Budget = DEFAULT_BUDGET, only: Collection[str] | None = None) -> DataEngine:
+    """A fresh in-memory DuckDB holding what ``caller`` may read (``load_builtin``), locked, for one question;
+    close it after. ``only``: the tables the question may read (its references); the others exist but stay
+    empty and unlisted, as a question could not read them anyway."""
+    if row_cap < 0:
+        raise ValueError("row_cap must not be negative")
+    engine = _blank_engine(budget)
+    try:
+        engine.fill(database, caller, row_cap, _lowered(only))
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def _lowered(only: Collection[str] | None) -> frozenset[str] | None:
+    return None if only is None else frozenset(name.lower() for name in only)
+
+
+class BuiltinEngines:
+    """The built-in source's engines, kept between questions: making one (a DuckDB, its tables and their
+    comments, its catalog) costs tens of milliseconds, more than the rest of most questions. An engine is
+    emptied when its question ends and filled again with the next caller's records when the next question
+    begins, so no caller ever sees another's; one still busy (a query being interrupted) is closed instead."""
+
+    def __init__(self, budget: Budget = DEFAULT_BUDGET, *, kept: int = 2) -> None:
+        self.budget = budget
+        self._kept = kept
+        self._idle: list[_BuiltinEngine] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def engine(self, database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
+               only: Collection[str] | None = None) -> Iterator[DataEngine]:
+        with self._lock:
+            engine = self._idle.pop() if self._idle else None
+        if engine is None:
+            engine = _blank_engine(self.budget)
+        try:
+            engine.fill(database, caller, row_cap, _lowered(only))
+        except BaseException:
+            engine.close()
+            raise
+        try:
+            yield engine
+        finally:
+            self._give_back(engine)
+
+    def _give_back(self, engine: _BuiltinEngine) -> None:
+        if engine.idle():
+            try:
+                engine.empty()
+            except Exception:  # noqa: BLE001 — an engine that cannot be emptied is not kept
+                engine.close()
+                return
+            with self._lock:
+                if not self._closed and len(self._idle) < self._kept:
+                    self._idle.append(engine)
+                    return
+        engine.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle, self._closed = self._idle, [], True
+        for engine in idle:
+            engine.close()
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -256,6 +355,12 @@ def load_builtin(connection: duckdb.DuckDBPyConnection, database: Database, call
     if row_cap < 0:
         raise ValueError("row_cap must not be negative")
     connection.execute(";\n".join(_create_statements(table) for table in _TABLES))
+    return _fill(connection, database, caller, row_cap, only)
+
+
+def _fill(connection: duckdb.DuckDBPyConnection, database: Database, caller: Caller, row_cap: int,
+          only: Collection[str] | None) -> dict[str, int]:
+    """Fill the (empty) tables with the records ``caller`` may read; the rows loaded, per table."""
     loaded = dict.fromkeys((table.name for table in _TABLES), 0)
     with database.reading() as store:
         for table, reader in _readers(store, database, caller, row_cap).items():

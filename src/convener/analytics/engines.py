@@ -53,6 +53,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import date, datetime
 from datetime import time as clock_time
@@ -449,8 +450,7 @@ class _Engine:
         """Runs a checked SELECT; ``only`` narrows the tables it may read to these (a data agent's
         references) from all of the source's."""
         _check_limits(row_limit, timeout_seconds)
-        vetted = check_select(sql, self.dialect, self._allowed_names(only), row_limit)
-        check_sizes(vetted, self.dialect, self.budget.value_bytes)
+        vetted = _vetted(sql, self.dialect, frozenset(self._allowed_names(only)), row_limit, self.budget.value_bytes)
         result = self._run(vetted, max_rows=row_limit + 1, timeout_seconds=timeout_seconds,
                            max_bytes=self.budget.result_bytes)
         rows = result.rows[:row_limit]
@@ -512,6 +512,29 @@ class _Engine:
                              max_bytes=self.budget.result_bytes)
         except ApiError:
             return None  # A broken view, say: the table is still listed, without samples.
+
+
+VETTED_KEPT = 512
+"""Checked queries remembered (``_vetted``): a dashboard or an agent's example asks the same SQL again."""
+VETTED_MAX_CHARS = 4000
+"""Longer queries are checked every time, not remembered (the memory they would hold)."""
+
+
+def _vetted(sql: str, dialect: str, allowed: frozenset[str], row_limit: int, value_bytes: int) -> str:
+    """``check_select`` then ``check_sizes``: the SQL to run, or the refusal. Both are pure functions of these
+    arguments, so a query that passed is remembered with what it became; one refused is checked again."""
+    if len(sql) > VETTED_MAX_CHARS:
+        return _vet(sql, dialect, allowed, row_limit, value_bytes)
+    return _vetted_kept(sql, dialect, allowed, row_limit, value_bytes)
+
+
+def _vet(sql: str, dialect: str, allowed: frozenset[str], row_limit: int, value_bytes: int) -> str:
+    vetted = check_select(sql, dialect, allowed, row_limit)
+    check_sizes(vetted, dialect, value_bytes)
+    return vetted
+
+
+_vetted_kept = lru_cache(maxsize=VETTED_KEPT)(_vet)  # exceptions are not cached: a refusal is checked again
 
 
 def _pick_samples(values: Sequence[Any], count: int) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import sqlglot
@@ -352,13 +353,19 @@ def _rank_tables(question: str, tables: Sequence[Table]) -> list[Table]:
     asked = _words(question)
 
     def score(table: Table) -> int:
-        names = _words(table.info.name.replace("_", " ")) | set().union(*(
-            _words(c.name.replace("_", " ")) | _words(" ".join(c.samples)) | _words(" ".join(c.synonyms))
-            for c in table.info.columns))
-        return len(asked & names)
+        return len(asked & _table_words(table.info))
 
     scored = sorted(((score(t), i, t) for i, t in enumerate(tables)), key=lambda s: (-s[0], s[1]))
     return [t for points, _, t in scored if points > 0] or list(tables)
+
+
+@lru_cache(maxsize=512)
+def _table_words(info: TableInfo) -> frozenset[str]:
+    """The words of a table's name, columns, samples and synonyms. A source's schema is kept a minute
+    (sources.py), so the same TableInfo comes back question after question: its words are worked out once."""
+    return frozenset(_words(info.name.replace("_", " ")) | set().union(*(
+        _words(c.name.replace("_", " ")) | _words(" ".join(c.samples)) | _words(" ".join(c.synonyms))
+        for c in info.columns)))
 
 
 def datasource_of(table: Table) -> Datasource:

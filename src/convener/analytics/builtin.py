@@ -38,6 +38,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import duckdb
@@ -363,24 +364,29 @@ def _fill(connection: duckdb.DuckDBPyConnection, database: Database, caller: Cal
     """Fill the (empty) tables with the records ``caller`` may read; the rows loaded, per table."""
     loaded = dict.fromkeys((table.name for table in _TABLES), 0)
     with database.reading() as store:
-        for table, reader in _readers(store, database, caller, row_cap).items():
-            if only is None or table.name in only:
-                loaded[table.name] = _copy(connection, store, table, reader)
+        for table, reader in _readers(store, database, caller, row_cap, only).items():
+            loaded[table.name] = _copy(connection, store, table, reader)
     return loaded
 
 
-def _readers(store: Connection, database: Database, caller: Caller, row_cap: int) -> dict[TableInfo, _Reader]:
-    """The readers of the tables the caller may read; the other tables stay empty."""
+def _readers(store: Connection, database: Database, caller: Caller, row_cap: int,
+             only: Collection[str] | None = None) -> dict[TableInfo, _Reader]:
+    """The readers of the tables the caller may read (of those ``only`` names, when given); the other tables
+    stay empty."""
     readers: dict[TableInfo, _Reader] = {}
     if row_cap == 0:
         return readers
+
+    def wanted(table: TableInfo) -> bool:
+        return only is None or table.name in only
+
     if caller.may_use("ces"):
-        readers.update({APPS: _apps(row_cap), CONVERSATIONS: _conversations(row_cap),
-                        EVALUATION_RUNS: _evaluation_runs(row_cap), EVALUATION_RESULTS: _evaluation_results(row_cap)})
-    chat_reader = _ChatReader.of(store, database, caller)
-    if chat_reader is not None and caller.has_any("chat", READ_SPACES):
+        readers.update({table: read(row_cap) for table, read in _CES_READERS.items() if wanted(table)})
+    chat_wanted = [table for table in (CHAT_SPACES, CHAT_MESSAGES) if wanted(table)]
+    chat_reader = _ChatReader.of(store, database, caller) if chat_wanted else None
+    if chat_reader is not None and CHAT_SPACES in chat_wanted and caller.has_any("chat", READ_SPACES):
         readers[CHAT_SPACES] = chat_reader.spaces(row_cap)
-    if chat_reader is not None and caller.has_any("chat", READ_MESSAGES):
+    if chat_reader is not None and CHAT_MESSAGES in chat_wanted and caller.has_any("chat", READ_MESSAGES):
         readers[CHAT_MESSAGES] = chat_reader.messages(row_cap)
     return readers
 
@@ -433,6 +439,7 @@ def _unset_as_null(column: ColumnElement[str]) -> ColumnElement[str]:
 # ---------------------------------------------------------------------------------------------- ces
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _apps(row_cap: int) -> _Reader:
     a = ces.apps.c
     return _Reader(
@@ -441,6 +448,7 @@ def _apps(row_cap: int) -> _Reader:
         .order_by(a.create_time_us.desc(), a.id.desc()).limit(row_cap))
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _conversations(row_cap: int) -> _Reader:
     c, app = ces.conversations.c, ces.apps.c
     return _Reader(
@@ -469,6 +477,7 @@ def _input_types(mask: int) -> str:
     return ",".join(name for name, bit in INPUT_TYPE_BITS.items() if mask & bit)
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _evaluation_runs(row_cap: int) -> _Reader:
     r, app = ces.evaluation_runs.c, ces.apps.c
     pass_rate = case((r.completed_count > 0, cast(r.passed_count, Float) / r.completed_count), else_=None)
@@ -487,6 +496,7 @@ def _evaluation_runs(row_cap: int) -> _Reader:
         .order_by(r.create_time_us.desc(), r.id.desc()).limit(row_cap))
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _evaluation_results(row_cap: int) -> _Reader:
     """Results with their evaluation's display name. A result's document holds its whole replay (spans,
     transcripts), so only the error message is read from it, and only for results in error: the CASE
@@ -506,6 +516,11 @@ def _evaluation_results(row_cap: int) -> _Reader:
         .select_from(ces.evaluation_results.join(ces.apps, app.id == e.app_pk)
                      .outerjoin(ces.definitions, definition))
         .order_by(e.create_time_us.desc(), e.id.desc()).limit(row_cap))
+
+
+_CES_READERS: dict[TableInfo, Callable[[int], _Reader]] = {
+    APPS: _apps, CONVERSATIONS: _conversations, EVALUATION_RUNS: _evaluation_runs,
+    EVALUATION_RESULTS: _evaluation_results}
 
 
 # ---------------------------------------------------------------------------------------------- chat

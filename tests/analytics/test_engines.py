@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from convener.analytics import engines, shapes
+from convener.analytics.deadline import Watch, run_within
 from convener.analytics.engines import (
     DataEngine,
     DuckDBEngine,
@@ -679,3 +681,26 @@ def test_distinct_values_are_read_again_after_their_time(open_kind: Callable[[st
     time.sleep(0.01)
     engine.distinct_values("cars", "make")
     assert reads == ["make", "make", "make"]
+
+
+def test_query_threads_are_kept_and_one_still_stopping_gets_no_other_query() -> None:
+    used: list[int] = []
+    for _ in range(5):
+        run_within(5, lambda watch: used.append(threading.get_ident()))
+        time.sleep(0.02)  # the thread is back among the idle ones
+    stuck_on: list[int] = []
+    release = threading.Event()
+
+    def stuck(watch: Watch) -> None:
+        stuck_on.append(threading.get_ident())
+        release.wait(10)  # ignores its interrupt, as an engine busy making one huge value does
+
+    try:
+        with pytest.raises(DeadlineExceeded):
+            run_within(0.05, stuck)
+        after = run_within(5, lambda watch: threading.get_ident())
+    finally:
+        release.set()
+
+    assert len(set(used)) == 1
+    assert after != stuck_on[0]

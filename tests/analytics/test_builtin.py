@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import Table, event, func, insert, select
 from sqlalchemy.sql.elements import ColumnElement
 
+from convener.analytics import builtin
 from convener.analytics.builtin import (
     BUILTIN_SOURCE,
     BuiltinEngines,
@@ -441,3 +442,17 @@ def test_a_kept_engine_holds_no_rows_between_questions_and_reads_only_the_tables
     finally:
         engines.close()
     assert engines._idle == []
+
+
+def test_an_engine_that_held_many_rows_is_closed_not_kept(demo: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(builtin, "KEPT_ENGINE_ROWS", 1)
+    engines = BuiltinEngines()
+    try:
+        with engines.engine(demo.database, Caller("users/ben"), only=("chat_messages",)) as engine:
+            assert engine.execute("SELECT count(*) FROM chat_messages", row_limit=1, timeout_seconds=10).rows[0][0] > 1
+        assert engines._idle == []
+        with engines.engine(demo.database, Caller("users/local"), only=("chat_messages",)):
+            pass  # no chat user: nothing loaded
+        assert len(engines._idle) == 1
+    finally:
+        engines.close()

@@ -205,6 +205,9 @@ class _BuiltinEngine(DuckDBEngine):
         self._only, self._loaded = only, {}
         self._loaded = _fill(self._connection, database, caller, row_cap, only)
 
+    def rows_loaded(self) -> int:
+        return sum(self._loaded.values())
+
     def idle(self) -> bool:
         """Whether no query runs on the copy (an interrupted one may still be stopping) and it is open."""
         with self._cursor_lock:
@@ -278,6 +281,11 @@ def _lowered(only: Collection[str] | None) -> frozenset[str] | None:
     return None if only is None else frozenset(name.lower() for name in only)
 
 
+KEPT_ENGINE_ROWS = 10_000
+"""An engine that held more rows than this is closed after its question rather than kept: deleted rows may keep
+their memory in DuckDB until it is closed, and copying that many rows costs far more than making an engine."""
+
+
 class BuiltinEngines:
     """The built-in source's engines, kept between questions: making one (a DuckDB, its tables and their
     comments, its catalog) costs tens of milliseconds, more than the rest of most questions. An engine is
@@ -309,7 +317,7 @@ class BuiltinEngines:
             self._give_back(engine)
 
     def _give_back(self, engine: _BuiltinEngine) -> None:
-        if engine.idle():
+        if engine.idle() and engine.rows_loaded() <= KEPT_ENGINE_ROWS:
             try:
                 engine.empty()
             except Exception:  # noqa: BLE001 — an engine that cannot be emptied is not kept

@@ -18,8 +18,16 @@ import pytest
 from sqlalchemy import Table, event, func, insert, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from convener.analytics.builtin import BUILTIN_SOURCE, builtin_engine, builtin_tables, load_builtin
+from convener.analytics import builtin
+from convener.analytics.builtin import (
+    BUILTIN_SOURCE,
+    BuiltinEngines,
+    builtin_engine,
+    builtin_tables,
+    load_builtin,
+)
 from convener.analytics.shapes import TableInfo
+from convener.api.errors import ApiError
 from convener.auth.caller import ANONYMOUS, LOCAL_USER, Caller, normalise_scope
 from convener.ces import tables as ces
 from convener.chat import tables as chat
@@ -375,3 +383,76 @@ def test_ten_thousand_messages_load_well_under_a_second(services: Services) -> N
                             "'support' GROUP BY ALL ORDER BY 1") == [("Pat Doe", 5000), ("Sam Roe", 5000)]
     assert rows(connection, "SELECT max(create_time) - min(create_time) FROM chat_messages")[0][0].total_seconds() \
         == 9_999
+
+
+# -- engines kept between questions -----------------------------------------------------------------------
+
+
+def _view(engine: Any) -> tuple[Any, ...]:
+    """What a question sees of an engine: its tables (samples and sizes), a column's values, a query's rows."""
+    tables = engine.tables(samples=3)
+    values = engine.distinct_values("chat_messages", "space_display_name")
+    result = engine.execute("SELECT space_display_name, count(*) AS n FROM chat_messages GROUP BY 1 ORDER BY 1",
+                            row_limit=100, timeout_seconds=10)
+    return tables, values, result.rows
+
+
+def test_a_kept_engine_shows_each_caller_what_a_fresh_one_shows_them(demo: Services) -> None:
+    engines = BuiltinEngines(kept=1)
+    only = ("chat_messages", "chat_spaces")
+    try:
+        seen = []
+        for principal in ["users/ana", "users/ben", "users/ana", LOCAL_USER.principal]:
+            fresh = builtin_engine(demo.database, Caller(principal), only=only)
+            try:
+                expected = _view(fresh)
+            finally:
+                fresh.close()
+            with engines.engine(demo.database, Caller(principal), only=only) as kept:
+                seen.append(kept)
+                assert _view(kept) == expected
+    finally:
+        engines.close()
+
+    assert seen[0] is seen[1] is seen[2]  # the one engine served every question
+    assert "incidents" not in _view_values(demo, "users/ana", engines)
+
+
+def _view_values(services: Services, principal: str, engines: BuiltinEngines) -> list[str]:
+    """After ``close``, asking again makes a new engine: Ana's spaces only."""
+    with engines.engine(services.database, Caller(principal), only=("chat_messages",)) as engine:
+        return engine.distinct_values("chat_messages", "space_display_name")
+
+
+def test_a_kept_engine_holds_no_rows_between_questions_and_reads_only_the_tables_given(demo: Services) -> None:
+    engines = BuiltinEngines()
+    try:
+        with engines.engine(demo.database, Caller("users/ben"), only=("chat_messages",)) as engine:
+            assert [t.name for t in engine.tables(samples=1)] == ["chat_messages"]
+            assert engine.execute("SELECT count(*) FROM chat_messages", row_limit=1, timeout_seconds=10).rows[0][0] > 0
+            assert engine.distinct_values("chat_spaces", "display_name") == []  # not loaded: never asked
+            assert engine.execute("SELECT count(*) FROM chat_spaces", row_limit=1, timeout_seconds=10).rows == [(0,)]
+            with pytest.raises(ApiError):  # a question reads the tables it was given alone
+                engine.execute("SELECT count(*) FROM chat_spaces", row_limit=1, timeout_seconds=10,
+                               only=("chat_messages",))
+        kept = engines._idle[0]
+        counts = kept._connection.execute(
+            "SELECT (SELECT count(*) FROM chat_messages), (SELECT count(*) FROM conversations)").fetchall()
+        assert counts == [(0, 0)] and kept._distinct == {}
+    finally:
+        engines.close()
+    assert engines._idle == []
+
+
+def test_an_engine_that_held_many_rows_is_closed_not_kept(demo: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(builtin, "KEPT_ENGINE_ROWS", 1)
+    engines = BuiltinEngines()
+    try:
+        with engines.engine(demo.database, Caller("users/ben"), only=("chat_messages",)) as engine:
+            assert engine.execute("SELECT count(*) FROM chat_messages", row_limit=1, timeout_seconds=10).rows[0][0] > 1
+        assert engines._idle == []
+        with engines.engine(demo.database, Caller("users/local"), only=("chat_messages",)):
+            pass  # no chat user: nothing loaded
+        assert len(engines._idle) == 1
+    finally:
+        engines.close()

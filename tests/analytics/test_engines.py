@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from convener.analytics import engines, shapes
+from convener.analytics.deadline import Watch, run_within
 from convener.analytics.engines import (
     DataEngine,
     DuckDBEngine,
@@ -642,3 +644,63 @@ def test_duckdb_comments_are_the_tables_and_columns_descriptions(tmp_path: Path)
         assert [(c.name, c.description) for c in table.columns] == [("mpg", "Miles per gallon"), ("origin", None)]
     finally:
         engine.close()
+
+
+# --- what an engine remembers -------------------------------------------------------------------------------
+
+
+def test_a_query_that_passed_its_checks_is_refused_when_the_tables_allowed_change(
+        open_kind: Callable[[str], DataEngine]) -> None:
+    engine = open_kind("sqlite")
+    sql = "SELECT make FROM cars ORDER BY id"
+
+    first = engine.execute(sql, row_limit=2, timeout_seconds=10)
+    again = engine.execute(sql, row_limit=2, timeout_seconds=10)
+    with pytest.raises(InvalidArgument):
+        engine.execute(sql, row_limit=2, timeout_seconds=10, only=["owners"])
+    for _ in range(2):  # a refusal is not remembered as a pass, nor a pass as a refusal
+        with pytest.raises(InvalidArgument):
+            engine.execute("SELECT make FROM cars; DROP TABLE cars", row_limit=2, timeout_seconds=10)
+
+    assert first.rows == again.rows == [(MAKES[0],), (MAKES[1],)]
+    assert engine.execute(sql, row_limit=1, timeout_seconds=10).rows == [(MAKES[0],)]  # the limit is its own
+
+
+def test_distinct_values_are_read_again_after_their_time(open_kind: Callable[[str], DataEngine],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = open_kind("sqlite")
+    reads: list[str] = []
+    real = engine._read_distinct  # type: ignore[attr-defined]
+    monkeypatch.setattr(engine, "_read_distinct", lambda *args: reads.append(args[1]) or real(*args))
+
+    first = engine.distinct_values("cars", "make")
+    assert engine.distinct_values("CARS", "Make") == first == sorted(set(MAKES))
+    assert engine.distinct_values("cars", "make", 2) == first[:2]
+    assert reads == ["make", "make"]
+    monkeypatch.setattr(engines, "DISTINCT_TTL_SECONDS", 0.0)
+    time.sleep(0.01)
+    engine.distinct_values("cars", "make")
+    assert reads == ["make", "make", "make"]
+
+
+def test_query_threads_are_kept_and_one_still_stopping_gets_no_other_query() -> None:
+    used: list[int] = []
+    for _ in range(5):
+        run_within(5, lambda watch: used.append(threading.get_ident()))
+        time.sleep(0.02)  # the thread is back among the idle ones
+    stuck_on: list[int] = []
+    release = threading.Event()
+
+    def stuck(watch: Watch) -> None:
+        stuck_on.append(threading.get_ident())
+        release.wait(10)  # ignores its interrupt, as an engine busy making one huge value does
+
+    try:
+        with pytest.raises(DeadlineExceeded):
+            run_within(0.05, stuck)
+        after = run_within(5, lambda watch: threading.get_ident())
+    finally:
+        release.set()
+
+    assert len(set(used)) == 1
+    assert after != stuck_on[0]

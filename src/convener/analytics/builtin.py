@@ -34,8 +34,11 @@ where row-by-row inserts would take seconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import duckdb
@@ -189,9 +192,51 @@ class _BuiltinEngine(DuckDBEngine):
     """The caller's copy as a data engine; its tables carry the descriptions of ``builtin_tables`` (DuckDB's
     catalog gives names, types, sizes and samples, not what a column means)."""
 
+    def __init__(self, connection: duckdb.DuckDBPyConnection, *, budget: Budget) -> None:
+        super().__init__(connection, kind="convener", budget=budget)
+        self._only: frozenset[str] | None = None
+        self._loaded: dict[str, int] = {}
+
+    def fill(self, database: Database, caller: Caller, row_cap: int, only: frozenset[str] | None) -> None:
+        """Empty every table, then load what ``caller`` may read of the tables ``only`` names (all: None)."""
+        # Made empty, or emptied when its last question ended (``empty``): nothing to delete here.
+        with self._catalog_lock:
+            self._distinct.clear()  # another caller's values, or older ones
+        self._only, self._loaded = only, {}
+        self._loaded = _fill(self._connection, database, caller, row_cap, only)
+
+    def rows_loaded(self) -> int:
+        return sum(self._loaded.values())
+
+    def idle(self) -> bool:
+        """Whether no query runs on the copy (an interrupted one may still be stopping) and it is open."""
+        with self._cursor_lock:
+            return not self._running and not self._closing
+
+    def empty(self) -> None:
+        """Drop the rows, so that nothing of the caller's stays in an engine kept for the next question."""
+        with self._catalog_lock:
+            self._distinct.clear()
+        filled = [name for name, rows in self._loaded.items() if rows]
+        self._only, self._loaded = None, {}
+        if filled:
+            self._connection.execute(";\n".join(f'DELETE FROM "{name}"' for name in filled))
+
+    def _read_distinct(self, table: str, column: str, limit: int) -> list[str]:
+        found = self._find_table(table)
+        if not self._loaded.get(found.name) and any(c.name.lower() == column.lower() for c in found.columns):
+            return []  # an empty table, or one the question may not read: no query needed to know
+        return super()._read_distinct(table, column, limit)
+
     def tables(self, *, samples: int = 5) -> list[TableInfo]:
+        # The tables never change but by ``fill``, so the catalog read when the engine was made stands (its
+        # sizes are the rows loaded); the tables left empty because the question may not read them are not
+        # sampled, nor are the empty ones (nothing to read).
         described = {table.name: table for table in _TABLES}
-        return [_described(found, described.get(found.name)) for found in super().tables(samples=samples)]
+        catalog = [table for table in self._current_catalog() if self._only is None or table.name in self._only]
+        return [replace(_described(self._table_info(table, samples if self._loaded.get(table.name) else 0),
+                                   described.get(table.name)),
+                        row_count=self._loaded.get(table.name, 0)) for table in catalog]
 
 
 def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
@@ -202,20 +247,93 @@ def _described(found: TableInfo, known: TableInfo | None) -> TableInfo:
     return replace(found, columns=columns, description=known.description)
 
 
-def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
-                   budget: Budget = DEFAULT_BUDGET) -> DataEngine:
-    """A fresh in-memory DuckDB holding what ``caller`` may read (``load_builtin``), locked as the engines lock
-    loaded data files (no file or network access, no extensions, no SET), held to ``budget`` like every
-    DuckDB source, for one question; close it after."""
+def _blank_engine(budget: Budget) -> _BuiltinEngine:
+    """An in-memory DuckDB with the source's (empty) tables, locked as the engines lock loaded data files (no
+    file or network access, no extensions, no SET), held to ``budget`` like every DuckDB source."""
     connection = duckdb.connect(":memory:", config=budget.duckdb_config())
     try:
-        load_builtin(connection, database, caller, row_cap=row_cap)
+        connection.execute(";\n".join(_create_statements(table) for table in _TABLES))
         connection.execute("SET enable_external_access = false")
         connection.execute("SET lock_configuration = true")
-        return _BuiltinEngine(connection, kind="convener", budget=budget)
+        return _BuiltinEngine(connection, budget=budget)
     except BaseException:
         connection.close()
         raise
+
+
+def builtin_engine(database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
+                   budget: Budget = DEFAULT_BUDGET, only: Collection[str] | None = None) -> DataEngine:
+    """A fresh in-memory DuckDB holding what ``caller`` may read (``load_builtin``), locked, for one question;
+    close it after. ``only``: the tables the question may read (its references); the others exist but stay
+    empty and unlisted, as a question could not read them anyway."""
+    if row_cap < 0:
+        raise ValueError("row_cap must not be negative")
+    engine = _blank_engine(budget)
+    try:
+        engine.fill(database, caller, row_cap, _lowered(only))
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def _lowered(only: Collection[str] | None) -> frozenset[str] | None:
+    return None if only is None else frozenset(name.lower() for name in only)
+
+
+KEPT_ENGINE_ROWS = 10_000
+"""An engine that held more rows than this is closed after its question rather than kept: deleted rows may keep
+their memory in DuckDB until it is closed, and copying that many rows costs far more than making an engine."""
+
+
+class BuiltinEngines:
+    """The built-in source's engines, kept between questions: making one (a DuckDB, its tables and their
+    comments, its catalog) costs tens of milliseconds, more than the rest of most questions. An engine is
+    emptied when its question ends and filled again with the next caller's records when the next question
+    begins, so no caller ever sees another's; one still busy (a query being interrupted) is closed instead."""
+
+    def __init__(self, budget: Budget = DEFAULT_BUDGET, *, kept: int = 2) -> None:
+        self.budget = budget
+        self._kept = kept
+        self._idle: list[_BuiltinEngine] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def engine(self, database: Database, caller: Caller, *, row_cap: int = DEFAULT_ROW_CAP,
+               only: Collection[str] | None = None) -> Iterator[DataEngine]:
+        with self._lock:
+            engine = self._idle.pop() if self._idle else None
+        if engine is None:
+            engine = _blank_engine(self.budget)
+        try:
+            engine.fill(database, caller, row_cap, _lowered(only))
+        except BaseException:
+            engine.close()
+            raise
+        try:
+            yield engine
+        finally:
+            self._give_back(engine)
+
+    def _give_back(self, engine: _BuiltinEngine) -> None:
+        if engine.idle() and engine.rows_loaded() <= KEPT_ENGINE_ROWS:
+            try:
+                engine.empty()
+            except Exception:  # noqa: BLE001 — an engine that cannot be emptied is not kept
+                engine.close()
+                return
+            with self._lock:
+                if not self._closed and len(self._idle) < self._kept:
+                    self._idle.append(engine)
+                    return
+        engine.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle, self._closed = self._idle, [], True
+        for engine in idle:
+            engine.close()
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -236,34 +354,47 @@ class _Reader:
 
 
 def load_builtin(connection: duckdb.DuckDBPyConnection, database: Database, caller: Caller, *,
-                 row_cap: int = DEFAULT_ROW_CAP) -> dict[str, int]:
+                 row_cap: int = DEFAULT_ROW_CAP, only: Collection[str] | None = None) -> dict[str, int]:
     """Create the source's tables in ``connection`` (replacing tables of those names) and fill them with the
     records ``caller`` may read, at most ``row_cap`` per table, newest first; the rows loaded, per table.
+    ``only``: fill these tables alone (lowercase names), the others stay empty.
 
     Every table is read in one read-only transaction of the store, so the tables agree with each other
     (a message's space is in chat_spaces, unless row_cap left it out)."""
     if row_cap < 0:
         raise ValueError("row_cap must not be negative")
     connection.execute(";\n".join(_create_statements(table) for table in _TABLES))
+    return _fill(connection, database, caller, row_cap, only)
+
+
+def _fill(connection: duckdb.DuckDBPyConnection, database: Database, caller: Caller, row_cap: int,
+          only: Collection[str] | None) -> dict[str, int]:
+    """Fill the (empty) tables with the records ``caller`` may read; the rows loaded, per table."""
     loaded = dict.fromkeys((table.name for table in _TABLES), 0)
     with database.reading() as store:
-        for table, reader in _readers(store, database, caller, row_cap).items():
+        for table, reader in _readers(store, database, caller, row_cap, only).items():
             loaded[table.name] = _copy(connection, store, table, reader)
     return loaded
 
 
-def _readers(store: Connection, database: Database, caller: Caller, row_cap: int) -> dict[TableInfo, _Reader]:
-    """The readers of the tables the caller may read; the other tables stay empty."""
+def _readers(store: Connection, database: Database, caller: Caller, row_cap: int,
+             only: Collection[str] | None = None) -> dict[TableInfo, _Reader]:
+    """The readers of the tables the caller may read (of those ``only`` names, when given); the other tables
+    stay empty."""
     readers: dict[TableInfo, _Reader] = {}
     if row_cap == 0:
         return readers
+
+    def wanted(table: TableInfo) -> bool:
+        return only is None or table.name in only
+
     if caller.may_use("ces"):
-        readers.update({APPS: _apps(row_cap), CONVERSATIONS: _conversations(row_cap),
-                        EVALUATION_RUNS: _evaluation_runs(row_cap), EVALUATION_RESULTS: _evaluation_results(row_cap)})
-    chat_reader = _ChatReader.of(store, database, caller)
-    if chat_reader is not None and caller.has_any("chat", READ_SPACES):
+        readers.update({table: read(row_cap) for table, read in _CES_READERS.items() if wanted(table)})
+    chat_wanted = [table for table in (CHAT_SPACES, CHAT_MESSAGES) if wanted(table)]
+    chat_reader = _ChatReader.of(store, database, caller) if chat_wanted else None
+    if chat_reader is not None and CHAT_SPACES in chat_wanted and caller.has_any("chat", READ_SPACES):
         readers[CHAT_SPACES] = chat_reader.spaces(row_cap)
-    if chat_reader is not None and caller.has_any("chat", READ_MESSAGES):
+    if chat_reader is not None and CHAT_MESSAGES in chat_wanted and caller.has_any("chat", READ_MESSAGES):
         readers[CHAT_MESSAGES] = chat_reader.messages(row_cap)
     return readers
 
@@ -316,6 +447,7 @@ def _unset_as_null(column: ColumnElement[str]) -> ColumnElement[str]:
 # ---------------------------------------------------------------------------------------------- ces
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _apps(row_cap: int) -> _Reader:
     a = ces.apps.c
     return _Reader(
@@ -324,6 +456,7 @@ def _apps(row_cap: int) -> _Reader:
         .order_by(a.create_time_us.desc(), a.id.desc()).limit(row_cap))
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _conversations(row_cap: int) -> _Reader:
     c, app = ces.conversations.c, ces.apps.c
     return _Reader(
@@ -352,6 +485,7 @@ def _input_types(mask: int) -> str:
     return ",".join(name for name, bit in INPUT_TYPE_BITS.items() if mask & bit)
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _evaluation_runs(row_cap: int) -> _Reader:
     r, app = ces.evaluation_runs.c, ces.apps.c
     pass_rate = case((r.completed_count > 0, cast(r.passed_count, Float) / r.completed_count), else_=None)
@@ -370,6 +504,7 @@ def _evaluation_runs(row_cap: int) -> _Reader:
         .order_by(r.create_time_us.desc(), r.id.desc()).limit(row_cap))
 
 
+@lru_cache(maxsize=8)  # the same statement for every caller: built once per row cap
 def _evaluation_results(row_cap: int) -> _Reader:
     """Results with their evaluation's display name. A result's document holds its whole replay (spans,
     transcripts), so only the error message is read from it, and only for results in error: the CASE
@@ -389,6 +524,11 @@ def _evaluation_results(row_cap: int) -> _Reader:
         .select_from(ces.evaluation_results.join(ces.apps, app.id == e.app_pk)
                      .outerjoin(ces.definitions, definition))
         .order_by(e.create_time_us.desc(), e.id.desc()).limit(row_cap))
+
+
+_CES_READERS: dict[TableInfo, Callable[[int], _Reader]] = {
+    APPS: _apps, CONVERSATIONS: _conversations, EVALUATION_RUNS: _evaluation_runs,
+    EVALUATION_RESULTS: _evaluation_results}
 
 
 # ---------------------------------------------------------------------------------------------- chat

@@ -47,6 +47,7 @@ from __future__ import annotations
 import atexit
 import base64
 import copy
+import hashlib
 import importlib.util
 import itertools
 import json
@@ -60,7 +61,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -524,10 +525,42 @@ def validate_spec(spec: dict[str, Any]) -> None:
     if declared is not None and not (isinstance(declared, str) and "/vega-lite/v5" in declared):
         raise InvalidArgument(f"only Vega-Lite v5 specs are supported; $schema is {str(declared)[:100]!r}")
     _refuse_urls(spec, "$")
-    problem = _deepest(_validator().iter_errors(_sampled(spec)))
+    checked = _sampled(spec)
+    key = _canonical(checked)
+    with _VALID_LOCK:
+        if key is not None and key in _VALID:
+            _VALID.move_to_end(key)
+            return
+    problem = _deepest(_validator().iter_errors(checked))
     if problem is not None:
         message = problem.message if len(problem.message) <= 300 else problem.message[:300] + "…"
         raise InvalidArgument(f"invalid Vega-Lite spec at {problem.json_path}: {message}")
+    if key is None:
+        return
+    with _VALID_LOCK:
+        _VALID[key] = None
+        while len(_VALID) > VALID_KEPT:
+            _VALID.popitem(last=False)
+
+
+VALID_KEPT = 256
+"""Specs (as checked: their first rows) remembered as valid: the schema's verdict on a spec never changes, and
+a question asked again, or a dashboard redrawn, gives the same spec."""
+_VALID: OrderedDict[str, None] = OrderedDict()
+_VALID_LOCK = threading.Lock()
+
+
+def _canonical(node: Any) -> str | None:
+    """One text per JSON value, whatever its keys' order, to remember it by (a digest: specs may be large);
+    None for anything JSON would not give back as it is (numbers as keys, tuples, NaN, other objects): such a
+    spec is checked or drawn every time rather than risk two specs sharing a key."""
+    try:
+        text = json.dumps(node, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if json.loads(text) != node:
+            return None
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def schema_path() -> Path:
@@ -622,10 +655,43 @@ def render(spec: dict[str, Any], fmt: Literal["png", "svg"] = "png", *, scale: f
         raise InvalidArgument(f"scale must be in (0, {MAX_SCALE:g}]")
     validate_spec(spec)
     bounded = bounded_spec(spec)
-    reply = _RENDERER.draw({"spec": bounded, "format": fmt, "scale": float(scale)})
+    request = {"spec": bounded, "format": fmt, "scale": float(scale)}
+    key = _canonical(request)
+    with _DRAWN_LOCK:
+        drawn = _DRAWN.get(key) if key is not None else None
+        if key is not None and drawn is not None:
+            _DRAWN.move_to_end(key)
+            return drawn
+    reply = _RENDERER.draw(request)
     if not reply.get("ok"):
         raise InvalidArgument(f"the chart could not be drawn: {_first_line(str(reply.get('error')))}")
-    return base64.b64decode(str(reply["data"]))
+    data = base64.b64decode(str(reply["data"]))
+    if key is not None:
+        _keep_drawn(key, data)
+    return data
+
+
+DRAWN_KEPT_BYTES = 16 * 2**20
+"""Pictures remembered, in bytes all together: the renderer draws the same spec to the same bytes, and drawing
+takes tens of milliseconds (a question asked again, a dashboard redrawn). Larger pictures are not kept."""
+_DRAWN: OrderedDict[str, bytes] = OrderedDict()
+_DRAWN_LOCK = threading.Lock()
+
+
+def _keep_drawn(key: str, data: bytes) -> None:
+    if len(data) > DRAWN_KEPT_BYTES // 8:
+        return
+    with _DRAWN_LOCK:
+        _DRAWN[key] = data
+        _DRAWN.move_to_end(key)
+        while sum(len(kept) for kept in _DRAWN.values()) > DRAWN_KEPT_BYTES:
+            _DRAWN.popitem(last=False)
+
+
+def forget_drawn() -> None:
+    """Forget the pictures drawn (benchmarks measure a first drawing with it)."""
+    with _DRAWN_LOCK:
+        _DRAWN.clear()
 
 
 def bounded_spec(spec: dict[str, Any]) -> dict[str, Any]:

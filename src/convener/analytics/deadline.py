@@ -1,6 +1,6 @@
 """A query's deadline, enforced from outside the engine.
 
-The query runs on a worker thread; the asking thread waits for it until the deadline, then asks the engine to
+The query runs on a worker thread (kept for the next query once it is done: ``_Workers``); the asking thread waits for it until the deadline, then asks the engine to
 stop (DuckDB's and SQLite's ``interrupt()``, PostgreSQL's cancel request) and, after a short grace, answers
 ``DEADLINE_EXCEEDED`` whether or not the engine has stopped yet: an engine checks for interrupts only between
 pieces of work, and making one huge value (``repeat('x', 1e9)``) is one piece that takes seconds. The
@@ -13,6 +13,7 @@ again and again cannot pile up engines' memory: a query waits for a slot within 
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -122,9 +123,8 @@ def run_within(seconds: float, work: Callable[[Watch], T]) -> T:
             watch._finished.set()
             _SLOTS.release()
 
-    thread = threading.Thread(target=worker, name="analytics-query", daemon=True)
     try:
-        thread.start()
+        _WORKERS.run(worker)
     except BaseException:
         _SLOTS.release()
         raise
@@ -135,3 +135,68 @@ def run_within(seconds: float, work: Callable[[Watch], T]) -> T:
     if outcome.error is not None:
         raise outcome.error
     return outcome.value  # type: ignore[return-value]  # set whenever no error was
+
+
+IDLE_WORKERS = 4
+"""Query threads kept waiting for the next query: starting a thread costs about as much as a small query."""
+IDLE_SECONDS = 30.0
+"""A kept thread that has had no query for this long ends."""
+
+
+class _Workers:
+    """Threads that run one query at a time, kept between queries. A query runs on an idle thread, or on a
+    new one when none is idle; a thread still winding down an interrupted query is not idle, so it delays no
+    other query (as a thread of its own per query would not)."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self)
+            worker.jobs.put(job)
+            worker.start()
+        else:
+            worker.jobs.put(job)
+
+    def done(self, worker: _Worker) -> bool:
+        """Whether ``worker`` is kept (idle) after its query, rather than ending."""
+        with self._lock:
+            if len(self._idle) >= IDLE_WORKERS:
+                return False
+            self._idle.append(worker)
+            return True
+
+    def retire(self, worker: _Worker) -> bool:
+        """Whether ``worker``, idle too long, may end: not if a query was just handed to it."""
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                return True
+            return False
+
+
+class _Worker(threading.Thread):
+    def __init__(self, workers: _Workers) -> None:
+        super().__init__(name="analytics-query", daemon=True)
+        self.workers = workers
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            try:
+                job = self.jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                if self.workers.retire(self):
+                    return
+                continue  # handed a query while timing out: it is on its way
+            job()  # catches everything itself (run_within's worker)
+            del job
+            if not self.workers.done(self):
+                return
+
+
+_WORKERS = _Workers()

@@ -50,9 +50,10 @@ import re
 import sqlite3
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import date, datetime
 from datetime import time as clock_time
@@ -98,6 +99,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 SAMPLE_ROWS = 1000  # rows read per table to pick sample values and to guess untyped SQLite columns
 MAX_SAMPLE_CHARS = 80
 INTROSPECTION_TIMEOUT = 15.0
+DISTINCT_TTL_SECONDS = 60.0
+"""How long a column's distinct values are reused (as a source's schema and samples are, sources.py)."""
+DISTINCT_KEPT = 256
+"""Columns whose distinct values an engine keeps at most (each list is bounded by the result byte budget)."""
 SKIPPED_SAMPLE_TYPES = frozenset({shapes.BYTES, shapes.RECORD, shapes.JSON})
 
 
@@ -383,6 +388,7 @@ class _Engine:
         self.budget = budget
         self._catalog: list[_Table] | None = None
         self._catalog_lock = threading.Lock()
+        self._distinct: OrderedDict[tuple[str, str, int], tuple[float, list[str]]] = OrderedDict()
 
     # Engine-specific primitives.
     def _load_catalog(self) -> list[_Table]:
@@ -408,6 +414,22 @@ class _Engine:
         return [self._table_info(table, samples) for table in catalog]
 
     def distinct_values(self, table: str, column: str, limit: int = 1000) -> list[str]:
+        """The column's distinct values, sorted, at most ``limit``; read again after DISTINCT_TTL_SECONDS or a
+        new catalog, as the schema's samples are (the planner asks for the same columns at every question)."""
+        key = (table.lower(), column.lower(), limit)
+        with self._catalog_lock:
+            kept = self._distinct.get(key)
+        if kept is not None and time.monotonic() - kept[0] <= DISTINCT_TTL_SECONDS:
+            return list(kept[1])
+        values = self._read_distinct(table, column, limit)
+        with self._catalog_lock:
+            self._distinct[key] = (time.monotonic(), values)
+            self._distinct.move_to_end(key)
+            while len(self._distinct) > DISTINCT_KEPT:
+                self._distinct.popitem(last=False)
+        return list(values)
+
+    def _read_distinct(self, table: str, column: str, limit: int) -> list[str]:
         found = self._find_table(table)
         match = next((c for c in found.columns if c.name.lower() == column.lower()), None)
         if match is None:
@@ -428,8 +450,7 @@ class _Engine:
         """Runs a checked SELECT; ``only`` narrows the tables it may read to these (a data agent's
         references) from all of the source's."""
         _check_limits(row_limit, timeout_seconds)
-        vetted = check_select(sql, self.dialect, self._allowed_names(only), row_limit)
-        check_sizes(vetted, self.dialect, self.budget.value_bytes)
+        vetted = _vetted(sql, self.dialect, frozenset(self._allowed_names(only)), row_limit, self.budget.value_bytes)
         result = self._run(vetted, max_rows=row_limit + 1, timeout_seconds=timeout_seconds,
                            max_bytes=self.budget.result_bytes)
         rows = result.rows[:row_limit]
@@ -446,6 +467,7 @@ class _Engine:
         catalog = self._load_catalog()
         with self._catalog_lock:
             self._catalog = catalog
+            self._distinct.clear()
         return catalog
 
     def _current_catalog(self) -> list[_Table]:
@@ -490,6 +512,29 @@ class _Engine:
                              max_bytes=self.budget.result_bytes)
         except ApiError:
             return None  # A broken view, say: the table is still listed, without samples.
+
+
+VETTED_KEPT = 512
+"""Checked queries remembered (``_vetted``): a dashboard or an agent's example asks the same SQL again."""
+VETTED_MAX_CHARS = 4000
+"""Longer queries are checked every time, not remembered (the memory they would hold)."""
+
+
+def _vetted(sql: str, dialect: str, allowed: frozenset[str], row_limit: int, value_bytes: int) -> str:
+    """``check_select`` then ``check_sizes``: the SQL to run, or the refusal. Both are pure functions of these
+    arguments, so a query that passed is remembered with what it became; one refused is checked again."""
+    if len(sql) > VETTED_MAX_CHARS:
+        return _vet(sql, dialect, allowed, row_limit, value_bytes)
+    return _vetted_kept(sql, dialect, allowed, row_limit, value_bytes)
+
+
+def _vet(sql: str, dialect: str, allowed: frozenset[str], row_limit: int, value_bytes: int) -> str:
+    vetted = check_select(sql, dialect, allowed, row_limit)
+    check_sizes(vetted, dialect, value_bytes)
+    return vetted
+
+
+_vetted_kept = lru_cache(maxsize=VETTED_KEPT)(_vet)  # exceptions are not cached: a refusal is checked again
 
 
 def _pick_samples(values: Sequence[Any], count: int) -> tuple[str, ...]:

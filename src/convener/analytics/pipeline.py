@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import sqlglot
@@ -138,6 +141,38 @@ class Turn:
             self._emit(message)
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """A chart being made: its spec, and its picture (None when the caller asked for none) or the reason it
+    could not be made (an ApiError), once checked and drawn."""
+
+    spec: dict[str, Any]
+    image_format: str | None
+    image: Future[Blob | None]
+
+
+def _drawn(spec: dict[str, Any], image_format: str | None) -> Blob | None:
+    """Checked (``render`` checks what it draws), and drawn in the format asked for."""
+    if image_format is None:
+        charts.validate_spec(spec)
+        return None
+    data = charts.render(spec, "svg" if image_format == "image/svg+xml" else "png")
+    return Blob(mime_type=image_format, data=_b64(data))
+
+
+_DRAWING_POOL: ThreadPoolExecutor | None = None
+_DRAWING_POOL_LOCK = threading.Lock()
+
+
+def _drawing_pool() -> ThreadPoolExecutor:
+    """One thread draws the charts begun in the background (the renderer draws one chart at a time anyway)."""
+    global _DRAWING_POOL
+    with _DRAWING_POOL_LOCK:
+        if _DRAWING_POOL is None:
+            _DRAWING_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analytics-chart")
+        return _DRAWING_POOL
+
+
 @dataclass
 class Pipeline:
     provider: Callable[[], ModelProvider | None]
@@ -159,9 +194,13 @@ class Pipeline:
         if answer.result is None:
             _suggest_examples(turn, context)
             return turn.messages
-        if _python_enabled(context) and _wants_analysis(question):
+        analysing = _python_enabled(context) and _wants_analysis(question)
+        # The chart depends on the rows alone: drawn while the analysis (a sandboxed process) runs, if one does.
+        drawing = self._draw_chart(question, answer, context, background=analysing)
+        if analysing:
             self._analyse(turn, question, answer)
-        self._chart(turn, question, answer, context)
+        if drawing is not None:
+            self._chart(turn, question, answer, drawing)
         self._respond(turn, question, answer, tables)
         return turn.messages
 
@@ -308,24 +347,31 @@ class Pipeline:
             turn.system(analysis=AnalysisMessage(progress_event=AnalysisEvent(
                 result_natural_language=run.result_text)))
 
-    def _chart(self, turn: Turn, question: str, answer: Answer, context: Context) -> None:
+    def _draw_chart(self, question: str, answer: Answer, context: Context, *, background: bool) -> Drawing | None:
+        """The chart's spec, and its checking and drawing begun (on another thread when ``background``)."""
         assert answer.result is not None
         spec = charts.choose_chart(answer.result, title=_title(question), instructions=question)
         if spec is None:
-            return
+            return None
+        image_format = _image_format(context)
+        if background:
+            return Drawing(spec, image_format, _drawing_pool().submit(_drawn, spec, image_format))
+        done: Future[Blob | None] = Future()
+        try:
+            done.set_result(_drawn(spec, image_format))
+        except ApiError as failure:
+            done.set_exception(failure)
+        return Drawing(spec, image_format, done)
+
+    def _chart(self, turn: Turn, question: str, answer: Answer, drawing: Drawing) -> None:
         turn.next_group()
         turn.system(chart=ChartMessage(query=ChartQuery(instructions=question, data_result_name=answer.result_name)))
-        image_format = _image_format(context)
-        image = None
         try:
-            charts.validate_spec(spec)
-            if image_format is not None:
-                data = charts.render(spec, "svg" if image_format == "image/svg+xml" else "png")
-                image = Blob(mime_type=image_format, data=_b64(data))
+            image = drawing.image.result()
         except ApiError as failure:
             turn.system(error=ErrorMessage(text=f"The chart could not be made: {failure.message}"))
             return
-        turn.system(chart=ChartMessage(result=ChartResult(vega_config=spec, image=image)))
+        turn.system(chart=ChartMessage(result=ChartResult(vega_config=drawing.spec, image=image)))
 
     def _respond(self, turn: Turn, question: str, answer: Answer, tables: Sequence[Table]) -> None:
         assert answer.result is not None
@@ -352,13 +398,19 @@ def _rank_tables(question: str, tables: Sequence[Table]) -> list[Table]:
     asked = _words(question)
 
     def score(table: Table) -> int:
-        names = _words(table.info.name.replace("_", " ")) | set().union(*(
-            _words(c.name.replace("_", " ")) | _words(" ".join(c.samples)) | _words(" ".join(c.synonyms))
-            for c in table.info.columns))
-        return len(asked & names)
+        return len(asked & _table_words(table.info))
 
     scored = sorted(((score(t), i, t) for i, t in enumerate(tables)), key=lambda s: (-s[0], s[1]))
     return [t for points, _, t in scored if points > 0] or list(tables)
+
+
+@lru_cache(maxsize=512)
+def _table_words(info: TableInfo) -> frozenset[str]:
+    """The words of a table's name, columns, samples and synonyms. A source's schema is kept a minute
+    (sources.py), so the same TableInfo comes back question after question: its words are worked out once."""
+    return frozenset(_words(info.name.replace("_", " ")) | set().union(*(
+        _words(c.name.replace("_", " ")) | _words(" ".join(c.samples)) | _words(" ".join(c.synonyms))
+        for c in info.columns)))
 
 
 def datasource_of(table: Table) -> Datasource:

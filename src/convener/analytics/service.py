@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from convener.analytics.agents import DataAgents, agent_id_of
 from convener.analytics.budget import DEFAULT_BUDGET, Budget
 from convener.analytics.conversations import CONVERSATIONS, Conversations
+from convener.analytics.engines import DataEngine
 from convener.analytics.models import (
     BigQueryTableReferences,
     Context,
@@ -27,6 +28,7 @@ from convener.analytics.models import (
     TableReference,
 )
 from convener.analytics.pipeline import Emit, Pipeline, Table
+from convener.analytics.shapes import TableInfo
 from convener.analytics.sources import SqlSources
 from convener.analytics.spill import SpillFolder
 from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -94,17 +96,21 @@ class AnalyticsService:
             raise InvalidArgument("no tables to answer from: give at least one table reference")
         if len(refs) > MAX_TABLES:
             raise InvalidArgument(f"{len(refs)} table references; at most {MAX_TABLES}")
-        engines = {}
+        named: dict[str, list[str]] = {}
+        for ref in refs:
+            named.setdefault(ref.dataset_id, []).append(ref.table_id)
+        engines: dict[str, DataEngine] = {}
+        schemas: dict[str, dict[str, TableInfo]] = {}
         tables = []
         for ref in refs:
             source = ref.dataset_id
-            if source not in engines:
-                engines[source] = stack.enter_context(self.sources.engine(source, caller))
-            engine = engines[source]
-            info = next((t for t in self.sources.schema(source, engine) if t.name.lower() == ref.table_id.lower()), None)
+            if source not in engines:  # one engine and one schema read per source, whatever its tables
+                engines[source] = stack.enter_context(self.sources.engine(source, caller, only=named[source]))
+                schemas[source] = {t.name.lower(): t for t in reversed(self.sources.schema(source, engines[source]))}
+            info = schemas[source].get(ref.table_id.lower())
             if info is None:
                 raise NotFound(f'table "{ref.table_id[:100]}" does not exist in SQL source "{source}"')
-            tables.append(Table(source, info, engine))
+            tables.append(Table(source, info, engines[source]))
         return tables
 
     def close(self) -> None:

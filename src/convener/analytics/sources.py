@@ -2,7 +2,8 @@
 
 Engines are opened on first use and kept (opening a CSV folder builds its views; a PostgreSQL engine
 holds a pool). The built-in ``convener`` source is different: its tables hold what the *caller* may see,
-so it is built for each question from the store and never shared between callers.
+so it is filled for each question from the store, in an engine emptied after the question (and kept for the
+next one, builtin.BuiltinEngines): never shared between callers, nor between questions.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,7 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from convener.analytics.budget import DEFAULT_BUDGET, Budget
-from convener.analytics.builtin import BUILTIN_SOURCE, builtin_engine, builtin_tables
+from convener.analytics.builtin import BUILTIN_SOURCE, BuiltinEngines, builtin_tables
 from convener.analytics.engines import DataEngine, location_kind, open_engine
 from convener.analytics.models import SqlSource
 from convener.analytics.shapes import TableInfo
@@ -71,6 +72,7 @@ class SqlSources:
         self._engines: dict[str, DataEngine] = {}
         self._schemas: dict[str, tuple[float, list[TableInfo]]] = {}
         self._lock = threading.Lock()
+        self._builtin = BuiltinEngines(budget)
 
     # --- registry -------------------------------------------------------------------------------------
 
@@ -137,15 +139,13 @@ class SqlSources:
     # --- engines --------------------------------------------------------------------------------------
 
     @contextmanager
-    def engine(self, name: str, caller: Caller) -> Iterator[DataEngine]:
-        """The source's engine for one question; the caller's own for the built-in source."""
+    def engine(self, name: str, caller: Caller, only: Collection[str] | None = None) -> Iterator[DataEngine]:
+        """The source's engine for one question; the caller's own for the built-in source, holding the tables
+        ``only`` names alone when given (the question's references: loading the others would be wasted)."""
         check_source_name(name)
         if name == BUILTIN_SOURCE:
-            engine = builtin_engine(self.database, caller, budget=self.budget)
-            try:
+            with self._builtin.engine(self.database, caller, only=only) as engine:
                 yield engine
-            finally:
-                engine.close()
             return
         with self._lock:
             cached = self._engines.get(name)
@@ -189,6 +189,7 @@ class SqlSources:
             engines, self._engines = list(self._engines.values()), {}
         for engine in engines:
             engine.close()
+        self._builtin.close()
 
 
 def _source(row: Any) -> SqlSource:

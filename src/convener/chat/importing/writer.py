@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from convener.api.protojson import Timestamp
 from convener.chat import markdown
@@ -140,6 +140,41 @@ class _Directory:
         self._staged.clear()
 
 
+class _Spaces:
+    """This source's conversations already linked (external ID → our space ID) and their names, read once
+    per import: rendering asks a linked channel's name for every ``<#C…>``, quotes ask their space."""
+
+    def __init__(self, connection: Connection, source: str) -> None:
+        self.by_external: dict[str, str] = {}
+        self.names: dict[str, str | None] = {}
+        named = select(links.c.external_id, links.c.internal_id, spaces.c.display_name).select_from(
+            links.outerjoin(spaces, spaces.c.space_id == links.c.internal_id)
+        ).where(links.c.source == source, links.c.kind == "space")
+        for external, space_id, display_name in connection.execute(named):
+            self.by_external[external] = space_id
+            self.names[external] = display_name
+        self._undo: list[tuple[str, str | None, str | None]] = []  # (external, space ID, name) before
+
+    def stage(self, external: str, space_id: str, display_name: str | None) -> None:
+        """Known at once inside the current transaction; forgotten by ``rollback`` if it fails."""
+        self._undo.append((external, self.by_external.get(external), self.names.get(external)))
+        self.by_external[external] = space_id
+        self.names[external] = display_name
+
+    def commit(self) -> None:
+        self._undo.clear()
+
+    def rollback(self) -> None:
+        for external, space_id, display_name in reversed(self._undo):
+            if space_id is None:
+                self.by_external.pop(external, None)
+                self.names.pop(external, None)
+            else:
+                self.by_external[external] = space_id
+                self.names[external] = display_name
+        self._undo.clear()
+
+
 class _Names:
     """What the Markdown renderer asks: display names of mentioned users and linked channels."""
 
@@ -163,6 +198,7 @@ class ChatImporter:
         summary = ImportSummary(export.source)
         with self.database.reading() as connection:
             directory = _Directory(connection, export.source)
+            known_spaces = _Spaces(connection, export.source)
         self._import_users(export, directory, summary)
         total = export.conversation_count()
         written_to: set[str] = set()  # a reader may yield one conversation in several parts (Mattermost)
@@ -174,13 +210,16 @@ class ChatImporter:
 
             try:
                 with self.database.transaction() as connection:
-                    written = _ConversationWriter(connection, export.source, directory).write(conversation, tick)
+                    written = _ConversationWriter(connection, export.source, directory, known_spaces).write(
+                        conversation, tick)
             except MalformedConversation as error:
                 directory.rollback()
+                known_spaces.rollback()
                 summary.failed_conversations += 1
                 summary.report(error.problem)
                 continue
             directory.commit()
+            known_spaces.commit()
             written_to.add(conversation.external_id)
             summary.conversations = len(written_to)
             summary.messages += written.total
@@ -241,18 +280,20 @@ def _free_id(connection: Connection, column: Any, wanted: str) -> str:
 class _ConversationWriter:
     """Writes one conversation inside the caller's transaction."""
 
-    def __init__(self, connection: Connection, source: str, directory: _Directory) -> None:
+    def __init__(self, connection: Connection, source: str, directory: _Directory, known_spaces: _Spaces) -> None:
         self.connection = connection
         self.source = source
         self.directory = directory
+        self.spaces = known_spaces
         self.dialect = connection.dialect.name
-        self._channel_names: dict[str, str | None] = {}
         self.names = _Names(directory, self._channel_name)
 
     def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
         space_id = self._space_id(conversation.external_id)
         member_ids = [self._user(ref) for ref in conversation.members]
         self._write_space(space_id, conversation)
+        if conversation.display_name:  # what a <#C…> to it reads from now on (the stored name is kept otherwise)
+            self.spaces.stage(conversation.external_id[:512], space_id, conversation.display_name[:512])
         if member_ids:
             self.connection.execute(
                 upsert(self.dialect, memberships, ["space_id", "user_id"], []),
@@ -278,10 +319,9 @@ class _ConversationWriter:
 
     def _space_id(self, external: str) -> str:
         """Our space ID for a conversation of this export, linked on first sight (also when only quoted)."""
-        found = self.connection.scalar(select(links.c.internal_id).where(
-            links.c.source == self.source, links.c.kind == "space", links.c.external_id == external[:512]))
+        found = self.spaces.by_external.get(external[:512])
         if found is not None:
-            return str(found)
+            return found
         wanted = safe_id(external)
         space_id = wanted
         for attempt in itertools.count(2):
@@ -293,6 +333,7 @@ class _ConversationWriter:
             space_id = f"{wanted[:120]}-{attempt}"
         self.connection.execute(insert(links).values(source=self.source, kind="space", external_id=external[:512],
                                                      internal_id=space_id))
+        self.spaces.stage(external[:512], space_id, None)  # no space row yet: no name
         return space_id
 
     def _write_space(self, space_id: str, conversation: ImportedConversation) -> None:
@@ -325,13 +366,7 @@ class _ConversationWriter:
                                         preferred_id=display))
 
     def _channel_name(self, external: str) -> str | None:
-        if external not in self._channel_names:
-            self._channel_names[external] = self.connection.scalar(
-                select(spaces.c.display_name).join(links, and_(links.c.internal_id == spaces.c.space_id,
-                                                               links.c.kind == "space"))
-                .where(links.c.source == self.source, links.c.external_id == external)
-            )
-        return self._channel_names[external]
+        return self.spaces.names.get(external)
 
     # ------------------------------------------------------------------ messages
 
@@ -339,6 +374,7 @@ class _ConversationWriter:
         message_id = safe_id(message.external_id)
         private_viewer = self._user(message.private_viewer) if message.private_viewer else None
         listed = not message.system and message.delete_time is None and private_viewer is None
+        text = markdown.convert(message.text, message.text_format, self.names)
         row = {
             "space_id": space_id,
             "message_id": message_id,
@@ -351,14 +387,14 @@ class _ConversationWriter:
             "private_viewer_id": private_viewer,
             "system": message.system,
             "listed": listed,
-            "has_link": markdown.has_link(message.text, message.text_format),
-            "body": markdown.to_markdown(message.text, message.text_format, self.names),
-            "search_text": markdown.plain_text(message.text, message.text_format, self.names),
+            "has_link": text.has_link,
+            "body": text.markdown,
+            "search_text": text.plain_text,
             "attachments": _attachments(space_id, message_id, message.attachments) or None,
             "reactions": self._reactions(message.reactions) or None,
             "quote": self._quote(space_id, message) if message.quote else None,
         }
-        mentioned = [user_id for ref in markdown.mentions(message.text, message.text_format)
+        mentioned = [user_id for ref in text.mentions
                      if (user_id := self.directory.resolve(ref)) is not None]
         return row, list(dict.fromkeys(mentioned))
 

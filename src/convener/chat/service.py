@@ -7,6 +7,8 @@ nothing about another user's spaces (not even how many messages they hold) can b
 
 from __future__ import annotations
 
+import functools
+import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +18,9 @@ from sqlalchemy import (
     Connection,
     Double,
     Select,
+    Text,
     and_,
+    bindparam,
     cast,
     column,
     exists,
@@ -27,6 +31,7 @@ from sqlalchemy import (
     or_,
     select,
     table,
+    type_coerce,
     update,
 )
 from sqlalchemy.sql.elements import ColumnElement
@@ -106,6 +111,31 @@ def _before(column: Any, moment: Timestamp) -> ColumnElement[bool]:
     return column < _ceil_micros(moment)  # type: ignore[no-any-return]
 
 
+_USER_BY_ID = select(users.c.user_id).where(users.c.user_id == bindparam("ref"))
+_USER_BY_EMAIL = select(users.c.user_id).where(users.c.email == bindparam("ref"))
+_VISIBLE_SPACE = (
+    select(spaces).join(memberships, memberships.c.space_id == spaces.c.space_id)
+    .where(spaces.c.space_id == bindparam("space"), memberships.c.user_id == bindparam("user"))
+)
+
+
+@functools.cache
+def _listing(thread: bool, start: bool, end: bool, position: bool) -> Select[Any]:
+    """list_messages' SELECT for one combination of its filters, with bound parameters: built once per
+    shape, not per call (building a statement costs more than SQLite takes to run it)."""
+    statement = ChatService._message_select().where(messages.c.space_id == bindparam("space"), messages.c.listed)
+    if thread:
+        statement = statement.where(messages.c.thread_id == bindparam("thread"))
+    if start:
+        statement = statement.where(messages.c.create_time_us > bindparam("after"))
+    if end:
+        statement = statement.where(messages.c.create_time_us < bindparam("before"))
+    if position:
+        statement = statement.where(_older_than((bindparam("created"), bindparam("row_id"))))
+    return statement.order_by(messages.c.create_time_us.desc(), messages.c.row_id.desc()).limit(
+        bindparam("limit"))
+
+
 class ChatService:
     def __init__(self, database: Database, tokens: PageTokens) -> None:
         self.database = database
@@ -114,6 +144,7 @@ class ChatService:
     # ------------------------------------------------------------------ who is calling
 
     def viewer(self, connection: Connection, caller: Caller) -> Viewer:
+        """The chat user ``caller`` is (a lookup by ID or email, its statement built once per process)."""
         if caller.principal in _NO_IDENTITY:
             raise PermissionDenied(
                 "the chat tools act as a user: HTTP callers present that user's API key "
@@ -126,16 +157,12 @@ class ChatService:
     def _user_id(connection: Connection, reference: str) -> str | None:
         """``users/{id}`` or ``users/{email}`` → our user ID, or None when no such user is stored."""
         bare = reference[len("users/"):]
-        condition = users.c.email == bare if "@" in bare else users.c.user_id == bare
-        found = connection.scalar(select(users.c.user_id).where(condition))
+        found = connection.scalar(_USER_BY_EMAIL if "@" in bare else _USER_BY_ID, {"ref": bare})
         return str(found) if found is not None else None
 
     @staticmethod
     def _visible_space(connection: Connection, viewer: Viewer, space: SpaceName, field: str) -> AnyRow:
-        row = connection.execute(
-            select(spaces).join(memberships, memberships.c.space_id == spaces.c.space_id)
-            .where(spaces.c.space_id == space.space, memberships.c.user_id == viewer.user_id)
-        ).first()
+        row = connection.execute(_VISIBLE_SPACE, {"space": space.space, "user": viewer.user_id}).first()
         if row is None or viewer.user_id is None:
             # The same answer whether the space is missing or not the caller's: nothing leaks.
             raise NotFound(f"{field}: conversation {space} does not exist or you are not a member of it")
@@ -160,18 +187,17 @@ class ChatService:
                      "start": request.start_time or "", "end": request.end_time or ""}
             position = self._position(request.page_token, query, viewer)
             self._visible_space(connection, viewer, space, "conversationId")
-            statement = self._message_select().where(messages.c.space_id == space.space, messages.c.listed)
+            parameters: dict[str, Any] = {"space": space.space, "limit": page_size + 1}
             if thread is not None:
-                statement = statement.where(messages.c.thread_id == thread.thread)
+                parameters["thread"] = thread.thread
             if start is not None:
-                statement = statement.where(_after(messages.c.create_time_us, start))
+                parameters["after"] = start.to_micros()  # floors the nanoseconds: strictly after, exactly
             if end is not None:
-                statement = statement.where(_before(messages.c.create_time_us, end))
+                parameters["before"] = _ceil_micros(end)
             if position is not None:
-                statement = statement.where(_older_than(position))
-            rows = connection.execute(
-                statement.order_by(messages.c.create_time_us.desc(), messages.c.row_id.desc()).limit(page_size + 1)
-            ).all()
+                parameters["created"], parameters["row_id"] = position
+            statement = _listing(thread is not None, start is not None, end is not None, position is not None)
+            rows = connection.execute(statement, parameters).all()
         page, more = split_page(rows, page_size)
         token = self._token(query, viewer, [page[-1].create_time_us, page[-1].row_id]) if more else None
         return ListChatMessagesResponse(messages=[_message(row) for row in page], next_page_token=token)
@@ -188,8 +214,11 @@ class ChatService:
     def _message_select() -> Select[Any]:
         return select(
             messages.c.row_id, messages.c.space_id, messages.c.message_id, messages.c.thread_id,
-            messages.c.threaded_reply, messages.c.create_time_us, messages.c.body, messages.c.attachments,
-            messages.c.reactions, messages.c.quote, messages.c.sender_id,
+            messages.c.threaded_reply, messages.c.create_time_us, messages.c.body,
+            # As stored: most messages have none of them, and SQLite's "null" need not go through a JSON parser
+            type_coerce(messages.c.attachments, Text).label("attachments"),
+            type_coerce(messages.c.reactions, Text).label("reactions"),
+            type_coerce(messages.c.quote, Text).label("quote"), messages.c.sender_id,
             users.c.display_name.label("sender_name"), users.c.email.label("sender_email"),
             users.c.user_type.label("sender_type"),
         ).select_from(messages.outerjoin(users, users.c.user_id == messages.c.sender_id))
@@ -490,7 +519,7 @@ class _StoredNames:
         return None
 
 
-def _older_than(position: list[Any]) -> ColumnElement[bool]:
+def _older_than(position: Sequence[Any]) -> ColumnElement[bool]:
     """Before ``(create_time_us, row_id)`` in newest-first order. The leading ``create_time_us <=`` is
     implied by the rest, and is what lets SQLite and PostgreSQL seek the index to the position instead
     of scanning it from the newest message (the OR alone is only a filter to both planners)."""
@@ -523,7 +552,17 @@ def _message(row: AnyRow) -> ChatMessage:
         sender=sender,
         create_time=Timestamp.from_micros(row.create_time_us),
         threaded_reply=bool(row.threaded_reply),
-        attachments=[ChatAttachmentMetadata.model_validate(item) for item in row.attachments or []],
-        reaction_summaries=[ReactionSummary(emoji=item["emoji"], count=item["count"]) for item in row.reactions or []],
-        quoted_message_metadata=QuotedMessageMetadata.model_validate(row.quote) if row.quote else None,
+        attachments=[ChatAttachmentMetadata.model_validate(item) for item in _stored_json(row.attachments) or []],
+        reaction_summaries=[ReactionSummary(emoji=item["emoji"], count=item["count"])
+                            for item in _stored_json(row.reactions) or []],
+        quoted_message_metadata=QuotedMessageMetadata.model_validate(quote) if (quote := _stored_json(row.quote))
+        else None,
     )
+
+
+def _stored_json(value: Any) -> Any:
+    """A JSON column selected as text: parsed, None for SQL NULL or JSON null. (PostgreSQL's driver hands
+    JSONB over already parsed.)"""
+    if value is None or value == "null":
+        return None
+    return json.loads(value) if isinstance(value, str) else value

@@ -12,11 +12,12 @@ their history across Slack, Google Chat and Mattermost.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, text, update
 
 from convener.api.protojson import Timestamp
 from convener.chat import markdown
@@ -290,6 +291,12 @@ class _ConversationWriter:
 
     def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
         space_id = self._space_id(conversation.external_id)
+        if self.dialect == "postgresql":
+            # Two imports writing one conversation at once take turns: what a batch finds stored is then
+            # what is stored, and its new messages can be inserted without an upsert (SQLite's write lock
+            # does the same there).
+            self.connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                                    {"key": f"convener.chat.import:{space_id}"})
         member_ids = [self._user(ref) for ref in conversation.members]
         self._write_space(space_id, conversation)
         if conversation.display_name:  # what a <#C…> to it reads from now on (the stored name is kept otherwise)
@@ -417,6 +424,54 @@ class _ConversationWriter:
             changed_mentions.append(users_mentioned)
         if not changed_rows:
             return
+        fresh = [index for index, row in enumerate(changed_rows) if row["message_id"] not in stored]
+        if len(fresh) == len(changed_rows) and len({row["message_id"] for row in changed_rows}) == len(changed_rows):
+            # All new, each once (a first import): plain bulk inserts, no upsert to plan per row.
+            self._insert_new(changed_rows, changed_mentions)
+            return
+        self._upsert(changed_rows, changed_mentions)
+
+    def _insert_new(self, rows: list[dict[str, Any]], mentioned: list[list[str]]) -> None:
+        """Insert messages not stored yet, and their mentions, in bulk through the driver: row IDs are taken
+        beforehand (SQLite: after the largest, under the transaction's write lock; PostgreSQL: from the
+        column's sequence), so nothing needs to come back. PostgreSQL copies the rows (``COPY``); its search
+        vector is computed by the server as for any insert, SQLite's index by its triggers."""
+        row_ids = self._new_row_ids(len(rows))
+        columns = [column.name for column in messages.c]
+        json_columns = {"attachments", "reactions", "quote"}
+        records = [
+            tuple(row_id if name == "row_id" else json.dumps(row[name]) if name in json_columns else row[name]
+                  for name in columns)
+            for row_id, row in zip(row_ids, rows, strict=True)
+        ]
+        pairs = [(row_id, user_id) for row_id, users_mentioned in zip(row_ids, mentioned, strict=True)
+                 for user_id in users_mentioned]
+        if self.dialect == "postgresql":
+            driver = self.connection.connection.driver_connection
+            with driver.cursor() as cursor:  # type: ignore[union-attr]
+                with cursor.copy(f"COPY chat_messages ({', '.join(columns)}) FROM STDIN") as copy:
+                    for record in records:
+                        copy.write_row(record)
+                if pairs:
+                    with cursor.copy("COPY chat_mentions (message_row_id, user_id) FROM STDIN") as copy:
+                        for pair in pairs:
+                            copy.write_row(pair)
+            return
+        marks = ", ".join("?" for _ in columns)
+        self.connection.exec_driver_sql(f"INSERT INTO chat_messages ({', '.join(columns)}) VALUES ({marks})", records)
+        if pairs:
+            self.connection.exec_driver_sql("INSERT INTO chat_mentions (message_row_id, user_id) VALUES (?, ?)", pairs)
+
+    def _new_row_ids(self, count: int) -> list[int]:
+        if self.dialect == "postgresql":
+            return [int(value) for value in self.connection.scalars(
+                text("SELECT nextval(pg_get_serial_sequence('chat_messages', 'row_id')) FROM generate_series(1, :n)"),
+                {"n": count})]
+        largest = int(self.connection.scalar(select(func.coalesce(func.max(messages.c.row_id), 0))) or 0)
+        return list(range(largest + 1, largest + 1 + count))
+
+    def _upsert(self, changed_rows: list[dict[str, Any]], changed_mentions: list[list[str]]) -> None:
+        """Write rows of which some are stored already (a re-import that changed them), with their mentions."""
         columns = [name for name in changed_rows[0] if name not in ("space_id", "message_id")]
         # The row IDs come back from the upsert itself, in the rows' order: a second SELECT by message ID
         # is at the planner's mercy while a fresh table's statistics still say it is empty.

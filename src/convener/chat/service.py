@@ -111,8 +111,24 @@ def _before(column: Any, moment: Timestamp) -> ColumnElement[bool]:
     return column < _ceil_micros(moment)  # type: ignore[no-any-return]
 
 
+_MESSAGE_FIELDS = ("row_id", "space_id", "message_id", "thread_id", "threaded_reply", "create_time_us", "body",
+                   "attachments", "reactions", "quote", "sender_id", "sender_name", "sender_email", "sender_type")
+"""The columns ``ChatService._message_select`` selects, in order: ``_message`` reads them by position."""
+_MESSAGE_COLUMNS = len(_MESSAGE_FIELDS)
 _USER_BY_ID = select(users.c.user_id).where(users.c.user_id == bindparam("ref"))
 _USER_BY_EMAIL = select(users.c.user_id).where(users.c.email == bindparam("ref"))
+
+
+
+def _member_by(condition: ColumnElement[bool]) -> Select[Any]:
+    """The user matching ``condition`` and their membership of the space ``:space`` (NULL when none)."""
+    in_space = and_(memberships.c.user_id == users.c.user_id, memberships.c.space_id == bindparam("space"))
+    return select(users.c.user_id, memberships.c.space_id).select_from(
+        users.outerjoin(memberships, in_space)).where(condition)
+
+
+_MEMBER_BY_ID = _member_by(users.c.user_id == bindparam("ref"))
+_MEMBER_BY_EMAIL = _member_by(users.c.email == bindparam("ref"))
 _VISIBLE_SPACE = (
     select(spaces).join(memberships, memberships.c.space_id == spaces.c.space_id)
     .where(spaces.c.space_id == bindparam("space"), memberships.c.user_id == bindparam("user"))
@@ -145,13 +161,29 @@ class ChatService:
 
     def viewer(self, connection: Connection, caller: Caller) -> Viewer:
         """The chat user ``caller`` is (a lookup by ID or email, its statement built once per process)."""
+        bare = self._caller_reference(caller)[len("users/"):]
+        found = connection.scalar(_USER_BY_EMAIL if "@" in bare else _USER_BY_ID, {"ref": bare})
+        return Viewer(caller.principal, str(found) if found is not None else None)
+
+    @staticmethod
+    def _caller_reference(caller: Caller) -> str:
         if caller.principal in _NO_IDENTITY:
             raise PermissionDenied(
                 "the chat tools act as a user: HTTP callers present that user's API key "
                 "(convener auth create-key --user users/ID); a stdio server runs with --as users/ID"
             )
-        reference = parse_user_reference(caller.principal, "caller")
-        return Viewer(caller.principal, self._user_id(connection, reference))
+        return parse_user_reference(caller.principal, "caller")
+
+    @staticmethod
+    def _member(connection: Connection, caller: Caller, reference: str, space: SpaceName, field: str) -> Viewer:
+        """``viewer`` and ``_visible_space`` in one query: the chat user ``caller`` (``reference``) is, who
+        must be a member of ``space`` (NOT_FOUND otherwise, as for a space that does not exist)."""
+        bare = reference[len("users/"):]
+        found = connection.execute(_MEMBER_BY_EMAIL if "@" in bare else _MEMBER_BY_ID,
+                                   {"ref": bare, "space": space.space}).first()
+        if found is None or found.space_id is None:
+            raise NotFound(f"{field}: conversation {space} does not exist or you are not a member of it")
+        return Viewer(caller.principal, str(found.user_id))
 
     @staticmethod
     def _user_id(connection: Connection, reference: str) -> str | None:
@@ -182,11 +214,12 @@ class ChatService:
         start = _timestamp(request.start_time, "startTime")
         end = _timestamp(request.end_time, "endTime")
         with self.database.reading() as connection:
-            viewer = self.viewer(connection, caller)
+            reference = self._caller_reference(caller)
             query = {"tool": "list_messages", "space": str(space), "thread": str(thread or ""),
                      "start": request.start_time or "", "end": request.end_time or ""}
-            position = self._position(request.page_token, query, viewer)
-            self._visible_space(connection, viewer, space, "conversationId")
+            # Checked in the order viewer, page token, space, as the other tools do
+            position = self._position(request.page_token, query, Viewer(caller.principal, None))
+            viewer = self._member(connection, caller, reference, space, "conversationId")
             parameters: dict[str, Any] = {"space": space.space, "limit": page_size + 1}
             if thread is not None:
                 parameters["thread"] = thread.thread
@@ -212,6 +245,7 @@ class ChatService:
 
     @staticmethod
     def _message_select() -> Select[Any]:
+        """The columns ``_message`` reads, in its order (``_MESSAGE_COLUMNS`` of them)."""
         return select(
             messages.c.row_id, messages.c.space_id, messages.c.message_id, messages.c.thread_id,
             messages.c.threaded_reply, messages.c.create_time_us, messages.c.body,
@@ -538,25 +572,28 @@ def _newer_than(position: list[Any]) -> ColumnElement[bool]:
 
 
 def _message(row: AnyRow) -> ChatMessage:
-    name = f"spaces/{row.space_id}/messages/{row.message_id}"
+    # By position, in ``_message_select``'s order (a search's rank may follow): a page reads 50 rows of 14
+    # columns, and a Row's attribute lookup by name costs more than building the message.
+    (_, space_id, message_id, thread_id, threaded_reply, create_time_us, body, attachments, reactions, quote,
+     sender_id, sender_name, sender_email, sender_type) = row[:_MESSAGE_COLUMNS]
     sender = None
-    if row.sender_id is not None:
-        human = row.sender_type != "APP"
-        sender = User(user_id=f"users/{row.sender_id}", display_name=row.sender_name,
-                      email=row.sender_email if human else None,
+    if sender_id is not None:
+        human = sender_type != "APP"
+        sender = User(user_id=f"users/{sender_id}", display_name=sender_name,
+                      email=sender_email if human else None,
                       user_type=UserType.HUMAN if human else UserType.APP)
+    quoted = _stored_json(quote)
     return ChatMessage(
-        message_id=name,
-        thread_id=f"spaces/{row.space_id}/threads/{row.thread_id}" if row.thread_id else None,
-        plaintext_body=row.body,
+        message_id=f"spaces/{space_id}/messages/{message_id}",
+        thread_id=f"spaces/{space_id}/threads/{thread_id}" if thread_id else None,
+        plaintext_body=body,
         sender=sender,
-        create_time=Timestamp.from_micros(row.create_time_us),
-        threaded_reply=bool(row.threaded_reply),
-        attachments=[ChatAttachmentMetadata.model_validate(item) for item in _stored_json(row.attachments) or []],
+        create_time=Timestamp.from_micros(create_time_us),
+        threaded_reply=bool(threaded_reply),
+        attachments=[ChatAttachmentMetadata.model_validate(item) for item in _stored_json(attachments) or []],
         reaction_summaries=[ReactionSummary(emoji=item["emoji"], count=item["count"])
-                            for item in _stored_json(row.reactions) or []],
-        quoted_message_metadata=QuotedMessageMetadata.model_validate(quote) if (quote := _stored_json(row.quote))
-        else None,
+                            for item in _stored_json(reactions) or []],
+        quoted_message_metadata=QuotedMessageMetadata.model_validate(quoted) if quoted else None,
     )
 
 

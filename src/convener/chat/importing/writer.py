@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -39,6 +40,8 @@ from convener.store.database import Database
 from convener.store.upsert import upsert
 
 BATCH = 500
+_FTS_INSERT_TRIGGER = "chat_messages_fts_insert"
+"""SQLite's trigger (made by migration 0005) that indexes an inserted message for full-text search."""
 MAX_KEPT_PROBLEMS = 1000
 
 
@@ -458,9 +461,29 @@ class _ConversationWriter:
                             copy.write_row(pair)
             return
         marks = ", ".join("?" for _ in columns)
-        self.connection.exec_driver_sql(f"INSERT INTO chat_messages ({', '.join(columns)}) VALUES ({marks})", records)
+        with self._search_index_in_bulk(row_ids[0], row_ids[-1]):
+            self.connection.exec_driver_sql(f"INSERT INTO chat_messages ({', '.join(columns)}) VALUES ({marks})",
+                                            records)
         if pairs:
             self.connection.exec_driver_sql("INSERT INTO chat_mentions (message_row_id, user_id) VALUES (?, ?)", pairs)
+
+    @contextmanager
+    def _search_index_in_bulk(self, first: int, last: int) -> Iterator[None]:
+        """SQLite: index the rows ``first``..``last`` inserted inside the block for full-text search with
+        one statement, not row by row through the insert trigger (FTS5 takes about 15 times as long so).
+        The trigger is dropped and made again as it was, inside this transaction: no other writer can see
+        it missing (the transaction holds SQLite's write lock), and a failure rolls all of it back."""
+        trigger = self.connection.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_FTS_INSERT_TRIGGER,)).scalar()
+        if trigger is None:  # not the schema this was written for: let the store do as it does
+            yield
+            return
+        self.connection.exec_driver_sql(f"DROP TRIGGER {_FTS_INSERT_TRIGGER}")
+        yield
+        self.connection.exec_driver_sql(
+            "INSERT INTO chat_messages_fts (rowid, search_text) "
+            "SELECT row_id, search_text FROM chat_messages WHERE row_id BETWEEN ? AND ?", (first, last))
+        self.connection.exec_driver_sql(str(trigger))
 
     def _new_row_ids(self, count: int) -> list[int]:
         if self.dialect == "postgresql":

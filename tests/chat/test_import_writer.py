@@ -126,3 +126,33 @@ def test_a_conversation_written_again_without_name_or_time_keeps_them(services: 
         row = connection.execute(select(spaces)).one()
     assert (row.display_name, row.create_time_us, row.last_active_time_us) == ("Town Square", micros(at(0)),
                                                                                micros(at(9)))
+
+
+def test_imported_messages_are_indexed_for_search_and_the_store_keeps_its_triggers(services: Services) -> None:
+    """A first import inserts messages in bulk (and, on SQLite, indexes them for search in one statement
+    around the insert trigger): every message is found by its words, and the schema is as it was."""
+    def schema() -> list[tuple[str, str]]:
+        if services.database.dialect != "sqlite":
+            return []
+        with services.database.reading() as connection:
+            return [(str(name), str(sql)) for name, sql in connection.exec_driver_sql(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")]
+
+    before = schema()
+    summary = ChatImporter(services.database).run(workspace())
+    assert schema() == before
+
+    with services.database.reading() as connection:
+        if services.database.dialect == "sqlite":
+            indexed = connection.exec_driver_sql(
+                "SELECT count(*) FROM chat_messages JOIN chat_messages_fts "
+                "ON chat_messages_fts.rowid = chat_messages.row_id "
+                "WHERE chat_messages_fts MATCH '\"' || replace(chat_messages.search_text, '\"', '') || '\"' "
+                "AND chat_messages.search_text != ''").scalar()
+        else:
+            indexed = connection.exec_driver_sql(
+                "SELECT count(*) FROM chat_messages WHERE search_vector @@ plainto_tsquery('simple', search_text) "
+                "AND search_text != ''").scalar()
+        searchable = connection.scalar(select(func.count()).select_from(messages).where(messages.c.search_text != ""))
+    assert summary.added == summary.messages > 0
+    assert indexed == searchable

@@ -171,3 +171,10 @@ async def test_a_page_token_is_bound_to_the_query_and_the_caller(ana: Client, be
     # pageSize may change between pages.
     assert (await page(ana, conversationId=chat_workspace.general, pageSize=9, pageToken=token))["messages"]
 
+
+
+def test_message_select_has_the_columns_message_reads_by_position() -> None:
+    """``_message`` unpacks a row by position: the SELECT must keep the order it expects."""
+    from convener.chat.service import _MESSAGE_FIELDS, ChatService
+
+    assert tuple(column.name for column in ChatService._message_select().selected_columns) == _MESSAGE_FIELDS

@@ -91,7 +91,7 @@ from markdown_it import MarkdownIt
 from convener.chat.emoji_names import unicode_emoji
 from convener.chat.records import TextFormat
 
-__all__ = ["Names", "escape", "has_link", "mentions", "plain_text", "to_markdown"]
+__all__ = ["Converted", "Names", "convert", "escape", "has_link", "mentions", "plain_text", "to_markdown"]
 
 
 class Names(Protocol):
@@ -109,16 +109,49 @@ class Names(Protocol):
 # ---------------------------------------------------------------- public functions
 
 
+@dataclass(frozen=True)
+class Converted:
+    """Everything an import or a sent message stores of its text, from one reading of it."""
+
+    markdown: str
+    """As ``to_markdown``."""
+    plain_text: str
+    """As ``plain_text``."""
+    mentions: tuple[str, ...]
+    """As ``mentions``."""
+    has_link: bool
+    """As ``has_link``."""
+
+
+def convert(text: str, text_format: TextFormat, names: Names) -> Converted:
+    """``to_markdown``, ``plain_text``, ``mentions`` and ``has_link`` of one message at once: its lines are
+    split, lexed and parsed once for all four (an import's time is mostly this)."""
+    text = _normalise_newlines(text)
+    if text_format == "markdown":
+        return Converted(to_markdown(text, text_format, names), _markdown_plain_text(text),
+                         tuple(mentions(text, text_format)), has_link(text, text_format))
+    lines = _lines(text, text_format)
+    tokens = [_lex(line.text, text_format) if line.kind in ("text", "bullet") else () for line in lines]
+    nodes = [_parse(line_tokens) if line_tokens else [] for line_tokens in tokens]
+    found: list[str] = []
+    linked = False
+    for line_tokens in tokens:
+        for token in line_tokens:
+            if isinstance(token, _Link):
+                linked = True
+            elif isinstance(token, _Mention) and token.kind == "user" and token.ref != "users/all":
+                found.append(token.ref)
+    return Converted(_joined_markdown(lines, nodes, names), _joined_plain_text(lines, nodes, names),
+                     tuple(dict.fromkeys(found)), linked)
+
+
 def to_markdown(text: str, text_format: TextFormat, names: Names) -> str:
     """The message in the served dialect (see the module's documentation)."""
     text = _normalise_newlines(text)
     if text_format == "markdown":
         return text if _is_safe_markdown(text) else escape(text)
-    out: list[str] = []
-    for quoted, block in _blocks(_lines(text, text_format), text_format, names):
-        # a code line is kept as it is, trailing whitespace included
-        out.extend(("> " + line if line else ">") if quoted else line for line in block)
-    return "\n".join(out)
+    lines = _lines(text, text_format)
+    return _joined_markdown(lines, _parsed_lines(lines, text_format), names)
 
 
 def plain_text(text: str, text_format: TextFormat, names: Names) -> str:
@@ -127,15 +160,33 @@ def plain_text(text: str, text_format: TextFormat, names: Names) -> str:
     text = _normalise_newlines(text)
     if text_format == "markdown":
         return _markdown_plain_text(text)
+    lines = _lines(text, text_format)
+    return _joined_plain_text(lines, _parsed_lines(lines, text_format), names)
+
+
+def _parsed_lines(lines: list[_Line], text_format: TextFormat) -> list[list[_Inline]]:
+    """The inline nodes of each text or bullet line (empty for the others), aligned with ``lines``."""
+    return [_parse(_lex(line.text, text_format)) if line.kind in ("text", "bullet") else [] for line in lines]
+
+
+def _joined_markdown(lines: list[_Line], nodes: list[list[_Inline]], names: Names) -> str:
     out: list[str] = []
-    for line in _lines(text, text_format):
+    for quoted, block in _blocks(lines, nodes, names):
+        # a code line is kept as it is, trailing whitespace included
+        out.extend(("> " + line if line else ">") if quoted else line for line in block)
+    return "\n".join(out)
+
+
+def _joined_plain_text(lines: list[_Line], nodes: list[list[_Inline]], names: Names) -> str:
+    out: list[str] = []
+    for line, line_nodes in zip(lines, nodes, strict=True):
         if line.kind == "blank":
             if out and out[-1]:
                 out.append("")
         elif line.kind == "code":
             out.extend(line.text.split("\n"))
         else:
-            out.append(_plain(_parse(_lex(line.text, text_format)), names))
+            out.append(_plain(line_nodes, names))
     return "\n".join(out).strip("\n")
 
 
@@ -263,19 +314,20 @@ def _split_code_blocks(text: str) -> list[tuple[bool, str]]:
     return out
 
 
-def _blocks(lines: list[_Line], text_format: TextFormat, names: Names) -> Iterator[tuple[bool, list[str]]]:
+def _blocks(lines: list[_Line], nodes: list[list[_Inline]], names: Names) -> Iterator[tuple[bool, list[str]]]:
     """Rendered (quoted, lines) groups, with the blank lines (or quoted blank lines) that keep
-    blocks of different kinds apart: Markdown would otherwise continue a quote or an item."""
+    blocks of different kinds apart: Markdown would otherwise continue a quote or an item. ``nodes``:
+    each line's parsed inline nodes."""
     previous: _Line | None = None
     gap: _Line | None = None  # the blank line since the previous line, if any
     levels: list[int] = []  # the indentation of each open bullet level
-    for line in lines:
+    for line, line_nodes in zip(lines, nodes, strict=True):
         if line.kind == "blank":
             gap = gap or line
             continue
         if line.kind == "code":
             rendered = _fence(line.text)
-        elif content := _render(_parse(_lex(line.text, text_format)), names, True, None, None):
+        elif content := _render(line_nodes, names, True, None, None):
             if line.kind == "bullet":
                 if gap or previous is None or previous.kind != "bullet" or previous.quoted != line.quoted:
                     levels.clear()  # a new list
@@ -700,6 +752,8 @@ _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-
 _HEADING = re.compile(r"#{1,6}(?=[ \t]|$)")
 _ORDERED_ITEM = re.compile(r"[0-9]{1,9}[.)](?=[ \t]|$)")
 _ALWAYS_ESCAPED = frozenset("`*~[]")
+_MAY_NEED_BACKSLASH = re.compile(r"[`*~\[\]_\\<!&]")
+"""The characters ``_needs_backslash`` may say yes to."""
 
 
 def _escape(text: str, line_start: bool, after: str | None) -> str:
@@ -715,7 +769,16 @@ def _escape(text: str, line_start: bool, after: str | None) -> str:
     last_kept = len(text.rstrip(" \t")) - 1
     if after is None and last_kept >= 0 and text[last_kept].isspace():
         references.add(last_kept)
-    for k, char in enumerate(text):
+    # Only a few characters can need a backslash: look at those (and the edges), copy the runs between.
+    special = {match.start() for match in _MAY_NEED_BACKSLASH.finditer(text)} | references
+    if block_start is not None:
+        special.add(block_start)
+    if not special:
+        return text
+    copied = 0
+    for k in sorted(special):
+        out.append(text[copied:k])
+        char = text[k]
         before = text[k - 1] if k > 0 else None
         next_char = "&" if k + 1 in references else text[k + 1] if k + 1 < len(text) else after
         if k in references:
@@ -724,6 +787,8 @@ def _escape(text: str, line_start: bool, after: str | None) -> str:
             out.append("\\" + char)
         else:
             out.append(char)
+        copied = k + 1
+    out.append(text[copied:])
     return "".join(out)
 
 

@@ -7,6 +7,8 @@ nothing about another user's spaces (not even how many messages they hold) can b
 
 from __future__ import annotations
 
+import functools
+import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +18,9 @@ from sqlalchemy import (
     Connection,
     Double,
     Select,
+    Text,
     and_,
+    bindparam,
     cast,
     column,
     exists,
@@ -27,6 +31,7 @@ from sqlalchemy import (
     or_,
     select,
     table,
+    type_coerce,
     update,
 )
 from sqlalchemy.sql.elements import ColumnElement
@@ -106,6 +111,47 @@ def _before(column: Any, moment: Timestamp) -> ColumnElement[bool]:
     return column < _ceil_micros(moment)  # type: ignore[no-any-return]
 
 
+_MESSAGE_FIELDS = ("row_id", "space_id", "message_id", "thread_id", "threaded_reply", "create_time_us", "body",
+                   "attachments", "reactions", "quote", "sender_id", "sender_name", "sender_email", "sender_type")
+"""The columns ``ChatService._message_select`` selects, in order: ``_message`` reads them by position."""
+_MESSAGE_COLUMNS = len(_MESSAGE_FIELDS)
+_USER_BY_ID = select(users.c.user_id).where(users.c.user_id == bindparam("ref"))
+_USER_BY_EMAIL = select(users.c.user_id).where(users.c.email == bindparam("ref"))
+
+
+
+def _member_by(condition: ColumnElement[bool]) -> Select[Any]:
+    """The user matching ``condition`` and their membership of the space ``:space`` (NULL when none)."""
+    in_space = and_(memberships.c.user_id == users.c.user_id, memberships.c.space_id == bindparam("space"))
+    return select(users.c.user_id, memberships.c.space_id).select_from(
+        users.outerjoin(memberships, in_space)).where(condition)
+
+
+_MEMBER_BY_ID = _member_by(users.c.user_id == bindparam("ref"))
+_MEMBER_BY_EMAIL = _member_by(users.c.email == bindparam("ref"))
+_VISIBLE_SPACE = (
+    select(spaces).join(memberships, memberships.c.space_id == spaces.c.space_id)
+    .where(spaces.c.space_id == bindparam("space"), memberships.c.user_id == bindparam("user"))
+)
+
+
+@functools.cache
+def _listing(thread: bool, start: bool, end: bool, position: bool) -> Select[Any]:
+    """list_messages' SELECT for one combination of its filters, with bound parameters: built once per
+    shape, not per call (building a statement costs more than SQLite takes to run it)."""
+    statement = ChatService._message_select().where(messages.c.space_id == bindparam("space"), messages.c.listed)
+    if thread:
+        statement = statement.where(messages.c.thread_id == bindparam("thread"))
+    if start:
+        statement = statement.where(messages.c.create_time_us > bindparam("after"))
+    if end:
+        statement = statement.where(messages.c.create_time_us < bindparam("before"))
+    if position:
+        statement = statement.where(_older_than((bindparam("created"), bindparam("row_id"))))
+    return statement.order_by(messages.c.create_time_us.desc(), messages.c.row_id.desc()).limit(
+        bindparam("limit"))
+
+
 class ChatService:
     def __init__(self, database: Database, tokens: PageTokens) -> None:
         self.database = database
@@ -114,28 +160,41 @@ class ChatService:
     # ------------------------------------------------------------------ who is calling
 
     def viewer(self, connection: Connection, caller: Caller) -> Viewer:
+        """The chat user ``caller`` is (a lookup by ID or email, its statement built once per process)."""
+        bare = self._caller_reference(caller)[len("users/"):]
+        found = connection.scalar(_USER_BY_EMAIL if "@" in bare else _USER_BY_ID, {"ref": bare})
+        return Viewer(caller.principal, str(found) if found is not None else None)
+
+    @staticmethod
+    def _caller_reference(caller: Caller) -> str:
         if caller.principal in _NO_IDENTITY:
             raise PermissionDenied(
                 "the chat tools act as a user: HTTP callers present that user's API key "
                 "(convener auth create-key --user users/ID); a stdio server runs with --as users/ID"
             )
-        reference = parse_user_reference(caller.principal, "caller")
-        return Viewer(caller.principal, self._user_id(connection, reference))
+        return parse_user_reference(caller.principal, "caller")
+
+    @staticmethod
+    def _member(connection: Connection, caller: Caller, reference: str, space: SpaceName, field: str) -> Viewer:
+        """``viewer`` and ``_visible_space`` in one query: the chat user ``caller`` (``reference``) is, who
+        must be a member of ``space`` (NOT_FOUND otherwise, as for a space that does not exist)."""
+        bare = reference[len("users/"):]
+        found = connection.execute(_MEMBER_BY_EMAIL if "@" in bare else _MEMBER_BY_ID,
+                                   {"ref": bare, "space": space.space}).first()
+        if found is None or found.space_id is None:
+            raise NotFound(f"{field}: conversation {space} does not exist or you are not a member of it")
+        return Viewer(caller.principal, str(found.user_id))
 
     @staticmethod
     def _user_id(connection: Connection, reference: str) -> str | None:
         """``users/{id}`` or ``users/{email}`` → our user ID, or None when no such user is stored."""
         bare = reference[len("users/"):]
-        condition = users.c.email == bare if "@" in bare else users.c.user_id == bare
-        found = connection.scalar(select(users.c.user_id).where(condition))
+        found = connection.scalar(_USER_BY_EMAIL if "@" in bare else _USER_BY_ID, {"ref": bare})
         return str(found) if found is not None else None
 
     @staticmethod
     def _visible_space(connection: Connection, viewer: Viewer, space: SpaceName, field: str) -> AnyRow:
-        row = connection.execute(
-            select(spaces).join(memberships, memberships.c.space_id == spaces.c.space_id)
-            .where(spaces.c.space_id == space.space, memberships.c.user_id == viewer.user_id)
-        ).first()
+        row = connection.execute(_VISIBLE_SPACE, {"space": space.space, "user": viewer.user_id}).first()
         if row is None or viewer.user_id is None:
             # The same answer whether the space is missing or not the caller's: nothing leaks.
             raise NotFound(f"{field}: conversation {space} does not exist or you are not a member of it")
@@ -155,23 +214,23 @@ class ChatService:
         start = _timestamp(request.start_time, "startTime")
         end = _timestamp(request.end_time, "endTime")
         with self.database.reading() as connection:
-            viewer = self.viewer(connection, caller)
+            reference = self._caller_reference(caller)
             query = {"tool": "list_messages", "space": str(space), "thread": str(thread or ""),
                      "start": request.start_time or "", "end": request.end_time or ""}
-            position = self._position(request.page_token, query, viewer)
-            self._visible_space(connection, viewer, space, "conversationId")
-            statement = self._message_select().where(messages.c.space_id == space.space, messages.c.listed)
+            # Checked in the order viewer, page token, space, as the other tools do
+            position = self._position(request.page_token, query, Viewer(caller.principal, None))
+            viewer = self._member(connection, caller, reference, space, "conversationId")
+            parameters: dict[str, Any] = {"space": space.space, "limit": page_size + 1}
             if thread is not None:
-                statement = statement.where(messages.c.thread_id == thread.thread)
+                parameters["thread"] = thread.thread
             if start is not None:
-                statement = statement.where(_after(messages.c.create_time_us, start))
+                parameters["after"] = start.to_micros()  # floors the nanoseconds: strictly after, exactly
             if end is not None:
-                statement = statement.where(_before(messages.c.create_time_us, end))
+                parameters["before"] = _ceil_micros(end)
             if position is not None:
-                statement = statement.where(_older_than(position))
-            rows = connection.execute(
-                statement.order_by(messages.c.create_time_us.desc(), messages.c.row_id.desc()).limit(page_size + 1)
-            ).all()
+                parameters["created"], parameters["row_id"] = position
+            statement = _listing(thread is not None, start is not None, end is not None, position is not None)
+            rows = connection.execute(statement, parameters).all()
         page, more = split_page(rows, page_size)
         token = self._token(query, viewer, [page[-1].create_time_us, page[-1].row_id]) if more else None
         return ListChatMessagesResponse(messages=[_message(row) for row in page], next_page_token=token)
@@ -186,10 +245,14 @@ class ChatService:
 
     @staticmethod
     def _message_select() -> Select[Any]:
+        """The columns ``_message`` reads, in its order (``_MESSAGE_COLUMNS`` of them)."""
         return select(
             messages.c.row_id, messages.c.space_id, messages.c.message_id, messages.c.thread_id,
-            messages.c.threaded_reply, messages.c.create_time_us, messages.c.body, messages.c.attachments,
-            messages.c.reactions, messages.c.quote, messages.c.sender_id,
+            messages.c.threaded_reply, messages.c.create_time_us, messages.c.body,
+            # As stored: most messages have none of them, and SQLite's "null" need not go through a JSON parser
+            type_coerce(messages.c.attachments, Text).label("attachments"),
+            type_coerce(messages.c.reactions, Text).label("reactions"),
+            type_coerce(messages.c.quote, Text).label("quote"), messages.c.sender_id,
             users.c.display_name.label("sender_name"), users.c.email.label("sender_email"),
             users.c.user_type.label("sender_type"),
         ).select_from(messages.outerjoin(users, users.c.user_id == messages.c.sender_id))
@@ -490,7 +553,7 @@ class _StoredNames:
         return None
 
 
-def _older_than(position: list[Any]) -> ColumnElement[bool]:
+def _older_than(position: Sequence[Any]) -> ColumnElement[bool]:
     """Before ``(create_time_us, row_id)`` in newest-first order. The leading ``create_time_us <=`` is
     implied by the rest, and is what lets SQLite and PostgreSQL seek the index to the position instead
     of scanning it from the newest message (the OR alone is only a filter to both planners)."""
@@ -509,21 +572,34 @@ def _newer_than(position: list[Any]) -> ColumnElement[bool]:
 
 
 def _message(row: AnyRow) -> ChatMessage:
-    name = f"spaces/{row.space_id}/messages/{row.message_id}"
+    # By position, in ``_message_select``'s order (a search's rank may follow): a page reads 50 rows of 14
+    # columns, and a Row's attribute lookup by name costs more than building the message.
+    (_, space_id, message_id, thread_id, threaded_reply, create_time_us, body, attachments, reactions, quote,
+     sender_id, sender_name, sender_email, sender_type) = row[:_MESSAGE_COLUMNS]
     sender = None
-    if row.sender_id is not None:
-        human = row.sender_type != "APP"
-        sender = User(user_id=f"users/{row.sender_id}", display_name=row.sender_name,
-                      email=row.sender_email if human else None,
+    if sender_id is not None:
+        human = sender_type != "APP"
+        sender = User(user_id=f"users/{sender_id}", display_name=sender_name,
+                      email=sender_email if human else None,
                       user_type=UserType.HUMAN if human else UserType.APP)
+    quoted = _stored_json(quote)
     return ChatMessage(
-        message_id=name,
-        thread_id=f"spaces/{row.space_id}/threads/{row.thread_id}" if row.thread_id else None,
-        plaintext_body=row.body,
+        message_id=f"spaces/{space_id}/messages/{message_id}",
+        thread_id=f"spaces/{space_id}/threads/{thread_id}" if thread_id else None,
+        plaintext_body=body,
         sender=sender,
-        create_time=Timestamp.from_micros(row.create_time_us),
-        threaded_reply=bool(row.threaded_reply),
-        attachments=[ChatAttachmentMetadata.model_validate(item) for item in row.attachments or []],
-        reaction_summaries=[ReactionSummary(emoji=item["emoji"], count=item["count"]) for item in row.reactions or []],
-        quoted_message_metadata=QuotedMessageMetadata.model_validate(row.quote) if row.quote else None,
+        create_time=Timestamp.from_micros(create_time_us),
+        threaded_reply=bool(threaded_reply),
+        attachments=[ChatAttachmentMetadata.model_validate(item) for item in _stored_json(attachments) or []],
+        reaction_summaries=[ReactionSummary(emoji=item["emoji"], count=item["count"])
+                            for item in _stored_json(reactions) or []],
+        quoted_message_metadata=QuotedMessageMetadata.model_validate(quoted) if quoted else None,
     )
+
+
+def _stored_json(value: Any) -> Any:
+    """A JSON column selected as text: parsed, None for SQL NULL or JSON null. (PostgreSQL's driver hands
+    JSONB over already parsed.)"""
+    if value is None or value == "null":
+        return None
+    return json.loads(value) if isinstance(value, str) else value

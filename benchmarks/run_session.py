@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/run_session.py [--sessions 10] [--turns 200] [--at 50,200] [--backend sqlite|postgresql|both]
+    .venv/bin/python benchmarks/run_session.py [--sessions 10] [--turns 200] [--at 50,200] [--backend both]
 
 An app with one playbook agent answers "order <id>" by calling the demo's ``lookup_order`` Python tool
 and replying with the order's status. Every turn is recorded (the session's state and the conversation

@@ -11,12 +11,12 @@ from typing import Any, overload
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
 
-from convener.ces import conversation_bodies
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.filtering import FieldType, FilterField, compile_filter
 from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp, same_json
 from convener.auth.caller import Caller
+from convener.ces import conversation_bodies
 from convener.ces.apps import AppService
 from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Message, Source, Turn
 from convener.ces.names import AppName, ConversationName

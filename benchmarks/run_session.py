@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/run_session.py [--sessions 20] [--turns 10] [--backend sqlite|postgresql|both]
+    .venv/bin/python benchmarks/run_session.py [--sessions 10] [--turns 200] [--at 50,200] [--backend both]
 
 An app with one playbook agent answers "order <id>" by calling the demo's ``lookup_order`` Python tool
 and replying with the order's status. Every turn is recorded (the session's state and the conversation
@@ -14,9 +14,9 @@ with the new turn are written), as in production. Four layers run the same turns
 * tool    - ``run_session`` through an in-process ``mcp.Client`` (validation, worker thread, JSON, schema).
 
 It reports turns per second and each layer's cost as a ratio of ``direct`` (and of ``service``). A
-session's conversation grows by a turn per call and is rewritten whole, so the cost of a session's
-last turn against its first is printed too: it should stay near 1 for sessions of ordinary length.
-Nothing is asserted about timings.
+session's conversation grows by a turn per call, so the cost of a session's turn n against its turn 1 is
+printed too, for each n of ``--at`` (the median over the sessions of turn n's time ÷ that of turn 1): a
+turn appends a row, so it should stay near 1 however long the session. Nothing is asserted about timings.
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ def request(session: str, order_id: str) -> RunSessionRequest:
 async def tool_turns(services: Services, sessions: int, turns: int, ids: list[str]) -> list[list[float]]:
     per_session: list[list[float]] = []
     async with Client(mcp_servers(services)["/mcp"]) as client:
+        # The first call pays for the client's and the server's warm-up: not a session's turn 1.
+        warm_up = await client.call_tool("run_session", request("tool-warm-up", ids[0]).to_json())
+        assert not warm_up.is_error, warm_up.content
         for session in range(sessions):
             took = []
             for turn in range(turns):
@@ -111,7 +114,7 @@ async def tool_turns(services: Services, sessions: int, turns: int, ids: list[st
     return per_session
 
 
-def run(backend: str, url: str, sessions: int, turns: int) -> None:
+def run(backend: str, url: str, sessions: int, turns: int, at: list[int]) -> None:
     total = sessions * turns
     ids = orders(total)
     print(f"\n=== {backend}: {sessions} sessions x {turns} turns, recording on ===")
@@ -143,18 +146,24 @@ def run(backend: str, url: str, sessions: int, turns: int) -> None:
               f"{median / statistics.median(service):>10.2f}")
     for label, per_session in (("service", service_sessions), ("tool", tool_sessions)):
         first = statistics.median(session[0] for session in per_session)
-        final = statistics.median(session[-1] for session in per_session)
-        print(f"  {label}: turn {turns} / turn 1 of a session = {final / first:.2f}")
+        for n in at:
+            nth = statistics.median(session[n - 1] for session in per_session)
+            print(f"  {label}: turn {n} ÷ turn 1 of a session = {nth / first:.2f}"
+                  f"  ({nth * 1000:.2f} ms ÷ {first * 1000:.2f} ms)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=10, help="sessions per layer")
+    parser.add_argument("--turns", type=int, default=200, help="turns per session")
+    parser.add_argument("--at", default="50,200", help="the turns n to compare with turn 1 (comma-separated)")
     add_arguments(parser)
     args = parser.parse_args()
+    at = sorted({int(n) for n in args.at.split(",") if n.strip()})
+    if args.sessions < 1 or not at or at[0] < 1 or at[-1] > args.turns:
+        parser.error(f"--sessions must be at least 1 and every n of --at between 1 and --turns ({args.turns})")
     for backend, url in each_backend(args):
-        run(backend, url, args.sessions, args.turns)
+        run(backend, url, args.sessions, args.turns, at)
 
 
 if __name__ == "__main__":

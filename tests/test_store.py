@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, insert, inspect, select, text
 
 import convener.analytics.tables
 import convener.auth.tables
+import convener.ces.conversation_bodies
 import convener.ces.tables
 import convener.chat.tables
 import convener.knowledge.tables
@@ -23,7 +24,7 @@ from convener.services import Services
 from convener.store.database import Database
 from convener.store.schema import Json, installation, metadata
 
-EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_definitions", "ces_sessions",
+EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_conversation_turns", "ces_definitions", "ces_sessions",
                    "ces_evaluation_runs", "ces_evaluation_results", "operations", "jobs", "chat_users", "chat_links",
                    "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions",
                    "knowledge_data_sources", "knowledge_documents", "knowledge_chunks",
@@ -57,7 +58,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0008"
+HEAD = "0009"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(empty_database_url: str) -> None:
@@ -135,6 +136,50 @@ def test_upgrading_makes_jobs_of_the_results_a_stopped_server_left_unfinished(em
                 for row in made] == [
             ("ces.play_evaluation_result", "evaluations", "projects/p/locations/l/operations/r1",
              {"result": ids[result]}, attempts, None, 0) for result, attempts in (("queued", 0), ("running", 1))]
+    finally:
+        database.dispose()
+
+
+def test_upgrading_moves_each_conversations_turns_into_rows_of_their_own(empty_database_url: str) -> None:
+    """Revision 0009: the body keeps the header, each turn becomes a row; more conversations than one batch."""
+    database = Database(empty_database_url)
+    app = "projects/p/locations/l/apps/a"
+    count = 205  # more than one batch of the migration
+
+    def body(index: int) -> dict[str, object]:
+        said = [{"messages": [{"role": "user", "chunks": [{"text": f"{index}.{turn}"}]}]} for turn in range(index % 4)]
+        return {"name": f"{app}/conversations/c{index}", "startTime": "2026-01-01T00:00:00Z",
+                **({"turns": said} if said else {}), "turnCount": len(said), "source": "LIVE"}
+
+    try:
+        database.migrate("0008")
+        with database.transaction() as connection:
+            connection.exec_driver_sql(
+                "INSERT INTO ces_apps (name, parent, app_id, display_name, description, create_time_us,"
+                " update_time_us, etag) VALUES ('projects/p/locations/l/apps/a', 'projects/p/locations/l', 'a',"
+                " '', '', 0, 0, 'e')")
+            connection.execute(text(
+                "INSERT INTO ces_conversations (app_pk, conversation_id, start_time_us, turn_count, source,"
+                " input_types, channel_type, entry_agent, deployment, app_version, language_code, body)"
+                " VALUES (1, :id, 1767225600000000, :turns, 'LIVE', 0, 'TEXT', '', '', '', '', :body)"
+            ).bindparams(bindparam("body", type_=Json)),
+                [{"id": f"c{index}", "turns": index % 4, "body": body(index)} for index in range(count)])
+
+        database.migrate()
+
+        c, t = convener.ces.tables.conversations.c, convener.ces.tables.conversation_turns.c
+        with database.reading() as connection:
+            headers = dict(connection.execute(select(c.conversation_id, c.body)).all())
+            turns = connection.execute(select(c.conversation_id, t.turn_index, t.body).join_from(
+                convener.ces.tables.conversation_turns, convener.ces.tables.conversations, c.id == t.conversation_pk
+            ).order_by(c.conversation_id, t.turn_index)).all()
+            bodies = {}
+            for row in connection.execute(select(c.id, c.conversation_id, c.body)):
+                bodies[row.conversation_id] = convener.ces.conversation_bodies.body(connection, row.id, row.body)
+        assert len(headers) == count and not any("turns" in header for header in headers.values())
+        assert [(row.conversation_id, row.turn_index, row.body) for row in turns] == sorted(
+            (f"c{index}", turn, said) for index in range(count) for turn, said in enumerate(body(index).get("turns", [])))
+        assert bodies == {f"c{index}": body(index) for index in range(count)}
     finally:
         database.dispose()
 

@@ -1,13 +1,14 @@
-"""Recorded conversations: stored whole, listed newest first by keyset, filtered by AIP-160."""
+"""Recorded conversations: a header and a row per turn, listed newest first by keyset, filtered by AIP-160."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import (
     BigInteger,
@@ -36,10 +37,11 @@ from convener.api.paging import JsonScalar, PageTokens, resolve_page_size, split
 from convener.api.protojson import Timestamp, same_json
 from convener.api.stored import StoredBody
 from convener.auth.caller import Caller
+from convener.ces import conversation_bodies
 from convener.ces.apps import AppService
-from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Source
+from convener.ces.models import INPUT_TYPE_BITS, ChannelType, Conversation, InputType, Message, Source, Turn
 from convener.ces.names import AppName, ConversationName
-from convener.ces.recording import settle
+from convener.ces.recording import settle, settle_appended
 from convener.ces.requests import (
     DeleteConversationRequest,
     GetConversationRequest,
@@ -47,6 +49,7 @@ from convener.ces.requests import (
     ListConversationsResponse,
 )
 from convener.ces.tables import apps
+from convener.ces.tables import conversation_turns
 from convener.ces.tables import conversations as table
 from convener.outside.limits import LIST_SCAN_ROWS
 from convener.store.database import AnyRow, Database
@@ -187,7 +190,7 @@ def _list_shape(filter_text: str, sources: tuple[str, ...], resumed: bool, bound
         scope.append(c.source.in_(sources))
     if resumed:
         scope.append(_beyond("after", inclusive=False))
-    page = select(c.start_time_us, c.start_time_nanos, c.conversation_id, _BODY).where(*scope)
+    page = select(c.id, c.start_time_us, c.start_time_nanos, c.conversation_id, _BODY).where(*scope)
     if condition is not None:
         page = page.where(condition)
     if bounded:
@@ -203,7 +206,7 @@ def _list_shape(filter_text: str, sources: tuple[str, ...], resumed: bool, bound
         # The raw body column inside: its text form is made only for the rows of the page.
         window = select(table).where(*scope).order_by(*_ORDER).limit(bindparam("budget")).subquery("scanned")
         windowed = (
-            select(window.c.start_time_us, window.c.start_time_nanos, window.c.conversation_id,
+            select(window.c.id, window.c.start_time_us, window.c.start_time_nanos, window.c.conversation_id,
                    _body_text(window.c.body))
             .where(ClauseAdapter(window).traverse(condition))
             .order_by(*(window.c[column.name].desc() for column in _POSITION))
@@ -220,14 +223,56 @@ def _body_text(body: ColumnElement[Any]) -> ColumnElement[str]:
 _BODY = _body_text(c.body)
 
 
-def _body(row: AnyRow) -> StoredBody[Conversation]:
-    """The one place a conversation's wire body is taken from a selected row (``_BODY``): it was validated
-    when it was stored, so it is served as it is."""
-    return StoredBody(Conversation, row.body_text)
-
-
 def _position(row: Any) -> list[JsonScalar]:
     return [row.start_time_us, row.start_time_nanos, row.conversation_id]
+class RecordedHistory(Sequence[Message]):
+    """Every message of a recorded conversation's first ``turn_count`` turns, in order: what agents read as a
+    session's history. Read from the store only when looked at (most agents never do), and a slice of the last
+    k messages (``history[-k:]``) reads only the last turns, so a turn's cost does not grow with the session."""
+
+    def __init__(self, database: Database, pk: int, turn_count: int) -> None:
+        self.database = database
+        self.pk = pk
+        self.turn_count = turn_count
+        self._all: list[Message] | None = None
+
+    def _messages(self, turns: Sequence[dict[str, Any]]) -> list[Message]:
+        return [message for turn in turns for message in Turn.model_validate(turn).messages or ()]
+
+    def _tail(self, count: int) -> list[Message]:
+        """The last ``count`` messages (fewer if there are not as many), reading turns back from the last."""
+        messages: list[Message] = []
+        end = self.turn_count
+        while end > 0 and len(messages) < count:
+            with self.database.reading() as connection:
+                turns = conversation_bodies.turns_before(connection, self.pk, end, count)
+            if not turns:
+                break
+            end -= len(turns)
+            messages = self._messages(turns) + messages
+        return messages[len(messages) - min(count, len(messages)):]
+
+    def _everything(self) -> list[Message]:
+        if self._all is None:
+            with self.database.reading() as connection:
+                turns = conversation_bodies.turns_before(connection, self.pk, self.turn_count, self.turn_count)
+            self._all = self._messages(turns)
+        return self._all
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if (isinstance(index, slice) and self._all is None and index.stop is None and index.step in (None, 1)
+                and isinstance(index.start, int) and index.start < 0):
+            return self._tail(-index.start)
+        return self._everything()[index]
+
+    def __len__(self) -> int:
+        return len(self._everything())
 
 
 class ConversationService:
@@ -275,12 +320,15 @@ class ConversationService:
                 rows = connection.execute(shape.page, values).all()
             if not rows and stop is None:
                 self.apps.app_pk(connection, parent)  # NOT_FOUND when the app is not there
-        page, more = split_page(rows, page_size)
+            page, more = split_page(rows, page_size)
+            texts = conversation_bodies.body_texts(connection, {row.id: row.body_text for row in page})
         resume_at = _position(page[-1]) if more else _position(stop) if stop is not None else None
         token = None
         if resume_at is not None:
             token = self.tokens.issue(query=query, caller=caller.principal, position=resume_at)
-        return ListConversationsResponse(conversations=[_body(row) for row in page], next_page_token=token)
+        return ListConversationsResponse(
+            conversations=[StoredBody(Conversation, texts[row.id]) for row in page], next_page_token=token
+        )
 
     def _after(self, token: str, query: dict[str, Any], caller: Caller, connection: Connection) -> tuple[int, int, str]:
         """The position a page token resumes after; an app that does not exist is NOT_FOUND first."""
@@ -298,7 +346,8 @@ class ConversationService:
         name = ConversationName.parse(request.name)
         with self.database.reading() as connection:
             row = self._row(connection, name)
-        conversation = _body(row).parse()
+            body = conversation_bodies.body(connection, row.id, row.body)
+        conversation = Conversation.model_validate(body)
         if request.source not in (None, Source.SOURCE_UNSPECIFIED) and conversation.source is not request.source:
             raise NotFound(f"conversation {name} has no source {request.source}")
         return conversation
@@ -313,7 +362,7 @@ class ConversationService:
     def _row(self, connection: Connection, name: ConversationName) -> AnyRow:
         app_pk = self.apps.app_pk(connection, name.app_name)
         row = connection.execute(
-            select(c.id, _BODY).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+            select(c.id, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
         ).first()
         if row is None:
             raise NotFound(f"conversation {name} does not exist")
@@ -327,37 +376,55 @@ class ConversationService:
         conversation: Conversation,
         *,
         replace: bool = False,
-        appended: bool = False,
     ) -> Stored:
         """Store a conversation unless the same one is there already (a no-op then).
 
         A different conversation under the same name is ALREADY_EXISTS (recordings are immutable),
-        unless the writer owns the name and asks to ``replace`` it, as the demo loader does. A writer
-        that ``appended`` a turn knows the stored conversation differs, and skips the comparison.
+        unless the writer owns the name and asks to ``replace`` it, as the demo loader does.
         """
         existing = connection.execute(
-            select(c.start_time_us, *([] if appended else [c.body])).where(
-                c.app_pk == app_pk, c.conversation_id == name.conversation
-            )
+            select(c.id, c.start_time_us, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
         ).first()
         # A recording without any time of its own starts when it is received; settling it again
         # against the stored start makes a re-import compare equal.
         received = Timestamp.from_micros(existing.start_time_us) if existing else Timestamp.now()
         settled = settle(conversation, name, received=received)
         body = settled.to_json()
+        header, turns = conversation_bodies.split(body)
         if existing is not None:
-            if not appended and same_json(existing.body, body):
+            if same_json(conversation_bodies.body(connection, existing.id, existing.body), body):
                 return Stored(settled, created=False)
-            if not replace and not appended:
+            if not replace:
                 raise AlreadyExists(f"conversation {name} already exists with different content")
-            connection.execute(
-                update(table)
-                .where(c.app_pk == app_pk, c.conversation_id == name.conversation)
-                .values(body=body, **_columns(settled))
-            )
+            connection.execute(update(table).where(c.id == existing.id).values(body=header, **_columns(settled)))
+            connection.execute(delete(conversation_turns).where(conversation_turns.c.conversation_pk == existing.id))
+            conversation_bodies.write_turns(connection, existing.id, turns)
             return Stored(settled, created=False)
-        connection.execute(
-            insert(table).values(app_pk=app_pk, conversation_id=name.conversation, body=body, **_columns(settled))
-        )
+        pk = connection.execute(
+            insert(table).values(app_pk=app_pk, conversation_id=name.conversation, body=header, **_columns(settled))
+            .returning(c.id)
+        ).scalar_one()
+        conversation_bodies.write_turns(connection, pk, turns)
         return Stored(settled, created=True)
 
+    def append(self, connection: Connection, app_pk: int, name: ConversationName, turn: Turn, *,
+               end_time: Timestamp | None, start: Conversation) -> None:
+        """Record ``turn`` as the conversation's next turn: one turn row written and the header updated, whatever
+        the number of turns before it. ``start`` is the conversation (without turns) to begin when there is none."""
+        existing = connection.execute(
+            select(c.id, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+        ).first()
+        if existing is None:
+            self.store(connection, app_pk, name, start.model_copy(update={"turns": [turn], "end_time": end_time}))
+            return
+        before = Conversation.model_validate(existing.body)
+        header, settled_turn = settle_appended(before, turn, end_time=end_time)
+        connection.execute(update(table).where(c.id == existing.id).values(body=header.to_json(), **_columns(header)))
+        conversation_bodies.write_turns(connection, existing.id, [settled_turn.to_json()], before.turn_count or 0)
+
+    def recorded(self, connection: Connection, app_pk: int, name: ConversationName) -> RecordedHistory | None:
+        """The recorded conversation's messages so far, read when looked at; None when it is not recorded (yet)."""
+        row = connection.execute(
+            select(c.id, c.turn_count).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
+        ).first()
+        return RecordedHistory(self.database, row.id, row.turn_count) if row is not None else None

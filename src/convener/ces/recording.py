@@ -8,12 +8,12 @@ resource references are checked to lie under the conversation's own app.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from convener.api.errors import InvalidArgument
 from convener.api.names import ID_PATTERN
 from convener.api.protojson import Timestamp
-from convener.ces.models import ChannelType, Chunk, Conversation, InputType, Message, Source, Span
+from convener.ces.models import ChannelType, Chunk, Conversation, InputType, Message, Source, Span, Turn
 from convener.ces.names import ConversationName
 
 MAX_SPAN_DEPTH = 64
@@ -48,14 +48,18 @@ def _all_messages(conversation: Conversation) -> Iterator[Message]:
     yield from conversation.messages or ()
 
 
-def input_types(conversation: Conversation) -> list[InputType]:
-    found = {
+def _user_input_types(messages: Iterable[Message]) -> set[InputType]:
+    return {
         kind
-        for message in _all_messages(conversation)
+        for message in messages
         if (message.role or "").lower() in USER_ROLES
         for chunk in message.chunks or ()
         if (kind := _input_types_of(chunk)) is not None
     }
+
+
+def input_types(conversation: Conversation) -> list[InputType]:
+    found = _user_input_types(_all_messages(conversation))
     return [kind for kind in InputType if kind in found]
 
 
@@ -136,3 +140,35 @@ def settle(conversation: Conversation, name: ConversationName, *, received: Time
             "end_time": end,
         }
     )
+
+
+def settle_appended(header: Conversation, turn: Turn, *, end_time: Timestamp | None) -> tuple[Conversation, Turn]:
+    """A settled conversation's header with ``turn`` appended, and the turn as stored, in O(1) of the turns
+    recorded before: what ``settle`` derives from every turn is updated from the new one alone (``header``
+    is a header as stored: settled, without its turns). ``end_time`` is the conversation's new end, when known.
+    """
+    index = header.turn_count or 0
+    settled = turn.model_copy(
+        update={"root_span": _settle_span(turn.root_span, f"turns[{index}].rootSpan", 1) if turn.root_span else None}
+    )
+    if end_time is None:
+        moments = [m.event_time for m in turn.messages or () if m.event_time is not None]
+        if turn.root_span is not None:
+            moments.extend(_span_times(turn.root_span))
+        if header.end_time is not None:
+            moments.append(header.end_time)
+        end_time = max(moments) if moments else None
+    assert header.start_time is not None  # a stored header is settled
+    if end_time is not None and end_time < header.start_time:
+        raise InvalidArgument("endTime is before startTime")
+    found = set(header.input_types or ()) | _user_input_types(turn.messages or ())
+    kinds = [kind for kind in InputType if kind in found]
+    updated = header.model_copy(
+        update={
+            "turn_count": index + 1,
+            "input_types": kinds or None,
+            "channel_type": channel_type(kinds),
+            "end_time": end_time,
+        }
+    )
+    return updated, settled

@@ -2,8 +2,10 @@
 
 A call reads the session (or starts it) and the app it runs (the draft, or an app version) in one
 transaction, runs the turn with no transaction open (tools and models may be slow), then writes
-the session's new state and the conversation with the new turn appended in a second transaction,
-conditional on the session not having moved on meanwhile (else ABORTED, and nothing is written).
+the session's new state and the new turn (a row appended to the conversation) in a second transaction,
+conditional on the session not having moved on meanwhile (else ABORTED, and nothing is written). Nothing a
+turn reads or writes grows with the number of turns before it: the conversation's earlier turns are read
+only if an agent looks at the history, and then only the last ones it asks for.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionInput
-from convener.ces.tables import conversations, sessions
+from convener.ces.tables import sessions
 from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
@@ -92,15 +94,15 @@ class SessionService:
             if row is not None and config.app_version and config.app_version != row.app_version:
                 raise FailedPrecondition(f"session {name} runs {row.app_version or 'the draft'}; it cannot switch versions")
             state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
-            conversation = self._conversation(connection, app_pk, name)
+            recorded = self.conversations.recorded(connection, app_pk, name.app_name.conversation(name.id))
         if state.get("ended"):
             raise FailedPrecondition(f"session {name} has ended; start a new session")
-        history = history_of(conversation) if conversation else list(config.historical_contexts or ())
+        history: Sequence[Message] = recorded if recorded is not None else list(config.historical_contexts or ())
         record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history,
                             fakes).run(request.inputs)
         with self.database.transaction() as connection:
             self._save(connection, app_pk, name, row, blueprint, record)
-            self._record(connection, app_pk, name, conversation, blueprint, record, config)
+            self._record(connection, app_pk, name, blueprint, record, config)
         return record
 
     def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None) -> Blueprint:
@@ -127,14 +129,6 @@ class SessionService:
         }
         return new_state(entry, defaults)
 
-    def _conversation(self, connection: Connection, app_pk: int, name: SessionName) -> Conversation | None:
-        body = connection.scalar(
-            select(conversations.c.body).where(
-                conversations.c.app_pk == app_pk, conversations.c.conversation_id == name.id
-            )
-        )
-        return Conversation.model_validate(body) if body is not None else None
-
     def _save(self, connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None, blueprint: Blueprint,
               record: TurnRecord) -> None:
         values = {
@@ -155,29 +149,20 @@ class SessionService:
         if changed == 0:
             raise Aborted(f"session {name} ran another turn at the same time; nothing of this turn was kept, retry it")
 
-    def _record(self, connection: Connection, app_pk: int, name: SessionName, conversation: Conversation | None,
-                blueprint: Blueprint, record: TurnRecord, config: Any) -> None:
+    def _record(self, connection: Connection, app_pk: int, name: SessionName, blueprint: Blueprint,
+                record: TurnRecord, config: Any) -> None:
         if not record.messages:
             return  # nothing happened that a recording would show
         turn = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
-        if conversation is None:
-            conversation = Conversation(
-                start_time=record.root_span.start_time,
-                entry_agent=blueprint.agent_name(record.state["entryAgent"]),
-                deployment=config.deployment,
-                app_version=blueprint.version,
-                language_code=(blueprint.app.language_settings.default_language_code
-                               if blueprint.app.language_settings else None),
-                source=config.source if config.source not in (None, Source.SOURCE_UNSPECIFIED) else Source.LIVE,
-            )
-        updated = conversation.model_copy(update={
-            "turns": [*(conversation.turns or ()), turn],
-            "end_time": record.root_span.end_time,
-            "turn_count": None,
-        })
-        self.conversations.store(connection, app_pk, name.app_name.conversation(name.id), updated, appended=True)
+        start = Conversation(
+            start_time=record.root_span.start_time,
+            entry_agent=blueprint.agent_name(record.state["entryAgent"]),
+            deployment=config.deployment,
+            app_version=blueprint.version,
+            language_code=(blueprint.app.language_settings.default_language_code
+                           if blueprint.app.language_settings else None),
+            source=config.source if config.source not in (None, Source.SOURCE_UNSPECIFIED) else Source.LIVE,
+        )
+        self.conversations.append(connection, app_pk, name.app_name.conversation(name.id), turn,
+                                  end_time=record.root_span.end_time, start=start)
 
-
-def history_of(conversation: Conversation) -> list[Message]:
-    """Every message of a conversation, in order: what agents read as the session's history."""
-    return [message for turn in conversation.turns or () for message in turn.messages or ()]

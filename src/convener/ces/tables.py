@@ -1,6 +1,8 @@
 """Relational schema of the ces service.
 
-A conversation is stored whole as its proto3 JSON document (``body``); the fields that filters and
+A conversation is stored as its proto3 JSON header (``body``: everything but ``turns``) plus one row per
+turn (``ces_conversation_turns``), so that recording a turn appends a row instead of rewriting the whole
+conversation; ``convener.ces.conversation_bodies`` assembles them back. The fields that filters and
 ordering use are copied into real, indexed columns when it is written. Times are integer
 microseconds since the epoch, so that SQLite and PostgreSQL order and compare them alike, plus the
 nanoseconds below the microsecond (0-999) in a column of their own, so that nothing is rounded.
@@ -66,6 +68,15 @@ conversations = Table(
     # The common narrowing of the list: one source, still newest first.
     Index("ix_ces_conv_source_keyset", "app_pk", "source", "start_time_us", "start_time_nanos", "conversation_id"),
 )
+
+conversation_turns = Table(
+    "ces_conversation_turns",
+    metadata,
+    Column("conversation_pk", Integer, ForeignKey("ces_conversations.id", ondelete="CASCADE"), primary_key=True),
+    Column("turn_index", Integer, primary_key=True, autoincrement=False),
+    Column("body", Json, nullable=False),
+)
+"""A conversation's turns, each its proto3 JSON ``Turn``, in order by ``turn_index`` (0, 1, ...)."""
 
 definitions = Table(
     "ces_definitions",

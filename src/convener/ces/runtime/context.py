@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -99,8 +99,9 @@ class TurnContext:
     session: str
     state: dict[str, Any]
     """The session's persisted state; see ``turn.new_state``."""
-    history: list[Message]
-    """The conversation so far (earlier turns), for agents that read it."""
+    history: Sequence[Message]
+    """The conversation so far (earlier turns), for agents that read it; it may be read from the store only when
+    looked at, and a slice of its last messages (``history[-k:]``) reads only the last turns."""
     chunks: list[Chunk] = field(default_factory=list)
     """The agent side of this turn, in order."""
     outputs: list[SessionOutput] = field(default_factory=list)

@@ -9,6 +9,7 @@ the agent's messages and the span tree).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -48,7 +49,7 @@ class TurnRecord:
 
 class TurnRunner:
     def __init__(self, blueprint: Blueprint, settings: Settings, provider: ModelProvider | None, session: str,
-                 state: dict[str, Any], history: list[Message], fakes: ToolFakes | None = None) -> None:
+                 state: dict[str, Any], history: Sequence[Message], fakes: ToolFakes | None = None) -> None:
         self.started = Timestamp.now()
         self.state = state
         self.turn_index = int(state.get("turns", 0)) + 1

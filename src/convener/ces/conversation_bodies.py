@@ -1,0 +1,115 @@
+"""A stored conversation's proto3 JSON body: its header row plus its turn rows, split on write, assembled on read.
+
+The whole body used to be one JSON column, rewritten whole each time a session recorded a turn (so a session
+of n turns wrote O(n²) bytes). Now ``ces_conversations.body`` keeps the header (every field but ``turns``) and
+``ces_conversation_turns`` one row per turn; every reader of a conversation's body goes through ``bodies`` or
+``body`` here, so that the assembled document is exactly the one the single column held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Text, cast, insert, select
+
+from convener.ces.models import Conversation
+from convener.ces.tables import conversation_turns
+
+Json = dict[str, Any]
+
+t = conversation_turns.c
+
+TURNS = "turns"
+
+
+def _aliases_before_turns() -> frozenset[str]:
+    """The body's keys that ``Conversation.to_json`` writes before ``turns``, so that an assembled body keeps
+    the key order of the body it was split from (SQLite stores JSON as text, in the order written)."""
+    before: set[str] = set()
+    for name, field in Conversation.model_fields.items():
+        alias = field.serialization_alias or field.alias or name
+        if alias == TURNS:
+            return frozenset(before)
+        before.add(alias)
+    raise AssertionError("Conversation has no turns field")
+
+
+_BEFORE_TURNS = _aliases_before_turns()
+
+
+def split(body: Json) -> tuple[Json, list[Json]]:
+    """A settled conversation's proto3 JSON as its header (without ``turns``) and its turns, in order."""
+    header = {key: value for key, value in body.items() if key != TURNS}
+    turns = body.get(TURNS) or []
+    return header, list(turns)
+
+
+def assemble(header: Json, turns: Sequence[Json]) -> Json:
+    """The conversation's proto3 JSON: ``header`` with ``turns`` (omitted when there are none, as proto3 JSON
+    omits an empty repeated field), keys in the order ``Conversation.to_json`` writes them."""
+    if not turns:
+        return dict(header)
+    assembled = {key: value for key, value in header.items() if key in _BEFORE_TURNS}
+    assembled[TURNS] = list(turns)
+    assembled.update((key, value) for key, value in header.items() if key not in _BEFORE_TURNS)
+    return assembled
+
+
+def bodies(connection: Connection, headers: Mapping[int, Json]) -> dict[int, Json]:
+    """The whole bodies of the conversations whose headers are given by row ID: one query for all their turns."""
+    turns: dict[int, list[Json]] = {pk: [] for pk in headers}
+    if headers:
+        rows = connection.execute(
+            select(t.conversation_pk, t.body)
+            .where(t.conversation_pk.in_(list(headers)))
+            .order_by(t.conversation_pk, t.turn_index)
+        )
+        for row in rows:
+            turns[row.conversation_pk].append(row.body)
+    return {pk: assemble(header, turns[pk]) for pk, header in headers.items()}
+
+
+def body_texts(connection: Connection, headers: Mapping[int, str]) -> dict[int, str]:
+    """The whole bodies as JSON text, from the headers' text by row ID: what a list serves without decoding.
+
+    The turns are joined in as text, after the header's other keys (a JSON object's keys have no order)."""
+    turns: dict[int, list[str]] = {pk: [] for pk in headers}
+    if headers:
+        rows = connection.execute(
+            select(t.conversation_pk, cast(t.body, Text))
+            .where(t.conversation_pk.in_(list(headers)))
+            .order_by(t.conversation_pk, t.turn_index)
+        )
+        for pk, text in rows:
+            turns[pk].append(text)
+    return {pk: _with_turns(header, turns[pk]) for pk, header in headers.items()}
+
+
+def _with_turns(header: str, turns: list[str]) -> str:
+    if not turns:
+        return header
+    opened = header.rstrip()[:-1].rstrip()  # the object without its closing brace
+    separator = "" if opened == "{" else ","
+    return f'{opened}{separator}"{TURNS}":[{",".join(turns)}]}}'
+
+
+def body(connection: Connection, pk: int, header: Json) -> Json:
+    """The whole body of one conversation, given its row ID and header."""
+    return bodies(connection, {pk: header})[pk]
+
+
+def write_turns(connection: Connection, pk: int, turns: Iterable[Json], first_index: int = 0) -> None:
+    """Append ``turns`` to conversation ``pk``, the first one at ``first_index`` (its turn count so far)."""
+    rows = [{"conversation_pk": pk, "turn_index": index, "body": turn}
+            for index, turn in enumerate(turns, start=first_index)]
+    if rows:
+        connection.execute(insert(conversation_turns), rows)
+
+
+def turns_before(connection: Connection, pk: int, end: int, count: int) -> list[Json]:
+    """Up to ``count`` turns of conversation ``pk`` that come just before turn index ``end``, in order."""
+    rows = connection.execute(
+        select(t.body).where(t.conversation_pk == pk, t.turn_index < end).order_by(t.turn_index.desc()).limit(count)
+    ).scalars().all()
+    return list(reversed(rows))

@@ -8,8 +8,9 @@ Run from the repository root::
 It fills one app with ``--count`` conversations (bulk inserted; that time is reported, not counted),
 then times four pages of 20, each the median of ``--repeat`` runs, through three layers:
 
-* raw     - the SELECT the service issues, as text SQL (same WHERE, ORDER BY, LIMIT 21, body fetched
-            as the driver returns it: text on SQLite, decoded JSONB on PostgreSQL) on the same engine;
+* raw     - the SELECTs the service issues, as text SQL (same WHERE, ORDER BY, LIMIT 21, then the page's
+            turns in one query; bodies fetched as the driver returns them: text on SQLite, decoded JSONB on
+            PostgreSQL) on the same engine;
 * service - ``ConversationService.list`` (app lookup, filter, page token, pydantic validation of bodies);
 * tool    - ``list_conversations`` through an in-process ``mcp.Client``: request validation, worker
             thread, response serialization, the MCP session, and the client's output-schema check.
@@ -38,15 +39,17 @@ from typing import Any
 import anyio
 from backends import add_arguments, each_backend
 from mcp import Client
-from sqlalchemy import event, insert, text
+from sqlalchemy import bindparam, event, insert, text
 
 from convener.api.protojson import Timestamp
 from convener.auth.caller import LOCAL_USER
+from convener.ces import conversation_bodies
 from convener.ces.conversations import _columns, requested_sources
 from convener.ces.models import App, Chunk, Conversation, Image, Message, Source, Span, ToolCall, Turn
 from convener.ces.names import AppName
 from convener.ces.recording import settle
 from convener.ces.requests import CreateAppRequest, ListConversationsRequest, ListConversationsResponse
+from convener.ces.tables import conversation_turns
 from convener.ces.tables import conversations as table
 from convener.config import Settings
 from convener.server import mcp_servers
@@ -66,6 +69,10 @@ KEYSET = (  # as the service's
     "(start_time_nanos < :n OR (start_time_nanos = :n AND conversation_id < :cid))))"
 )
 ORDER_BY = "ORDER BY start_time_us DESC, start_time_nanos DESC, conversation_id DESC"
+TURNS_SQL = text(
+    "SELECT conversation_pk, body FROM ces_conversation_turns WHERE conversation_pk IN :ids "
+    "ORDER BY conversation_pk, turn_index"
+).bindparams(bindparam("ids", expanding=True))
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ def populate(services: Services, app_pk: int, count: int, batch: int = 5_000) ->
     rng = random.Random(42)
     pool, weights = variants()
     rows: list[dict[str, Any]] = []
+    turn_rows: list[dict[str, Any]] = []
     with services.database.transaction() as connection:
         for i, (body, columns) in enumerate(rng.choices(pool, weights, k=count)):
             cid = f"{rng.getrandbits(64):016x}"
@@ -130,16 +138,21 @@ def populate(services: Services, app_pk: int, count: int, batch: int = 5_000) ->
             start_text, end_text = str(Timestamp.from_micros(start)), str(Timestamp.from_micros(end))
             document = {**body, "name": f"{APP}/conversations/{cid}", "startTime": start_text,
                         "endTime": end_text}
-            rows.append({**columns, "app_pk": app_pk, "conversation_id": cid, "start_time_us": start,
-                         "end_time_us": end, "body": document})
+            header, turns = conversation_bodies.split(document)  # stored as the service stores it
+            rows.append({**columns, "id": i + 1, "app_pk": app_pk, "conversation_id": cid, "start_time_us": start,
+                         "end_time_us": end, "body": header})
+            turn_rows.extend({"conversation_pk": i + 1, "turn_index": index, "body": turn}
+                             for index, turn in enumerate(turns))
             if len(rows) == batch or i == count - 1:
                 connection.execute(insert(table), rows)
-                rows = []
+                connection.execute(insert(conversation_turns), turn_rows)
+                rows, turn_rows = [], []
     if services.database.dialect == "postgresql":  # as autovacuum would; Convener never ANALYZEs SQLite
         # VACUUM too: autovacuum vacuums a table after inserts (autovacuum_vacuum_insert_threshold), which sets
         # the visibility map that lets the scan budget's boundary query read the keyset index alone.
         with services.database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             connection.execute(text("VACUUM ANALYZE ces_conversations"))
+            connection.execute(text("VACUUM ANALYZE ces_conversation_turns"))
 
 
 async def median_ms(run: Callable[[], object], repeat: int) -> float:
@@ -190,12 +203,16 @@ async def measure(services: Services, app_pk: int, repeat: int) -> None:
                 request.page_token = services.conversations.tokens.issue(
                     query=query, caller=LOCAL_USER.principal, position=[at.start_time_us, at.start_time_nanos, at.conversation_id])
                 sql, params = f"{sql} AND {KEYSET}", {"s": at.start_time_us, "n": at.start_time_nanos, "cid": at.conversation_id}
-            raw_sql = text(f"SELECT conversation_id, start_time_us, body {sql} {ORDER_BY} LIMIT {PAGE + 1}")
+            raw_sql = text(f"SELECT id, conversation_id, start_time_us, body {sql} {ORDER_BY} LIMIT {PAGE + 1}")
             arguments = request.to_json()
 
             def raw() -> list[Any]:
                 with services.database.transaction() as connection:
-                    return list(connection.execute(raw_sql, params).all())
+                    page = list(connection.execute(raw_sql, params).all())
+                    ids = [row.id for row in page[:PAGE]]
+                    if ids:  # the page's turns, as the service reads them: one query for the whole page
+                        connection.execute(TURNS_SQL, {"ids": ids}).all()
+                    return page
 
             def service() -> ListConversationsResponse:
                 return services.conversations.list(request, LOCAL_USER)

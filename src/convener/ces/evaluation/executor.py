@@ -26,11 +26,13 @@ from sqlalchemy import Connection, func, select, update
 from convener.api.errors import ApiError
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
+from convener.ces.evaluation import aggregates
 from convener.ces.evaluation.models import (
     ErrorType,
     Evaluation,
     EvaluationErrorInfo,
     EvaluationExpectation,
+    EvaluationResult,
     EvaluationRun,
     EvaluationRunProgress,
     EvaluationRunState,
@@ -286,6 +288,9 @@ class RunExecutor:
         status = str(body.get("evaluationStatus", ""))
         connection.execute(update(evaluation_results).where(evaluation_results.c.id == row.id).values(
             execution_state=state.value, evaluation_status=status, body=body))
+        if state == ExecutionState.COMPLETED:  # only completed results count in the evaluation's metrics
+            aggregates.result_completed(connection, row.app_pk, row.evaluation_id, EvaluationResult.model_validate(body),
+                                        (row.create_time_us, row.result_id))
         return state, status
 
     @staticmethod

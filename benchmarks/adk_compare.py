@@ -153,15 +153,17 @@ def run_adk(path: Path, warmup: int) -> tuple[dict[str, float], float]:
 
 def list_page_ms(data: Path, url: str, evaluations: int, results: int, repeat: int) -> float:
     """Median ms of a list_evaluations page of ``evaluations`` evaluations having ``results`` results each."""
-    from convener.ces.evaluation.aggregates import rebuild_aggregates
+    from convener.ces.evaluation.aggregates import rebuild
 
     services = Services.open(Settings(data_dir=data, database_url=url))
     try:
         evaluations_service = services.runtime.evaluations
-        source = f"lst{results}"
-        ids = [f"{source}-{index:03d}" for index in range(evaluations)]
+        # Named to sort after the imported evaluations, each size after the smaller: a page by name descending
+        # is this size's evaluations.
+        ids = [f"zz-lst{results:05d}-{index:03d}" for index in range(evaluations)]
         for evaluation_id in ids:
-            evaluations_service.create_evaluation(str(APP), evaluation_id, template(services), LOCAL_USER)
+            evaluations_service.create_evaluation(str(APP), evaluation_id, template(services, evaluation_id),
+                                                  LOCAL_USER)
         play(services, [f"{APP}/evaluations/{evaluation_id}" for evaluation_id in ids])
         with services.database.transaction() as connection:
             played = connection.execute(select(evaluation_results).where(
@@ -177,13 +179,11 @@ def list_page_ms(data: Path, url: str, evaluations: int, results: int, repeat: i
                                  "attempts": row.attempts, "body": body, "plan": row.plan})
             for start in range(0, len(rows), 2000):
                 connection.execute(insert(evaluation_results), rows[start:start + 2000])
-            rebuild_aggregates(connection, [(row.app_pk, row.evaluation_id) for row in played])
-        request = ListEvaluationsRequest(parent=str(APP), page_size=evaluations, filter=None, order_by="name",
-                                         page_token=None)
-        request.order_by = "name"
+            rebuild(connection, [(row.app_pk, row.evaluation_id) for row in played])
+        request = ListEvaluationsRequest(parent=str(APP), page_size=evaluations, order_by="name desc")
         page, _ = evaluations_service.list_evaluations(request, LOCAL_USER)
         assert len(page) == evaluations, len(page)
-        first = next(e for e in page if e.name and e.name.endswith(ids[0]))
+        first = next(e for e in page if e.name and e.name.endswith(ids[-1]))
         counts = first.aggregated_metrics.metrics_by_app_version[0] if first.aggregated_metrics and \
             first.aggregated_metrics.metrics_by_app_version else None
         assert counts is not None and counts.pass_count == results, counts
@@ -192,12 +192,12 @@ def list_page_ms(data: Path, url: str, evaluations: int, results: int, repeat: i
         services.close()
 
 
-def template(services: Services) -> Any:
+def template(services: Services, display_name: str) -> Any:
     """The first imported ADK evaluation, as a model for the list benchmark's evaluations."""
     from convener.ces.evaluation.models import Evaluation
 
     found = services.runtime.evaluations.get_evaluation(f"{APP}/evaluations/order-00000", False, LOCAL_USER)
-    return Evaluation.model_validate({"displayName": "list", "golden": found.golden.to_json() if found.golden else {}})
+    return Evaluation.model_validate({"displayName": display_name, "golden": found.golden.to_json() if found.golden else {}})
 
 
 def main() -> None:

@@ -22,12 +22,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from convener.ces.evaluation.aggregation import Aggregate, ResultKey, app_version_id
-from convener.ces.evaluation.models import EvaluationResult, ExecutionState
+from convener.ces.evaluation.aggregation import Aggregate, ResultKey, app_version_id, counted_view
+from convener.ces.evaluation.models import ExecutionState
 from convener.ces.tables import evaluation_aggregates, evaluation_results
 
 EvaluationKey = tuple[int, str]
@@ -87,16 +87,35 @@ def _locked(connection: Connection, keys: Iterable[EvaluationKey]) -> dict[Evalu
     wanted = sorted(set(keys))
     if not wanted:
         return {}
-    _create_missing(connection, wanted)
+    found = _select_locked(connection, wanted)
+    if len(found) < len(wanted):  # rarely: the rows are made when a run creates the evaluation's results
+        _create_missing(connection, [key for key in wanted if key not in found])
+        found = _select_locked(connection, wanted)
+    return found
+
+
+def _select_locked(connection: Connection, wanted: Sequence[EvaluationKey]) -> dict[EvaluationKey, EvaluationAggregates]:
     found: dict[EvaluationKey, EvaluationAggregates] = {}
     for app_pk in sorted({app_pk for app_pk, _ in wanted}):
         ids = [evaluation_id for pk, evaluation_id in wanted if pk == app_pk]
-        rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, evaluation_aggregates.c.body).where(
-            evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id.in_(ids),
-        ).order_by(evaluation_aggregates.c.evaluation_id).with_for_update()).all()
+        if len(ids) == 1:  # the hot path (a result completing): one statement, compiled once
+            rows = connection.execute(_ONE_LOCKED, {"app_pk": app_pk, "evaluation_id": ids[0]}).all()
+        else:
+            rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, evaluation_aggregates.c.body).where(
+                evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id.in_(ids),
+            ).order_by(evaluation_aggregates.c.evaluation_id).with_for_update()).all()
         for row in rows:
             found[(app_pk, row.evaluation_id)] = EvaluationAggregates.from_json(row.body)
     return found
+
+
+_ONE_LOCKED = select(evaluation_aggregates.c.evaluation_id, evaluation_aggregates.c.body).where(
+    evaluation_aggregates.c.app_pk == bindparam("app_pk"),
+    evaluation_aggregates.c.evaluation_id == bindparam("evaluation_id")).with_for_update()
+_SAVE = update(evaluation_aggregates).where(
+    evaluation_aggregates.c.app_pk == bindparam("key_app_pk"),
+    evaluation_aggregates.c.evaluation_id == bindparam("key_evaluation_id")).values(body=bindparam("body"))
+"""Statements of the hot path built once: building and keying a statement costs more than running it."""
 
 
 def _create_missing(connection: Connection, keys: Sequence[EvaluationKey]) -> None:
@@ -113,10 +132,9 @@ def _create_missing(connection: Connection, keys: Sequence[EvaluationKey]) -> No
 
 
 def _save(connection: Connection, rows: dict[EvaluationKey, EvaluationAggregates]) -> None:
-    for (app_pk, evaluation_id), aggregates in rows.items():
-        connection.execute(update(evaluation_aggregates).where(
-            evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id == evaluation_id,
-        ).values(body=aggregates.to_json()))
+    if rows:
+        connection.execute(_SAVE, [{"key_app_pk": app_pk, "key_evaluation_id": evaluation_id,
+                                    "body": aggregates.to_json()} for (app_pk, evaluation_id), aggregates in rows.items()])
 
 
 @dataclass(frozen=True)
@@ -135,11 +153,11 @@ def results_created(connection: Connection, created: Sequence[CreatedResult]) ->
     _save(connection, rows)
 
 
-def result_completed(connection: Connection, app_pk: int, evaluation_id: str, result: EvaluationResult,
+def result_completed(connection: Connection, app_pk: int, evaluation_id: str, body: dict[str, Any],
                      key: ResultKey) -> None:
-    """Count a result that has just completed into its evaluation's metrics."""
+    """Count a result that has just completed (its stored body) into its evaluation's metrics."""
     rows = _locked(connection, [(app_pk, evaluation_id)])
-    rows[(app_pk, evaluation_id)].metrics.add(result, key)
+    rows[(app_pk, evaluation_id)].metrics.add(counted_view(body), key)
     _save(connection, rows)
 
 
@@ -154,7 +172,7 @@ def results_deleted(connection: Connection, deleted: Sequence[Any]) -> None:
         aggregates = rows[evaluation]
         key: ResultKey = (row.create_time_us, row.result_id)
         if row.execution_state == COMPLETED:
-            version = aggregates.metrics.add(EvaluationResult.model_validate(row.body), key, -1)
+            version = aggregates.metrics.add(counted_view(row.body), key, -1)
             if version is not False:
                 refirst.add((evaluation, version if isinstance(version, str) else None))
         count = aggregates.runs.get(row.evaluation_run)
@@ -188,7 +206,7 @@ def _first_completed(connection: Connection, evaluation: EvaluationKey, version:
         batch = connection.execute(statement.order_by(evaluation_results.c.create_time_us,
                                                       evaluation_results.c.result_id).limit(50)).all()
         for row in batch:
-            if app_version_id(EvaluationResult.model_validate(row.body)) == version:
+            if app_version_id(counted_view(row.body)) == version:
                 return row.create_time_us, row.result_id
         if len(batch) < 50:
             raise LookupError(f"no completed result of {evaluation} on {version} is left")  # counts said one is
@@ -230,7 +248,7 @@ def compute(connection: Connection, app_pk: int, evaluation_id: str) -> Evaluati
             key: ResultKey = (row.create_time_us, row.result_id)
             aggregates.count_created(row.evaluation_run, key)
             if row.result_id in bodies:
-                aggregates.metrics.add(EvaluationResult.model_validate(bodies[row.result_id]), key)
+                aggregates.metrics.add(counted_view(bodies[row.result_id]), key)
         if len(batch) < REBUILD_BATCH:
             return aggregates
         after = (batch[-1].create_time_us, batch[-1].result_id)

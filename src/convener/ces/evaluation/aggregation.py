@@ -186,6 +186,19 @@ def _turn_samples(result: EvaluationResult) -> list[_TurnSample]:
     return samples
 
 
+COUNTED_FIELDS = ("executionState", "evaluationStatus", "appVersion", "goldenResult", "scenarioResult")
+"""The fields of a stored result that its contribution to the metrics depends on (and a scenario's rootSpan)."""
+
+
+def counted_view(body: dict[str, Any]) -> EvaluationResult:
+    """A stored result's body, read only as far as the metrics need: a golden result's spans (most of its body)
+    are not parsed."""
+    view = {key: body[key] for key in COUNTED_FIELDS if key in body}
+    if "scenarioResult" in body and "rootSpan" in body:
+        view["rootSpan"] = body["rootSpan"]
+    return EvaluationResult.model_validate(view)
+
+
 def _counts(result: EvaluationResult) -> bool:
     return result.execution_state == ExecutionState.COMPLETED and (
         result.golden_result is not None or result.scenario_result is not None)

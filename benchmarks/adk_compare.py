@@ -134,15 +134,15 @@ def convener_process(data: Path, url: str, names: list[str]) -> float:
     return elapsed
 
 
-def adk(path: Path, warmup: int) -> tuple[dict[str, float], float]:
+def adk(python: Path, path: Path, warmup: int) -> tuple[dict[str, float], float]:
     """ADK's warm figures (run_adk.py after its warm-up) and the seconds of its whole process (no warm-up)."""
-    warm, _ = run_adk(path, warmup)
-    _, whole = run_adk(path, 0)
+    warm, _ = run_adk(python, path, warmup)
+    _, whole = run_adk(python, path, 0)
     return warm, whole
 
 
-def run_adk(path: Path, warmup: int) -> tuple[dict[str, float], float]:
-    command = [str(ADK_PYTHON), str(RUN_ADK), str(path)] + (["--warmup", str(warmup)] if warmup else [])
+def run_adk(python: Path, path: Path, warmup: int) -> tuple[dict[str, float], float]:
+    command = [str(python), str(RUN_ADK), str(path)] + (["--warmup", str(warmup)] if warmup else [])
     started = time.perf_counter()
     finished = subprocess.run(command, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
@@ -207,15 +207,18 @@ def main() -> None:
     parser.add_argument("--list-evaluations", type=int, default=20)
     parser.add_argument("--list-results", type=int, nargs="+", default=[10, 1000])
     parser.add_argument("--list-repeat", type=int, default=20)
+    parser.add_argument("--adk-python", type=Path, default=ADK_PYTHON,
+                        help="The python of the venv google-adk[eval] is installed in (make .venv-adk).")
     add_arguments(parser)
     args = parser.parse_args()
-    have_adk = ADK_PYTHON.exists()
+    have_adk = args.adk_python.exists()
     with tempfile.TemporaryDirectory() as scratch:
         evalset_path = Path(scratch) / "orders.evalset.json"
         print(f"{args.evaluations} golden evaluations, one invocation and one lookup_order call each "
               f"(an ADK evalset), warm after {args.warmup}")
         if not have_adk:
-            print(f"ADK side skipped: {ADK_PYTHON} does not exist (make .venv-adk installs google-adk[eval] there)")
+            print(f"ADK side skipped: {args.adk_python} does not exist (`make .venv-adk/.installed` installs "
+                  "google-adk[eval] in .venv-adk)")
         print("| backend | Convener evaluations/s | Convener CPU ms/evaluation | ADK evaluations/s | "
               "ADK CPU ms/evaluation | Convener ÷ ADK (evaluations/s) | `convener eval run` s | "
               "`python run_adk.py` s | ADK process ÷ Convener process |")
@@ -235,7 +238,7 @@ def main() -> None:
             rate, cpu_ms = convener_warm(data, url, names, args.warmup)
             process = convener_process(data, url, names)
             if have_adk and adk_figures is None:  # ADK stores nothing: one measure serves both rows
-                adk_figures = adk(evalset_path, args.warmup)
+                adk_figures = adk(args.adk_python, evalset_path, args.warmup)
             if adk_figures is not None:
                 warm, adk_process = adk_figures
                 adk_rate = warm["evaluations"] / warm["seconds"]

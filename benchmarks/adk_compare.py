@@ -165,7 +165,7 @@ def list_page_ms(data: Path, url: str, evaluations: int, results: int, repeat: i
             evaluations_service.create_evaluation(str(APP), evaluation_id, template(services, evaluation_id),
                                                   LOCAL_USER)
         play(services, [f"{APP}/evaluations/{evaluation_id}" for evaluation_id in ids])
-        with services.database.transaction() as connection:
+        with services.database.reading() as connection:
             played = connection.execute(select(evaluation_results).where(
                 evaluation_results.c.evaluation_id.in_(ids))).all()
             rows = []
@@ -177,9 +177,13 @@ def list_page_ms(data: Path, url: str, evaluations: int, results: int, repeat: i
                                  "evaluation_run": row.evaluation_run, "create_time_us": row.create_time_us - copy - 1,
                                  "execution_state": row.execution_state, "evaluation_status": row.evaluation_status,
                                  "attempts": row.attempts, "body": body, "plan": row.plan})
-            for start in range(0, len(rows), 2000):
+        # Short transactions: the workers finishing the played jobs must not wait behind one long write.
+        for start in range(0, len(rows), 2000):
+            with services.database.transaction() as connection:
                 connection.execute(insert(evaluation_results), rows[start:start + 2000])
-            rebuild(connection, [(row.app_pk, row.evaluation_id) for row in played])
+        for row in played:
+            with services.database.transaction() as connection:
+                rebuild(connection, [(row.app_pk, row.evaluation_id)])
         request = ListEvaluationsRequest(parent=str(APP), page_size=evaluations, order_by="name desc")
         page, _ = evaluations_service.list_evaluations(request, LOCAL_USER)
         assert len(page) == evaluations, len(page)

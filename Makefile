@@ -2,6 +2,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Google ADK, for benchmarks/adk_compare.py, in a venv of its own: google-adk[eval] needs openai<3 (through
+# litellm), which would downgrade the project's openai. The benchmark runs ADK there, as a subprocess; it needs
+# nothing of Convener. About a minute and 0.9 GB.
+ADK_VENV ?= .venv-adk
+ADK ?= google-adk[eval]==2.13.0
 
 .PHONY: demo test test-fast bench embeddings clean
 
@@ -26,10 +31,11 @@ test: $(VENV)/.installed
 test-fast: $(VENV)/.installed
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not slow"
 
-bench: $(VENV)/.embeddings
+bench: $(VENV)/.embeddings $(ADK_VENV)/.installed
 	$(BIN)/python benchmarks/list_conversations.py
 	$(BIN)/python benchmarks/run_session.py
 	$(BIN)/python benchmarks/evaluations.py
+	$(BIN)/python benchmarks/adk_compare.py
 	$(BIN)/python benchmarks/workers.py
 	$(BIN)/python benchmarks/chat.py
 	$(BIN)/python benchmarks/knowledge.py
@@ -55,5 +61,12 @@ $(VENV)/.embeddings: $(VENV)/.installed
 	$(BIN)/python -m pip install --progress-bar on -e ".[dev,embeddings,bench]"
 	touch $@
 
+$(ADK_VENV)/.installed:
+	@echo "==> Installing $(ADK) into $(ADK_VENV) (for benchmarks/adk_compare.py)"
+	$(PYTHON) -m venv $(ADK_VENV)
+	$(ADK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ADK_VENV)/bin/python -m pip install --progress-bar on "$(ADK)"
+	touch $@
+
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(ADK_VENV) build *.egg-info src/*.egg-info

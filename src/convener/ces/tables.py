@@ -163,3 +163,17 @@ evaluation_results = Table(
     Index("ix_ces_eval_results_time", "app_pk", "create_time_us", "evaluation_id", "result_id"),
 )
 """An EvaluationResult, stored whole; state and outcome are copied into columns for progress counts."""
+
+evaluation_aggregates = Table(
+    "ces_evaluation_aggregates",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("evaluation_id", String(128), nullable=False),
+    # The sums behind aggregatedMetrics (convener.ces.evaluation.aggregation.Aggregate) and the evaluation's runs
+    # with their result counts: updated in the transaction that stores, settles or deletes each result, so that
+    # listing evaluations reads a row per evaluation instead of every result's body.
+    Column("body", Json, nullable=False),
+    Index("ix_ces_eval_aggregates_id", "app_pk", "evaluation_id", unique=True),
+)
+"""An evaluation's aggregates over all its results (see ``convener.ces.evaluation.aggregates``)."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import Connection, Select, delete, insert, select, update
+from sqlalchemy import Connection, Select, bindparam, delete, insert, select, update
 
 from convener.api.protojson import Timestamp
 from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob, Unrunnable
@@ -27,6 +27,16 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
 """How often an idle worker looks for work queued by another process (work queued by its own is seen at once)."""
+
+
+_CLAIMABLE: dict[tuple[frozenset[str] | None, bool], Select[tuple[int, int]]] = {}
+_TAKE = update(jobs).where(
+    jobs.c.id == bindparam("pk"), jobs.c.attempts == bindparam("seen_attempts"), jobs.c.lease_until_us < bindparam("now"),
+).values(worker=bindparam("worker"), attempts=bindparam("attempts"), lease_until_us=bindparam("lease_until_us"),
+         since_us=bindparam("since_us"))
+_JOB = select(jobs).where(jobs.c.id == bindparam("pk"))
+_FINISH = delete(jobs).where(jobs.c.id == bindparam("pk"), jobs.c.worker == bindparam("worker"),
+                             jobs.c.attempts == bindparam("attempts"))
 
 
 def _now_us() -> int:
@@ -108,30 +118,40 @@ class LeaseEngine:
         finished.set()  # the pool has waited for the running jobs: nothing is left to renew
         renewing.join()
 
-    def _claimable(self, queues: frozenset[str] | None, now: int) -> Select[tuple[int, int]]:
-        statement = select(jobs.c.id, jobs.c.attempts).where(jobs.c.lease_until_us < now)
+    @staticmethod
+    def _claimable(queues: frozenset[str] | None, *, locking: bool) -> Select[tuple[int, int]]:
+        """The oldest claimable job's statement (``now`` bound at execution), built once per worker's queues: a
+        claim is on every job's path, and building and keying a statement costs more than running it."""
+        key = (queues, locking)
+        cached = _CLAIMABLE.get(key)
+        if cached is not None:
+            return cached
+        statement = select(jobs.c.id, jobs.c.attempts).where(jobs.c.lease_until_us < bindparam("now"))
         if queues is not None:
             statement = statement.where(jobs.c.queue.in_(sorted(queues)))
-        return statement.order_by(jobs.c.id).limit(1)
+        statement = statement.order_by(jobs.c.id).limit(1)
+        if locking:
+            statement = statement.with_for_update(skip_locked=True)
+        _CLAIMABLE[key] = statement
+        return statement
 
     def _claim(self, worker: str, queues: frozenset[str] | None) -> ClaimedJob | None:
         # Look first in a snapshot, which takes no lock: an idle worker polling SQLite must not take the write
         # lock every half second.
         with self.database.reading() as connection:
-            if connection.execute(self._claimable(queues, _now_us())).first() is None:
+            if connection.execute(self._claimable(queues, locking=False), {"now": _now_us()}).first() is None:
                 return None
         with self.database.transaction() as connection:
             now = _now_us()
-            found = connection.execute(self._claimable(queues, now).with_for_update(skip_locked=True)).first()
+            found = connection.execute(self._claimable(queues, locking=True), {"now": now}).first()
             if found is None:
                 return None
-            claimed = connection.execute(update(jobs).where(
-                jobs.c.id == found.id, jobs.c.attempts == found.attempts, jobs.c.lease_until_us < now,
-            ).values(worker=worker, attempts=found.attempts + 1, lease_until_us=now + self.lease_us,
-                     since_us=now)).rowcount
+            claimed = connection.execute(_TAKE, {
+                "pk": found.id, "seen_attempts": found.attempts, "now": now, "worker": worker,
+                "attempts": found.attempts + 1, "lease_until_us": now + self.lease_us, "since_us": now}).rowcount
             if not claimed:
                 return None
-            row = connection.execute(select(jobs).where(jobs.c.id == found.id)).one()
+            row = connection.execute(_JOB, {"pk": found.id}).one()
         return ClaimedJob(id=str(row.id), job=QueuedJob(task=row.task, queue=row.queue, operation=row.operation,
                                                        payload=dict(row.payload)), attempt=row.attempts)
 
@@ -139,8 +159,7 @@ class LeaseEngine:
         """Forget a finished job, unless another worker took it over meanwhile (then it is theirs to finish)."""
         try:
             with self.database.transaction() as connection:
-                connection.execute(delete(jobs).where(jobs.c.id == int(claimed.id), jobs.c.worker == worker,
-                                                      jobs.c.attempts == claimed.attempt))
+                connection.execute(_FINISH, {"pk": int(claimed.id), "worker": worker, "attempts": claimed.attempt})
         except Exception:  # left in place, it is taken again once its lease lapses, and finds nothing to do
             logger.exception("could not finish job %s", claimed.id)
 

@@ -25,9 +25,9 @@ are not kept per turn, count in the app version's totals only.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from convener.api.protojson import Duration
 from convener.ces.evaluation.models import (
@@ -59,42 +59,77 @@ class _TurnSample:
 
 @dataclass
 class _Totals:
-    tools: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
-    similarities: list[int] = field(default_factory=list)
-    hallucinations: list[int] = field(default_factory=list)
-    tool_latencies: dict[str, list[Duration]] = field(default_factory=lambda: defaultdict(list))
-    turn_latencies: list[Duration] = field(default_factory=list)
+    """Sums and counts of turn samples, so that a result can be taken out as exactly as it was put in (means are
+    computed on read from exact integer sums: the same figures as averaging the samples themselves)."""
 
-    def add(self, sample: _TurnSample) -> None:
+    samples: int = 0
+    tools: dict[str, list[int]] = field(default_factory=dict)
+    """tool -> [passes, failures]"""
+    similarity: list[int] = field(default_factory=lambda: [0, 0])
+    hallucination: list[int] = field(default_factory=lambda: [0, 0])
+    tool_latencies: dict[str, list[int]] = field(default_factory=dict)
+    """tool -> [nanoseconds, calls]"""
+    turn_latency: list[int] = field(default_factory=lambda: [0, 0])
+
+    def add(self, sample: _TurnSample, sign: int = 1) -> None:
+        self.samples += sign
         for tool, passed in sample.tool_outcomes:
-            self.tools[tool][0 if passed else 1] += 1
+            counts = self.tools.setdefault(tool, [0, 0])
+            counts[0 if passed else 1] += sign
+            if counts == [0, 0]:
+                del self.tools[tool]
         if sample.semantic_similarity is not None:
-            self.similarities.append(sample.semantic_similarity)
+            self.similarity[0] += sign * sample.semantic_similarity
+            self.similarity[1] += sign
         if sample.hallucination in (0, 1):
-            self.hallucinations.append(sample.hallucination)
+            self.hallucination[0] += sign * (sample.hallucination or 0)
+            self.hallucination[1] += sign
         for tool, latency in sample.tool_latencies:
-            self.tool_latencies[tool].append(latency)
+            sums = self.tool_latencies.setdefault(tool, [0, 0])
+            sums[0] += sign * latency.total_nanos
+            sums[1] += sign
+            if sums[1] == 0:
+                del self.tool_latencies[tool]
         if sample.turn_latency is not None:
-            self.turn_latencies.append(sample.turn_latency)
+            self.turn_latency[0] += sign * sample.turn_latency.total_nanos
+            self.turn_latency[1] += sign
+
+    def to_json(self) -> dict[str, Any]:
+        return {"samples": self.samples, "tools": self.tools, "similarity": self.similarity,
+                "hallucination": self.hallucination, "toolLatencies": self.tool_latencies,
+                "turnLatency": self.turn_latency}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> _Totals:
+        return cls(samples=data["samples"], tools={k: list(v) for k, v in data["tools"].items()},
+                   similarity=list(data["similarity"]), hallucination=list(data["hallucination"]),
+                   tool_latencies={k: list(v) for k, v in data["toolLatencies"].items()},
+                   turn_latency=list(data["turnLatency"]))
 
     def tool_metrics(self) -> list[ToolMetrics] | None:
         return [ToolMetrics(tool=tool, pass_count=counts[0], fail_count=counts[1])
                 for tool, counts in sorted(self.tools.items())] or None
 
     def semantic_similarity_metrics(self) -> list[SemanticSimilarityMetrics] | None:
-        return [SemanticSimilarityMetrics(score=_mean(self.similarities))] if self.similarities else None
+        total, count = self.similarity
+        return [SemanticSimilarityMetrics(score=total / count)] if count else None
 
     def hallucination_metrics(self) -> list[HallucinationMetrics] | None:
-        return [HallucinationMetrics(score=_mean(self.hallucinations))] if self.hallucinations else None
+        total, count = self.hallucination
+        return [HallucinationMetrics(score=total / count)] if count else None
 
     def tool_call_latency_metrics(self) -> list[ToolCallLatencyMetrics] | None:
-        return [ToolCallLatencyMetrics(tool=tool, average_latency=mean_duration(latencies))
-                for tool, latencies in sorted(self.tool_latencies.items())] or None
+        return [ToolCallLatencyMetrics(tool=tool, average_latency=_mean_nanos(*sums))
+                for tool, sums in sorted(self.tool_latencies.items())] or None
 
     def turn_latency_metrics(self) -> list[TurnLatencyMetrics] | None:
-        if not self.turn_latencies:
-            return None
-        return [TurnLatencyMetrics(average_latency=mean_duration(self.turn_latencies))]
+        total, count = self.turn_latency
+        return [TurnLatencyMetrics(average_latency=_mean_nanos(total, count))] if count else None
+
+
+def _mean_nanos(total: int, count: int) -> Duration:
+    """The mean, rounded to the nearest nanosecond (halves up)."""
+    return Duration((2 * total + count) // (2 * count))
 
 
 def _mean(values: Sequence[int]) -> float:
@@ -103,8 +138,7 @@ def _mean(values: Sequence[int]) -> float:
 
 def mean_duration(durations: Sequence[Duration]) -> Duration:
     """The mean, rounded to the nearest nanosecond (halves up)."""
-    total, count = sum(d.total_nanos for d in durations), len(durations)
-    return Duration((2 * total + count) // (2 * count))
+    return _mean_nanos(sum(d.total_nanos for d in durations), len(durations))
 
 
 def _scenario_samples(result: EvaluationResult) -> tuple[list[_TurnSample], _TurnSample]:
@@ -152,6 +186,19 @@ def _turn_samples(result: EvaluationResult) -> list[_TurnSample]:
     return samples
 
 
+COUNTED_FIELDS = ("executionState", "evaluationStatus", "appVersion", "goldenResult", "scenarioResult")
+"""The fields of a stored result that its contribution to the metrics depends on (and a scenario's rootSpan)."""
+
+
+def counted_view(body: dict[str, Any]) -> EvaluationResult:
+    """A stored result's body, read only as far as the metrics need: a golden result's spans (most of its body)
+    are not parsed."""
+    view = {key: body[key] for key in COUNTED_FIELDS if key in body}
+    if "scenarioResult" in body and "rootSpan" in body:
+        view["rootSpan"] = body["rootSpan"]
+    return EvaluationResult.model_validate(view)
+
+
 def _counts(result: EvaluationResult) -> bool:
     return result.execution_state == ExecutionState.COMPLETED and (
         result.golden_result is not None or result.scenario_result is not None)
@@ -162,51 +209,115 @@ def app_version_id(result: EvaluationResult) -> str | None:
     return result.app_version.rstrip("/").rsplit("/", 1)[-1] if result.app_version else None
 
 
+ResultKey = tuple[int, str]
+"""Where a result stands among its evaluation's: (create_time_us, result_id); the oldest counts first."""
+
+
 @dataclass
 class _Group:
-    totals: _Totals = field(default_factory=_Totals)
-    by_turn: dict[int, _Totals] = field(default_factory=lambda: defaultdict(_Totals))
+    """One app version's results."""
+
+    first: ResultKey
+    """The oldest result counted in: groups are listed in the order their first results came."""
+    results: int = 0
     passed: int = 0
     failed: int = 0
+    totals: _Totals = field(default_factory=_Totals)
+    by_turn: dict[int, _Totals] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"first": list(self.first), "results": self.results, "passed": self.passed, "failed": self.failed,
+                "totals": self.totals.to_json(), "byTurn": [[index, totals.to_json()]
+                                                             for index, totals in self.by_turn.items()]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> _Group:
+        return cls(first=(int(data["first"][0]), str(data["first"][1])), results=data["results"],
+                   passed=data["passed"], failed=data["failed"], totals=_Totals.from_json(data["totals"]),
+                   by_turn={int(index): _Totals.from_json(totals) for index, totals in data["byTurn"]})
 
 
-def aggregate(results: Iterable[EvaluationResult]) -> AggregatedMetrics:
-    groups: dict[str | None, _Group] = {}
-    for result in results:
+@dataclass
+class Aggregate:
+    """The sums behind an AggregatedMetrics, to which results are added and from which they can be taken out."""
+
+    groups: dict[str | None, _Group] = field(default_factory=dict)
+
+    def add(self, result: EvaluationResult, key: ResultKey, sign: int = 1) -> str | None | bool:
+        """Count ``result`` in (``sign`` 1) or out (-1); results that do not count (not COMPLETED) change nothing.
+
+        Returns False, or the app version ID (None for the draft) of a group whose first result was taken out
+        while others remain: the caller finds the group's new first result (see ``refirst``)."""
         if not _counts(result):
-            continue
-        group = groups.setdefault(app_version_id(result), _Group())
+            return False
+        version = app_version_id(result)
+        group = self.groups.get(version)
+        if group is None:
+            if sign < 0:
+                return False
+            group = self.groups[version] = _Group(first=key)
+        elif sign > 0 and key < group.first:
+            group.first = key
+        group.results += sign
         if result.evaluation_status == Outcome.PASS:
-            group.passed += 1
+            group.passed += sign
         elif result.evaluation_status == Outcome.FAIL:
-            group.failed += 1
+            group.failed += sign
         if result.scenario_result is not None:
             samples, whole = _scenario_samples(result)
-            group.totals.add(whole)
+            group.totals.add(whole, sign)
         else:
             samples = _turn_samples(result)
         for index, sample in enumerate(samples):
-            group.totals.add(sample)
-            group.by_turn[index].add(sample)
-    return AggregatedMetrics(metrics_by_app_version=[
-        MetricsByAppVersion(
-            app_version_id=version,
-            tool_metrics=group.totals.tool_metrics(),
-            semantic_similarity_metrics=group.totals.semantic_similarity_metrics(),
-            hallucination_metrics=group.totals.hallucination_metrics(),
-            tool_call_latency_metrics=group.totals.tool_call_latency_metrics(),
-            turn_latency_metrics=group.totals.turn_latency_metrics(),
-            pass_count=group.passed,
-            fail_count=group.failed,
-            metrics_by_turn=[
-                MetricsByTurn(
-                    turn_index=index,
-                    tool_metrics=totals.tool_metrics(),
-                    semantic_similarity_metrics=totals.semantic_similarity_metrics(),
-                    hallucination_metrics=totals.hallucination_metrics(),
-                    tool_call_latency_metrics=totals.tool_call_latency_metrics(),
-                    turn_latency_metrics=totals.turn_latency_metrics(),
-                ) for index, totals in sorted(group.by_turn.items())
-            ] or None,
-        ) for version, group in groups.items()
-    ] or None)
+            group.totals.add(sample, sign)
+            turn = group.by_turn.setdefault(index, _Totals())
+            turn.add(sample, sign)
+            if turn.samples == 0:
+                del group.by_turn[index]
+        if group.results <= 0:
+            del self.groups[version]
+            return False
+        return version if sign < 0 and key == group.first else False
+
+    def refirst(self, version: str | None, key: ResultKey) -> None:
+        self.groups[version].first = key
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groups": [[version, group.to_json()] for version, group in self.groups.items()]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Aggregate:
+        return cls(groups={version: _Group.from_json(group) for version, group in data["groups"]})
+
+    def metrics(self) -> AggregatedMetrics:
+        groups = sorted(self.groups.items(), key=lambda item: item[1].first)
+        return AggregatedMetrics(metrics_by_app_version=[
+            MetricsByAppVersion(
+                app_version_id=version,
+                tool_metrics=group.totals.tool_metrics(),
+                semantic_similarity_metrics=group.totals.semantic_similarity_metrics(),
+                hallucination_metrics=group.totals.hallucination_metrics(),
+                tool_call_latency_metrics=group.totals.tool_call_latency_metrics(),
+                turn_latency_metrics=group.totals.turn_latency_metrics(),
+                pass_count=group.passed,
+                fail_count=group.failed,
+                metrics_by_turn=[
+                    MetricsByTurn(
+                        turn_index=index,
+                        tool_metrics=totals.tool_metrics(),
+                        semantic_similarity_metrics=totals.semantic_similarity_metrics(),
+                        hallucination_metrics=totals.hallucination_metrics(),
+                        tool_call_latency_metrics=totals.tool_call_latency_metrics(),
+                        turn_latency_metrics=totals.turn_latency_metrics(),
+                    ) for index, totals in sorted(group.by_turn.items())
+                ] or None,
+            ) for version, group in groups
+        ] or None)
+
+
+def aggregate(results: Iterable[EvaluationResult]) -> AggregatedMetrics:
+    """The metrics of ``results``, oldest first."""
+    sums = Aggregate()
+    for index, result in enumerate(results):
+        sums.add(result, (index, ""))
+    return sums.metrics()

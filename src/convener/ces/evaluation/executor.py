@@ -21,11 +21,12 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from convener.api.errors import ApiError
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
+from convener.ces.evaluation import aggregates
 from convener.ces.evaluation.models import (
     ErrorType,
     Evaluation,
@@ -67,6 +68,32 @@ CLAIMABLE = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
 PROGRESS_STEPS = 100
 RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body")
 """A run's row without its body, which lists every result and evaluation: large, and rarely needed."""
+
+# The statements a result's claim and record run, built once: building and keying a statement costs more CPU than
+# SQLite takes to run it.
+_RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluation_run).where(
+    evaluation_results.c.id == bindparam("pk"))
+_RUN_LOCKED = select(*RUN_STATE).where(evaluation_runs.c.app_pk == bindparam("app_pk"),
+                                       evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
+_RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
+_RESULT = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk"))
+_CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
+    execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
+_STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
+    execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
+_COUNTS: dict[frozenset[str], Any] = {}
+"""Run count updates by the counts they change (a handful of combinations)."""
+
+
+def _count_update(columns: frozenset[str]) -> Any:
+    statement = _COUNTS.get(columns)
+    if statement is None:
+        statement = _COUNTS[columns] = update(evaluation_runs).where(
+            evaluation_runs.c.app_pk == bindparam("key_app_pk"), evaluation_runs.c.run_id == bindparam("key_run_id"),
+        ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + bindparam(f"delta_{key}")
+                  for key in sorted(columns)})
+    return statement
+
 
 Settled = tuple[ExecutionState, str]
 """A result that reached a final state, and its evaluationStatus ("" unless COMPLETED)."""
@@ -187,10 +214,9 @@ class RunExecutor:
                 settled = self._store(connection, row, ExecutionState.CANCELLED)
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
-            connection.execute(update(evaluation_results).where(evaluation_results.c.id == row.id).values(
-                execution_state=ExecutionState.RUNNING.value, attempts=attempt,
-                body={**row.body, "executionState": ExecutionState.RUNNING.value}))
-            row = connection.execute(select(evaluation_results).where(evaluation_results.c.id == result_pk)).one()
+            connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": attempt,
+                                        "body": {**row.body, "executionState": ExecutionState.RUNNING.value}})
+            row = connection.execute(_RESULT, {"pk": result_pk}).one()
         return row, Caller(run.initiated_by)
 
     @staticmethod
@@ -198,15 +224,11 @@ class RunExecutor:
         """A result and its run as they are now, locked until the transaction ends: the run first, then the result,
         the order every writer of both takes (``cancel`` too), so two writers wait for each other, never deadlock,
         and neither decides on a state the other has just changed."""
-        found = connection.execute(select(evaluation_results.c.app_pk, evaluation_results.c.evaluation_run).where(
-            evaluation_results.c.id == result_pk)).first()
+        found = connection.execute(_RESULT_RUN, {"pk": result_pk}).first()
         if found is None:
             return None
-        run = connection.execute(select(*RUN_STATE).where(
-            evaluation_runs.c.app_pk == found.app_pk, evaluation_runs.c.run_id == _run_id(found.evaluation_run),
-        ).with_for_update()).first()
-        row = connection.execute(select(evaluation_results).where(
-            evaluation_results.c.id == result_pk).with_for_update()).first()
+        run = connection.execute(_RUN_LOCKED, {"app_pk": found.app_pk, "run_id": _run_id(found.evaluation_run)}).first()
+        row = connection.execute(_RESULT_LOCKED, {"pk": result_pk}).first()
         return None if run is None or row is None else (row, run)
 
     def _outcome(self, row: AnyRow, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
@@ -284,8 +306,10 @@ class RunExecutor:
             body["errorInfo"] = error.to_json()
             body["error"] = Status(code=13, message=error.error_message).to_json()
         status = str(body.get("evaluationStatus", ""))
-        connection.execute(update(evaluation_results).where(evaluation_results.c.id == row.id).values(
-            execution_state=state.value, evaluation_status=status, body=body))
+        connection.execute(_STORE, {"pk": row.id, "state": state.value, "status": status, "body": body})
+        if state == ExecutionState.COMPLETED:  # only completed results count in the evaluation's metrics
+            aggregates.result_completed(connection, row.app_pk, row.evaluation_id, body,
+                                        (row.create_time_us, row.result_id))
         return state, status
 
     @staticmethod
@@ -312,12 +336,9 @@ class RunExecutor:
                 column = "passed_count" if status == Outcome.PASS.value else "failed_count"
             if column is not None:
                 deltas[column] = deltas.get(column, 0) + 1
-        connection.execute(update(evaluation_runs).where(
-            evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id,
-        ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + delta
-                  for key, delta in deltas.items()}))
-        run = connection.execute(select(*RUN_STATE).where(
-            evaluation_runs.c.app_pk == app_pk, evaluation_runs.c.run_id == run_id).with_for_update()).first()
+        connection.execute(_count_update(frozenset(deltas)), {
+            "key_app_pk": app_pk, "key_run_id": run_id, **{f"delta_{key}": delta for key, delta in deltas.items()}})
+        run = connection.execute(_RUN_LOCKED, {"app_pk": app_pk, "run_id": run_id}).first()
         if run is None:
             return
         finished_count = run.completed_count + run.error_count + run.cancelled_count

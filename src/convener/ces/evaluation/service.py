@@ -1,9 +1,9 @@
 """EvaluationService: evaluations, datasets, expectations and personas; runs and their results.
 
-Definitions are app parts (``catalog.PartService``). What ``get_evaluation`` adds to a definition
-is computed when it is read, from the results table: the runs that ran it, its last completed
-result, its last ten results, its metrics aggregated by app version (over its newest
-``AGGREGATE_LIMIT`` completed results), the datasets that list it, and whether it still resolves
+Definitions are app parts (``catalog.PartService``). What ``get_evaluation`` adds to a definition:
+the runs that ran it and its metrics aggregated by app version over all its completed results, read from
+its aggregates' row (kept up to date as its results change: ``aggregates``); its last completed result
+and its last ten results (indexed queries); the datasets that list it; and whether it still resolves
 against the app (``invalid``).
 """
 
@@ -27,8 +27,7 @@ from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.catalog import AppParts, PartKind, PartService
 from convener.ces.conversations import ConversationService
-from convener.ces.evaluation import adk
-from convener.ces.evaluation.aggregation import aggregate
+from convener.ces.evaluation import adk, aggregates
 from convener.ces.evaluation.definitions import (
     check_dataset,
     check_evaluation,
@@ -98,12 +97,15 @@ from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-AGGREGATE_LIMIT = 1000
 MAX_RUN_COUNT = 100
 SCENARIO_RUN_COUNT = 5
 """How many times a scenario evaluation runs when runCount is unset (a golden runs once), as in CES."""
 MAX_RUN_RESULTS = 100_000
 LAST_TEN = 10
+DELETED_RESULT = (evaluation_results.c.app_pk, evaluation_results.c.evaluation_id, evaluation_results.c.result_id,
+                  evaluation_results.c.evaluation_run, evaluation_results.c.create_time_us,
+                  evaluation_results.c.execution_state, evaluation_results.c.body)
+"""What taking a deleted result out of its evaluation's aggregates needs of it."""
 
 _COMMON_OUTPUT = frozenset({"name", "createTime", "updateTime", "etag"})
 EVALUATION_OUTPUT = _COMMON_OUTPUT | {"evaluationDatasets", "createdBy", "lastUpdatedBy", "evaluationRuns",
@@ -198,7 +200,7 @@ class EvaluationService:
         with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
             parts = AppParts(connection, app_pk, name.app_name)
-            return self._decorate(connection, parts, evaluation, self._datasets_by_member(parts), last_ten)
+            return self._decorate(connection, parts, [evaluation], self._datasets_by_member(parts), last_ten)[0]
 
     def list_evaluations(self, request: ListEvaluationsRequest, caller: Caller) -> tuple[list[Evaluation], str | None]:
         parent = AppName.parse(request.parent, "parent")
@@ -234,9 +236,9 @@ class EvaluationService:
             rows = connection.execute(statement.order_by(*ordering).limit(size + 1)).all()
             page, more = split_page(rows, size)
             members = self._datasets_by_member(parts)
-            evaluations = [self._decorate(connection, parts, self.evaluations.to_model(
-                row, str(parent.child(EvaluationName, row.resource_id))), members, bool(request.last_ten_results))
-                for row in page]
+            evaluations = self._decorate(connection, parts, [self.evaluations.to_model(
+                row, str(parent.child(EvaluationName, row.resource_id))) for row in page], members,
+                bool(request.last_ten_results))
         token = None
         if more:
             last = page[-1]
@@ -281,29 +283,49 @@ class EvaluationService:
                 members.setdefault(evaluation, []).append(dataset)
         return members
 
-    def _decorate(self, connection: Connection, parts: AppParts, evaluation: Evaluation,
-                  members: dict[str, list[str]], last_ten: bool) -> Evaluation:
-        name = EvaluationName.parse(evaluation.name)
-        rows = connection.execute(
-            select(evaluation_results.c.body, evaluation_results.c.evaluation_run,
-                   evaluation_results.c.execution_state)
-            .where(evaluation_results.c.app_pk == parts.app_pk, evaluation_results.c.evaluation_id == name.id)
-            .order_by(evaluation_results.c.create_time_us.desc(), evaluation_results.c.result_id.desc())
-            .limit(AGGREGATE_LIMIT)
-        ).all()
-        results = [EvaluationResult.model_validate(row.body) for row in rows]
-        completed = [result for result, row in zip(results, rows, strict=True)
-                     if row.execution_state == ExecutionState.COMPLETED.value]
-        runs = list(dict.fromkeys(row.evaluation_run for row in rows))
-        metrics = aggregate(reversed(completed))
-        return evaluation.model_copy(update={
-            "evaluation_datasets": members.get(str(name)) or None,
-            "evaluation_runs": runs or None,
-            "aggregated_metrics": metrics if metrics.metrics_by_app_version else None,
-            "last_completed_result": completed[0] if completed else None,
-            "last_ten_results": results[:LAST_TEN] or None if last_ten else None,
-            "invalid": bool(missing_references(evaluation, name, parts)),
-        })
+    def _decorate(self, connection: Connection, parts: AppParts, evaluations: Sequence[Evaluation],
+                  members: dict[str, list[str]], last_ten: bool) -> list[Evaluation]:
+        """The evaluations with what their results say: their aggregates' rows (one query for the page), the
+        newest completed result and, if asked, the last ten (an indexed query each)."""
+        names = [EvaluationName.parse(evaluation.name) for evaluation in evaluations]
+        stored = aggregates.load(connection, parts.app_pk, [name.id for name in names])
+        decorated = []
+        for evaluation, name in zip(evaluations, names, strict=True):
+            found = stored.get(name.id) or aggregates.EvaluationAggregates()
+            newest = select(evaluation_results.c.body).where(
+                evaluation_results.c.app_pk == parts.app_pk, evaluation_results.c.evaluation_id == name.id,
+            ).order_by(evaluation_results.c.create_time_us.desc(), evaluation_results.c.result_id.desc())
+            completed = self._newest_completed(connection, parts.app_pk, name.id)
+            metrics = found.metrics.metrics()
+            decorated.append(evaluation.model_copy(update={
+                "evaluation_datasets": members.get(str(name)) or None,
+                "evaluation_runs": found.run_names() or None,
+                "aggregated_metrics": metrics if metrics.metrics_by_app_version else None,
+                "last_completed_result": EvaluationResult.model_validate(completed) if completed is not None else None,
+                "last_ten_results": [EvaluationResult.model_validate(body) for body in connection.scalars(
+                    newest.limit(LAST_TEN))] or None if last_ten else None,
+                "invalid": bool(missing_references(evaluation, name, parts)),
+            }))
+        return decorated
+
+    @staticmethod
+    def _newest_completed(connection: Connection, app_pk: int, evaluation_id: str) -> Any:
+        """The body of the evaluation's newest completed result, if any. Its newest results' states are read by
+        the keyset index first (on PostgreSQL a filter on the state leads the planner to the run index, and to
+        sorting all the run's results), then the one body; only when none of the newest ten completed does it
+        search further."""
+        mine = (evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == evaluation_id)
+        newest = (evaluation_results.c.create_time_us.desc(), evaluation_results.c.result_id.desc())
+        states = connection.execute(select(evaluation_results.c.result_id, evaluation_results.c.execution_state)
+                                    .where(*mine).order_by(*newest).limit(LAST_TEN)).all()
+        found = next((row.result_id for row in states if row.execution_state == ExecutionState.COMPLETED.value), None)
+        if found is not None:
+            return connection.scalar(select(evaluation_results.c.body).where(
+                *mine, evaluation_results.c.result_id == found))
+        if len(states) < LAST_TEN:
+            return None
+        return connection.scalar(select(evaluation_results.c.body).where(
+            *mine, evaluation_results.c.execution_state == ExecutionState.COMPLETED.value).order_by(*newest).limit(1))
 
     def delete_evaluation(self, request: DeleteEvaluationRequest, caller: Caller) -> None:
         """Delete an evaluation with its results (and, with force, its place in datasets): all or nothing."""
@@ -329,6 +351,7 @@ class EvaluationService:
             if connection.scalar(select(evaluation_results.c.id).where(
                     evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == name.id).limit(1)):
                 raise FailedPrecondition(f"evaluation {name} is being run; cancel the run or wait for it")
+            aggregates.forget(connection, app_pk, name.id)
 
     def generate_evaluation(self, request: GenerateEvaluationRequest, caller: Caller) -> Evaluation:
         """A golden evaluation from a recorded conversation (see ``generation.golden_from_conversation``)."""
@@ -447,6 +470,9 @@ class EvaluationService:
             ))
             if rows:
                 connection.execute(insert(evaluation_results), rows)
+                aggregates.results_created(connection, [aggregates.CreatedResult(
+                    app_pk, row["evaluation_id"], str(run_name), (row["create_time_us"], row["result_id"]))
+                    for row in rows])
             pks = connection.execute(select(evaluation_results.c.id).where(
                 evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == str(run_name),
             ).order_by(evaluation_results.c.create_time_us, evaluation_results.c.id)).scalars().all()
@@ -600,8 +626,11 @@ class EvaluationService:
             row = self._run_row(connection, name)
             if row.state == EvaluationRunState.RUNNING.value:
                 raise FailedPrecondition(f"evaluation run {name} is still running; cancel its operation first")
+            deleted = connection.execute(select(*DELETED_RESULT).where(
+                evaluation_results.c.app_pk == row.app_pk, evaluation_results.c.evaluation_run == str(name))).all()
             connection.execute(delete(evaluation_results).where(
                 evaluation_results.c.app_pk == row.app_pk, evaluation_results.c.evaluation_run == str(name)))
+            aggregates.results_deleted(connection, deleted)
             connection.execute(delete(evaluation_runs).where(evaluation_runs.c.id == row.id))
 
     # -- results ------------------------------------------------------------------------------------------
@@ -656,6 +685,7 @@ class EvaluationService:
             if row.execution_state in (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value):
                 raise FailedPrecondition(f"evaluation result {name} is still to run; cancel its run first")
             connection.execute(delete(evaluation_results).where(evaluation_results.c.id == row.id))
+            aggregates.results_deleted(connection, [row])
             run = connection.execute(select(evaluation_runs).where(
                 evaluation_runs.c.app_pk == row.app_pk,
                 evaluation_runs.c.run_id == row.evaluation_run.rsplit("/", 1)[-1])).first()

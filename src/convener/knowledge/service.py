@@ -23,6 +23,7 @@ from convener.auth.caller import Caller
 from convener.knowledge import retrieval
 from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
 from convener.knowledge.embeddings import Embedder
+from convener.knowledge.lexicon import LexicalIndex, bump_generation
 from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
 from convener.knowledge.models import (
     DataSource,
@@ -69,7 +70,8 @@ class KnowledgeService:
         self.vectors = retrieval.VectorIndex(embedder) if embedder is not None else None
         self.provider = provider
         self.gate = gate
-        self.ingestor = Ingestor(database, embedder)
+        self.lexicon = LexicalIndex()
+        self.ingestor = Ingestor(database, embedder, on_change=self.lexicon.invalidate)
 
     # -- search --------------------------------------------------------------------------------------
 
@@ -89,7 +91,7 @@ class KnowledgeService:
                 raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
             if mode == "lexical":
                 after = (float(position[0]), int(position[1])) if position else None  # type: ignore[arg-type]
-                ranked = retrieval.lexical(connection, terms, condition, size + 1, after)
+                ranked = self._lexical(connection, terms, condition, size + 1, after)
                 top = float(position[2]) if position else (ranked[0].score if ranked else 1.0)  # type: ignore[arg-type]
                 scored = [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
                 page, more = split_page(ranked, size)
@@ -121,14 +123,24 @@ class KnowledgeService:
     def _ranking(self, connection: Connection, mode: str, query: str, terms: list[str],
                  condition: ColumnElement[bool] | None, depth: int) -> list[retrieval.Ranked]:
         if mode == "lexical":
-            ranked = retrieval.lexical(connection, terms, condition, depth)
+            ranked = self._lexical(connection, terms, condition, depth)
             top = ranked[0].score if ranked else 1.0
             return [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
         assert self.vectors is not None
         semantic = self.vectors.search(connection, query, condition, depth)
         if mode == "semantic":
             return [retrieval.Ranked(r.row_id, max(0.0, min(1.0, r.score))) for r in semantic]
-        return retrieval.fuse([retrieval.lexical(connection, terms, condition, depth), semantic])
+        return retrieval.fuse([self._lexical(connection, terms, condition, depth), semantic])
+
+    def _lexical(self, connection: Connection, terms: list[str], condition: ColumnElement[bool] | None, limit: int,
+                 after: tuple[float, int] | None = None) -> list[retrieval.Ranked]:
+        """The in-memory index's ranking, or the engine's when the index cannot answer (see ``lexicon``)."""
+        if not terms:
+            return []
+        hits = self.lexicon.search(connection, terms, condition, limit, after)
+        if hits is None:
+            return retrieval.lexical(connection, terms, condition, limit, after)
+        return [retrieval.Ranked(hit.row_id, hit.score) for hit in hits]
 
     def _chunks(self, connection: Connection, ranked: Sequence[retrieval.Ranked]) -> list[DocumentChunk]:
         if not ranked:
@@ -209,13 +221,18 @@ class KnowledgeService:
                 if not connection.scalar(select(func.count()).where(data_sources.c.name == data_source)):
                     raise NotFound(f"data source {data_source} does not exist")
                 connection.execute(delete(data_sources).where(data_sources.c.name == data_source))
-                return int(count or 0)
-            assert names is not None
-            if len(names) > MAX_DELETE_NAMES:
-                raise InvalidArgument(f"names has {len(names)} entries; at most {MAX_DELETE_NAMES} per call")
-            for index, name in enumerate(names):
-                check_name(name, f"names[{index}]")
-            return int(connection.execute(delete(documents).where(documents.c.name.in_(set(names)))).rowcount or 0)
+                bump_generation(connection)
+                deleted = int(count or 0)
+            else:
+                assert names is not None
+                if len(names) > MAX_DELETE_NAMES:
+                    raise InvalidArgument(f"names has {len(names)} entries; at most {MAX_DELETE_NAMES} per call")
+                for index, name in enumerate(names):
+                    check_name(name, f"names[{index}]")
+                deleted = int(connection.execute(delete(documents).where(documents.c.name.in_(set(names)))).rowcount or 0)
+                bump_generation(connection)
+        self.lexicon.invalidate()
+        return deleted
 
     def check_readable(self, path: Path, *, remote: bool = True) -> Path:
         """The real path the ingest may read, as the gate says: for a remote caller (the ingest tool) inside

@@ -139,8 +139,9 @@ def test_hostile_queries_answer_cleanly(services: Services, docs: Path) -> None:
     assert _search(knowledge, many)[0] == []
     assert _search(knowledge, many + " quill")[0]
     assert _search(knowledge, "?!* -- \"\" '' () NEAR OR AND : ^ ~ {}")[0] == []
-    # Words the engine cuts in two are phrases, which the engine answers (no chunk says "quill's").
-    assert _search(knowledge, "quill's user's")[0] == []
+    # Words FTS5 cuts in two are phrases, which the engine answers (no chunk says "quill's"); PostgreSQL
+    # drops the "s" as a stopword, leaving "quill".
+    assert bool(_search(knowledge, "quill's user's")[0]) == (services.database.dialect == "postgresql")
     if services.database.dialect == "sqlite":  # PostgreSQL drops the "s" as a stopword: one lexeme
         with knowledge.database.reading() as connection:
             assert knowledge.lexicon.search(connection, ["quill's"], None, 10) is None

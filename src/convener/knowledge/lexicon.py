@@ -20,12 +20,14 @@ weight, computed once; a query adds its terms' postings into one float array and
   reason logged once per generation. About 12 bytes per (term, chunk) pair: a 100,000-chunk corpus of
   ~100 distinct terms per chunk is ~120 MB.
 
-``search`` returns None whenever the engine must answer instead: the index is over its cap, being rebuilt
-by another thread, or a query word is more than one token to the engine (a phrase, such as ``user's``).
+``search`` returns None whenever the engine must answer instead: the index is over its cap, or being
+rebuilt by another thread. A query word the engine cuts in several tokens (``user's``) costs one engine
+query the first time it is seen in a generation (see ``_phrase``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sqlite3
@@ -33,7 +35,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -68,7 +71,11 @@ class Hit:
 @dataclass(frozen=True)
 class _Postings:
     ordinals: npt.NDArray[np.int32]
+    """Ascending."""
     weights: npt.NDArray[np.float64]
+
+    NONE: ClassVar[_Postings]
+    """Marks a phrase not looked up yet (a phrase no chunk has is cached as None)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,11 @@ class _Snapshot:
     """Ascending, so an ordinal's order is the row ID's order (the engine's tie break)."""
     doc_ids: npt.NDArray[np.int64]
     postings: dict[str, _Postings]
+    phrases: dict[str, _Postings | None] = field(default_factory=dict)
+    """Words of several tokens (see ``LexicalIndex._phrase``), looked up as queries bring them."""
+
+
+_Postings.NONE = _Postings(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64))
 
 
 def bump_generation(connection: Connection) -> None:
@@ -119,15 +131,13 @@ class LexicalIndex:
         snapshot = self._current(connection)
         if snapshot is None:
             return None
-        token_lists = self._query_tokens(connection, terms)
-        if any(len(tokens) > 1 for tokens in token_lists):
-            return None  # a phrase to the engine: its match is positional, which postings do not hold
         scores = np.zeros(len(snapshot.row_ids), dtype=np.float64)
-        for tokens in token_lists:
-            postings = snapshot.postings.get(tokens[0]) if tokens else None
+        for term, tokens in zip(terms, self._query_tokens(connection, terms), strict=True):
+            postings = snapshot.postings.get(tokens[0]) if len(tokens) == 1 else (
+                self._phrase(connection, snapshot, term, tokens) if tokens else None)
             if postings is not None:
                 scores[postings.ordinals] += postings.weights  # ordinals are distinct within a term
-        candidates = np.flatnonzero(scores > 0)
+        candidates = np.flatnonzero(scores)
         if condition is not None and len(candidates):
             allowed = connection.execute(select(documents.c.doc_id).where(condition)).scalars().all()
             keep = np.isin(snapshot.doc_ids[candidates], np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
@@ -137,6 +147,41 @@ class LexicalIndex:
             values = scores[candidates]
             candidates = candidates[(values < score) | ((values == score) & (snapshot.row_ids[candidates] > row_id))]
         return _top(candidates, scores, snapshot.row_ids, limit)
+
+    def _phrase(self, connection: Connection, snapshot: _Snapshot, term: str, tokens: Tokens) -> _Postings | None:
+        """A word the engine cuts in several tokens (``i'm``, ``user's``). FTS5 matches it as a phrase, which
+        needs positions the postings do not hold: the engine scores the phrase alone once per generation (its
+        ``bm25`` for a one-phrase query is exactly the phrase's posting weight). PostgreSQL's
+        ``plainto_tsquery`` ANDs the lexemes: the chunks holding all of them, their weights summed."""
+        with self._state:
+            if snapshot.phrases.get(term, _Postings.NONE) is not _Postings.NONE:
+                return snapshot.phrases[term]
+        if connection.dialect.name == "postgresql":
+            parts = [snapshot.postings.get(token) for token in tokens]
+            found: _Postings | None = None
+            if all(part is not None for part in parts):
+                ordinals = functools.reduce(np.intersect1d, [part.ordinals for part in parts if part is not None])
+                weights = np.zeros(len(ordinals), dtype=np.float64)
+                for part in parts:
+                    assert part is not None
+                    weights += part.weights[np.searchsorted(part.ordinals, ordinals)]
+                found = _Postings(ordinals.astype(np.int32), weights)
+        else:
+            phrase = '"' + term.replace('"', '""') + '"'
+            rows = connection.exec_driver_sql(
+                f"SELECT rowid, -bm25(knowledge_chunks_fts, {HEADING_WEIGHT}, 1.0) FROM knowledge_chunks_fts"
+                " WHERE knowledge_chunks_fts MATCH ? ORDER BY rowid", (phrase,)).all()
+            row_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            places = np.searchsorted(snapshot.row_ids, row_ids)
+            known = places < len(snapshot.row_ids)
+            known[known] = snapshot.row_ids[places[known]] == row_ids[known]
+            weights = np.fromiter((row[1] for row in rows), dtype=np.float64, count=len(rows))
+            found = _Postings(places[known].astype(np.int32), weights[known]) if known.any() else None
+        with self._state:
+            if len(snapshot.phrases) >= TOKEN_CACHE_WORDS:
+                snapshot.phrases.clear()
+            snapshot.phrases[term] = found
+        return found
 
     # -- freshness -----------------------------------------------------------------------------------
 

@@ -391,6 +391,9 @@ def measure_baseline(services: Services, questions: Sequence[Question], answerab
     print(f"  {'convener search(mode=lexical)':<44}{1000 / c:>11,.0f}{c:>10.2f}")
     print(f"  {'svc/bm25s (time per query)':<44}{c / b:>11.1f}")
     print(f"  {'ratio convener/bm25s (queries/s)':<44}{b / c:>11.2f}")
+    size = services.knowledge.lexicon.size
+    print(f"  convener's in-memory index: {size.chunks:,} chunks, {size.terms:,} terms, {size.postings:,} postings, "
+          f"{size.array_bytes / MB:.1f} MB of arrays")
 
 
 # ------------------------------------------------------------------------------------------ answers

@@ -69,6 +69,15 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class IndexSize:
+    chunks: int
+    terms: int
+    postings: int
+    array_bytes: int
+    """The arrays alone; each term adds ~250 bytes of Python objects (its key and two array headers)."""
+
+
+@dataclass(frozen=True)
 class _Postings:
     ordinals: npt.NDArray[np.int32]
     """Ascending."""
@@ -124,6 +133,16 @@ class LexicalIndex:
     def indexed_chunks(self) -> int:
         snapshot = self._snapshot
         return 0 if snapshot is None else len(snapshot.row_ids)
+
+    @property
+    def size(self) -> IndexSize:
+        snapshot = self._snapshot
+        if snapshot is None:
+            return IndexSize(0, 0, 0, 0)
+        postings = sum(len(p.ordinals) for p in snapshot.postings.values())
+        arrays = snapshot.row_ids.nbytes + snapshot.doc_ids.nbytes + sum(
+            p.ordinals.nbytes + p.weights.nbytes for p in snapshot.postings.values())
+        return IndexSize(len(snapshot.row_ids), len(snapshot.postings), postings, arrays)
 
     def search(self, connection: Connection, terms: Sequence[str], condition: ColumnElement[bool] | None,
                limit: int, after: tuple[float, int] | None = None) -> list[Hit] | None:

@@ -8,7 +8,8 @@ and delete is decided by scopes at the tool layer, and which folders the ingest 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,8 @@ class KnowledgeService:
         condition = compile_filter(filter_text, FILTER_FIELDS)
         request = {"method": "search_documents", "query": query, "filter": filter_text or "", "mode": mode}
         position = self.tokens.position(page_token, query=request, caller=caller.principal) if page_token else None
-        with self.database.reading() as connection:
+        lexical_only = mode == "lexical" or (mode == "auto" and self.vectors is None)
+        with (self._statements() if lexical_only else self.database.reading()) as connection:
             mode = self._mode(connection, mode)
             if position is not None and len(position) != (3 if mode == "lexical" else 2):
                 # Issued while the index ranked the other way (vectors were added or removed since).
@@ -110,6 +112,21 @@ class KnowledgeService:
         token = self.tokens.issue(query=request, caller=caller.principal, position=next_position) \
             if next_position else None
         return SearchPage(results, token)
+
+    @contextmanager
+    def _statements(self) -> Iterator[Connection]:
+        """For a lexical search: on PostgreSQL a connection without a transaction, each statement its own
+        snapshot. The in-memory index scores without the database, so the search is one statement (the page's
+        rows), and BEGIN, SET TRANSACTION and COMMIT would be three more round trips. (The engine's search, when
+        it stands in, counts its words' chunks and scores them in two statements: a write between them shifts
+        an IDF a little, never the results' validity.) On SQLite, where a transaction costs no round trip and
+        begins read-only only through ``reading``, ``reading``."""
+        if self.database.dialect != "postgresql":
+            with self.database.reading() as connection:
+                yield connection
+            return
+        with self.database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            yield connection
 
     def _mode(self, connection: Connection, mode: str) -> str:
         if mode not in ("auto", "lexical", "semantic", "fused"):

@@ -17,8 +17,9 @@ weight, computed once; a query adds its terms' postings into one float array and
   may miss another process's ingest for at most that long (``STALENESS_SECONDS`` by default). A changed
   generation rebuilds the index from the store in the search's own snapshot.
 * Memory is bounded by ``max_chunks``: above it, no index is built and searches use the engine, with the
-  reason logged once per generation. About 12 bytes per (term, chunk) pair: a 100,000-chunk corpus of
-  ~100 distinct terms per chunk is ~120 MB.
+  reason logged once per generation. About 12 bytes per (term, chunk) pair and ~250 per term: Git's manual
+  (4,255 chunks, 312,000 pairs, 7,400 terms) takes ~6 MB; the 250,000-chunk cap, at ~75 pairs a chunk,
+  ~250 MB (a rebuild briefly needs a few times that, as Python lists, while it reads the tokens).
 
 ``search`` returns None whenever the engine must answer instead: the index is over its cap, or being
 rebuilt by another thread. A query word the engine cuts in several tokens (``user's``) costs one engine
@@ -53,7 +54,7 @@ HEADING_WEIGHT = 2.0
 """FTS5's ``bm25`` defaults and the weights the engine path gives headings (``retrieval.HEADING_WEIGHT``)."""
 MIN_IDF = 1e-6
 """FTS5's floor for a term in more than half the chunks, whose BM25 IDF would be negative."""
-MAX_CHUNKS = 1_000_000
+MAX_CHUNKS = 250_000
 STALENESS_SECONDS = 1.0
 TOKEN_CACHE_WORDS = 65_536
 SQLITE_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -119,6 +120,8 @@ class LexicalIndex:
         self._too_large: int | None = None
         """The generation found over the cap: no index for it, the engine answers."""
         self._checked_at = -math.inf
+        self._invalidations = 0
+        """Counts ``invalidate`` calls: a search that read the generation before one must not mark it checked."""
         self._state = threading.Lock()
         self._building = threading.Lock()
         self._tokens: OrderedDict[str, Tokens] = OrderedDict()
@@ -128,6 +131,7 @@ class LexicalIndex:
         """This process changed the chunks: the next search reads the generation whatever the interval."""
         with self._state:
             self._checked_at = -math.inf
+            self._invalidations += 1
 
     @property
     def indexed_chunks(self) -> int:
@@ -208,16 +212,15 @@ class LexicalIndex:
         now = time.monotonic()
         with self._state:
             snapshot, due = self._snapshot, now - self._checked_at >= self.check_interval
+            invalidations = self._invalidations
         if not due:
             return snapshot
         generation = read_generation(connection)
         if snapshot is not None and snapshot.generation == generation:
-            with self._state:
-                self._checked_at = now
+            self._checked(now, invalidations)
             return snapshot
         if self._too_large == generation:
-            with self._state:
-                self._checked_at = now
+            self._checked(now, invalidations)
             return None
         if not self._building.acquire(blocking=False):
             return None  # another thread is rebuilding: the engine answers meanwhile rather than wait
@@ -226,8 +229,15 @@ class LexicalIndex:
         finally:
             self._building.release()
         with self._state:
-            self._snapshot, self._checked_at = built, now
+            self._snapshot = built
+        self._checked(now, invalidations)
         return built
+
+    def _checked(self, now: float, invalidations: int) -> None:
+        """The generation read at ``now`` is current, unless this process changed the chunks since."""
+        with self._state:
+            if self._invalidations == invalidations:
+                self._checked_at = now
 
     def _build(self, connection: Connection, generation: int) -> _Snapshot | None:
         count = int(connection.scalar(select(func.count()).select_from(chunks)) or 0)

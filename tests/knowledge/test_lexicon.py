@@ -14,7 +14,7 @@ from convener.auth.caller import LOCAL_USER
 from convener.config import Settings
 from convener.knowledge import retrieval
 from convener.knowledge.ingest import IngestPlan
-from convener.knowledge.lexicon import LexicalIndex, read_generation
+from convener.knowledge.lexicon import Connect, LexicalIndex, read_generation
 from convener.knowledge.service import KnowledgeService
 from convener.knowledge.text import query_terms
 from convener.services import Services
@@ -162,7 +162,7 @@ def test_over_its_cap_the_index_steps_aside_for_the_engine(services: Services, d
     assert knowledge.lexicon.indexed_chunks == 0
     assert sum("exceed the in-memory index's cap of 2" in record.getMessage() for record in caplog.records) == 1
     with knowledge.database.reading() as connection:
-        assert knowledge.lexicon.search(connection, ["quota"], None, 10) is None
+        assert knowledge.lexicon.search(Connect.given(connection), ["quota"], None, 10) is None
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -113,9 +113,13 @@ class Ingestor:
         now = Timestamp.now().to_micros()
         with self.database.transaction() as connection:
             self._claim_data_source(connection, plan, now)
+            # A data source created or changed: the search index holds what it knows of data sources under the
+            # generation, so it moves with them, as with chunks.
+            bump_generation(connection)
             known = {row.source_path: (row.doc_id, row.content_hash) for row in connection.execute(
                 select(documents.c.source_path, documents.c.doc_id, documents.c.content_hash)
                 .where(documents.c.data_source == plan.data_source))}
+        self.on_change()
         seen: set[str] = set()
         finished = True
         for entry in read_source(plan.location):

@@ -16,10 +16,24 @@ weight, computed once; a query adds its terms' postings into one float array and
   when a search reads the generation, which it does at most every ``check_interval`` seconds, so a search
   may miss another process's ingest for at most that long (``STALENESS_SECONDS`` by default). A changed
   generation rebuilds the index from the store in the search's own snapshot.
-* Memory is bounded by ``max_chunks``: above it, no index is built and searches use the engine, with the
-  reason logged once per generation. About 12 bytes per (term, chunk) pair and ~250 per term: Git's manual
+* Stored fields: the index also keeps what a search's response carries for each chunk (its content and ID,
+  its document's name, URI, data source, title, description and update time as a ``Document`` validated once,
+  at build), read in the same build, so a search returns its page without fetching rows: it is the index's
+  document store (Lucene's stored fields), under the same generation, not a cache of results.
+* Filters are evaluated on every search over the documents' metadata the index holds (see
+  ``_DocumentFilter``): an in-memory SQLite table evaluates the same compiled condition the engine would, so
+  a filter needs no round trip either; a filter's allowed documents are kept per generation.
+* So a search with a warm index touches the database only to check the generation (at most every
+  ``check_interval``), for query words never seen before (PostgreSQL tokenizes them) and for a word the
+  engine cuts in several tokens, once per generation (SQLite).
+* Memory is bounded by ``max_chunks`` and ``max_stored_bytes`` (the UTF-8 bytes of the chunks' stored
+  content): above either, no index is built and searches use the engine, with the reason logged once per
+  generation. About 12 bytes per (term, chunk) pair and ~250 per term: Git's manual
   (4,255 chunks, 312,000 pairs, 7,400 terms) takes ~6 MB; the 250,000-chunk cap, at ~75 pairs a chunk,
-  ~250 MB (a rebuild briefly needs a few times that, as Python lists, while it reads the tokens).
+  ~250 MB (a rebuild briefly needs a few times that, as Python lists, while it reads the tokens). Stored
+  fields add their text (about its UTF-8 size for mostly-ASCII text, up to four times it for other scripts,
+  as Python strings) plus ~150 bytes a chunk and ~1 KB a document: Git's manual, ~9 MB more; the 256 MB cap
+  of stored bytes bounds them.
 
 ``search`` returns None whenever the engine must answer instead: the index is over its cap, or being
 rebuilt by another thread. A query word the engine cuts in several tokens (``user's``) costs one engine
@@ -35,15 +49,34 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import ClassVar
+from types import TracebackType
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.elements import ColumnElement
 
+from convener.api.protojson import Timestamp
+from convener.knowledge.models import Document, DocumentView
 from convener.knowledge.tables import chunks, documents, search_generation
 
 log = logging.getLogger(__name__)
@@ -55,6 +88,10 @@ HEADING_WEIGHT = 2.0
 MIN_IDF = 1e-6
 """FTS5's floor for a term in more than half the chunks, whose BM25 IDF would be negative."""
 MAX_CHUNKS = 250_000
+MAX_STORED_BYTES = 256 * 1024 * 1024
+"""The stored fields' cap: UTF-8 bytes of chunk content (``end_byte - start_byte`` summed)."""
+FILTER_CACHE = 256
+"""Filters whose allowed documents are kept per generation."""
 STALENESS_SECONDS = 1.0
 TOKEN_CACHE_WORDS = 65_536
 SQLITE_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -63,10 +100,54 @@ SQLITE_TOKENIZER = "porter unicode61 remove_diacritics 2"
 Tokens = tuple[str, ...]
 
 
-@dataclass(frozen=True)
+class Connect:
+    """A search's connection, opened the first time the search must ask the database (with a warm index, most
+    searches never do): on PostgreSQL a search then costs no pool checkout and no round trip."""
+
+    def __init__(self, dialect: str, opener: Callable[[], AbstractContextManager[Connection]]) -> None:
+        self.dialect = dialect
+        self._opener = opener
+        self._stack = ExitStack()
+        self._connection: Connection | None = None
+
+    @classmethod
+    def given(cls, connection: Connection) -> Connect:
+        """An already open connection (of a caller's transaction)."""
+        return cls(connection.dialect.name, lambda: nullcontext(connection))
+
+    @property
+    def opened(self) -> bool:
+        return self._connection is not None
+
+    def __call__(self) -> Connection:
+        if self._connection is None:
+            self._connection = self._stack.enter_context(self._opener())
+        return self._connection
+
+    def __enter__(self) -> Connect:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+                 ) -> bool | None:
+        return self._stack.__exit__(kind, error, trace)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    doc_id: int
+    basic: Document
+    """As a search response shows it (``DOCUMENT_VIEW_BASIC``), validated when indexed: copy before handing out."""
+    content_length_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     row_id: int
     score: float
+    chunk_id: str
+    """The chunk's index in its document, as the response's ``id``."""
+    content: str
+    document: StoredDocument
 
 
 @dataclass(frozen=True)
@@ -76,6 +157,8 @@ class IndexSize:
     postings: int
     array_bytes: int
     """The arrays alone; each term adds ~250 bytes of Python objects (its key and two array headers)."""
+    stored_bytes: int
+    """UTF-8 bytes of the stored chunk contents."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +178,24 @@ class _Snapshot:
     """Ascending, so an ordinal's order is the row ID's order (the engine's tie break)."""
     doc_ids: npt.NDArray[np.int64]
     postings: dict[str, _Postings]
+    stored: _Stored
     phrases: dict[str, _Postings | None] = field(default_factory=dict)
     """Words of several tokens (see ``LexicalIndex._phrase``), looked up as queries bring them."""
+    filters: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    """A filter's text -> the IDs of the documents it allows (ascending), evaluated over ``stored.documents``."""
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """The stored fields, by ordinal (the chunk's place in ``_Snapshot.row_ids``)."""
+
+    chunk_ids: list[str]
+    contents: list[str]
+    documents: list[StoredDocument]
+    """By chunk ordinal; a document's object is shared by its chunks."""
+    metadata: list[dict[str, Any]]
+    """One per document: the filterable columns, as the in-memory filter table holds them."""
+    content_bytes: int
 
 
 _Postings.NONE = _Postings(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64))
@@ -113,8 +212,10 @@ def read_generation(connection: Connection) -> int:
 
 
 class LexicalIndex:
-    def __init__(self, max_chunks: int = MAX_CHUNKS, check_interval: float = STALENESS_SECONDS) -> None:
+    def __init__(self, max_chunks: int = MAX_CHUNKS, check_interval: float = STALENESS_SECONDS,
+                 max_stored_bytes: int = MAX_STORED_BYTES) -> None:
         self.max_chunks = max_chunks
+        self.max_stored_bytes = max_stored_bytes
         self.check_interval = check_interval
         self._snapshot: _Snapshot | None = None
         self._too_large: int | None = None
@@ -126,6 +227,7 @@ class LexicalIndex:
         self._building = threading.Lock()
         self._tokens: OrderedDict[str, Tokens] = OrderedDict()
         self._tokenizer: sqlite3.Connection | None = None
+        self._filter = _DocumentFilter()
 
     def invalidate(self) -> None:
         """This process changed the chunks: the next search reads the generation whatever the interval."""
@@ -142,36 +244,58 @@ class LexicalIndex:
     def size(self) -> IndexSize:
         snapshot = self._snapshot
         if snapshot is None:
-            return IndexSize(0, 0, 0, 0)
+            return IndexSize(0, 0, 0, 0, 0)
         postings = sum(len(p.ordinals) for p in snapshot.postings.values())
         arrays = snapshot.row_ids.nbytes + snapshot.doc_ids.nbytes + sum(
             p.ordinals.nbytes + p.weights.nbytes for p in snapshot.postings.values())
-        return IndexSize(len(snapshot.row_ids), len(snapshot.postings), postings, arrays)
+        return IndexSize(len(snapshot.row_ids), len(snapshot.postings), postings, arrays,
+                         snapshot.stored.content_bytes)
 
-    def search(self, connection: Connection, terms: Sequence[str], condition: ColumnElement[bool] | None,
-               limit: int, after: tuple[float, int] | None = None) -> list[Hit] | None:
-        """Chunks with any of ``terms``, best first, after the keyset position ``after``; None: ask the engine."""
-        snapshot = self._current(connection)
+    def search(self, connect: Connect, terms: Sequence[str], condition: ColumnElement[bool] | None,
+               limit: int, after: tuple[float, int] | None = None, filter_text: str | None = None
+               ) -> list[Hit] | None:
+        """Chunks with any of ``terms``, best first, after the keyset position ``after``, with their stored
+        fields; None: ask the engine. ``condition`` is the compiled ``filter_text`` (the text keys the
+        filter's allowed documents for the generation; without it the condition is evaluated afresh)."""
+        snapshot = self._current(connect)
         if snapshot is None:
             return None
         scores = np.zeros(len(snapshot.row_ids), dtype=np.float64)
-        for term, tokens in zip(terms, self._query_tokens(connection, terms), strict=True):
+        for term, tokens in zip(terms, self._query_tokens(connect, terms), strict=True):
             postings = snapshot.postings.get(tokens[0]) if len(tokens) == 1 else (
-                self._phrase(connection, snapshot, term, tokens) if tokens else None)
+                self._phrase(connect, snapshot, term, tokens) if tokens else None)
             if postings is not None:
                 scores[postings.ordinals] += postings.weights  # ordinals are distinct within a term
         candidates = np.flatnonzero(scores)
         if condition is not None and len(candidates):
-            allowed = connection.execute(select(documents.c.doc_id).where(condition)).scalars().all()
-            keep = np.isin(snapshot.doc_ids[candidates], np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-            candidates = candidates[keep]
+            allowed = self._allowed(snapshot, condition, filter_text, connect)
+            candidates = candidates[np.isin(snapshot.doc_ids[candidates], allowed, assume_unique=False)]
         if after is not None and len(candidates):
             score, row_id = after
             values = scores[candidates]
             candidates = candidates[(values < score) | ((values == score) & (snapshot.row_ids[candidates] > row_id))]
-        return _top(candidates, scores, snapshot.row_ids, limit)
+        stored = snapshot.stored
+        return [Hit(int(snapshot.row_ids[ordinal]), score, stored.chunk_ids[ordinal], stored.contents[ordinal],
+                    stored.documents[ordinal])
+                for ordinal, score in _top(candidates, scores, limit)]
 
-    def _phrase(self, connection: Connection, snapshot: _Snapshot, term: str, tokens: Tokens) -> _Postings | None:
+    def _allowed(self, snapshot: _Snapshot, condition: ColumnElement[bool], filter_text: str | None,
+                 connect: Connect) -> npt.NDArray[np.int64]:
+        """The IDs of the documents ``condition`` allows, from the index's own metadata, kept per filter text."""
+        if filter_text is not None:
+            with self._state:
+                known = snapshot.filters.get(filter_text)
+            if known is not None:
+                return known
+        allowed = self._filter.allowed(snapshot, condition, case_sensitive_like=connect.dialect != "sqlite")
+        if filter_text is not None:
+            with self._state:
+                if len(snapshot.filters) >= FILTER_CACHE:
+                    snapshot.filters.clear()
+                snapshot.filters[filter_text] = allowed
+        return allowed
+
+    def _phrase(self, connect: Connect, snapshot: _Snapshot, term: str, tokens: Tokens) -> _Postings | None:
         """A word the engine cuts in several tokens (``i'm``, ``user's``). FTS5 matches it as a phrase, which
         needs positions the postings do not hold: the engine scores the phrase alone once per generation (its
         ``bm25`` for a one-phrase query is exactly the phrase's posting weight). PostgreSQL's
@@ -179,7 +303,7 @@ class LexicalIndex:
         with self._state:
             if snapshot.phrases.get(term, _Postings.NONE) is not _Postings.NONE:
                 return snapshot.phrases[term]
-        if connection.dialect.name == "postgresql":
+        if connect.dialect == "postgresql":
             parts = [snapshot.postings.get(token) for token in tokens]
             found: _Postings | None = None
             if all(part is not None for part in parts):
@@ -191,7 +315,7 @@ class LexicalIndex:
                 found = _Postings(ordinals.astype(np.int32), weights)
         else:
             phrase = '"' + term.replace('"', '""') + '"'
-            rows = connection.exec_driver_sql(
+            rows = connect().exec_driver_sql(
                 f"SELECT rowid, -bm25(knowledge_chunks_fts, {HEADING_WEIGHT}, 1.0) FROM knowledge_chunks_fts"
                 " WHERE knowledge_chunks_fts MATCH ? ORDER BY rowid", (phrase,)).all()
             row_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
@@ -208,13 +332,14 @@ class LexicalIndex:
 
     # -- freshness -----------------------------------------------------------------------------------
 
-    def _current(self, connection: Connection) -> _Snapshot | None:
+    def _current(self, connect: Connect) -> _Snapshot | None:
         now = time.monotonic()
         with self._state:
             snapshot, due = self._snapshot, now - self._checked_at >= self.check_interval
             invalidations = self._invalidations
         if not due:
             return snapshot
+        connection = connect()
         generation = read_generation(connection)
         if snapshot is not None and snapshot.generation == generation:
             self._checked(now, invalidations)
@@ -240,18 +365,26 @@ class LexicalIndex:
                 self._checked_at = now
 
     def _build(self, connection: Connection, generation: int) -> _Snapshot | None:
-        count = int(connection.scalar(select(func.count()).select_from(chunks)) or 0)
-        if count > self.max_chunks:
+        count, content_bytes = connection.execute(select(
+            func.count(), func.coalesce(func.sum(chunks.c.end_byte - chunks.c.start_byte), 0))).one()
+        if count > self.max_chunks or content_bytes > self.max_stored_bytes:
             if self._too_large != generation:
-                log.warning("knowledge search: %d chunks exceed the in-memory index's cap of %d; the database's "
-                            "full-text search answers instead", count, self.max_chunks)
+                log.warning("knowledge search: %d chunks (%d bytes of content) exceed the in-memory index's cap of "
+                            "%d chunks (%d bytes); the database's full-text search answers instead",
+                            count, content_bytes, self.max_chunks, self.max_stored_bytes)
             self._too_large = generation
             return None
         self._too_large = None
         started = time.perf_counter()
-        keys = connection.execute(select(chunks.c.row_id, chunks.c.doc_id).order_by(chunks.c.row_id)).all()
-        row_ids = np.fromiter((row.row_id for row in keys), dtype=np.int64, count=len(keys))
-        doc_ids = np.fromiter((row.doc_id for row in keys), dtype=np.int64, count=len(keys))
+        # The keys and the stored fields in one statement, so one snapshot (on PostgreSQL each statement of a
+        # search's connection is its own): a write after it bumps the generation and rebuilds the index.
+        rows = connection.execute(
+            select(chunks.c.row_id, chunks.c.doc_id, chunks.c.chunk_index, chunks.c.content, *_DOCUMENT_FIELDS)
+            .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+            .order_by(chunks.c.row_id)).all()
+        row_ids = np.fromiter((row.row_id for row in rows), dtype=np.int64, count=len(rows))
+        doc_ids = np.fromiter((row.doc_id for row in rows), dtype=np.int64, count=len(rows))
+        stored = _store(rows)
         if connection.dialect.name == "postgresql":
             occurrences = connection.exec_driver_sql(
                 "SELECT u.lexeme, c.row_id, coalesce(cardinality(array_positions(u.weights, 'A')), 0),"
@@ -260,20 +393,20 @@ class LexicalIndex:
             occurrences = connection.exec_driver_sql(
                 "SELECT term, doc, sum(col = 'heading'), count(*) FROM knowledge_chunks_fts_instances"
                 " GROUP BY term, doc")
-        snapshot = _weigh(generation, row_ids, doc_ids, occurrences)
+        snapshot = _weigh(generation, row_ids, doc_ids, occurrences, stored)
         log.info("knowledge search: indexed %d chunks, %d terms in %.2f s", len(row_ids), len(snapshot.postings),
                  time.perf_counter() - started)
         return snapshot
 
     # -- query words ---------------------------------------------------------------------------------
 
-    def _query_tokens(self, connection: Connection, terms: Sequence[str]) -> list[Tokens]:
+    def _query_tokens(self, connect: Connect, terms: Sequence[str]) -> list[Tokens]:
         """Each term as the engine tokenizes it, from a per-process cache; the misses asked in one go."""
         with self._state:
             known = {term: self._tokens.get(term) for term in terms}
         missing = [term for term, tokens in known.items() if tokens is None]
         if missing:
-            found = (_postgresql_tokens(connection, missing) if connection.dialect.name == "postgresql"
+            found = (_postgresql_tokens(connect(), missing) if connect.dialect == "postgresql"
                      else self._sqlite_tokens(missing))
             with self._state:
                 for term, tokens in found.items():
@@ -305,6 +438,75 @@ class LexicalIndex:
         return {word: tuple(term for _, term in sorted(cut.get(index, []))) for index, word in enumerate(words, 1)}
 
 
+_DOCUMENT_FIELDS = (documents.c.name, documents.c.uri, documents.c.data_source, documents.c.title,
+                    documents.c.description, documents.c.update_time_us, documents.c.content_length_bytes)
+_FILTERED = ("doc_id", "name", "uri", "data_source", "title", "update_time_us", "content_length_bytes")
+"""The document columns a search filter may name (``service.FILTER_FIELDS`` and more), held for filtering."""
+
+
+def _store(rows: Sequence[Any]) -> _Stored:
+    """The stored fields of ``rows`` (chunks joined with their documents, by row ID). Each document's response
+    model is validated here, once per build, so that a search can hand out copies without validating."""
+    by_document: dict[int, StoredDocument] = {}
+    metadata: list[dict[str, Any]] = []
+    content_bytes = 0
+    placed: list[StoredDocument] = []
+    for row in rows:
+        document = by_document.get(row.doc_id)
+        if document is None:
+            basic = Document(name=row.name, uri=row.uri, data_source=row.data_source, title=row.title,
+                             description=row.description or None,
+                             update_time=Timestamp.from_micros(row.update_time_us),
+                             view=DocumentView.DOCUMENT_VIEW_BASIC)
+            document = by_document[row.doc_id] = StoredDocument(row.doc_id, basic, row.content_length_bytes)
+            metadata.append({column: getattr(row, column) for column in _FILTERED})
+        placed.append(document)
+        content_bytes += len(row.content.encode())
+    return _Stored([str(row.chunk_index) for row in rows], [row.content for row in rows], placed, metadata,
+                   content_bytes)
+
+
+class _DocumentFilter:
+    """Evaluates a search's filter over the documents the index holds, without the store: the filter is
+    compiled to a SQLAlchemy condition over ``knowledge_documents`` (``api.filtering``), which runs here on a
+    private in-memory SQLite table of the same name and the filterable columns, loaded once per generation.
+    Comparisons of integers and strings agree with either engine (strings compare by code point, as the
+    store's ``=`` and ``!=`` do); ``LIKE`` (``:`` and wildcards) is made case-sensitive when the store is
+    PostgreSQL, as PostgreSQL's is, and left ASCII-case-blind for SQLite, as the store's is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engine: Engine | None = None
+        self._loaded: tuple[_Snapshot, bool] | None = None
+        """The snapshot whose documents the table holds (a reference, so that it stays that snapshot)."""
+        self._table = Table(documents.name, MetaData(), Column("doc_id", Integer, primary_key=True),
+                            *(Column(name, Text) for name in ("name", "uri", "data_source", "title")),
+                            Column("update_time_us", BigInteger), Column("content_length_bytes", BigInteger))
+
+    def allowed(self, snapshot: _Snapshot, condition: ColumnElement[bool], case_sensitive_like: bool
+                ) -> npt.NDArray[np.int64]:
+        with self._lock:
+            engine = self._load(snapshot, case_sensitive_like)
+            with engine.connect() as connection:
+                ids = connection.execute(select(documents.c.doc_id).where(condition)).scalars().all()
+        return np.unique(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+
+    def _load(self, snapshot: _Snapshot, case_sensitive_like: bool) -> Engine:
+        if self._engine is None:
+            engine = create_engine("sqlite://", poolclass=StaticPool,
+                                   connect_args={"check_same_thread": False})
+            self._table.metadata.create_all(engine)
+            self._engine = engine
+        if self._loaded is None or self._loaded[0] is not snapshot or self._loaded[1] != case_sensitive_like:
+            with self._engine.begin() as connection:
+                connection.exec_driver_sql(f"PRAGMA case_sensitive_like = {'ON' if case_sensitive_like else 'OFF'}")
+                connection.execute(self._table.delete())
+                if snapshot.stored.metadata:
+                    connection.execute(insert(self._table), snapshot.stored.metadata)
+            self._loaded = (snapshot, case_sensitive_like)
+        return self._engine
+
+
 def _postgresql_tokens(connection: Connection, words: Sequence[str]) -> dict[str, Tokens]:
     rows = connection.exec_driver_sql(
         "SELECT w, ARRAY(SELECT u.lexeme FROM unnest(to_tsvector('english', w)) u ORDER BY u.positions[1])"
@@ -313,7 +515,7 @@ def _postgresql_tokens(connection: Connection, words: Sequence[str]) -> dict[str
 
 
 def _weigh(generation: int, row_ids: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int64],
-           occurrences: object) -> _Snapshot:
+           occurrences: object, stored: _Stored) -> _Snapshot:
     """Postings from ``(term, row, heading count, total count)`` rows, weighted as FTS5's ``bm25``: IDF times
     tf·(k1+1)/(tf + k1·(1−b+b·|D|/avgdl)), tf counting heading hits twice, |D| all tokens of the chunk."""
     term_ids: dict[str, int] = {}
@@ -349,11 +551,10 @@ def _weigh(generation: int, row_ids: npt.NDArray[np.int64], doc_ids: npt.NDArray
     postings = {names[index]: _Postings(ordinals[bounds[index]:bounds[index + 1]].copy(),
                                         weights[bounds[index]:bounds[index + 1]].copy())
                 for index in range(len(names)) if bounds[index + 1] > bounds[index]}
-    return _Snapshot(generation, row_ids, doc_ids, postings)
+    return _Snapshot(generation, row_ids, doc_ids, postings, stored)
 
 
-def _top(candidates: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], row_ids: npt.NDArray[np.int64],
-         limit: int) -> list[Hit]:
+def _top(candidates: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], limit: int) -> list[tuple[int, float]]:
     """The best ``limit`` candidates by score, then row ID (candidates ascend, as ordinals follow row IDs)."""
     if limit <= 0 or not len(candidates):
         return []
@@ -363,4 +564,4 @@ def _top(candidates: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], row_
         kept = values >= threshold  # every tie of the last place, so the row-ID order decides among them
         candidates, values = candidates[kept], values[kept]
     order = np.lexsort((candidates, -values))[:limit]
-    return [Hit(int(row_ids[candidates[i]]), float(values[i])) for i in order]
+    return [(int(candidates[i]), float(values[i])) for i in order]

@@ -25,7 +25,7 @@ from convener.auth.caller import Caller
 from convener.knowledge import retrieval
 from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
 from convener.knowledge.embeddings import Embedder
-from convener.knowledge.lexicon import LexicalIndex, bump_generation
+from convener.knowledge.lexicon import Connect, Hit, LexicalIndex, bump_generation
 from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
 from convener.knowledge.models import (
     DataSource,
@@ -87,37 +87,43 @@ class KnowledgeService:
         request = {"method": "search_documents", "query": query, "filter": filter_text or "", "mode": mode}
         position = self.tokens.position(page_token, query=request, caller=caller.principal) if page_token else None
         lexical_only = mode == "lexical" or (mode == "auto" and self.vectors is None)
-        with (self._statements() if lexical_only else self.database.reading()) as connection:
-            mode = self._mode(connection, mode)
+        opener = self._statements if lexical_only else self.database.reading
+        with Connect(self.database.dialect, opener) as connect:
+            mode = self._mode(connect, mode)
             if position is not None and len(position) != (3 if mode == "lexical" else 2):
                 # Issued while the index ranked the other way (vectors were added or removed since).
                 raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
             if mode == "lexical":
                 after = (float(position[0]), int(position[1])) if position else None  # type: ignore[arg-type]
-                ranked = self._lexical(connection, terms, condition, size + 1, after)
+                hits = self.lexicon.search(connect, terms, condition, size + 1, after, filter_text) if terms else []
+                ranked: Sequence[Hit | retrieval.Ranked] = hits if hits is not None else retrieval.lexical(
+                    connect(), terms, condition, size + 1, after)
                 top = float(position[2]) if position else (ranked[0].score if ranked else 1.0)  # type: ignore[arg-type]
-                scored = [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
-                page, more = split_page(ranked, size)
+                page, more = split_page(list(ranked), size)
                 next_position = [page[-1].score, page[-1].row_id, top] if more else None
-                scored = scored[:len(page)]
+                if hits is not None:
+                    results = [_stored_chunk(hit, _share(hit.score, top)) for hit in hits[:len(page)]]
+                else:
+                    results = self._chunks(connect(), [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in page])
             else:
+                connection = connect()
                 ranked = self._ranking(connection, mode, query, terms, condition, retrieval.FUSION_WINDOW)
                 if position:
                     score, row_id = float(position[0]), int(position[1])  # type: ignore[arg-type]
                     ranked = [r for r in ranked if (r.score, -r.row_id) < (score, -row_id)]
-                page, more = split_page(ranked, size)
-                scored = list(page)
-                next_position = [page[-1].score, page[-1].row_id] if more else None
-            results = self._chunks(connection, scored)
+                fused, more = split_page(ranked, size)
+                next_position = [fused[-1].score, fused[-1].row_id] if more else None
+                results = self._chunks(connection, fused)
         token = self.tokens.issue(query=request, caller=caller.principal, position=next_position) \
             if next_position else None
         return SearchPage(results, token)
 
     @contextmanager
     def _statements(self) -> Iterator[Connection]:
-        """For a lexical search: on PostgreSQL a connection without a transaction, each statement its own
-        snapshot. The in-memory index scores without the database, so the search is one statement (the page's
-        rows), and BEGIN, SET TRANSACTION and COMMIT would be three more round trips. (The engine's search, when
+        """For a lexical search, opened only when the search must ask the database (``lexicon.Connect``): with a
+        warm index, to check the generation at most once a second. On PostgreSQL a connection without a
+        transaction, each statement its own snapshot: BEGIN, SET TRANSACTION and COMMIT would be three more
+        round trips around a single statement. (The engine's search, when
         it stands in, counts its words' chunks and scores them in two statements: a write between them shifts
         an IDF a little, never the results' validity.) On SQLite, where a transaction costs no round trip and
         begins read-only only through ``reading``, ``reading``."""
@@ -128,10 +134,12 @@ class KnowledgeService:
         with self.database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             yield connection
 
-    def _mode(self, connection: Connection, mode: str) -> str:
+    def _mode(self, connect: Connect, mode: str) -> str:
         if mode not in ("auto", "lexical", "semantic", "fused"):
             raise InvalidArgument(f"unknown search mode {mode}")
-        has_vectors = self.vectors is not None and self.vectors.has_vectors(connection)
+        if mode == "lexical":
+            return mode
+        has_vectors = self.vectors is not None and self.vectors.has_vectors(connect())
         if mode == "auto":
             return "fused" if has_vectors else "lexical"
         if mode != "lexical" and not has_vectors:
@@ -155,7 +163,7 @@ class KnowledgeService:
         """The in-memory index's ranking, or the engine's when the index cannot answer (see ``lexicon``)."""
         if not terms:
             return []
-        hits = self.lexicon.search(connection, terms, condition, limit, after)
+        hits = self.lexicon.search(Connect.given(connection), terms, condition, limit, after)
         if hits is None:
             return retrieval.lexical(connection, terms, condition, limit, after)
         return [retrieval.Ranked(hit.row_id, hit.score) for hit in hits]
@@ -195,7 +203,7 @@ class KnowledgeService:
     def answer(self, query: str) -> Answer:
         terms = _check_query(query)
         with self.database.reading() as connection:
-            mode = self._mode(connection, "auto")
+            mode = self._mode(Connect.given(connection), "auto")
             ranked = self._ranking(connection, mode, query, terms, None, retrieval.FUSION_WINDOW)[:ANSWER_PASSAGES]
             passages = self._passages(connection, ranked)
         provider = self.provider()
@@ -289,6 +297,13 @@ def _chunk_rows(count: int) -> Select[Any]:
     return (select(chunks.c.row_id, chunks.c.chunk_index, chunks.c.content, *_basic_columns())
             .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
             .where(chunks.c.row_id.in_([bindparam(f"row_{index}") for index in range(count)])))
+
+
+def _stored_chunk(hit: Hit, score: float) -> DocumentChunk:
+    """A chunk of the response from the index's stored fields, without validation: the document was validated
+    when indexed (a copy, so that no response shares the index's object), the rest are a str and a float."""
+    return DocumentChunk.model_construct(parent=hit.document.basic.name, id=hit.chunk_id, content=hit.content,
+                                         document=hit.document.basic.model_copy(), relevance_score=round(score, 6))
 
 
 def _document(row: Any, view: DocumentView) -> Document:

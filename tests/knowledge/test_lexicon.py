@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from convener.api.errors import InvalidArgument
 from convener.auth.caller import LOCAL_USER
@@ -15,7 +16,8 @@ from convener.config import Settings
 from convener.knowledge import retrieval
 from convener.knowledge.ingest import IngestPlan
 from convener.knowledge.lexicon import Connect, LexicalIndex, read_generation
-from convener.knowledge.service import KnowledgeService
+from convener.knowledge.models import SearchDocumentsResponse
+from convener.knowledge.service import KnowledgeService, _stored_chunk
 from convener.knowledge.text import query_terms
 from convener.services import Services
 from convener.store.database import Database
@@ -202,3 +204,109 @@ def test_upgrading_a_store_of_0008_keeps_its_chunks_searchable(backend: str, tmp
                 services.close()
         finally:
             database.dispose()
+
+
+def _fresh_index(knowledge: KnowledgeService, **options: float) -> LexicalIndex:
+    """A lexicon with other options, wired to the ingests of this service as the service's own is."""
+    knowledge.lexicon = LexicalIndex(**options)  # type: ignore[arg-type]
+    knowledge.ingestor.on_change = knowledge.lexicon.invalidate
+    return knowledge.lexicon
+
+
+def _other_source(knowledge: KnowledgeService, roots: Path) -> None:
+    other = roots / "other"
+    other.mkdir(parents=True, exist_ok=True)
+    (other / "quill.md").write_text("# Quill elsewhere\n\nQuill backup notes from another source.\n")
+    knowledge.ingest(IngestPlan.make(other, "https://other.example/"))
+
+
+def test_a_warm_search_touches_no_connection(services: Services, docs: Path) -> None:
+    knowledge = services.knowledge
+    _fresh_index(knowledge, check_interval=3600.0)
+    knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+    checkouts: list[object] = []
+    event.listen(services.database.engine, "checkout", lambda *args: checkouts.append(args))
+    filtered = 'data_source = "docs.quill.example" AND NOT uri : "faq"'
+    first = [_search(knowledge, "quill backup install"), _search(knowledge, "quota", filter_text=filtered)]
+    assert checkouts  # the index was built, the words tokenized
+    checkouts.clear()
+    again = [_search(knowledge, "quill backup install"), _search(knowledge, "quota", filter_text=filtered),
+             _search(knowledge, "install quota", filter_text='uri = "https://nowhere.example/*"')]
+    assert checkouts == []
+    assert again[:2] == first and again[2] == ([], None)
+    knowledge.delete_documents([name_of("admin/configuration.html")], None)
+    assert _search(knowledge, "quota", filter_text=filtered)[0] == []  # an in-process write is seen at once
+
+
+def test_stored_fields_are_the_store_rows(services: Services, docs: Path) -> None:
+    """A page from the index's stored fields is, field for field, what fetching its rows builds."""
+    knowledge = services.knowledge
+    knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+    for query in QUERIES:
+        with knowledge.database.reading() as connection:
+            hits = knowledge.lexicon.search(Connect.given(connection), query_terms(query), None, 20)
+            assert hits is not None
+            fetched = knowledge._chunks(connection, [retrieval.Ranked(hit.row_id, hit.score) for hit in hits])
+        stored = [_stored_chunk(hit, hit.score) for hit in hits]
+        assert [chunk.to_json() for chunk in stored] == [chunk.to_json() for chunk in fetched], query
+    page = knowledge.search("storage quota", 3, None, None, LOCAL_USER, mode="lexical")
+    response = SearchDocumentsResponse.model_validate(
+        SearchDocumentsResponse(results=page.results, next_page_token=page.next_page_token).to_json())
+    assert response.results and response.results[0].document and response.results[0].document.title
+
+
+def test_filters_in_memory_agree_with_the_engine(services: Services, docs: Path, tmp_path: Path) -> None:
+    knowledge = services.knowledge
+    knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+    _other_source(knowledge, tmp_path / "roots")
+    engine = KnowledgeService(knowledge.database, knowledge.tokens, gate=knowledge.gate)
+    engine.lexicon = LexicalIndex(max_chunks=0)
+    everything = "quill server backup install quota certificate"
+    for filter_text in ['data_source = "other.example"', 'data_source != "other.example"', 'uri : "QUILL"',
+                        'uri : "quill"', 'uri = "https://docs.quill.example/admin/*"', 'content_length_bytes > 300',
+                        'update_time > "2000-01-01T00:00:00Z"', 'update_time < "2000-01-01T00:00:00Z"',
+                        'NOT (data_source = "other.example" OR uri : "faq")', 'uri = "*.rst"']:
+        mine = {parent for parent, _ in _search(knowledge, everything, size=100, filter_text=filter_text)[0]}
+        theirs = {parent for parent, _ in _search(engine, everything, size=100, filter_text=filter_text)[0]}
+        assert engine.lexicon.indexed_chunks == 0
+        assert mine == theirs, filter_text
+    # LIKE is case-sensitive on both engines (the store makes SQLite's so).
+    assert _search(knowledge, everything, filter_text='uri : "QUILL"')[0] == []
+    assert _search(knowledge, everything, filter_text='uri : "quill"')[0]
+
+
+def test_a_deleted_data_source_is_gone_at_once_and_in_other_processes_within_the_bound(
+        settings: Settings, docs: Path, tmp_path: Path) -> None:
+    first, second = Services.open(settings), Services.open(settings)
+    only_other = 'data_source = "other.example"'
+    try:
+        _fresh_index(first.knowledge, check_interval=0.3)
+        first.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+        assert _search(first.knowledge, "quill backup", filter_text=only_other)[0] == []  # filter kept: no documents
+        _other_source(second.knowledge, tmp_path / "roots")  # a new data source, from another process
+        time.sleep(0.4)
+        assert [p for p, _ in _search(first.knowledge, "quill backup", filter_text=only_other)[0]] == [
+            "documents/other.example/quill.md"]
+        second.knowledge.delete_documents(None, "other.example")
+        time.sleep(0.4)
+        assert _search(first.knowledge, "quill backup", filter_text=only_other)[0] == []
+        assert _search(first.knowledge, "elsewhere")[0] == []
+        _other_source(first.knowledge, tmp_path / "roots")
+        assert _search(first.knowledge, "elsewhere", filter_text=only_other)[0]
+        first.knowledge.delete_documents(None, "other.example")  # this process: at once, no wait
+        assert _search(first.knowledge, "elsewhere", filter_text=only_other)[0] == []
+        assert _search(first.knowledge, "elsewhere")[0] == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_over_its_stored_bytes_cap_the_index_steps_aside(services: Services, docs: Path) -> None:
+    knowledge = services.knowledge
+    _fresh_index(knowledge, max_stored_bytes=100)
+    knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+    assert _search(knowledge, "storage quota")[0][0][0] == name_of("admin/configuration.html")
+    assert knowledge.lexicon.indexed_chunks == 0
+    _fresh_index(knowledge)
+    assert _search(knowledge, "storage quota")[0][0][0] == name_of("admin/configuration.html")
+    assert knowledge.lexicon.size.stored_bytes > 100 and knowledge.lexicon.indexed_chunks > 0

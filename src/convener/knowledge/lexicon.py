@@ -287,7 +287,7 @@ class LexicalIndex:
                 known = snapshot.filters.get(filter_text)
             if known is not None:
                 return known
-        allowed = self._filter.allowed(snapshot, condition, case_sensitive_like=connect.dialect != "sqlite")
+        allowed = self._filter.allowed(snapshot, condition)
         if filter_text is not None:
             with self._state:
                 if len(snapshot.filters) >= FILTER_CACHE:
@@ -471,39 +471,39 @@ class _DocumentFilter:
     compiled to a SQLAlchemy condition over ``knowledge_documents`` (``api.filtering``), which runs here on a
     private in-memory SQLite table of the same name and the filterable columns, loaded once per generation.
     Comparisons of integers and strings agree with either engine (strings compare by code point, as the
-    store's ``=`` and ``!=`` do); ``LIKE`` (``:`` and wildcards) is made case-sensitive when the store is
-    PostgreSQL, as PostgreSQL's is, and left ASCII-case-blind for SQLite, as the store's is."""
+    store's ``=`` and ``!=`` do); ``LIKE`` (``:`` and wildcards) is case-sensitive, as the store's is on both
+    engines (``store.database`` sets SQLite's ``case_sensitive_like``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._engine: Engine | None = None
-        self._loaded: tuple[_Snapshot, bool] | None = None
+        self._loaded: _Snapshot | None = None
         """The snapshot whose documents the table holds (a reference, so that it stays that snapshot)."""
         self._table = Table(documents.name, MetaData(), Column("doc_id", Integer, primary_key=True),
                             *(Column(name, Text) for name in ("name", "uri", "data_source", "title")),
                             Column("update_time_us", BigInteger), Column("content_length_bytes", BigInteger))
 
-    def allowed(self, snapshot: _Snapshot, condition: ColumnElement[bool], case_sensitive_like: bool
-                ) -> npt.NDArray[np.int64]:
+    def allowed(self, snapshot: _Snapshot, condition: ColumnElement[bool]) -> npt.NDArray[np.int64]:
         with self._lock:
-            engine = self._load(snapshot, case_sensitive_like)
+            engine = self._load(snapshot)
             with engine.connect() as connection:
                 ids = connection.execute(select(documents.c.doc_id).where(condition)).scalars().all()
         return np.unique(np.fromiter(ids, dtype=np.int64, count=len(ids)))
 
-    def _load(self, snapshot: _Snapshot, case_sensitive_like: bool) -> Engine:
+    def _load(self, snapshot: _Snapshot) -> Engine:
         if self._engine is None:
             engine = create_engine("sqlite://", poolclass=StaticPool,
                                    connect_args={"check_same_thread": False})
+            with engine.begin() as connection:  # StaticPool: this one connection serves every filter
+                connection.exec_driver_sql("PRAGMA case_sensitive_like=ON")
             self._table.metadata.create_all(engine)
             self._engine = engine
-        if self._loaded is None or self._loaded[0] is not snapshot or self._loaded[1] != case_sensitive_like:
+        if self._loaded is not snapshot:
             with self._engine.begin() as connection:
-                connection.exec_driver_sql(f"PRAGMA case_sensitive_like = {'ON' if case_sensitive_like else 'OFF'}")
                 connection.execute(self._table.delete())
                 if snapshot.stored.metadata:
                     connection.execute(insert(self._table), snapshot.stored.metadata)
-            self._loaded = (snapshot, case_sensitive_like)
+            self._loaded = snapshot
         return self._engine
 
 

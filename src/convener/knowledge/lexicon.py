@@ -260,13 +260,21 @@ class LexicalIndex:
         snapshot = self._current(connect)
         if snapshot is None:
             return None
-        scores = np.zeros(len(snapshot.row_ids), dtype=np.float64)
+        found: list[_Postings] = []
         for term, tokens in zip(terms, self._query_tokens(connect, terms), strict=True):
             postings = snapshot.postings.get(tokens[0]) if len(tokens) == 1 else (
                 self._phrase(connect, snapshot, term, tokens) if tokens else None)
             if postings is not None:
-                scores[postings.ordinals] += postings.weights  # ordinals are distinct within a term
-        candidates = np.flatnonzero(scores)
+                found.append(postings)
+        if not found:
+            return []
+        # One pass over the query's postings (a chunk's weights summed in the terms' order, as repeated
+        # ``scores[ordinals] += weights`` would, a few times slower); every weight is positive, so a chunk
+        # matched iff its score is, and a boolean array's nonzero is several times faster than a float one's.
+        scores = np.bincount(np.concatenate([p.ordinals for p in found]),
+                             weights=np.concatenate([p.weights for p in found]),
+                             minlength=len(snapshot.row_ids)).astype(np.float64, copy=False)
+        candidates = np.flatnonzero(scores > 0)
         if condition is not None and len(candidates):
             allowed = self._allowed(snapshot, condition, filter_text, connect)
             candidates = candidates[np.isin(snapshot.doc_ids[candidates], allowed, assume_unique=False)]

@@ -38,8 +38,9 @@ How to read the ratios: ``svc/bm25s`` is the time of one lexical search through 
 bm25s's for the same query, and ``ratio convener/bm25s`` its inverse, queries/s against queries/s (the
 issue's target is at least 1.0), both in this process and printed for each engine at the end of the run.
 bm25s scores a sparse matrix held in memory; the service scores its own in-memory BM25 index (the engine's
-tokens, see ``convener.knowledge.lexicon``), then opens a read transaction, fetches the page's chunk rows
-from the database and builds the response models and the page token, which bm25s does not do. bm25s's quality next to the lexical
+tokens and stored fields, see ``convener.knowledge.lexicon``), checks its generation against the store at
+most once a second, builds the response models and the signed page token, which bm25s does not do: the
+same ``KnowledgeService.search`` call the ``search_documents`` tool makes. bm25s's quality next to the lexical
 row tells whether the engine's ranking loses anything to a textbook BM25 over the same chunks. Medians of
 ``--repeat`` runs; nothing is asserted about timings. The PostgreSQL stores are private schemas, dropped
 at the end (the run is skipped, with a note, when the server cannot be reached).

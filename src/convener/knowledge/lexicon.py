@@ -283,9 +283,9 @@ class LexicalIndex:
             values = scores[candidates]
             candidates = candidates[(values < score) | ((values == score) & (snapshot.row_ids[candidates] > row_id))]
         stored = snapshot.stored
-        return [Hit(int(snapshot.row_ids[ordinal]), score, stored.chunk_ids[ordinal], stored.contents[ordinal],
-                    stored.documents[ordinal])
-                for ordinal, score in _top(candidates, scores, limit)]
+        ordinals, best = _top(candidates, scores, limit)
+        return [Hit(row_id, score, stored.chunk_ids[ordinal], stored.contents[ordinal], stored.documents[ordinal])
+                for ordinal, row_id, score in zip(ordinals, snapshot.row_ids[ordinals].tolist(), best)]
 
     def _allowed(self, snapshot: _Snapshot, condition: ColumnElement[bool], filter_text: str | None,
                  connect: Connect) -> npt.NDArray[np.int64]:
@@ -562,14 +562,15 @@ def _weigh(generation: int, row_ids: npt.NDArray[np.int64], doc_ids: npt.NDArray
     return _Snapshot(generation, row_ids, doc_ids, postings, stored)
 
 
-def _top(candidates: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], limit: int) -> list[tuple[int, float]]:
+def _top(candidates: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], limit: int
+         ) -> tuple[list[int], list[float]]:
     """The best ``limit`` candidates by score, then row ID (candidates ascend, as ordinals follow row IDs)."""
     if limit <= 0 or not len(candidates):
-        return []
+        return [], []
     values = scores[candidates]
     if len(candidates) > limit:
         threshold = np.partition(values, len(values) - limit)[len(values) - limit]
         kept = values >= threshold  # every tie of the last place, so the row-ID order decides among them
         candidates, values = candidates[kept], values[kept]
     order = np.lexsort((candidates, -values))[:limit]
-    return [(int(candidates[i]), float(values[i])) for i in order]
+    return candidates[order].tolist(), values[order].tolist()  # as Python numbers in one go, not one by one

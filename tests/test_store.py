@@ -28,7 +28,7 @@ EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", 
                    "ces_sessions", "ces_evaluation_runs", "ces_evaluation_results", "ces_evaluation_aggregates",
                    "operations", "jobs", "chat_users", "chat_links",
                    "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions",
-                   "knowledge_data_sources", "knowledge_documents", "knowledge_chunks",
+                   "knowledge_data_sources", "knowledge_documents", "knowledge_chunks", "knowledge_search_generation",
                    "analytics_sql_sources", "analytics_data_agents", "analytics_conversations", "analytics_messages"}
 
 
@@ -59,7 +59,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0010"
+HEAD = "0011"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(empty_database_url: str) -> None:

@@ -21,6 +21,7 @@ from convener.api.protojson import Timestamp
 from convener.knowledge.chunking import byte_offsets, chunk_markdown
 from convener.knowledge.converting import Unconvertible, convert
 from convener.knowledge.embeddings import Embedder, to_bytes
+from convener.knowledge.lexicon import bump_generation
 from convener.knowledge.models import IngestProblem, IngestSummary
 from convener.knowledge.names import (
     MAX_NAME_LENGTH,
@@ -99,9 +100,12 @@ def local_path(path: Path) -> Path:
 
 
 class Ingestor:
-    def __init__(self, database: Database, embedder: Embedder | None = None) -> None:
+    def __init__(self, database: Database, embedder: Embedder | None = None,
+                 on_change: Callable[[], None] = lambda: None) -> None:
         self.database = database
         self.embedder = embedder
+        self.on_change = on_change
+        """Called after each commit that changed chunks (the search index of this process goes stale)."""
 
     def run(self, plan: IngestPlan, progress: Progress | None = None,
             stop_requested: StopRequested | None = None) -> IngestSummary:
@@ -109,9 +113,13 @@ class Ingestor:
         now = Timestamp.now().to_micros()
         with self.database.transaction() as connection:
             self._claim_data_source(connection, plan, now)
+            # A data source created or changed: the search index holds what it knows of data sources under the
+            # generation, so it moves with them, as with chunks.
+            bump_generation(connection)
             known = {row.source_path: (row.doc_id, row.content_hash) for row in connection.execute(
                 select(documents.c.source_path, documents.c.doc_id, documents.c.content_hash)
                 .where(documents.c.data_source == plan.data_source))}
+        self.on_change()
         seen: set[str] = set()
         finished = True
         for entry in read_source(plan.location):
@@ -197,6 +205,8 @@ class Ingestor:
                      "start_byte": span[0], "end_byte": span[1],
                      "embedding": to_bytes(vectors[index]) if vectors is not None else None}
                     for index, (piece, span) in enumerate(zip(pieces, spans, strict=True))])
+            bump_generation(connection)
+        self.on_change()
         if owner is None:
             tally.added += 1
         else:
@@ -208,5 +218,7 @@ class Ingestor:
         for start in range(0, len(gone), 500):
             with self.database.transaction() as connection:
                 connection.execute(delete(documents).where(documents.c.doc_id.in_(gone[start:start + 500])))
+                bump_generation(connection)
+            self.on_change()
         return len(gone)
 

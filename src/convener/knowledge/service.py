@@ -7,12 +7,14 @@ and delete is decided by scopes at the tool layer, and which folders the ingest 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, Select, bindparam, delete, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from convener.api.errors import InvalidArgument, NotFound
@@ -23,6 +25,7 @@ from convener.auth.caller import Caller
 from convener.knowledge import retrieval
 from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
 from convener.knowledge.embeddings import Embedder
+from convener.knowledge.lexicon import Connect, Hit, LexicalIndex, bump_generation
 from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
 from convener.knowledge.models import (
     DataSource,
@@ -37,6 +40,8 @@ from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms
 from convener.llm.base import ModelProvider
 from convener.outside.gate import Gate
 from convener.store.database import Database
+
+ModelT = TypeVar("ModelT", DocumentChunk, Document)
 
 DEFAULT_PAGE_SIZE = 5
 MAX_PAGE_SIZE = 100
@@ -69,7 +74,8 @@ class KnowledgeService:
         self.vectors = retrieval.VectorIndex(embedder) if embedder is not None else None
         self.provider = provider
         self.gate = gate
-        self.ingestor = Ingestor(database, embedder)
+        self.lexicon = LexicalIndex()
+        self.ingestor = Ingestor(database, embedder, on_change=self.lexicon.invalidate)
 
     # -- search --------------------------------------------------------------------------------------
 
@@ -82,36 +88,60 @@ class KnowledgeService:
         condition = compile_filter(filter_text, FILTER_FIELDS)
         request = {"method": "search_documents", "query": query, "filter": filter_text or "", "mode": mode}
         position = self.tokens.position(page_token, query=request, caller=caller.principal) if page_token else None
-        with self.database.reading() as connection:
-            mode = self._mode(connection, mode)
+        lexical_only = mode == "lexical" or (mode == "auto" and self.vectors is None)
+        opener = self._statements if lexical_only else self.database.reading
+        with Connect(self.database.dialect, opener) as connect:
+            mode = self._mode(connect, mode)
             if position is not None and len(position) != (3 if mode == "lexical" else 2):
                 # Issued while the index ranked the other way (vectors were added or removed since).
                 raise InvalidArgument("pageToken is not valid for this request; start again without a pageToken")
             if mode == "lexical":
                 after = (float(position[0]), int(position[1])) if position else None  # type: ignore[arg-type]
-                ranked = retrieval.lexical(connection, terms, condition, size + 1, after)
+                hits = self.lexicon.search(connect, terms, condition, size + 1, after, filter_text) if terms else []
+                ranked: Sequence[Hit | retrieval.Ranked] = hits if hits is not None else retrieval.lexical(
+                    connect(), terms, condition, size + 1, after)
                 top = float(position[2]) if position else (ranked[0].score if ranked else 1.0)  # type: ignore[arg-type]
-                scored = [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
-                page, more = split_page(ranked, size)
+                page, more = split_page(list(ranked), size)
                 next_position = [page[-1].score, page[-1].row_id, top] if more else None
-                scored = scored[:len(page)]
+                if hits is not None:
+                    results = [_stored_chunk(hit, _share(hit.score, top)) for hit in hits[:len(page)]]
+                else:
+                    results = self._chunks(connect(), [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in page])
             else:
+                connection = connect()
                 ranked = self._ranking(connection, mode, query, terms, condition, retrieval.FUSION_WINDOW)
                 if position:
                     score, row_id = float(position[0]), int(position[1])  # type: ignore[arg-type]
                     ranked = [r for r in ranked if (r.score, -r.row_id) < (score, -row_id)]
-                page, more = split_page(ranked, size)
-                scored = list(page)
-                next_position = [page[-1].score, page[-1].row_id] if more else None
-            results = self._chunks(connection, scored)
+                fused, more = split_page(ranked, size)
+                next_position = [fused[-1].score, fused[-1].row_id] if more else None
+                results = self._chunks(connection, fused)
         token = self.tokens.issue(query=request, caller=caller.principal, position=next_position) \
             if next_position else None
         return SearchPage(results, token)
 
-    def _mode(self, connection: Connection, mode: str) -> str:
+    @contextmanager
+    def _statements(self) -> Iterator[Connection]:
+        """For a lexical search, opened only when the search must ask the database (``lexicon.Connect``): with a
+        warm index, to check the generation at most once a second. On PostgreSQL a connection without a
+        transaction, each statement its own snapshot: BEGIN, SET TRANSACTION and COMMIT would be three more
+        round trips around a single statement. (The engine's search, when
+        it stands in, counts its words' chunks and scores them in two statements: a write between them shifts
+        an IDF a little, never the results' validity.) On SQLite, where a transaction costs no round trip and
+        begins read-only only through ``reading``, ``reading``."""
+        if self.database.dialect != "postgresql":
+            with self.database.reading() as connection:
+                yield connection
+            return
+        with self.database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            yield connection
+
+    def _mode(self, connect: Connect, mode: str) -> str:
         if mode not in ("auto", "lexical", "semantic", "fused"):
             raise InvalidArgument(f"unknown search mode {mode}")
-        has_vectors = self.vectors is not None and self.vectors.has_vectors(connection)
+        if mode == "lexical":
+            return mode
+        has_vectors = self.vectors is not None and self.vectors.has_vectors(connect())
         if mode == "auto":
             return "fused" if has_vectors else "lexical"
         if mode != "lexical" and not has_vectors:
@@ -121,22 +151,31 @@ class KnowledgeService:
     def _ranking(self, connection: Connection, mode: str, query: str, terms: list[str],
                  condition: ColumnElement[bool] | None, depth: int) -> list[retrieval.Ranked]:
         if mode == "lexical":
-            ranked = retrieval.lexical(connection, terms, condition, depth)
+            ranked = self._lexical(connection, terms, condition, depth)
             top = ranked[0].score if ranked else 1.0
             return [retrieval.Ranked(r.row_id, _share(r.score, top)) for r in ranked]
         assert self.vectors is not None
         semantic = self.vectors.search(connection, query, condition, depth)
         if mode == "semantic":
             return [retrieval.Ranked(r.row_id, max(0.0, min(1.0, r.score))) for r in semantic]
-        return retrieval.fuse([retrieval.lexical(connection, terms, condition, depth), semantic])
+        return retrieval.fuse([self._lexical(connection, terms, condition, depth), semantic])
+
+    def _lexical(self, connection: Connection, terms: list[str], condition: ColumnElement[bool] | None, limit: int,
+                 after: tuple[float, int] | None = None) -> list[retrieval.Ranked]:
+        """The in-memory index's ranking, or the engine's when the index cannot answer (see ``lexicon``)."""
+        if not terms:
+            return []
+        hits = self.lexicon.search(Connect.given(connection), terms, condition, limit, after)
+        if hits is None:
+            return retrieval.lexical(connection, terms, condition, limit, after)
+        return [retrieval.Ranked(hit.row_id, hit.score) for hit in hits]
 
     def _chunks(self, connection: Connection, ranked: Sequence[retrieval.Ranked]) -> list[DocumentChunk]:
         if not ranked:
             return []
+        statement = _chunk_rows(len(ranked))
         rows = {row.row_id: row for row in connection.execute(
-            select(chunks.c.row_id, chunks.c.chunk_index, chunks.c.content, *_basic_columns())
-            .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
-            .where(chunks.c.row_id.in_([r.row_id for r in ranked])))}
+            statement, {f"row_{index}": r.row_id for index, r in enumerate(ranked)})}
         return [DocumentChunk(parent=rows[r.row_id].name, id=str(rows[r.row_id].chunk_index),
                               content=rows[r.row_id].content, document=_document(rows[r.row_id], DocumentView.DOCUMENT_VIEW_BASIC),
                               relevance_score=round(r.score, 6))
@@ -166,7 +205,7 @@ class KnowledgeService:
     def answer(self, query: str) -> Answer:
         terms = _check_query(query)
         with self.database.reading() as connection:
-            mode = self._mode(connection, "auto")
+            mode = self._mode(Connect.given(connection), "auto")
             ranked = self._ranking(connection, mode, query, terms, None, retrieval.FUSION_WINDOW)[:ANSWER_PASSAGES]
             passages = self._passages(connection, ranked)
         provider = self.provider()
@@ -209,13 +248,18 @@ class KnowledgeService:
                 if not connection.scalar(select(func.count()).where(data_sources.c.name == data_source)):
                     raise NotFound(f"data source {data_source} does not exist")
                 connection.execute(delete(data_sources).where(data_sources.c.name == data_source))
-                return int(count or 0)
-            assert names is not None
-            if len(names) > MAX_DELETE_NAMES:
-                raise InvalidArgument(f"names has {len(names)} entries; at most {MAX_DELETE_NAMES} per call")
-            for index, name in enumerate(names):
-                check_name(name, f"names[{index}]")
-            return int(connection.execute(delete(documents).where(documents.c.name.in_(set(names)))).rowcount or 0)
+                bump_generation(connection)
+                deleted = int(count or 0)
+            else:
+                assert names is not None
+                if len(names) > MAX_DELETE_NAMES:
+                    raise InvalidArgument(f"names has {len(names)} entries; at most {MAX_DELETE_NAMES} per call")
+                for index, name in enumerate(names):
+                    check_name(name, f"names[{index}]")
+                deleted = int(connection.execute(delete(documents).where(documents.c.name.in_(set(names)))).rowcount or 0)
+                bump_generation(connection)
+        self.lexicon.invalidate()
+        return deleted
 
     def check_readable(self, path: Path, *, remote: bool = True) -> Path:
         """The real path the ingest may read, as the gate says: for a remote caller (the ingest tool) inside
@@ -245,6 +289,46 @@ def _share(score: float, top: float) -> float:
 def _basic_columns() -> tuple[Any, ...]:
     return (documents.c.name, documents.c.uri, documents.c.data_source, documents.c.title,
             documents.c.description, documents.c.update_time_us)
+
+
+@functools.lru_cache(maxsize=MAX_PAGE_SIZE + 2)
+def _chunk_rows(count: int) -> Select[Any]:
+    """A page's ``count`` chunks with their documents (parameters ``row_0`` ...). Built once per count, with
+    one parameter per row rather than an expanding list: on every search's path, SQLAlchemy's rendering of an
+    expanding IN cost more than the query."""
+    return (select(chunks.c.row_id, chunks.c.chunk_index, chunks.c.content, *_basic_columns())
+            .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
+            .where(chunks.c.row_id.in_([bindparam(f"row_{index}") for index in range(count)])))
+
+
+def _stored_chunk(hit: Hit, score: float) -> DocumentChunk:
+    """A chunk of the response from the index's stored fields, without validation: the document was validated
+    when indexed (copied, so that no response shares the index's object), the rest are two str, a str read
+    from the store and a float."""
+    basic = hit.document.basic
+    return _constructed(DocumentChunk, {"parent": basic.name, "id": hit.chunk_id, "content": hit.content,
+                                        "document": _constructed(Document, dict(basic.__dict__)),
+                                        "relevance_score": round(score, 6)})
+
+
+
+
+def _constructed(model: type[ModelT], values: dict[str, Any]) -> ModelT:
+    """``model.model_construct(**values)`` for values that name every field, each already valid: what pydantic's
+    ``model_construct`` sets, without its per-field walk for defaults and aliases (a few times its cost, on
+    every chunk of every search). Every field is set, as a validated instance has them (unset ones are None
+    and omitted from the wire form either way). The callers name every field (``_stored_chunk`` literally, a
+    validated ``Document``'s ``__dict__`` holds them all), which the import-time check below keeps true."""
+    instance = model.__new__(model)
+    object.__setattr__(instance, "__dict__", values)
+    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
+
+
+# The fields ``_stored_chunk`` sets are all of the chunk's; were one added to the model, this fails at import.
+assert set(DocumentChunk.model_fields) == {"parent", "id", "content", "document", "relevance_score"}
 
 
 def _document(row: Any, view: DocumentView) -> Document:

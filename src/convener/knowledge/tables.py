@@ -60,4 +60,14 @@ chunks = Table(
 """``heading`` is the document title and section path (``Title › Install › Linux``); ``content`` is the
 exact slice ``[start_byte, end_byte)`` of the document's UTF-8 content; ``embedding`` float32 little-endian."""
 
-FULL_TEXT_OBJECTS = frozenset({"knowledge_chunks_fts", "search_vector", "ix_knowledge_chunks_search_vector"})
+FULL_TEXT_OBJECTS = frozenset({"knowledge_chunks_fts", "knowledge_chunks_fts_instances", "search_vector",
+                               "ix_knowledge_chunks_search_vector"})
+
+search_generation = Table(
+    "knowledge_search_generation",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("generation", BigInteger, nullable=False),
+)
+"""One row (``id`` 1) whose ``generation`` goes up in every transaction that changes chunks, so that an
+in-memory search index (``lexicon``) can tell cheaply whether the chunks changed since it was built."""

@@ -607,9 +607,14 @@ def run(backend: str, url: str, export: Path, workspace: Workspace, messages: in
     with tempfile.TemporaryDirectory() as data_dir:
         services = Services.open(Settings(data_dir=Path(data_dir), database_url=url))
         try:
+            cpu_started = time.process_time()
             seconds = import_export(services, export, messages)
+            # this process's CPU (the PostgreSQL server's is not in it): on a loaded machine, wall time
+            # moves with the neighbours, CPU time much less
+            cpu = time.process_time() - cpu_started
             print(f"  import: {messages:,} messages in {seconds:.1f} s: {messages / seconds:,.0f} "
-                  f"messages/s; import ÷ read alone {read_seconds / seconds:.2f}×")
+                  f"messages/s; import ÷ read alone {read_seconds / seconds:.2f}×; "
+                  f"this process's CPU {cpu:.1f} s ({cpu / messages * 1e6:.0f} µs a message)")
             if services.database.dialect == "postgresql":
                 settle(services)
             target = find_target(services, workspace)

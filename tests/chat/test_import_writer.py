@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from sqlalchemy import func, select
 
-from convener.chat.importing.writer import ChatImporter, ImportProgress
+from convener.chat.importing.writer import BATCH, ChatImporter, ImportProgress
 from convener.chat.records import (
     ImportedConversation,
     ImportedMessage,
@@ -156,3 +156,22 @@ def test_imported_messages_are_indexed_for_search_and_the_store_keeps_its_trigge
         searchable = connection.scalar(select(func.count()).select_from(messages).where(messages.c.search_text != ""))
     assert summary.added == summary.messages > 0
     assert indexed == searchable
+
+
+def test_a_first_import_that_gives_a_message_twice_in_different_batches_stores_it_once_as_given_last(
+        services: Services) -> None:
+    """A new conversation's batches are not checked against the store, but a message given again (an export
+    may repeat one, edited) is found among those this import wrote: updated, not inserted twice."""
+    def message(number: int, text: str) -> ImportedMessage:
+        return ImportedMessage(f"m{number}", micros(at(0)) + number, text, "slack", "someone@example.com")
+
+    given = [message(number, f"message {number}") for number in range(BATCH + 10)]
+    given.append(message(3, "message 3, edited"))
+    summary = ChatImporter(services.database).run(RecordsExport([], [
+        ImportedConversation("C1", "SPACE", "general", (), iter(given))]))
+
+    with services.database.reading() as connection:
+        stored = connection.execute(select(messages.c.body).where(messages.c.message_id == "m3")).scalars().all()
+        total = connection.scalar(select(func.count()).select_from(messages))
+    assert (summary.added, summary.updated, summary.unchanged) == (BATCH + 10, 1, 0)
+    assert stored == ["message 3, edited"] and total == BATCH + 10

@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from convener.chat.markdown import escape, has_link, mentions, plain_text, to_markdown
+from convener.chat.markdown import Converted, convert, escape, has_link, mentions, plain_text, to_markdown
 from convener.chat.records import TextFormat
 
 MD = MarkdownIt("commonmark").enable("strikethrough")
@@ -381,3 +381,33 @@ def test_slack_emoji_codes_become_emoji_outside_code() -> None:
     assert to_markdown("shipped :tada: :+1::skin-tone-2: :partyparrot: `:tada:`", "slack", NAMES) == (
         "shipped 🎉 👍🏻 :partyparrot: `:tada:`")
     assert to_markdown("12:30:45 and a:b:c", "slack", NAMES) == "12:30:45 and a:b:c"
+
+
+# ---------------------------------------------------------------- one reading for all four
+
+
+def random_words(rng: random.Random) -> str:
+    """Mostly plain chat text (what ``convert`` takes its short way for), with every character that may
+    make a line more than plain text now and then: at a line's start, in its middle, at its end."""
+    atoms = ["word", "Wort", "é", "😀", " ", " ", ",", ".", "?", "!", "'", '"', "(", ")", "/", "%", "$", "=",
+             "-", "+", "#", "|", "1", "2.", "3)", "\n", "\t", "\u00a0", "\u2028", "•", "◦", ">", "&", "&amp;",
+             "&gt;", ":", ":tada:", "*", "_", "~", "`", "[", "]", "\\", "<", "@", "@ana", "http", "https://x.test",
+             "<users/123>", "<@U012AB>", "<https://x.test|x>", "\n\n"]
+    plain = atoms[:25]
+    return "".join(rng.choice(plain if rng.random() < 0.85 else atoms) for _ in range(rng.randint(1, 30)))
+
+
+RANDOM_WORDS = [(text_format, random_words(random.Random(f"words{text_format}{seed}")))
+                for text_format in ("slack", "chat", "markdown") for seed in range(700)]
+
+
+def test_random_words_take_the_short_way_often_enough_to_test_it() -> None:
+    assert sum(to_markdown(text, fmt, NAMES) == text for fmt, text in RANDOM_WORDS) > len(RANDOM_WORDS) // 10
+
+
+@pytest.mark.parametrize(("text_format", "text"), RANDOM_WORDS + RANDOM_MARKUP)
+def test_convert_is_the_four_readings_at_once(text_format: TextFormat, text: str) -> None:
+    """``convert`` (which takes a short way for plain text) gives what each reading gives on its own."""
+    assert convert(text, text_format, NAMES) == Converted(
+        to_markdown(text, text_format, NAMES), plain_text(text, text_format, NAMES),
+        tuple(mentions(text, text_format)), has_link(text, text_format))

@@ -312,10 +312,14 @@ class _ConversationWriter:
             )
         written = MessageCounts()
         last_active = 0
+        # A conversation none of whose messages is stored yet (a first import) can only find stored the
+        # messages this transaction wrote: their IDs are kept, and a batch with none of them need not ask the
+        # store what it holds (a query of ~500 IDs per batch otherwise)
+        written_ids: set[str] | None = None if self._has_messages(space_id) else set()
         stream = iter(conversation.messages)
         while batch := list(itertools.islice(stream, BATCH)):
             rows, mentioned = zip(*(self._message_row(space_id, message) for message in batch), strict=True)
-            self._write_messages(space_id, list(rows), list(mentioned), written)
+            self._write_messages(space_id, list(rows), list(mentioned), written, written_ids)
             last_active = max([last_active, *(row["create_time_us"] for row in rows if row["listed"])])
             tick(written.total)
         if last_active:
@@ -408,10 +412,22 @@ class _ConversationWriter:
                      if (user_id := self.directory.resolve(ref)) is not None]
         return row, list(dict.fromkeys(mentioned))
 
+    def _has_messages(self, space_id: str) -> bool:
+        return self.connection.scalar(select(messages.c.row_id).where(messages.c.space_id == space_id).limit(1)) \
+            is not None
+
     def _write_messages(self, space_id: str, rows: list[dict[str, Any]], mentioned: list[list[str]],
-                        counts: MessageCounts) -> None:
-        """Upsert the rows that are new or differ from what is stored (with their mentions); count each."""
-        stored = self._stored(space_id, [row["message_id"] for row in rows])
+                        counts: MessageCounts, written_ids: set[str] | None) -> None:
+        """Upsert the rows that are new or differ from what is stored (with their mentions); count each.
+        ``written_ids``: when the conversation had no message stored before this transaction, the IDs of
+        those it wrote since (updated here); None otherwise."""
+        message_ids = [row["message_id"] for row in rows]
+        if written_ids is not None and written_ids.isdisjoint(message_ids):
+            stored: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        else:
+            stored = self._stored(space_id, message_ids)
+        if written_ids is not None:
+            written_ids.update(message_ids)
         changed_rows: list[dict[str, Any]] = []
         changed_mentions: list[list[str]] = []
         for row, users_mentioned in zip(rows, mentioned, strict=True):
@@ -441,12 +457,7 @@ class _ConversationWriter:
         vector is computed by the server as for any insert, SQLite's index by its triggers."""
         row_ids = self._new_row_ids(len(rows))
         columns = [column.name for column in messages.c]
-        json_columns = {"attachments", "reactions", "quote"}
-        records = [
-            tuple(row_id if name == "row_id" else json.dumps(row[name]) if name in json_columns else row[name]
-                  for name in columns)
-            for row_id, row in zip(row_ids, rows, strict=True)
-        ]
+        records = [_record(columns, row_id, row) for row_id, row in zip(row_ids, rows, strict=True)]
         pairs = [(row_id, user_id) for row_id, users_mentioned in zip(row_ids, mentioned, strict=True)
                  for user_id in users_mentioned]
         if self.dialect == "postgresql":
@@ -580,3 +591,18 @@ def _attachments(space_id: str, message_id: str, attachments: Iterable[ImportedA
         for index, item in enumerate(attachments)
     ]
 
+
+
+_JSON_COLUMNS = frozenset({"attachments", "reactions", "quote"})
+
+
+def _record(columns: list[str], row_id: int, row: dict[str, Any]) -> tuple[Any, ...]:
+    """A message row as the driver takes it, in ``columns``' order: its JSON columns dumped (as
+    SQLAlchemy's JSON type would), the rest as they are. A list, not a generator: this runs per message."""
+    return tuple([row_id if name == "row_id" else _json(row[name]) if name in _JSON_COLUMNS else row[name]
+                  for name in columns])
+
+
+def _json(value: Any) -> str:
+    # most messages have no attachments, reactions or quote: skip the encoder for them
+    return "null" if value is None else json.dumps(value)

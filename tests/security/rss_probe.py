@@ -10,11 +10,11 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 
 from convener.analytics.budget import Budget
+from convener.analytics.deadline import queries_running
 from convener.analytics.spill import SpillFolder
 from convener.analytics.engines import open_engine
 from convener.api.errors import ApiError
@@ -45,7 +45,7 @@ def main() -> None:
         outcome = str(error)
     elapsed = time.monotonic() - started
     settle = time.monotonic() + SETTLE_SECONDS  # the interrupted query, still stopping, holds its memory
-    while time.monotonic() < settle and any(t.name == "analytics-query" for t in threading.enumerate()):
+    while time.monotonic() < settle and queries_running():
         time.sleep(0.05)
     stopped = time.monotonic() - started
     gc.collect()

@@ -142,7 +142,7 @@ def test_reads_keep_p99_under_a_second_while_a_cli_import_writes(tmp_path: Path)
         with closing(open_export("slack", lobby)) as export:
             ChatImporter(services.database).run(export)
         _, key = ApiKeys(services.database).create("users/ana@example.com")
-        big = write_slack_export(tmp_path / "big", 100, 400, "team")
+        big = write_slack_export(tmp_path / "big", 300, 400, "team")  # 120,000 messages: longer than the load
         with serving(services) as url:
             headers = {"authorization": f"Bearer {key}", "content-type": "application/json",
                        "accept": "application/json"}

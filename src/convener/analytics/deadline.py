@@ -170,6 +170,13 @@ class _Workers:
             self._idle.append(worker)
             return True
 
+    def busy(self) -> int:
+        """How many query threads are running or still stopping a query (alive and not idle)."""
+        with self._lock:
+            idle = set(self._idle)
+        return sum(1 for thread in threading.enumerate()
+                   if isinstance(thread, _Worker) and thread.workers is self and thread not in idle)
+
     def retire(self, worker: _Worker) -> bool:
         """Whether ``worker``, idle too long, may end: not if a query was just handed to it."""
         with self._lock:
@@ -200,3 +207,8 @@ class _Worker(threading.Thread):
 
 
 _WORKERS = _Workers()
+
+
+def queries_running() -> int:
+    """How many queries are running or still stopping after an interruption, in this process."""
+    return _WORKERS.busy()

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Column,
     ColumnElement,
     Connection,
+    Row,
     Select,
     SmallInteger,
     String,
@@ -393,7 +394,7 @@ class ConversationService:
 
     @staticmethod
     def _store(connection: Connection, app_pk: int, name: ConversationName, conversation: Conversation,
-               existing: AnyRow | None, replace: bool) -> Stored:
+               existing: Row[int, int, Any] | None, replace: bool) -> Stored:
         """``store`` once the stored conversation of that name (if any) has been read."""
         # A recording without any time of its own starts when it is received; settling it again
         # against the stored start makes a re-import compare equal.

@@ -84,7 +84,7 @@ _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
 _COUNTS: dict[frozenset[str], Any] = {}
-"""Run count updates by the counts they change (a handful of combinations)."""
+"""Run count updates by the counts they change (a handful of combinations), returning the run's counts after."""
 
 
 def _count_update(columns: frozenset[str]) -> Any:
@@ -93,7 +93,7 @@ def _count_update(columns: frozenset[str]) -> Any:
         statement = _COUNTS[columns] = update(evaluation_runs).where(
             evaluation_runs.c.app_pk == bindparam("key_app_pk"), evaluation_runs.c.run_id == bindparam("key_run_id"),
         ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + bindparam(f"delta_{key}")
-                  for key in sorted(columns)})
+                  for key in sorted(columns)}).returning(*RUN_STATE)
     return statement
 
 
@@ -344,9 +344,9 @@ class RunExecutor:
                 column = "passed_count" if status == Outcome.PASS.value else "failed_count"
             if column is not None:
                 deltas[column] = deltas.get(column, 0) + 1
-        connection.execute(_count_update(frozenset(deltas)), {
-            "key_app_pk": app_pk, "key_run_id": run_id, **{f"delta_{key}": delta for key, delta in deltas.items()}})
-        run = connection.execute(_RUN_LOCKED, {"app_pk": app_pk, "run_id": run_id}).first()
+        run = connection.execute(_count_update(frozenset(deltas)), {
+            "key_app_pk": app_pk, "key_run_id": run_id, **{f"delta_{key}": delta for key, delta in deltas.items()}
+        }).first()
         if run is None:
             return False
         finished_count = run.completed_count + run.error_count + run.cancelled_count

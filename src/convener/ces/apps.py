@@ -8,7 +8,7 @@ import uuid
 import zoneinfo
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
@@ -142,6 +142,10 @@ def row_to_app(row: AnyRow) -> App:
     })
 
 
+_APP_PK = select(apps.c.id).where(apps.c.name == bindparam("name"))
+"""Built once: every session turn looks its app up."""
+
+
 class AppService:
     def __init__(self, database: Database, tokens: PageTokens) -> None:
         self.database = database
@@ -149,7 +153,7 @@ class AppService:
 
     def app_pk(self, connection: Connection, name: AppName) -> int:
         """The app's row id, or NOT_FOUND."""
-        pk = connection.scalar(select(apps.c.id).where(apps.c.name == str(name)))
+        pk = connection.scalar(_APP_PK, {"name": str(name)})
         if pk is None:
             raise NotFound(f"app {name} does not exist")
         return int(pk)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 from convener.api.names import check_id
@@ -42,6 +42,14 @@ MAX_PAGE_SIZE = 500
 MAX_DEFINITION_BYTES = DEFINITION_BYTES
 
 
+_PART_EXISTS = select(definitions.c.id).where(
+    definitions.c.app_pk == bindparam("app_pk"),
+    definitions.c.collection == bindparam("collection"),
+    definitions.c.resource_id == bindparam("resource_id"),
+)
+"""Built once: checking references runs it per reference (each evaluation result checks its evaluation's)."""
+
+
 class AppParts:
     """A read view of one app's stored parts, for checking references while a definition is written."""
 
@@ -51,13 +59,8 @@ class AppParts:
         self.app = app
 
     def exists(self, collection: str, resource_id: str) -> bool:
-        found = self.connection.scalar(
-            select(definitions.c.id).where(
-                definitions.c.app_pk == self.app_pk,
-                definitions.c.collection == collection,
-                definitions.c.resource_id == resource_id,
-            )
-        )
+        found = self.connection.scalar(_PART_EXISTS, {"app_pk": self.app_pk, "collection": collection,
+                                                      "resource_id": resource_id})
         return found is not None
 
     def bodies(self, collection: str) -> dict[str, dict[str, Any]]:

@@ -99,12 +99,16 @@ def body(connection: Connection, pk: int, header: Json) -> Json:
     return bodies(connection, {pk: header})[pk]
 
 
+_INSERT_TURNS = insert(conversation_turns)
+"""Built once: every recorded turn writes a row."""
+
+
 def write_turns(connection: Connection, pk: int, turns: Iterable[Json], first_index: int = 0) -> None:
     """Append ``turns`` to conversation ``pk``, the first one at ``first_index`` (its turn count so far)."""
     rows = [{"conversation_pk": pk, "turn_index": index, "body": turn}
             for index, turn in enumerate(turns, start=first_index)]
     if rows:
-        connection.execute(insert(conversation_turns), rows)
+        connection.execute(_INSERT_TURNS, rows)
 
 
 def turns_before(connection: Connection, pk: int, end: int, count: int) -> list[Json]:

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Column,
     ColumnElement,
     Connection,
+    Row,
     Select,
     SmallInteger,
     String,
@@ -58,6 +59,12 @@ DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 
 c = table.c
+# The lookups every recorded turn runs, built once: building and keying a statement costs more CPU than SQLite
+# takes to run it.
+_BY_NAME = and_(c.app_pk == bindparam("app_pk"), c.conversation_id == bindparam("conversation_id"))
+_STORED = select(c.id, c.start_time_us, c.body).where(_BY_NAME)
+_RECORDED = select(c.id, c.turn_count).where(_BY_NAME)
+_INSERT = insert(table).returning(c.id)
 
 
 def _names(enum: type[Enum]) -> tuple[str, ...]:
@@ -382,9 +389,13 @@ class ConversationService:
         A different conversation under the same name is ALREADY_EXISTS (recordings are immutable),
         unless the writer owns the name and asks to ``replace`` it, as the demo loader does.
         """
-        existing = connection.execute(
-            select(c.id, c.start_time_us, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
-        ).first()
+        existing = connection.execute(_STORED, {"app_pk": app_pk, "conversation_id": name.conversation}).first()
+        return self._store(connection, app_pk, name, conversation, existing, replace)
+
+    @staticmethod
+    def _store(connection: Connection, app_pk: int, name: ConversationName, conversation: Conversation,
+               existing: Row[int, int, Any] | None, replace: bool) -> Stored:
+        """``store`` once the stored conversation of that name (if any) has been read."""
         # A recording without any time of its own starts when it is received; settling it again
         # against the stored start makes a re-import compare equal.
         received = Timestamp.from_micros(existing.start_time_us) if existing else Timestamp.now()
@@ -400,10 +411,8 @@ class ConversationService:
             connection.execute(delete(conversation_turns).where(conversation_turns.c.conversation_pk == existing.id))
             conversation_bodies.write_turns(connection, existing.id, turns)
             return Stored(settled, created=False)
-        pk = connection.execute(
-            insert(table).values(app_pk=app_pk, conversation_id=name.conversation, body=header, **_columns(settled))
-            .returning(c.id)
-        ).scalar_one()
+        pk = connection.execute(_INSERT, {"app_pk": app_pk, "conversation_id": name.conversation, "body": header,
+                                          **_columns(settled)}).scalar_one()
         conversation_bodies.write_turns(connection, pk, turns)
         return Stored(settled, created=True)
 
@@ -411,11 +420,10 @@ class ConversationService:
                end_time: Timestamp | None, start: Conversation) -> None:
         """Record ``turn`` as the conversation's next turn: one turn row written and the header updated, whatever
         the number of turns before it. ``start`` is the conversation (without turns) to begin when there is none."""
-        existing = connection.execute(
-            select(c.id, c.body).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
-        ).first()
-        if existing is None:
-            self.store(connection, app_pk, name, start.model_copy(update={"turns": [turn], "end_time": end_time}))
+        existing = connection.execute(_STORED, {"app_pk": app_pk, "conversation_id": name.conversation}).first()
+        if existing is None:  # the first turn: the conversation begins (not looked up again)
+            self._store(connection, app_pk, name, start.model_copy(update={"turns": [turn], "end_time": end_time}),
+                        None, False)
             return
         before = Conversation.model_validate(existing.body)
         header, settled_turn = settle_appended(before, turn, end_time=end_time)
@@ -424,7 +432,5 @@ class ConversationService:
 
     def recorded(self, connection: Connection, app_pk: int, name: ConversationName) -> RecordedHistory | None:
         """The recorded conversation's messages so far, read when looked at; None when it is not recorded (yet)."""
-        row = connection.execute(
-            select(c.id, c.turn_count).where(c.app_pk == app_pk, c.conversation_id == name.conversation)
-        ).first()
+        row = connection.execute(_RECORDED, {"app_pk": app_pk, "conversation_id": name.conversation}).first()
         return RecordedHistory(self.database, row.id, row.turn_count) if row is not None else None

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from convener.api.errors import Aborted, ApiError, Code, FailedPrecondition, InvalidArgument
 from convener.api.protojson import Timestamp
@@ -35,6 +35,14 @@ from convener.outside.limits import RUN_SESSION_DTMF, RUN_SESSION_TEXT
 from convener.store.database import AnyRow, Database
 
 MAX_INPUTS = 100
+_SESSION = select(sessions).where(sessions.c.app_pk == bindparam("app_pk"),
+                                  sessions.c.session_id == bindparam("session_id"))
+_INSERT_SESSION = insert(sessions)
+_UPDATE_SESSION = (update(sessions)
+                   .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
+                   .values(revision=bindparam("b_next_revision"), state=bindparam("b_state"),
+                           ended=bindparam("b_ended"), update_time_us=bindparam("b_update_time_us")))
+"""Built once: every turn reads its session, and writes it."""
 
 _ERRORS: dict[str, type[ApiError]] = {cls.code.name: cls for cls in ApiError.__subclasses__()}
 
@@ -87,9 +95,7 @@ class SessionService:
         _check_input_sizes(request.inputs)
         with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
-            row = connection.execute(
-                select(sessions).where(sessions.c.app_pk == app_pk, sessions.c.session_id == name.id)
-            ).first()
+            row = connection.execute(_SESSION, {"app_pk": app_pk, "session_id": name.id}).first()
             blueprint = self._blueprint(connection, app_pk, name, config.app_version if row is None else row.app_version)
             if row is not None and config.app_version and config.app_version != row.app_version:
                 raise FailedPrecondition(f"session {name} runs {row.app_version or 'the draft'}; it cannot switch versions")
@@ -137,15 +143,12 @@ class SessionService:
             "update_time_us": Timestamp.now().to_micros(),
         }
         if row is None:
-            connection.execute(insert(sessions).values(
-                app_pk=app_pk, session_id=name.id, app_version=blueprint.version or "", revision=1, **values
-            ))
+            connection.execute(_INSERT_SESSION, {"app_pk": app_pk, "session_id": name.id,
+                                                 "app_version": blueprint.version or "", "revision": 1, **values})
             return
-        changed = connection.execute(
-            update(sessions)
-            .where(sessions.c.id == row.id, sessions.c.revision == row.revision)
-            .values(revision=row.revision + 1, **values)
-        ).rowcount
+        changed = connection.execute(_UPDATE_SESSION, {
+            "b_pk": row.id, "b_revision": row.revision, "b_next_revision": row.revision + 1,
+            **{f"b_{key}": value for key, value in values.items()}}).rowcount
         if changed == 0:
             raise Aborted(f"session {name} ran another turn at the same time; nothing of this turn was kept, retry it")
 

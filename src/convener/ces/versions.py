@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.names import check_id
@@ -29,6 +29,18 @@ def _parts(parts: AppParts, model: type[Any], name_type: type[Any]) -> list[Any]
         model.model_validate({**body, "name": str(parts.app.child(name_type, resource_id))})
         for resource_id, body in parts.bodies(name_type.collection).items()
     ]
+
+
+BLUEPRINT_COLLECTIONS = (AgentName.collection, ToolName.collection, ToolsetName.collection,
+                         GuardrailName.collection)
+"""What a draft's Blueprint is made of (besides the app's row): only these parts' etags key it, not the app's
+evaluations, datasets or versions, which can be many and do not change how a turn runs."""
+# Built once: every turn reads them, and building and keying a statement costs more CPU than SQLite takes to run it.
+_APP_ETAG = select(apps.c.etag).where(apps.c.id == bindparam("app_pk"))
+_PART_ETAGS = (select(definitions.c.collection, definitions.c.resource_id, definitions.c.etag)
+               .where(definitions.c.app_pk == bindparam("app_pk"),
+                      definitions.c.collection.in_(BLUEPRINT_COLLECTIONS))
+               .order_by(definitions.c.collection, definitions.c.resource_id))
 
 
 class KeptBlueprints:
@@ -62,12 +74,8 @@ class DraftBlueprints:
         self.kept = KeptBlueprints(size)
 
     def get(self, connection: Connection, app_pk: int, app: AppName) -> Blueprint:
-        app_etag = connection.scalar(select(apps.c.etag).where(apps.c.id == app_pk))
-        part_etags = connection.execute(
-            select(definitions.c.collection, definitions.c.resource_id, definitions.c.etag)
-            .where(definitions.c.app_pk == app_pk, definitions.c.collection != "versions")
-            .order_by(definitions.c.collection, definitions.c.resource_id)
-        ).all()
+        app_etag = connection.scalar(_APP_ETAG, {"app_pk": app_pk})
+        part_etags = connection.execute(_PART_ETAGS, {"app_pk": app_pk}).all()
         key = (app_pk, app_etag, tuple(tuple(row) for row in part_etags))
         return self.kept.get(key, lambda: draft_blueprint(connection, app_pk, app))
 

@@ -97,11 +97,13 @@ class LeaseEngine:
                                     name="convener-job-leases", daemon=True)
         renewing.start()
         with ThreadPoolExecutor(concurrency, thread_name_prefix="convener-job") as pool:
+            peek = True  # until a claim finds a job, and again once one finds none
             while not stopping.is_set():
                 if not free.acquire(timeout=self.poll_seconds):
                     continue
                 try:
-                    claimed = self._claim(worker, queues)
+                    claimed = self._claim(worker, queues, peek=peek)
+                    peek = claimed is None
                 except Exception:  # the store is away for a moment (restarting, locked): try again shortly
                     logger.exception("could not look for jobs")
                     claimed = None
@@ -135,12 +137,14 @@ class LeaseEngine:
         _CLAIMABLE[key] = statement
         return statement
 
-    def _claim(self, worker: str, queues: frozenset[str] | None) -> ClaimedJob | None:
-        # Look first in a snapshot, which takes no lock: an idle worker polling SQLite must not take the write
-        # lock every half second.
-        with self.database.reading() as connection:
-            if connection.execute(self._claimable(queues, locking=False), {"now": _now_us()}).first() is None:
-                return None
+    def _claim(self, worker: str, queues: frozenset[str] | None, *, peek: bool = True) -> ClaimedJob | None:
+        # An idle worker (``peek``) looks first in a snapshot, which takes no lock: polling SQLite must not take the
+        # write lock every half second. One that has just found a job goes straight on: there are likely more, and
+        # the look would cost a transaction per job.
+        if peek:
+            with self.database.reading() as connection:
+                if connection.execute(self._claimable(queues, locking=False), {"now": _now_us()}).first() is None:
+                    return None
         with self.database.transaction() as connection:
             now = _now_us()
             found = connection.execute(self._claimable(queues, locking=True), {"now": now}).first()

@@ -76,13 +76,15 @@ _RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluatio
 _RUN_LOCKED = select(*RUN_STATE).where(evaluation_runs.c.app_pk == bindparam("app_pk"),
                                        evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
 _RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
-_RESULT = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk"))
+_HOLDER_LOCKED = select(evaluation_results.c.execution_state, evaluation_results.c.attempts).where(
+    evaluation_results.c.id == bindparam("pk")).with_for_update()
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
-    execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
+    execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body")).returning(
+    *evaluation_results.c)
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
 _COUNTS: dict[frozenset[str], Any] = {}
-"""Run count updates by the counts they change (a handful of combinations)."""
+"""Run count updates by the counts they change (a handful of combinations), returning the run's counts after."""
 
 
 def _count_update(columns: frozenset[str]) -> Any:
@@ -91,7 +93,7 @@ def _count_update(columns: frozenset[str]) -> Any:
         statement = _COUNTS[columns] = update(evaluation_runs).where(
             evaluation_runs.c.app_pk == bindparam("key_app_pk"), evaluation_runs.c.run_id == bindparam("key_run_id"),
         ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + bindparam(f"delta_{key}")
-                  for key in sorted(columns)})
+                  for key in sorted(columns)}).returning(*RUN_STATE)
     return statement
 
 
@@ -190,15 +192,20 @@ class RunExecutor:
                 error: EvaluationErrorInfo | None = None) -> None:
         """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
         with self.database.transaction() as connection:
-            locked = self._locked(connection, row.id)
-            if locked is None:
+            # The run first, then the result, as every writer of both (see ``_locked``); which run the claimed row
+            # belongs to does not change.
+            run = connection.execute(_RUN_LOCKED, {"app_pk": row.app_pk, "run_id": _run_id(row.evaluation_run)}).first()
+            holder = connection.execute(_HOLDER_LOCKED, {"pk": row.id}).first()
+            if run is None or holder is None:
                 return  # deleted meanwhile
-            current, run = locked
-            if current.execution_state != ExecutionState.RUNNING.value or current.attempts != attempt:
+            if holder.execution_state != ExecutionState.RUNNING.value or holder.attempts != attempt:
                 return  # cancelled meanwhile, or taken over by a later attempt
-            settled = self._store(connection, current, state, outcome=outcome, error=error)
-            self._settle(connection, current.app_pk, run.run_id, [settled])
-        self.operations.notify()
+            # Still held by this attempt, so the row is as the claim left it (only the holder writes a RUNNING
+            # result): its body need not be read again.
+            settled = self._store(connection, row, state, outcome=outcome, error=error)
+            recorded = self._settle(connection, row.app_pk, run.run_id, [settled])
+        if recorded:  # waiters read the operation: wake them only when it changed
+            self.operations.notify()
 
     def _claim(self, result_pk: int, attempt: int) -> tuple[AnyRow, Caller] | None:
         """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
@@ -214,9 +221,9 @@ class RunExecutor:
                 settled = self._store(connection, row, ExecutionState.CANCELLED)
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
-            connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": attempt,
-                                        "body": {**row.body, "executionState": ExecutionState.RUNNING.value}})
-            row = connection.execute(_RESULT, {"pk": result_pk}).one()
+            row = connection.execute(_CLAIM, {
+                "pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": attempt,
+                "body": {**row.body, "executionState": ExecutionState.RUNNING.value}}).one()
         return row, Caller(run.initiated_by)
 
     @staticmethod
@@ -319,15 +326,16 @@ class RunExecutor:
     def _run_name(self, connection: Connection, run: AnyRow) -> str:
         return f"{self._app_name(connection, run.app_pk)}/evaluationRuns/{run.run_id}"
 
-    def _settle(self, connection: Connection, app_pk: int, run_id: str, settled: Sequence[Settled]) -> None:
+    def _settle(self, connection: Connection, app_pk: int, run_id: str, settled: Sequence[Settled]) -> bool:
         """Count results that reached a final state into their run; finish the run when none is left.
 
         Counting by increments keeps a result's settling constant-time however large the run. The operation's
         metadata is rewritten at most about ``PROGRESS_STEPS`` times a run (its progress is read live from the
         run's counts by get_evaluation_run), and the per-evaluation summaries once, when the run finishes.
+        True when the operation was rewritten.
         """
         if not settled:
-            return
+            return False
         deltas = {"pending_count": -len(settled)}
         for result_state, status in settled:
             column = {ExecutionState.ERROR: "error_count", ExecutionState.CANCELLED: "cancelled_count"}.get(result_state)
@@ -336,21 +344,21 @@ class RunExecutor:
                 column = "passed_count" if status == Outcome.PASS.value else "failed_count"
             if column is not None:
                 deltas[column] = deltas.get(column, 0) + 1
-        connection.execute(_count_update(frozenset(deltas)), {
-            "key_app_pk": app_pk, "key_run_id": run_id, **{f"delta_{key}": delta for key, delta in deltas.items()}})
-        run = connection.execute(_RUN_LOCKED, {"app_pk": app_pk, "run_id": run_id}).first()
+        run = connection.execute(_count_update(frozenset(deltas)), {
+            "key_app_pk": app_pk, "key_run_id": run_id, **{f"delta_{key}": delta for key, delta in deltas.items()}
+        }).first()
         if run is None:
-            return
+            return False
         finished_count = run.completed_count + run.error_count + run.cancelled_count
         step = max(1, (finished_count + run.pending_count) // PROGRESS_STEPS)
         finished = run.pending_count <= 0
         if not finished and finished_count // step == (finished_count - len(settled)) // step:
-            return
+            return False
         run = connection.execute(select(evaluation_runs).where(evaluation_runs.c.id == run.id)).one()
         model = run_model(run)
         if not finished:
             self.operations.record(connection, run.operation, metadata=operation_metadata(model, run.cancel_requested))
-            return
+            return True
         if run.cancel_requested and run.cancelled_count:
             state = EvaluationRunState.CANCELLED
         elif run.error_count and not run.completed_count:
@@ -371,6 +379,7 @@ class RunExecutor:
         else:
             changes["response"] = {"@type": RUN_RESPONSE, "evaluationRun": name}
         self.operations.record(connection, run.operation, **changes)
+        return True
 
     def summaries(self, connection: Connection, app_pk: int, run_name: str) -> dict[str, EvaluationRunSummary]:
         app = AppName.parse(self._app_name(connection, app_pk))

@@ -124,6 +124,32 @@ def test_a_lost_attempt_writes_nothing(settings: Settings, docs: Path) -> None:
         services.close()
 
 
+def test_an_attempt_lost_midway_leaves_waiters_the_stored_progress(
+        settings: Settings, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    services = idle(settings)
+    try:
+        plan = IngestPlan.make(docs, BASE_URL)
+        operation = services.ingests.start(plan, ANA)
+        attempt = Attempt(number=1, operation=str(operation.name), worker="w")
+
+        def lost_midway(plan: IngestPlan, progress: object, should_stop: object) -> IngestSummary:
+            assert callable(progress)
+            progress(IngestSummary(files_seen=1, added=1))  # recorded, and published live in this process
+            progress(IngestSummary(files_seen=2, added=2))  # published live only: the store is written less often
+            attempt.lose("taken over")  # another worker goes on with the job
+            return IngestSummary(files_seen=1, added=1)
+
+        monkeypatch.setattr(services.knowledge, "ingest", lost_midway)
+        services.ingests.run(IngestJob.of(plan), attempt)
+        stored = services.operations.get(str(operation.name), ANA)
+        assert stored.done is False
+        # This attempt's last step is not left for waiters here: they see what the store says, where the
+        # attempt that took the job over records its progress.
+        assert services.operations.wait(str(operation.name), "0.01s", ANA).metadata == stored.metadata
+    finally:
+        services.close()
+
+
 def test_an_ingest_that_fails_unexpectedly_ends_internal_never_left_running(
         settings: Settings, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     services = idle(settings)

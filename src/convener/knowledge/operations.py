@@ -129,6 +129,9 @@ class Ingests:
                 error: Status | None = None, response: dict[str, object] | None = None) -> None:
         """Record the operation done, unless this attempt lost the job (then the one that took it over will)."""
         if attempt.lost:
+            # The job goes on in another attempt: waiters here must read its progress from the store, not the
+            # last step this attempt published.
+            self.operations.publish(name, None)
             return
         changes: dict[str, object] = {"done": True}
         if metadata is not None:

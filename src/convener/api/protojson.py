@@ -196,6 +196,17 @@ Struct = dict[str, JsonValue]
 """google.protobuf.Struct in its JSON form: an ordinary object."""
 
 
+
+_EXACT_INTEGERS = 2**53
+
+
+def wire_integer(text: str) -> int | float:
+    """A JSON integer of a stored proto3 body (``json.loads``' ``parse_int``). Past 2**53 it can only be a double
+    (int64 fields are strings, Struct numbers are doubles): PostgreSQL's JSONB prints 1e23 as
+    100000000000000000000000, and it was 1e23."""
+    value = int(text)
+    return value if -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS else float(text)
+
 class ProtoModel(BaseModel):
     """Base of every wire model: camelCase aliases, unknown fields rejected."""
 

@@ -15,19 +15,9 @@ from typing import Any, Generic, TypeVar, get_args
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-from convener.api.protojson import ProtoModel
+from convener.api.protojson import ProtoModel, wire_integer
 
 M = TypeVar("M", bound=ProtoModel)
-
-_EXACT_INTEGERS = 2**53
-
-
-def _wire_integer(text: str) -> int | float:
-    """A JSON integer of a proto3 body. Past 2**53 it can only be a double (int64 fields are strings, Struct
-    numbers are doubles): PostgreSQL's JSONB prints 1e23 as 100000000000000000000000, and it was 1e23."""
-    value = int(text)
-    return value if -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS else float(text)
-
 
 class StoredBody(Generic[M]):
     """The proto3 JSON text of a ``kind``, as stored after it was validated: trusted, served without parsing.
@@ -56,7 +46,7 @@ class StoredBody(Generic[M]):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, decoded (the stored text is a JSON object, so this is a dict)."""
-        value: dict[str, Any] = json.loads(self.text, parse_int=_wire_integer)
+        value: dict[str, Any] = json.loads(self.text, parse_int=wire_integer)
         return value
 
     def parse(self) -> M:

@@ -115,10 +115,6 @@ class Connect:
         """An already open connection (of a caller's transaction)."""
         return cls(connection.dialect.name, lambda: nullcontext(connection))
 
-    @property
-    def opened(self) -> bool:
-        return self._connection is not None
-
     def __call__(self) -> Connection:
         if self._connection is None:
             self._connection = self._stack.enter_context(self._opener())

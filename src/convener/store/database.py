@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, Row, create_engine, event, insert, se
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from convener.api.protojson import wire_integer
 from convener.store.schema import installation
 
 AnyRow: TypeAlias = "Row[Any, Any]"  # SQLAlchemy 2.1 types rows by their columns; ours are read by name
@@ -42,17 +43,8 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-_EXACT_INTEGERS = 2**53
-
-
-def _struct_number(text: str) -> int | float:
-    """Struct numbers are doubles; PostgreSQL's JSONB prints 1e23 as 100000000000000000000000."""
-    value = int(text)
-    return value if -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS else float(text)
-
-
 def _load_json(text: str) -> Any:
-    return json.loads(text, parse_int=_struct_number)
+    return json.loads(text, parse_int=wire_integer)
 
 
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:

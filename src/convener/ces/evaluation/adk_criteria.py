@@ -210,6 +210,8 @@ def parse_criteria(content: str | bytes, source: str = CONFIG_FILE) -> AdkCriter
 
 def _criterion(metric: str, value: Any, where: str, warnings: list[str]) -> AdkCriterion:
     if not isinstance(value, dict):
+        if metric.startswith("rubric_based_"):
+            raise InvalidArgument(f"{where}: a rubric-based metric needs a criterion object with at least one rubric")
         return AdkCriterion(metric, _threshold(metric, value, where))
     fields: dict[str, tuple[str, Any]] = {}
     for key, item in value.items():

@@ -234,7 +234,6 @@ CLI_CLASSIFIED: dict[tuple[str, str], Verdict] = {
     ("import chat", "path"): NOT_OUTSIDE_CLI,
     ("apps import", "file"): NOT_OUTSIDE_CLI,
     ("eval import-adk", "file"): NOT_OUTSIDE_CLI,
-    ("eval import-adk", "criteria"): NOT_OUTSIDE_CLI,
 }
 """``data_dir`` and ``database_url``, on every command, are the operator's own store: not outside."""
 

@@ -182,8 +182,9 @@ def parse_criteria(content: str | bytes, source: str = CONFIG_FILE) -> AdkCriter
             warnings.append(f"{label}: {key} is not an EvalConfig field; it was not read")
     custom = data.get("custom_metrics", data.get("customMetrics"))
     if custom:
-        warnings.append(f"{label}: custom_metrics were not applied: Convener cannot run ADK's Python metric "
-                        "functions")
+        names = ", ".join(sorted(str(name) for name in custom)) if isinstance(custom, dict) else "all"
+        warnings.append(f"{label}: custom_metrics were not applied ({names[:200]}): Convener cannot run ADK's "
+                        "Python metric functions")
     if data.get("user_simulator_config", data.get("userSimulatorConfig")) is not None:
         warnings.append(f"{label}: user_simulator_config was not applied: the import takes fixed conversations")
     raw = data.get("criteria")

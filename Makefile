@@ -36,6 +36,7 @@ bench: $(VENV)/.embeddings $(ADK_VENV)/.installed
 	$(BIN)/python benchmarks/run_session.py
 	$(BIN)/python benchmarks/evaluations.py
 	$(BIN)/python benchmarks/adk_compare.py
+	$(BIN)/python benchmarks/adk_parity.py
 	$(BIN)/python benchmarks/workers.py
 	$(BIN)/python benchmarks/chat.py
 	$(BIN)/python benchmarks/knowledge.py

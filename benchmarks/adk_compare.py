@@ -73,7 +73,8 @@ def demo_replies(services: Services) -> dict[str, str]:
 
 
 def evalset(count: int, replies: dict[str, str]) -> dict[str, Any]:
-    """An ADK EvalSet (snake_case, as ``adk eval`` writes it): one invocation and one tool call per case."""
+    """An ADK EvalSet (snake_case, as ``adk eval`` writes it): one invocation per case, a transfer to the orders
+    agent and one tool call."""
     cases = []
     for index in range(count):
         order = ORDERS[index % len(ORDERS)]
@@ -85,7 +86,10 @@ def evalset(count: int, replies: dict[str, str]) -> dict[str, Any]:
                 "user_content": {"role": "user", "parts": [{"text": question(order)}]},
                 "final_response": {"role": "model", "parts": [{"text": replies[order]}]},
                 "intermediate_data": {
-                    "tool_uses": [{"id": call_id, "name": "lookup_order", "args": {"order_id": order}}],
+                    # The demo's triage agent hands the question to its orders agent, which an ADK agent does
+                    # with its transfer_to_agent function: ADK's trajectory metric counts that call.
+                    "tool_uses": [{"name": "transfer_to_agent", "args": {"agent_name": "orders"}},
+                                  {"id": call_id, "name": "lookup_order", "args": {"order_id": order}}],
                     "tool_responses": [{"id": call_id, "name": "lookup_order",
                                         "response": demo_tools.lookup_order(order)}],
                     "intermediate_responses": [],
@@ -240,7 +244,7 @@ def main() -> None:
             if not evalset_path.exists():
                 evalset_path.write_text(json.dumps(evalset(args.evaluations, demo_replies(services))), "utf-8")
             created = services.runtime.evaluations.import_adk(str(APP), evalset_path.read_text("utf-8"),
-                                                              evalset_path.name, LOCAL_USER)
+                                                              evalset_path.name, LOCAL_USER).evaluations
             services.close()
             names = [evaluation.name or "" for evaluation in created]
             rate, cpu_ms = convener_warm(data, url, names, args.warmup)

@@ -376,12 +376,15 @@ EVALSET = {
 def test_import_adk_creates_evaluations_that_run(store: Store) -> None:
     evalset = store.tmp_path / "orders.evalset.json"
     evalset.write_text(json.dumps(EVALSET), encoding="utf-8")
+    # The case expects no final response, which ADK's default response_match_score would fail (ROUGE of
+    # anything against nothing is 0): its test_config.json, found beside it as ADK finds it, scores tools only.
+    (store.tmp_path / "test_config.json").write_text('{"criteria": {"tool_trajectory_avg_score": 1.0}}', "utf-8")
 
     imported = store.run("import-adk", str(evalset), "--app", APP)
 
     assert imported.exit_code == 0, imported.output
     assert imported.stdout.split() == [f"{APP}/evaluations/order-status"]
-    assert "1 evaluation imported" in imported.stderr
+    assert "1 evaluation imported, scored with " in imported.stderr and "test_config.json" in imported.stderr
     with store.services() as services:
         evaluation = services.runtime.evaluations.get_evaluation(f"{APP}/evaluations/order-status", False, LOCAL_USER)
     assert evaluation.display_name == "order status"
@@ -419,6 +422,69 @@ def test_import_adk_rejects_a_bad_file_with_invalid_argument(store: Store, conte
     with store.services() as services:
         evaluations, _ = services.runtime.evaluations.list_evaluations(ListEvaluationsRequest(parent=APP), LOCAL_USER)
     assert sorted(e.name or "" for e in evaluations) == [f"{APP}/evaluations/status", f"{APP}/evaluations/wrong"]
+
+
+def imported_expectations(store: Store, evaluation_id: str) -> list[str]:
+    with store.services() as services:
+        evaluation = services.runtime.evaluations.get_evaluation(f"{APP}/evaluations/{evaluation_id}", False,
+                                                                  LOCAL_USER)
+    assert evaluation.golden is not None
+    return [name.rsplit("/", 1)[-1] for name in evaluation.golden.evaluation_expectations or []]
+
+
+def test_import_adk_without_a_config_scores_with_adks_defaults(store: Store) -> None:
+    evalset = store.tmp_path / "orders.evalset.json"
+    evalset.write_text(json.dumps(EVALSET), encoding="utf-8")
+
+    imported = store.run("import-adk", str(evalset), "--app", APP)
+
+    assert imported.exit_code == 0, imported.output
+    assert "scored with ADK default criteria" in imported.stderr
+    assert imported_expectations(store, "order-status") == ["adk-tool-trajectory-avg-score-1.0-exact",
+                                                            "adk-response-match-score-0.8"]
+    # The case expects no final response: ROUGE-1 of anything against nothing is 0, so ADK fails it, and so do we.
+    ran = store.run("run", "--app", APP, "--evaluation", "order-status")
+    assert ran.exit_code == 1, ran.output
+    assert "response_match_score 0.0000 < 0.8" in " ".join(ran.stdout.split())
+
+
+def test_import_adk_criteria_option_wins_over_the_file_beside(store: Store) -> None:
+    evalset = store.tmp_path / "orders.evalset.json"
+    evalset.write_text(json.dumps(EVALSET), encoding="utf-8")
+    (store.tmp_path / "test_config.json").write_text('{"criteria": {"response_match_score": 0.5}}', "utf-8")
+    explicit = store.tmp_path / "strict.json"
+    explicit.write_text(json.dumps({"criteria": {
+        "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"}, "safety_v1": 1.0}}), "utf-8")
+
+    imported = store.run("import-adk", str(evalset), "--app", APP, "--criteria", str(explicit))
+
+    assert imported.exit_code == 0, imported.output
+    assert imported_expectations(store, "order-status") == ["adk-tool-trajectory-avg-score-1.0-in-order"]
+    assert "warning: safety_v1 was not applied: it needs a model judge" in " ".join(imported.stderr.split())
+    assert f"scored with {explicit}" in " ".join(imported.stderr.split())
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    (b'{"criteria": {"response_match_score": 0.8', "not JSON: Expecting ',' delimiter at line 1 column 42"),
+    (b'{"criteria": {"response_match_score": 80}}', "criteria.response_match_score: the threshold 80 is outside"),
+    (b'{"criteria": {"rouge": 0.8}}', "criteria.rouge: not a metric ADK knows"),
+    (b'{"x": "' + b"y" * (1024 * 1024) + b'"}', "larger than 1024 KB"),
+], ids=["malformed", "out-of-range", "unknown-criterion", "huge"])
+def test_import_adk_rejects_a_bad_config_and_imports_nothing(store: Store, config: bytes, message: str) -> None:
+    evalset = store.tmp_path / "orders.evalset.json"
+    evalset.write_text(json.dumps(EVALSET), encoding="utf-8")
+    (store.tmp_path / "test_config.json").write_bytes(config)
+
+    result = store.run("import-adk", str(evalset), "--app", APP)
+
+    assert_clean_failure(result, "INVALID_ARGUMENT")
+    assert message in " ".join(result.stderr.split()), result.stderr
+    assert "test_config.json" in result.stderr
+    with store.services() as services:
+        evaluations, _ = services.runtime.evaluations.list_evaluations(ListEvaluationsRequest(parent=APP), LOCAL_USER)
+    assert f"{APP}/evaluations/order-status" not in [e.name for e in evaluations]
+    assert_clean_failure(store.run("import-adk", str(evalset), "--app", APP, "--criteria",
+                                   str(store.tmp_path / "none.json")), "NOT_FOUND")
 
 
 def test_import_adk_of_a_missing_file_or_app_fails_cleanly(store: Store) -> None:

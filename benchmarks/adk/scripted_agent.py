@@ -1,10 +1,12 @@
-"""A deterministic ADK agent for benchmarks/adk_compare.py: no model, the same exchange as the Convener demo.
+"""A deterministic ADK agent for benchmarks/adk_compare.py and adk_parity.py: no model, the same exchange as
+the Convener demo.
 
 Its ``before_model_callback`` answers every model call itself, so ADK runs its whole agent loop (events,
-session service, tool call, function response, final response) without an LLM: the first call of a turn
-asks for ``lookup_order`` with the order number in the user's text; the call after the tool's response
-replies with the text the eval case expects for that order (``SCRIPT``, filled by run_adk.py from the
-evalset, as the Convener demo's template would word it).
+session service, transfer, tool call, function response, final response) without an LLM. As the demo's
+triage agent hands an order question to its orders agent, the root agent (``triage``) first calls ADK's
+``transfer_to_agent`` to ``orders``; that agent asks for ``lookup_order`` with the order number in the
+user's text, then replies with the text scripted for that order (``SCRIPT``, filled by run_adk.py, as the
+Convener demo's template words it).
 """
 
 from __future__ import annotations
@@ -38,14 +40,24 @@ def _scripted(callback_context: CallbackContext, llm_request: LlmRequest) -> Llm
         order = str((answered.response or {}).get("orderId", ""))
         text = SCRIPT.get(order, "I could not find that order.")
         return LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
-    said = " ".join(part.text or "" for part in parts)
-    found = ORDER.search(said)
+    # The latest order number said: right after a transfer the last contents are the transfer's context.
+    found = next((match for content in reversed(llm_request.contents or []) for part in reversed(content.parts or [])
+                  if (match := ORDER.search(part.text or ""))), None)
     call = types.FunctionCall(name="lookup_order", args={"order_id": found.group(0) if found else ""})
     return LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
 
 
-root_agent = LlmAgent(name="orders", model="gemini-2.0-flash", instruction="Answer questions about orders.",
-                      tools=[lookup_order], before_model_callback=_scripted)
+# ADK's runner gives the next invocation to the agent that answered last, as the Convener demo keeps the user
+# with the orders agent after the first transfer.
+def _triage(callback_context: CallbackContext, llm_request: LlmRequest) -> LlmResponse:
+    call = types.FunctionCall(name="transfer_to_agent", args={"agent_name": "orders"})
+    return LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+
+orders_agent = LlmAgent(name="orders", model="gemini-2.0-flash", instruction="Answer questions about orders.",
+                        tools=[lookup_order], before_model_callback=_scripted)
+root_agent = LlmAgent(name="triage", model="gemini-2.0-flash", instruction="Hand order questions to orders.",
+                      sub_agents=[orders_agent], before_model_callback=_triage)
 
 # AgentEvaluator looks for ``<module>.agent.root_agent`` (or a module named ``….agent``): this module is both.
 agent = sys.modules[__name__]

@@ -743,11 +743,18 @@ def simulate(
 def eval_import_adk(
     file: Annotated[Path, typer.Argument(help="A Google ADK *.evalset.json or *.test.json file ('-' for stdin).")],
     app_name: Annotated[str, typer.Option("--app", help="projects/{project}/locations/{location}/apps/{app}")],
+    criteria: Annotated[Path | None, typer.Option(
+        "--criteria", help="The ADK EvalConfig (test_config.json) to score the evaluations with; default: the "
+                           "test_config.json beside FILE, as ADK's AgentEvaluator finds it, else ADK's default "
+                           "criteria.")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Create golden evaluations from an ADK eval file, all or none; prints the names of those created."""
+    """Create golden evaluations from an ADK eval file, all or none, scored with its ADK criteria; prints the
+    names of those created, and on stderr the criteria that were not applied."""
     from convener.auth.caller import LOCAL_USER
+    from convener.api.errors import ApiError
+    from convener.ces.evaluation.adk_criteria import CONFIG_FILE, MAX_CONFIG_BYTES, parse_criteria
 
     stdin = str(file) == "-"
     if not stdin and not file.is_file():
@@ -757,11 +764,29 @@ def eval_import_adk(
         content = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise _fail("INVALID_ARGUMENT", f"{file} is not UTF-8 text (byte {error.start})", USAGE_ERROR) from None
+    config = criteria
+    if config is None and not stdin and (file.parent / CONFIG_FILE).is_file():
+        config = file.parent / CONFIG_FILE
+    if config is not None and not config.is_file():
+        raise _fail("NOT_FOUND", f"no such file {config}", USAGE_ERROR)
+    try:
+        if config is not None:
+            with config.open("rb") as handle:  # a byte past the cap is enough to refuse a huge file
+                chosen = parse_criteria(handle.read(MAX_CONFIG_BYTES + 1), str(config))
+        else:
+            chosen = None
+    except ApiError as error:
+        raise _fail(error.code.name, error.message, USAGE_ERROR) from None
     with _services(_settings(data_dir, database_url), USAGE_ERROR) as opened:
-        created = opened.runtime.evaluations.import_adk(app_name, content, None if stdin else file.name, LOCAL_USER)
-        for evaluation in created:
+        done = opened.runtime.evaluations.import_adk(app_name, content, None if stdin else file.name, LOCAL_USER,
+                                                     chosen)
+        for evaluation in done.evaluations:
             out.print(evaluation.name, markup=False, highlight=False)
-        err.print(f"{len(created)} evaluation{'s' if len(created) != 1 else ''} imported", markup=False)
+        for warning in done.warnings:
+            err.print(f"warning: {warning}", markup=False, highlight=False)
+        count = len(done.evaluations)
+        err.print(f"{count} evaluation{'s' if count != 1 else ''} imported, scored with "
+                  f"{config if config is not None else 'ADK default criteria'}", markup=False)
 
 
 @knowledge_app.command("ingest")

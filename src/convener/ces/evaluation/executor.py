@@ -44,7 +44,7 @@ from convener.ces.evaluation.models import (
 from convener.ces.evaluation.plans import ResultPlan
 from convener.ces.evaluation.replay import GoldenReplay, ShouldStop, never
 from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
-from convener.ces.evaluation.scoring import evaluation_outcome, score_criteria, score_turn, transcript_of
+from convener.ces.evaluation.scoring import evaluation_outcome, score_golden_criteria, score_turn
 from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFailure
 from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
 from convener.ces.models import Span
@@ -253,7 +253,7 @@ class RunExecutor:
             # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
             turn_replay_results=[score_turn(turn, observed[index], evaluation, judge) if index < len(observed)
                                  else _not_replayed() for index, turn in enumerate(evaluation.golden.turns or ())],
-            evaluation_expectation_results=score_criteria(plan.criteria, transcript_of(observed), judge) or None,
+            evaluation_expectation_results=score_golden_criteria(plan.criteria, evaluation, observed, judge) or None,
         )
         spans = [turn.turn.root_span for turn in observed if turn.turn is not None and turn.turn.root_span]
         root = Span(name="EVALUATION", start_time=spans[0].start_time if spans else None,

@@ -145,7 +145,14 @@ class ImportAdkRequest(ProtoModel):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     content: str = Field(description="Required. An ADK *.evalset.json or *.test.json file's text.")
     source: str | None = Field(None, description="The file's name, noted on the evaluations.")
+    criteria: str | None = Field(
+        None, description="The evalset's ADK EvalConfig (test_config.json) text: the criteria its evaluations are "
+                          "scored with. Unset: ADK's defaults, tool_trajectory_avg_score 1.0 and "
+                          "response_match_score 0.8.")
 
 
 class ImportAdkResponse(ProtoModel):
     evaluations: list[Evaluation] | None = None
+    warnings: list[str] | None = Field(
+        None, description="The criteria that were not applied (e.g. those needing a model judge when none is "
+                          "configured) and what of the EvalConfig was not read.")

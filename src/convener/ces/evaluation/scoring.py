@@ -89,6 +89,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from convener.api.protojson import Duration, same_json
+from convener.ces.evaluation import adk_criteria
 from convener.ces.evaluation.models import (
     ComparisonType,
     Evaluation,
@@ -644,11 +645,89 @@ def session_end_of(turn: Turn | None) -> str | None:
         f": {reason}" if reason else "")
 
 
-def score_criteria(criteria: Sequence[EvaluationExpectation], transcript: str,
-                   judge: Judge) -> list[EvaluationExpectationResult]:
-    """Each evaluation expectation's llmCriteria.prompt judged against the transcript."""
+def _tool_id(exchange: ToolCall) -> str:
+    """The tool's ID, ADK's function name (a toolset's tool: its toolId)."""
+    if not exchange.tool and exchange.toolset_tool is not None:
+        return exchange.toolset_tool.tool_id or ""
+    return (exchange.tool or "").rsplit("/", 1)[-1]
+
+
+def _transfer(transfer: AgentTransfer) -> tuple[str, Any]:
+    return adk_criteria.TRANSFER_TOOL, {"agent_name": (transfer.target_agent or "").rsplit("/", 1)[-1]}
+
+
+def expected_invocations(turns: Sequence[GoldenTurn]) -> list[adk_criteria.Invocation]:
+    """Each golden turn as ADK's metrics read an expected invocation: its toolCall and agentTransfer steps
+    (skipped or not: they are the record of what is expected) and its agentResponse texts."""
+    invocations = []
+    for turn in turns:
+        calls: list[tuple[str, Any]] = []
+        texts = []
+        for step in turn.steps or []:
+            expectation = step.expectation
+            if expectation is None:
+                continue
+            if expectation.tool_call is not None:
+                calls.append((_tool_id(expectation.tool_call), expectation.tool_call.args or {}))
+            elif expectation.agent_transfer is not None:
+                calls.append(_transfer(expectation.agent_transfer))
+            elif expectation.agent_response is not None:
+                texts.append(_text_of(expectation.agent_response))
+        invocations.append(adk_criteria.Invocation(tuple(calls), "\n".join(texts)))
+    return invocations
+
+
+def actual_invocation(turn: Turn | None) -> adk_criteria.Invocation:
+    """A replayed turn as ADK's metrics read an actual invocation: its tool calls and transfers in order, and
+    as the final response the agent's texts after its last tool call, response or transfer (ADK's final
+    response is the turn's last event, after any function traffic)."""
+    calls: list[tuple[str, Any]] = []
+    final: list[str] = []
+    for chunk in _seen(turn).agent_chunks:
+        if chunk.tool_call is not None:
+            calls.append((_tool_id(chunk.tool_call), chunk.tool_call.args or {}))
+            final = []
+        elif chunk.agent_transfer is not None:
+            calls.append(_transfer(chunk.agent_transfer))
+            final = []
+        elif chunk.tool_response is not None:
+            final = []
+        elif chunk.text is not None:
+            final.append(chunk.text)
+    return adk_criteria.Invocation(tuple(calls), "\n".join(text for text in final if text))
+
+
+def score_golden_criteria(criteria: Sequence[EvaluationExpectation], evaluation: Evaluation,
+                          observed: Sequence[ObservedTurn], judge: Judge) -> list[EvaluationExpectationResult]:
+    """The evaluation expectations of a golden evaluation: ADK metrics (tagged ``adk-metric``) computed against
+    the golden's turns, the others judged against the transcript."""
+    turns = (evaluation.golden.turns if evaluation.golden is not None else None) or []
+    expected = expected_invocations(turns)
+    actual = [actual_invocation(observed[index].turn if index < len(observed) else None)
+              for index in range(len(turns))]
+    judged = [criterion for criterion in criteria if adk_criteria.criterion_of(criterion) is None]
+    verdicts = iter(score_criteria(judged, transcript_of(observed), judge))
     results = []
     for criterion in criteria:
+        metric = adk_criteria.criterion_of(criterion)
+        results.append(next(verdicts) if metric is None else adk_criteria.result_of(criterion, metric, expected,
+                                                                                     actual))
+    return results
+
+
+def score_criteria(criteria: Sequence[EvaluationExpectation], transcript: str,
+                   judge: Judge) -> list[EvaluationExpectationResult]:
+    """Each evaluation expectation's llmCriteria.prompt judged against the transcript (an ADK metric, which needs
+    a golden's expected invocations, FAILs here: only :func:`score_golden_criteria` computes it)."""
+    results = []
+    for criterion in criteria:
+        if adk_criteria.criterion_of(criterion) is not None:
+            results.append(EvaluationExpectationResult(
+                evaluation_expectation=criterion.name, prompt=criterion.llm_criteria.prompt
+                if criterion.llm_criteria is not None else None, outcome=Outcome.FAIL,
+                explanation="An ADK metric is computed against a golden's expected invocations; this evaluation "
+                            "has no golden."))
+            continue
         prompt = criterion.llm_criteria.prompt if criterion.llm_criteria is not None else None
         if not prompt:
             results.append(EvaluationExpectationResult(

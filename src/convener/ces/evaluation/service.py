@@ -27,7 +27,7 @@ from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.catalog import AppParts, PartKind, PartService
 from convener.ces.conversations import ConversationService
-from convener.ces.evaluation import adk, aggregates
+from convener.ces.evaluation import adk, adk_criteria, aggregates
 from convener.ces.evaluation.definitions import (
     check_dataset,
     check_evaluation,
@@ -77,6 +77,7 @@ from convener.ces.models import (
     Source,
 )
 from convener.ces.names import (
+    AppChildName,
     AppName,
     AppVersionName,
     ConversationName,
@@ -139,6 +140,18 @@ RESULT_FIELDS = _camel_too(_RESULT_FIELDS)
 RUN_FIELDS = _camel_too(_RUN_FIELDS)
 
 
+OFFLINE_JUDGE = "offline"
+"""The name of the judge in use when no model provider is configured (``judge_from``)."""
+
+
+@dataclass(frozen=True)
+class AdkImport:
+    """What an ADK import created, and what of the evalset's criteria it did not apply or read."""
+
+    evaluations: list[Evaluation]
+    warnings: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class _Order:
     column: str
@@ -164,6 +177,7 @@ class EvaluationService:
         self.apps = apps
         self.conversations = conversations
         self.operations = operations
+        self.judge = judge
         self.evaluations = PartService(PartKind(
             Evaluation, EvaluationName, "evaluation", frozenset(EVALUATION_OUTPUT), check_evaluation,
             oneofs=(frozenset({"golden", "scenario"}),), authors=True, unique_display_name=True,
@@ -365,21 +379,48 @@ class EvaluationService:
         )
         return self.create_evaluation(str(name.app_name), request.evaluation_id, evaluation, caller)
 
-    def import_adk(self, parent: str, content: str, source: str | None, caller: Caller) -> list[Evaluation]:
-        """Golden evaluations from an ADK evalset, all or none (see ``adk``)."""
+    def import_adk(self, parent: str, content: str, source: str | None, caller: Caller,
+                   criteria: adk_criteria.AdkCriteria | None = None) -> AdkImport:
+        """Golden evaluations from an ADK evalset, all or none (see ``adk``), scored with ADK's ``criteria``
+        (``adk_criteria``; ADK's defaults when None): the evaluation expectations they need are created
+        unless the app has them already."""
         app = AppName.parse(parent, "parent")
         imported = adk.evaluations_from_adk(content, app, source=source or "")
+        chosen = criteria or adk_criteria.DEFAULT_CRITERIA
+        applied = adk_criteria.apply_criteria(chosen, self.judge().name != OFFLINE_JUDGE)
         created: list[Evaluation] = []
         with self.database.transaction() as connection:
             app_pk = self.apps.app_pk(connection, app)
             parts = AppParts(connection, app_pk, app)
+            names = [str(self._adk_expectation(connection, app_pk, parts, item, caller))
+                     for item in applied.expectations]
             for item in imported:
                 name = app.child(EvaluationName, item.evaluation_id)
                 if parts.exists(EvaluationName.collection, name.id):
                     raise InvalidArgument(f"evaluation {name} already exists; nothing was imported")
-                body = self.evaluations._checked(item.evaluation, name, parts, caller)
+                evaluation = adk_criteria.with_criteria(item.evaluation, applied, names, chosen.source,
+                                                        adk.MAX_DESCRIPTION)
+                body = self.evaluations._checked(evaluation, name, parts, caller)
                 created.append(self.evaluations.insert(connection, app_pk, name, body))
-        return created
+        return AdkImport(created, applied.warnings)
+
+    def _adk_expectation(self, connection: Connection, app_pk: int, parts: AppParts,
+                         item: adk_criteria.NewExpectation, caller: Caller) -> AppChildName:
+        """The evaluation expectation of an ADK criterion: the app's when it has one by that ID stating the same,
+        else a new one."""
+        name = parts.app.child(EvaluationExpectationName, item.expectation_id)
+        if parts.exists(EvaluationExpectationName.collection, name.id):
+            _, row = self.expectations._row(connection, name)
+            found = self.expectations.to_model(row, str(name))
+            same = adk_criteria.criterion_of(found) == adk_criteria.criterion_of(item.expectation) if \
+                adk_criteria.criterion_of(item.expectation) is not None else found.llm_criteria == item.expectation.llm_criteria
+            if not same:
+                raise InvalidArgument(f"evaluation expectation {name} exists and states something else than the ADK "
+                                      "criterion it is named after; rename or delete it, then import again")
+            return name
+        body = self.expectations._checked(item.expectation, name, parts, caller)
+        self.expectations.insert(connection, app_pk, name, body)
+        return name
 
     # -- runs ---------------------------------------------------------------------------------------------
 

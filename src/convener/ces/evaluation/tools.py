@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from convener.auth.caller import Caller
+from convener.ces.evaluation.adk_criteria import parse_criteria
 from convener.ces.evaluation.models import Evaluation, EvaluationResult, EvaluationRun
 from convener.ces.evaluation.requests import (
     DeleteEvaluationRequest,
@@ -96,7 +97,9 @@ def _register_evaluations(group: ToolGroup, service: EvaluationService) -> None:
         return service.generate_evaluation(request, caller)
 
     def import_adk(request: ImportAdkRequest, caller: Caller) -> ImportAdkResponse:
-        return ImportAdkResponse(evaluations=service.import_adk(request.parent, request.content, request.source, caller))
+        criteria = parse_criteria(request.criteria, "criteria") if request.criteria is not None else None
+        done = service.import_adk(request.parent, request.content, request.source, caller, criteria)
+        return ImportAdkResponse(evaluations=done.evaluations, warnings=list(done.warnings) or None)
 
     group.add(ToolSpec("create_evaluation", "Create an evaluation", f"Creates {EVALUATION_ABOUT}. Every tool, "
                           "toolset, agent and evaluation expectation it names must exist in the app.",
@@ -125,7 +128,7 @@ def _register_evaluations(group: ToolGroup, service: EvaluationService) -> None:
     group.add(ToolSpec(
         "import_adk_evaluations", "Import ADK evaluations",
         "Creates golden evaluations from a Google ADK evalset (*.evalset.json) or test file (*.test.json), all or "
-        "none.", ImportAdkRequest, ImportAdkResponse, CREATES, import_adk))
+        "none, scored with the evalset's ADK criteria (criteria: its test_config.json; ADK's defaults when unset).", ImportAdkRequest, ImportAdkResponse, CREATES, import_adk))
 
 
 def _register_runs(group: ToolGroup, service: EvaluationService) -> None:

@@ -131,6 +131,8 @@ def convert(text: str, text_format: TextFormat, names: Names) -> Converted:
         # Most messages are a few words: nothing in them is markup, so they are their own Markdown and
         # plain text (the full reading below gives the same, at ~20x the cost).
         return Converted(text, text, (), False)
+    if text_format == "slack" and (simple := _convert_simple_slack(text, names)) is not None:
+        return simple
     return _convert_read(text, text_format, names)
 
 
@@ -176,6 +178,101 @@ def _is_plain(text: str, text_format: TextFormat) -> bool:
                 or pattern.fullmatch(line) is None:
             return False
     return True
+
+
+_SIMPLE_SLACK_TOKEN = re.compile(
+    r"<@(?P<user>[A-Za-z0-9]+)(?:\|(?P<user_label>[^<>|&\n]+))?>"
+    r"|<#(?P<channel>[A-Za-z0-9]+)(?:\|(?P<channel_label>[^<>|&\n]+))?>"
+    r"|<(?P<url>https?://[A-Za-z0-9._~:/?#@!$'*+,;=%-]+)(?:\|(?P<label>[^<>|&\n]+))?>"
+    r"|:(?P<emoji>[a-z0-9_+'-]{1,64}(?:::skin-tone-[2-6])?):"
+    r"|(?<![^ \n])(?P<marker>[*_])(?P<styled>[A-Za-z0-9](?:[A-Za-z0-9 ]*[A-Za-z0-9])?)(?P=marker)(?![^ \n.,!?])"
+    r"|`(?P<code>[^`&\n ](?:[^`&\n]*[^`&\n ])?)`(?!`)"
+)
+"""The markup ``_convert_simple_slack`` writes itself, each in its simplest form: a user or channel
+mention, an http(s) link whose address and text need no escape, an emoji code, a ``*bold*`` or ``_italic_``
+run of letters, digits and spaces between spaces (or the line's ends) and plain punctuation, and a code
+span without entities, backticks around it or spaces at its ends."""
+_SIMPLE_PLAIN = _PLAIN_MARKUP_FREE["slack"]
+
+
+def _convert_simple_slack(text: str, names: Names) -> Converted | None:
+    """``_convert_read`` of newline-normalised Slack text made of literal text and the simplest markup
+    (``_SIMPLE_SLACK_TOKEN``), written directly; None when the text holds anything else, or anything
+    whose writing would depend on its neighbours (an escape, a block at a line's start, whitespace at a
+    line's ends), for the full reading to convert. The two agree (tests/chat/test_markdown.py compares
+    them on generated text)."""
+    markdown_lines: list[str] = []
+    plain_lines: list[str] = []
+    found: list[str] = []
+    linked = False
+    plain = _SIMPLE_PLAIN.fullmatch
+    for line in text.split("\n"):
+        if not line or line[0].isspace() or line[-1].isspace():
+            return None
+        out: list[str] = []
+        words: list[str] = []
+        position = 0
+        for token in _SIMPLE_SLACK_TOKEN.finditer(line):
+            start = token.start()
+            if start > position:
+                if plain(line, position, start) is None:
+                    return None
+                out.append(line[position:start])
+                words.append(line[position:start])
+            if (name := token.group("emoji")) is not None:
+                end = token.end()
+                if (start and line[start - 1].isalnum()) or (end < len(line) and line[end].isalnum()):
+                    return None
+                shown = unicode_emoji(name)
+                if shown == name:
+                    return None  # a custom emoji stays as typed: its colons are literal text
+            elif token.group("user") is not None:
+                ref = token.group("user")
+                shown = "@" + (names.user(ref) or (token.group("user_label") or "").removeprefix("@") or ref)
+                found.append(ref)
+            elif token.group("channel") is not None:
+                ref = token.group("channel")
+                shown = "#" + (names.channel(ref) or (token.group("channel_label") or "").removeprefix("#") or ref)
+            elif (url := token.group("url")) is not None:
+                label = token.group("label")
+                if label is None or label == url:
+                    out.append(f"<{url}>")
+                    words.append(url)
+                else:
+                    if plain(label) is None or (out and out[-1].endswith("!")):
+                        return None  # escapes needed in the label, or "!" before it would read as an image
+                    out.append(f"[{label}]({url})")
+                    words.append(f"{label} ({url})")
+                linked = True
+                position = token.end()
+                continue
+            elif (code := token.group("code")) is not None:
+                out.append(f"`{code}`")
+                words.append(code)
+                position = token.end()
+                continue
+            else:
+                styled = token.group("styled")
+                out.append(f"**{styled}**" if token.group("marker") == "*" else f"*{styled}*")
+                words.append(styled)
+                position = token.end()
+                continue
+            if not shown or plain(shown) is None:
+                return None  # a name that would need escapes (or spans lines)
+            out.append(shown)
+            words.append(shown)
+            position = token.end()
+        if position < len(line):
+            if plain(line, position) is None:
+                return None
+            out.append(line[position:])
+            words.append(line[position:])
+        written = "".join(out)
+        if written[0] in _PLAIN_FIRST or written[0].isspace() or written[-1].isspace():
+            return None  # block syntax, or whitespace Markdown would drop, at an end of the line
+        markdown_lines.append(written)
+        plain_lines.append("".join(words))
+    return Converted("\n".join(markdown_lines), "\n".join(plain_lines), tuple(dict.fromkeys(found)), linked)
 
 
 def to_markdown(text: str, text_format: TextFormat, names: Names) -> str:

@@ -195,6 +195,11 @@ span without entities, backticks around it or spaces at its ends."""
 _SIMPLE_PLAIN = _PLAIN_MARKUP_FREE["slack"]
 
 
+_emoji = functools.lru_cache(maxsize=4096)(unicode_emoji)
+"""``unicode_emoji`` remembered: a workspace writes the same few emoji codes over and over, and looking one
+up costs more than converting the rest of its message."""
+
+
 def _convert_simple_slack(text: str, names: Names) -> Converted | None:
     """``_convert_read`` of newline-normalised Slack text made of literal text and the simplest markup
     (``_SIMPLE_SLACK_TOKEN``), written directly; None when the text holds anything else, or anything
@@ -223,7 +228,7 @@ def _convert_simple_slack(text: str, names: Names) -> Converted | None:
                 end = token.end()
                 if (start and line[start - 1].isalnum()) or (end < len(line) and line[end].isalnum()):
                     return None
-                shown = unicode_emoji(name)
+                shown = _emoji(name)
                 if shown == name:
                     return None  # a custom emoji stays as typed: its colons are literal text
             elif token.group("user") is not None:
@@ -609,7 +614,7 @@ def _markup_at(line: str, i: int, text_format: TextFormat) -> tuple[list[_Token]
     if char == "<":
         return _slack_angle(line, i) if text_format == "slack" else _chat_angle(line, i)
     if char == ":" and text_format == "slack" and (shortcode := _shortcode_at(line, i)):
-        glyph = unicode_emoji(shortcode.group(1))
+        glyph = _emoji(shortcode.group(1))
         return ([_Text(glyph)], shortcode.end()) if glyph != shortcode.group(1) else None
     if char in _STYLES:
         return _markers(line, i)

@@ -181,20 +181,23 @@ def _is_plain(text: str, text_format: TextFormat) -> bool:
 
 
 _SIMPLE_SLACK_TOKEN = re.compile(
-    r"<@(?P<user>[A-Za-z0-9]+)(?:\|(?P<user_label>[^<>|&\n]+))?>"
-    r"|<#(?P<channel>[A-Za-z0-9]+)(?:\|(?P<channel_label>[^<>|&\n]+))?>"
-    r"|<(?P<url>https?://[A-Za-z0-9._~:/?#@!$'*+,;=%-]+)(?:\|(?P<label>[^<>|&\n]+))?>"
-    r"|:(?P<emoji>[a-z0-9_+'-]{1,64}(?:::skin-tone-[2-6])?):"
-    r"|(?<![^ \n])(?P<marker>[*_])(?P<styled>[A-Za-z0-9](?:[A-Za-z0-9 ]*[A-Za-z0-9])?)(?P=marker)(?![^ \n.,!?])"
-    r"|`(?P<code>[^`&\n ](?:[^`&\n]*[^`&\n ])?)`(?!`)"
+    r"<@([A-Za-z0-9]+)(?:\|([^<>|&\n]+))?>"
+    r"|<#([A-Za-z0-9]+)(?:\|([^<>|&\n]+))?>"
+    r"|<(https?://[A-Za-z0-9._~:/?#@!$'*+,;=%-]+)(?:\|([^<>|&\n]+))?>"
+    r"|:([a-z0-9_+'-]{1,64}(?:::skin-tone-[2-6])?):"
+    r"|([*_])([A-Za-z0-9](?:[A-Za-z0-9 ]*[A-Za-z0-9])?)\8(?![^ \n.,!?])"
+    r"|`([^`&\n ](?:[^`&\n]*[^`&\n ])?)`(?!`)"
 )
 """The markup ``_convert_simple_slack`` writes itself, each in its simplest form: a user or channel
 mention, an http(s) link whose address and text need no escape, an emoji code, a ``*bold*`` or ``_italic_``
-run of letters, digits and spaces between spaces (or the line's ends) and plain punctuation, and a code
-span without entities, backticks around it or spaces at its ends."""
+run of letters, digits and spaces after a space (or the line's start) and before a space, plain
+punctuation or the line's end, and a code span without entities, backticks around it or spaces at its
+ends. Groups: user, its label, channel, its label, url, its label, emoji, marker, styled text, code. (Every
+alternative starts with one of a few characters, so the scan skips the text between them quickly.)"""
+_SIMPLE_START = re.compile(r"[<:*_`]")
+"""Where a token of ``_SIMPLE_SLACK_TOKEN`` may start: found first, then matched there (scanning with the
+token pattern itself tries every alternative at every character, several times slower)."""
 _SIMPLE_PLAIN = _PLAIN_MARKUP_FREE["slack"]
-
-
 _emoji = functools.lru_cache(maxsize=4096)(unicode_emoji)
 """``unicode_emoji`` remembered: a workspace writes the same few emoji codes over and over, and looking one
 up costs more than converting the rest of its message."""
@@ -211,35 +214,36 @@ def _convert_simple_slack(text: str, names: Names) -> Converted | None:
     found: list[str] = []
     linked = False
     plain = _SIMPLE_PLAIN.fullmatch
+    find, match = _SIMPLE_START.search, _SIMPLE_SLACK_TOKEN.match
     for line in text.split("\n"):
         if not line or line[0].isspace() or line[-1].isspace():
             return None
         out: list[str] = []
         words: list[str] = []
         position = 0
-        for token in _SIMPLE_SLACK_TOKEN.finditer(line):
-            start = token.start()
+        while (candidate := find(line, position)) is not None:
+            start = candidate.start()
+            if (token := match(line, start)) is None:
+                return None  # markup of another shape (or a literal "<", ":" or marker)
             if start > position:
                 if plain(line, position, start) is None:
                     return None
                 out.append(line[position:start])
                 words.append(line[position:start])
-            if (name := token.group("emoji")) is not None:
-                end = token.end()
-                if (start and line[start - 1].isalnum()) or (end < len(line) and line[end].isalnum()):
+            position = token.end()
+            user, user_label, channel, channel_label, url, label, name, marker, styled, code = token.groups()
+            if user is not None:
+                shown = "@" + (names.user(user) or (user_label or "").removeprefix("@") or user)
+                found.append(user)
+            elif channel is not None:
+                shown = "#" + (names.channel(channel) or (channel_label or "").removeprefix("#") or channel)
+            elif name is not None:
+                if (start and line[start - 1].isalnum()) or (position < len(line) and line[position].isalnum()):
                     return None
                 shown = _emoji(name)
                 if shown == name:
                     return None  # a custom emoji stays as typed: its colons are literal text
-            elif token.group("user") is not None:
-                ref = token.group("user")
-                shown = "@" + (names.user(ref) or (token.group("user_label") or "").removeprefix("@") or ref)
-                found.append(ref)
-            elif token.group("channel") is not None:
-                ref = token.group("channel")
-                shown = "#" + (names.channel(ref) or (token.group("channel_label") or "").removeprefix("#") or ref)
-            elif (url := token.group("url")) is not None:
-                label = token.group("label")
+            elif url is not None:
                 if label is None or label == url:
                     out.append(f"<{url}>")
                     words.append(url)
@@ -249,24 +253,21 @@ def _convert_simple_slack(text: str, names: Names) -> Converted | None:
                     out.append(f"[{label}]({url})")
                     words.append(f"{label} ({url})")
                 linked = True
-                position = token.end()
                 continue
-            elif (code := token.group("code")) is not None:
+            elif code is not None:
                 out.append(f"`{code}`")
                 words.append(code)
-                position = token.end()
                 continue
             else:
-                styled = token.group("styled")
-                out.append(f"**{styled}**" if token.group("marker") == "*" else f"*{styled}*")
+                if start and line[start - 1] != " ":
+                    return None  # a marker that may not open here
+                out.append(f"**{styled}**" if marker == "*" else f"*{styled}*")
                 words.append(styled)
-                position = token.end()
                 continue
             if not shown or plain(shown) is None:
                 return None  # a name that would need escapes (or spans lines)
             out.append(shown)
             words.append(shown)
-            position = token.end()
         if position < len(line):
             if plain(line, position) is None:
                 return None

@@ -8,10 +8,23 @@ from typing import ClassVar
 from urllib.parse import unquote
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from convener.chat.markdown import Converted, convert, escape, has_link, mentions, plain_text, to_markdown
+from convener.chat.markdown import (
+    Converted,
+    _convert_read,
+    _convert_simple_slack,
+    _normalise_newlines,
+    convert,
+    escape,
+    has_link,
+    mentions,
+    plain_text,
+    to_markdown,
+)
 from convener.chat.records import TextFormat
 
 MD = MarkdownIt("commonmark").enable("strikethrough")
@@ -411,3 +424,85 @@ def test_convert_is_the_four_readings_at_once(text_format: TextFormat, text: str
     assert convert(text, text_format, NAMES) == Converted(
         to_markdown(text, text_format, NAMES), plain_text(text, text_format, NAMES),
         tuple(mentions(text, text_format)), has_link(text, text_format))
+
+
+# ---------------------------------------------------------------- the short way for simple Slack markup
+
+
+class HostileDirectory:
+    """Names that would need escapes, span lines, start blocks or end in whitespace, beside plain ones."""
+
+    users: ClassVar = {"U012AB": "Ana Lima", "U1": "*bold* name", "U2": "new\nline", "U3": "trailing ",
+                       "U4": "", "U5": "a_b", "U6": "Zoë 😀", "U7": "x:y", "U8": "1. one", "U9": "Bang!"}
+    channels: ClassVar = {"C0123": "general", "C1": "# heading", "C2": "[x]", "C3": "a b", "C4": ""}
+
+    def user(self, ref: str) -> str | None:
+        return self.users.get(ref)
+
+    def channel(self, ref: str) -> str | None:
+        return self.channels.get(ref)
+
+
+SIMPLE_ATOMS = [
+    "word", "Wort", "é", "😀", " ", " ", " ", ",", ".", "?", "!", "'", "(", ")", "/", "%", "=", "-", "+", "#",
+    "1", "2.", "\n", "\t", "\u00a0", "•", ">", "&", "&amp;", "&gt;", "|", "@", "h", "http", "ttp",
+    # the simple markup, and its near misses
+    "<@U012AB>", "<@U1>", "<@U2>", "<@U3>", "<@U4>", "<@U5>", "<@U6>", "<@U7>", "<@U8>", "<@U9>", "<@UX>",
+    "<@u0lower>", "<@UX|label>", "<@UX|@label>", "<@UX|@>", "<@UX|>", "<@U012AB|x>", "<@U 1>", "<@>",
+    "<#C0123>", "<#C1>", "<#C2>", "<#C3>", "<#C4>", "<#CX|name>", "<#CX|#>", "<#CX>",
+    "<https://x.test/a/b>", "<https://x.test/a|text>", "<http://x.test|http://x.test>", "<https://x.test|>",
+    "<https://x.test/a?b=c&amp;d=e|q>", "<https://x.test/(p)|p>", "<https://x.test|a*b>", "<mailto:a@b.test>",
+    "<https://x.test|x|y>", "<ftp://x.test|f>", "https://bare.test/x", "http://x.test.",
+    ":tada:", ":+1:", ":+1::skin-tone-2:", ":thinking_face:", ":partyparrot:", ":coffee:", "12:30",
+    ":", "::", ":smile", "*", "_", "~", "`", "*bold*", "_it_", "*two words*", "*x *", "**b**", "* ",
+    "_snake_case_", "*a*b", "`code`", "`a*b<c>:d:`", "` pad `", "`&amp;`", "``", "```", "`x``y`", "~s~",
+]
+
+
+@st.composite
+def simple_slack(draw: st.DrawFn) -> str:
+    pieces = draw(st.lists(st.sampled_from(SIMPLE_ATOMS), min_size=1, max_size=24))
+    return "".join(pieces)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(simple_slack())
+def test_the_short_way_for_simple_slack_markup_is_the_full_reading(text: str) -> None:
+    text = _normalise_newlines(text)
+    for names in (NAMES, HostileDirectory()):
+        simple = _convert_simple_slack(text, names)
+        if simple is not None:
+            assert simple == _convert_read(text, "slack", names), text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab @#<>|:*_`~&;!.\n\t+-/0U1C\u00a0😀"), max_size=40))
+def test_the_short_way_on_any_characters_is_the_full_reading(text: str) -> None:
+    text = _normalise_newlines(text)
+    simple = _convert_simple_slack(text, HostileDirectory())
+    if simple is not None:
+        assert simple == _convert_read(text, "slack", HostileDirectory()), text
+
+
+REAL_SLACK = [
+    "Thanks <@U012AB>, merged :tada:",
+    "<@U012AB> can you review <https://github.com/acme/api/pull/12|#12>?",
+    "Deploy is done, see <https://grafana.acme.example/d/latency> and <#C0123|general> :rocket:",
+    "Standup moved to *friday* _morning_, notes in `notes.md`.",
+    "ok :+1::skin-tone-2:\nwill do after lunch :coffee:",
+    "In <#C0123> please read <https://docs.acme.example/plan|the plan> before the sync!",
+    "Ping <@UNKNOWN|ben> about the *release notes*",
+]
+
+
+@pytest.mark.parametrize("text", REAL_SLACK)
+def test_common_slack_messages_take_the_short_way(text: str) -> None:
+    simple = _convert_simple_slack(text, NAMES)
+    assert simple is not None
+    assert simple == _convert_read(text, "slack", NAMES)
+
+
+def test_the_short_way_leaves_what_it_cannot_write_to_the_full_reading() -> None:
+    for text in ["<@U1> hi", "<#C1> hi", "see!<https://x.test|x>", "a:tada:", ":partyparrot:", "*a*b", "`x``y`",
+                 "> quoted <@U012AB>", "• item :tada:", "a &amp; b :tada:", "x <@U3>", "<https://x.test|a_b>"]:
+        assert _convert_simple_slack(text, HostileDirectory()) is None, text

@@ -131,6 +131,8 @@ def convert(text: str, text_format: TextFormat, names: Names) -> Converted:
         # Most messages are a few words: nothing in them is markup, so they are their own Markdown and
         # plain text (the full reading below gives the same, at ~20x the cost).
         return Converted(text, text, (), False)
+    if text_format == "slack" and (simple := _convert_simple_slack(text, names)) is not None:
+        return simple
     return _convert_read(text, text_format, names)
 
 
@@ -176,6 +178,107 @@ def _is_plain(text: str, text_format: TextFormat) -> bool:
                 or pattern.fullmatch(line) is None:
             return False
     return True
+
+
+_SIMPLE_SLACK_TOKEN = re.compile(
+    r"<@([A-Za-z0-9]+)(?:\|([^<>|&\n]+))?>"
+    r"|<#([A-Za-z0-9]+)(?:\|([^<>|&\n]+))?>"
+    r"|<(https?://[A-Za-z0-9._~:/?#@!$'*+,;=%-]+)(?:\|([^<>|&\n]+))?>"
+    r"|:([a-z0-9_+'-]{1,64}(?:::skin-tone-[2-6])?):"
+    r"|([*_])([A-Za-z0-9](?:[A-Za-z0-9 ]*[A-Za-z0-9])?)\8(?![^ \n.,!?])"
+    r"|`([^`&\n ](?:[^`&\n]*[^`&\n ])?)`(?!`)"
+)
+"""The markup ``_convert_simple_slack`` writes itself, each in its simplest form: a user or channel
+mention, an http(s) link whose address and text need no escape, an emoji code, a ``*bold*`` or ``_italic_``
+run of letters, digits and spaces after a space (or the line's start) and before a space, plain
+punctuation or the line's end, and a code span without entities, backticks around it or spaces at its
+ends. Groups: user, its label, channel, its label, url, its label, emoji, marker, styled text, code. (Every
+alternative starts with one of a few characters, so the scan skips the text between them quickly.)"""
+_SIMPLE_START = re.compile(r"[<:*_`]")
+"""Where a token of ``_SIMPLE_SLACK_TOKEN`` may start: found first, then matched there (scanning with the
+token pattern itself tries every alternative at every character, several times slower)."""
+_SIMPLE_PLAIN = _PLAIN_MARKUP_FREE["slack"]
+_emoji = functools.lru_cache(maxsize=4096)(unicode_emoji)
+"""``unicode_emoji`` remembered: a workspace writes the same few emoji codes over and over, and looking one
+up costs more than converting the rest of its message."""
+
+
+def _convert_simple_slack(text: str, names: Names) -> Converted | None:
+    """``_convert_read`` of newline-normalised Slack text made of literal text and the simplest markup
+    (``_SIMPLE_SLACK_TOKEN``), written directly; None when the text holds anything else, or anything
+    whose writing would depend on its neighbours (an escape, a block at a line's start, whitespace at a
+    line's ends), for the full reading to convert. The two agree (tests/chat/test_markdown.py compares
+    them on generated text)."""
+    markdown_lines: list[str] = []
+    plain_lines: list[str] = []
+    found: list[str] = []
+    linked = False
+    plain = _SIMPLE_PLAIN.fullmatch
+    find, match = _SIMPLE_START.search, _SIMPLE_SLACK_TOKEN.match
+    for line in text.split("\n"):
+        if not line or line[0].isspace() or line[-1].isspace():
+            return None
+        out: list[str] = []
+        words: list[str] = []
+        position = 0
+        while (candidate := find(line, position)) is not None:
+            start = candidate.start()
+            if (token := match(line, start)) is None:
+                return None  # markup of another shape (or a literal "<", ":" or marker)
+            if start > position:
+                if plain(line, position, start) is None:
+                    return None
+                out.append(line[position:start])
+                words.append(line[position:start])
+            position = token.end()
+            user, user_label, channel, channel_label, url, label, name, marker, styled, code = token.groups()
+            if user is not None:
+                shown = "@" + (names.user(user) or (user_label or "").removeprefix("@") or user)
+                found.append(user)
+            elif channel is not None:
+                shown = "#" + (names.channel(channel) or (channel_label or "").removeprefix("#") or channel)
+            elif name is not None:
+                if (start and line[start - 1].isalnum()) or (position < len(line) and line[position].isalnum()):
+                    return None
+                shown = _emoji(name)
+                if shown == name:
+                    return None  # a custom emoji stays as typed: its colons are literal text
+            elif url is not None:
+                if label is None or label == url:
+                    out.append(f"<{url}>")
+                    words.append(url)
+                else:
+                    if plain(label) is None or (out and out[-1].endswith("!")):
+                        return None  # escapes needed in the label, or "!" before it would read as an image
+                    out.append(f"[{label}]({url})")
+                    words.append(f"{label} ({url})")
+                linked = True
+                continue
+            elif code is not None:
+                out.append(f"`{code}`")
+                words.append(code)
+                continue
+            else:
+                if start and line[start - 1] != " ":
+                    return None  # a marker that may not open here
+                out.append(f"**{styled}**" if marker == "*" else f"*{styled}*")
+                words.append(styled)
+                continue
+            if not shown or plain(shown) is None:
+                return None  # a name that would need escapes (or spans lines)
+            out.append(shown)
+            words.append(shown)
+        if position < len(line):
+            if plain(line, position) is None:
+                return None
+            out.append(line[position:])
+            words.append(line[position:])
+        written = "".join(out)
+        if written[0] in _PLAIN_FIRST or written[0].isspace() or written[-1].isspace():
+            return None  # block syntax, or whitespace Markdown would drop, at an end of the line
+        markdown_lines.append(written)
+        plain_lines.append("".join(words))
+    return Converted("\n".join(markdown_lines), "\n".join(plain_lines), tuple(dict.fromkeys(found)), linked)
 
 
 def to_markdown(text: str, text_format: TextFormat, names: Names) -> str:
@@ -512,7 +615,7 @@ def _markup_at(line: str, i: int, text_format: TextFormat) -> tuple[list[_Token]
     if char == "<":
         return _slack_angle(line, i) if text_format == "slack" else _chat_angle(line, i)
     if char == ":" and text_format == "slack" and (shortcode := _shortcode_at(line, i)):
-        glyph = unicode_emoji(shortcode.group(1))
+        glyph = _emoji(shortcode.group(1))
         return ([_Text(glyph)], shortcode.end()) if glyph != shortcode.group(1) else None
     if char in _STYLES:
         return _markers(line, i)

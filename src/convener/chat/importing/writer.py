@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -206,6 +207,16 @@ class ChatImporter:
         self._import_users(export, directory, summary)
         total = export.conversation_count()
         written_to: set[str] = set()  # a reader may yield one conversation in several parts (Mattermost)
+        # One thread inserts each batch of new messages while this one reads and converts the next: the
+        # database's side of an insert (SQLite's steps, PostgreSQL's COPY) runs without the GIL.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-import-insert") as inserter:
+            self._import_conversations(export, progress, summary, directory, known_spaces, total, written_to,
+                                       inserter)
+        return summary
+
+    def _import_conversations(self, export: ChatExport, progress: Progress | None, summary: ImportSummary,
+                              directory: _Directory, known_spaces: _Spaces, total: int | None,
+                              written_to: set[str], inserter: ThreadPoolExecutor) -> None:
         for conversation in export.conversations(summary.report):
             label = conversation.display_name or conversation.external_id
 
@@ -214,8 +225,8 @@ class ChatImporter:
 
             try:
                 with self.database.transaction() as connection:
-                    written = _ConversationWriter(connection, export.source, directory, known_spaces).write(
-                        conversation, tick)
+                    written = _ConversationWriter(connection, export.source, directory, known_spaces,
+                                                  inserter).write(conversation, tick)
             except MalformedConversation as error:
                 directory.rollback()
                 known_spaces.rollback()
@@ -233,7 +244,6 @@ class ChatImporter:
             if progress is not None:
                 progress(ImportProgress(summary.conversations + summary.failed_conversations, total,
                                         summary.messages, label))
-        return summary
 
     @staticmethod
     def _tick(progress: Progress | None, summary: ImportSummary, total: int | None, label: str, count: int) -> None:
@@ -282,17 +292,49 @@ def _free_id(connection: Connection, column: Any, wanted: str) -> str:
 
 
 class _ConversationWriter:
-    """Writes one conversation inside the caller's transaction."""
+    """Writes one conversation inside the caller's transaction.
 
-    def __init__(self, connection: Connection, source: str, directory: _Directory, known_spaces: _Spaces) -> None:
-        self.connection = connection
+    Batches of new messages are inserted by ``inserter``'s thread while this one builds the next batch;
+    one batch at a time is in flight. Everything else this writer does on the connection goes through
+    ``connection``, which first waits for that insert to end: the connection is only ever used by one
+    thread at a time, and in the order the statements were issued."""
+
+    def __init__(self, connection: Connection, source: str, directory: _Directory, known_spaces: _Spaces,
+                 inserter: ThreadPoolExecutor) -> None:
+        self._connection = connection
+        self._inserter = inserter
+        self._inserting: Future[None] | None = None
         self.source = source
         self.directory = directory
         self.spaces = known_spaces
         self.dialect = connection.dialect.name
         self.names = _Names(directory, self._channel_name)
 
+    @property
+    def connection(self) -> Connection:
+        """The transaction's connection, once the batch being inserted (if any) is in."""
+        self._wait_for_insert()
+        return self._connection
+
+    def _wait_for_insert(self) -> None:
+        """Wait for the batch being inserted; raise what its insert raised."""
+        if self._inserting is not None:
+            inserting, self._inserting = self._inserting, None
+            inserting.result()
+
     def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
+        try:
+            written = self._write(conversation, tick)
+        except BaseException:
+            # the transaction is rolled back next: not while an insert is still using the connection
+            if self._inserting is not None:
+                self._inserting.exception()
+                self._inserting = None
+            raise
+        self._wait_for_insert()
+        return written
+
+    def _write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
         space_id = self._space_id(conversation.external_id)
         if self.dialect == "postgresql":
             # Two imports writing one conversation at once take turns: what a batch finds stored is then
@@ -455,13 +497,19 @@ class _ConversationWriter:
         beforehand (SQLite: after the largest, under the transaction's write lock; PostgreSQL: from the
         column's sequence), so nothing needs to come back. PostgreSQL copies the rows (``COPY``); its search
         vector is computed by the server as for any insert, SQLite's index by its triggers."""
+        self._wait_for_insert()  # one batch in flight
+        self._inserting = self._inserter.submit(self._insert_now, rows, mentioned)
+
+    def _insert_now(self, rows: list[dict[str, Any]], mentioned: list[list[str]]) -> None:
+        """``_insert_new``'s work, on the inserter's thread: the connection is this thread's alone meanwhile."""
+        connection = self._connection
         row_ids = self._new_row_ids(len(rows))
         columns = [column.name for column in messages.c]
         records = [_record(columns, row_id, row) for row_id, row in zip(row_ids, rows, strict=True)]
         pairs = [(row_id, user_id) for row_id, users_mentioned in zip(row_ids, mentioned, strict=True)
                  for user_id in users_mentioned]
         if self.dialect == "postgresql":
-            driver = self.connection.connection.driver_connection
+            driver = connection.connection.driver_connection
             with driver.cursor() as cursor:  # type: ignore[union-attr]
                 with cursor.copy(f"COPY chat_messages ({', '.join(columns)}) FROM STDIN") as copy:
                     for record in records:
@@ -473,10 +521,10 @@ class _ConversationWriter:
             return
         marks = ", ".join("?" for _ in columns)
         with self._search_index_in_bulk(row_ids[0], row_ids[-1]):
-            self.connection.exec_driver_sql(f"INSERT INTO chat_messages ({', '.join(columns)}) VALUES ({marks})",
-                                            records)
+            connection.exec_driver_sql(f"INSERT INTO chat_messages ({', '.join(columns)}) VALUES ({marks})",
+                                       records)
         if pairs:
-            self.connection.exec_driver_sql("INSERT INTO chat_mentions (message_row_id, user_id) VALUES (?, ?)", pairs)
+            connection.exec_driver_sql("INSERT INTO chat_mentions (message_row_id, user_id) VALUES (?, ?)", pairs)
 
     @contextmanager
     def _search_index_in_bulk(self, first: int, last: int) -> Iterator[None]:
@@ -484,24 +532,24 @@ class _ConversationWriter:
         one statement, not row by row through the insert trigger (FTS5 takes about 15 times as long so).
         The trigger is dropped and made again as it was, inside this transaction: no other writer can see
         it missing (the transaction holds SQLite's write lock), and a failure rolls all of it back."""
-        trigger = self.connection.exec_driver_sql(
+        trigger = self._connection.exec_driver_sql(
             "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_FTS_INSERT_TRIGGER,)).scalar()
         if trigger is None:  # not the schema this was written for: let the store do as it does
             yield
             return
-        self.connection.exec_driver_sql(f"DROP TRIGGER {_FTS_INSERT_TRIGGER}")
+        self._connection.exec_driver_sql(f"DROP TRIGGER {_FTS_INSERT_TRIGGER}")
         yield
-        self.connection.exec_driver_sql(
+        self._connection.exec_driver_sql(
             "INSERT INTO chat_messages_fts (rowid, search_text) "
             "SELECT row_id, search_text FROM chat_messages WHERE row_id BETWEEN ? AND ?", (first, last))
-        self.connection.exec_driver_sql(str(trigger))
+        self._connection.exec_driver_sql(str(trigger))
 
     def _new_row_ids(self, count: int) -> list[int]:
         if self.dialect == "postgresql":
-            return [int(value) for value in self.connection.scalars(
+            return [int(value) for value in self._connection.scalars(
                 text("SELECT nextval(pg_get_serial_sequence('chat_messages', 'row_id')) FROM generate_series(1, :n)"),
                 {"n": count})]
-        largest = int(self.connection.scalar(select(func.coalesce(func.max(messages.c.row_id), 0))) or 0)
+        largest = int(self._connection.scalar(select(func.coalesce(func.max(messages.c.row_id), 0))) or 0)
         return list(range(largest + 1, largest + 1 + count))
 
     def _upsert(self, changed_rows: list[dict[str, Any]], changed_mentions: list[list[str]]) -> None:

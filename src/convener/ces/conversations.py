@@ -115,6 +115,17 @@ def _columns(conversation: Conversation) -> dict[str, Any]:
     }
 
 
+_HEADER_COLUMNS = ("start_time_us", "start_time_nanos", "end_time_us", "end_time_nanos", "turn_count", "source",
+                   "input_types", "channel_type", "entry_agent", "deployment", "app_version", "language_code")
+# The columns ``_columns`` sets are all of these; were one added there, this fails at import.
+assert tuple(_columns(Conversation(start_time=Timestamp(0), source=Source.LIVE))) == _HEADER_COLUMNS
+_APPENDED = update(table).where(c.id == bindparam("b_pk")).values(
+    {name: bindparam(f"b_{name}") for name in ("body", *_HEADER_COLUMNS)})
+"""The header's update when a turn is appended, built once (``_columns`` names the same columns): building
+an UPDATE and keying it for the statement cache cost more than SQLite takes to run it, on every turn but the
+first (which inserts), so turn n cost more than turn 1."""
+
+
 def content_id(conversation: Conversation, app: AppName) -> str:
     """A stable ID for a conversation imported without a name, so that re-importing it is a no-op.
 
@@ -427,7 +438,8 @@ class ConversationService:
             return
         before = Conversation.model_validate(existing.body)
         header, settled_turn = settle_appended(before, turn, end_time=end_time)
-        connection.execute(update(table).where(c.id == existing.id).values(body=header.to_json(), **_columns(header)))
+        connection.execute(_APPENDED, {"b_pk": existing.id, "b_body": header.to_json(),
+                                       **{f"b_{key}": value for key, value in _columns(header).items()}})
         conversation_bodies.write_turns(connection, existing.id, [settled_turn.to_json()], before.turn_count or 0)
 
     def recorded(self, connection: Connection, app_pk: int, name: ConversationName) -> RecordedHistory | None:

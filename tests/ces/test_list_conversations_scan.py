@@ -18,6 +18,7 @@ from convener.api.errors import InvalidArgument
 from convener.api.protojson import Timestamp
 from convener.api.stored import StoredBody
 from convener.auth.caller import LOCAL_USER, Caller
+from convener.ces import conversations
 from convener.ces.models import App, Chunk, Conversation, Message, Source, Turn
 from convener.ces.names import AppName
 from convener.ces.requests import (
@@ -139,6 +140,22 @@ def test_a_filter_matching_nothing_walks_the_app_a_budget_at_a_time(services: Se
 def test_an_unindexed_filter_matching_every_row_pages_as_usual(services: Services,
                                                                     stored: list[Conversation]) -> None:
     # Every row matches: each page fills inside its window, so pages are full and tokens are ordinary.
+    found, sizes = walk(services, 4, filter="turnCount = 1")
+    assert found == [c.name for c in stored]
+    assert sizes[:-1] == [4] * (len(sizes) - 1)
+
+
+def test_windows_widened_up_to_the_budget_list_what_the_budget_alone_would(
+        services: Services, stored: list[Conversation], monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQLite tries windows of growing size before the whole budget (PostgreSQL streams one window): with a
+    # first window of one page's rows doubling up to a budget of 20 rows, the pages are still every match in
+    # order, each call examines at most the budget, and a page full inside a small window is a full page.
+    monkeypatch.setattr(conversations, "FIRST_WINDOW_PAGES", 1)
+    monkeypatch.setattr(conversations, "WINDOW_GROWTH", 2)
+    services.conversations.scan_rows = 20
+    found, sizes = walk(services, 2, filter='languageCode = "de-DE"')
+    assert found == [c.name for c in stored if c.language_code == "de-DE"]
+    assert len(sizes) >= COUNT // 20
     found, sizes = walk(services, 4, filter="turnCount = 1")
     assert found == [c.name for c in stored]
     assert sizes[:-1] == [4] * (len(sizes) - 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Text, cast, insert, select
+from sqlalchemy import BindParameter, Connection, Text, bindparam, cast, insert, select
 
 from convener.ces.models import Conversation
 from convener.ces.tables import conversation_turns
@@ -56,15 +56,20 @@ def assemble(header: Json, turns: Sequence[Json]) -> Json:
     return assembled
 
 
+_PAGE_TURNS: BindParameter[int] = bindparam("pks", expanding=True)
+_TURNS = select(t.conversation_pk, t.body).where(t.conversation_pk.in_(_PAGE_TURNS)).order_by(
+    t.conversation_pk, t.turn_index)
+_TURN_TEXTS = select(t.conversation_pk, cast(t.body, Text)).where(t.conversation_pk.in_(_PAGE_TURNS)).order_by(
+    t.conversation_pk, t.turn_index)
+"""Built once (the row IDs bound as one expanding parameter): building and keying the statement for the cache
+cost more than SQLite takes to run it, on every page of a list."""
+
+
 def bodies(connection: Connection, headers: Mapping[int, Json]) -> dict[int, Json]:
     """The whole bodies of the conversations whose headers are given by row ID: one query for all their turns."""
     turns: dict[int, list[Json]] = {pk: [] for pk in headers}
     if headers:
-        rows = connection.execute(
-            select(t.conversation_pk, t.body)
-            .where(t.conversation_pk.in_(list(headers)))
-            .order_by(t.conversation_pk, t.turn_index)
-        )
+        rows = connection.execute(_TURNS, {"pks": list(headers)})
         for row in rows:
             turns[row.conversation_pk].append(row.body)
     return {pk: assemble(header, turns[pk]) for pk, header in headers.items()}
@@ -76,11 +81,7 @@ def body_texts(connection: Connection, headers: Mapping[int, str]) -> dict[int, 
     The turns are joined in as text, after the header's other keys (a JSON object's keys have no order)."""
     turns: dict[int, list[str]] = {pk: [] for pk in headers}
     if headers:
-        rows = connection.execute(
-            select(t.conversation_pk, cast(t.body, Text))
-            .where(t.conversation_pk.in_(list(headers)))
-            .order_by(t.conversation_pk, t.turn_index)
-        )
+        rows = connection.execute(_TURN_TEXTS, {"pks": list(headers)})
         for pk, text in rows:
             turns[pk].append(text)
     return {pk: _with_turns(header, turns[pk]) for pk, header in headers.items()}

@@ -57,6 +57,10 @@ from convener.store.database import AnyRow, Database
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
+FIRST_WINDOW_PAGES = 48
+WINDOW_GROWTH = 8
+"""On SQLite a filter on unindexed fields is first applied to a window of 48 pages' worth of rows, then to
+windows 8 times as large, up to the scan budget (see ``ConversationService.list``)."""
 
 c = table.c
 # The lookups every recorded turn runs, built once: building and keying a statement costs more CPU than SQLite
@@ -113,6 +117,17 @@ def _columns(conversation: Conversation) -> dict[str, Any]:
         "app_version": conversation.app_version or "",
         "language_code": conversation.language_code or "",
     }
+
+
+_HEADER_COLUMNS = ("start_time_us", "start_time_nanos", "end_time_us", "end_time_nanos", "turn_count", "source",
+                   "input_types", "channel_type", "entry_agent", "deployment", "app_version", "language_code")
+# The columns ``_columns`` sets are all of these; were one added there, this fails at import.
+assert tuple(_columns(Conversation(start_time=Timestamp(0), source=Source.LIVE))) == _HEADER_COLUMNS
+_APPENDED = update(table).where(c.id == bindparam("b_pk")).values(
+    {name: bindparam(f"b_{name}") for name in ("body", *_HEADER_COLUMNS)})
+"""The header's update when a turn is appended, built once (``_columns`` names the same columns): building
+an UPDATE and keying it for the statement cache cost more than SQLite takes to run it, on every turn but the
+first (which inserts), so turn n cost more than turn 1."""
 
 
 def content_id(conversation: Conversation, app: AppName) -> str:
@@ -318,13 +333,25 @@ class ConversationService:
                 if len(rows) <= page_size:
                     assert shape.boundary is not None
                     stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
-            else:
-                if shape.boundary is not None:
-                    stop = connection.execute(shape.boundary, {**values, "skip": self.scan_rows - 1}).first()
-                if stop is not None:  # the window ends before the app does: the page is taken from the window
-                    shape = _list_shape(request.filter or "", sources, bool(request.page_token), bounded=True)
-                    values.update(zip(("bound_us", "bound_nanos", "bound_id"), _position(stop), strict=True))
+            elif shape.boundary is None:
                 rows = connection.execute(shape.page, values).all()
+            else:
+                # Windows growing to the budget: most filters fill a page within a few hundred rows, and then
+                # where the budget's window would end (a walk of ``scan_rows`` index entries, more than the
+                # page itself costs) does not matter. A window that holds a full page gives the page the whole
+                # budget would (the page is the first matches in order); a window that does not is widened.
+                bounded = _list_shape(request.filter or "", sources, bool(request.page_token), bounded=True)
+                window = min(self.scan_rows, FIRST_WINDOW_PAGES * (page_size + 1))
+                while True:
+                    stop = connection.execute(shape.boundary, {**values, "skip": window - 1}).first()
+                    if stop is None:  # the app ends within the window: the page is taken from the rest of the app
+                        rows = connection.execute(shape.page, values).all()
+                        break
+                    values.update(zip(("bound_us", "bound_nanos", "bound_id"), _position(stop), strict=True))
+                    rows = connection.execute(bounded.page, values).all()
+                    if len(rows) > page_size or window >= self.scan_rows:
+                        break
+                    window = min(self.scan_rows, window * WINDOW_GROWTH)
             if not rows and stop is None:
                 self.apps.app_pk(connection, parent)  # NOT_FOUND when the app is not there
             page, more = split_page(rows, page_size)
@@ -427,7 +454,8 @@ class ConversationService:
             return
         before = Conversation.model_validate(existing.body)
         header, settled_turn = settle_appended(before, turn, end_time=end_time)
-        connection.execute(update(table).where(c.id == existing.id).values(body=header.to_json(), **_columns(header)))
+        connection.execute(_APPENDED, {"b_pk": existing.id, "b_body": header.to_json(),
+                                       **{f"b_{key}": value for key, value in _columns(header).items()}})
         conversation_bodies.write_turns(connection, existing.id, [settled_turn.to_json()], before.turn_count or 0)
 
     def recorded(self, connection: Connection, app_pk: int, name: ConversationName) -> RecordedHistory | None:

@@ -53,7 +53,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -136,8 +136,10 @@ class StoredDocument:
     content_length_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
+    """A named tuple rather than a frozen dataclass: a search makes one per result, and a frozen dataclass's
+    ``__init__`` (a guarded ``object.__setattr__`` per field) costs several times a tuple's."""
+
     row_id: int
     score: float
     chunk_id: str
@@ -270,6 +272,20 @@ class LexicalIndex:
         scores = np.bincount(np.concatenate([p.ordinals for p in found]),
                              weights=np.concatenate([p.weights for p in found]),
                              minlength=len(snapshot.row_ids)).astype(np.float64, copy=False)
+        stored = snapshot.stored
+        if condition is None and after is None:
+            ordinals, best = _top_matched(scores, limit)
+        else:
+            ordinals, best = _top(self._candidates(snapshot, scores, condition, filter_text, after, connect), scores,
+                                  limit)
+        row_ids = snapshot.row_ids[ordinals].tolist()
+        chunk_ids, contents, placed = stored.chunk_ids, stored.contents, stored.documents
+        return [Hit(row_ids[place], best[place], chunk_ids[ordinal], contents[ordinal], placed[ordinal])
+                for place, ordinal in enumerate(ordinals)]
+
+    def _candidates(self, snapshot: _Snapshot, scores: npt.NDArray[np.float64], condition: ColumnElement[bool] | None,
+                    filter_text: str | None, after: tuple[float, int] | None, connect: Connect) -> npt.NDArray[np.intp]:
+        """The matched chunks (a positive score) that ``condition`` allows, after the keyset position ``after``."""
         candidates = np.flatnonzero(scores > 0)
         if condition is not None and len(candidates):
             allowed = self._allowed(snapshot, condition, filter_text, connect)
@@ -278,10 +294,7 @@ class LexicalIndex:
             score, row_id = after
             values = scores[candidates]
             candidates = candidates[(values < score) | ((values == score) & (snapshot.row_ids[candidates] > row_id))]
-        stored = snapshot.stored
-        ordinals, best = _top(candidates, scores, limit)
-        return [Hit(row_id, score, stored.chunk_ids[ordinal], stored.contents[ordinal], stored.documents[ordinal])
-                for ordinal, row_id, score in zip(ordinals, snapshot.row_ids[ordinals].tolist(), best)]
+        return candidates
 
     def _allowed(self, snapshot: _Snapshot, condition: ColumnElement[bool], filter_text: str | None,
                  connect: Connect) -> npt.NDArray[np.int64]:
@@ -570,3 +583,18 @@ def _top(candidates: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], limi
         candidates, values = candidates[kept], values[kept]
     order = np.lexsort((candidates, -values))[:limit]
     return candidates[order].tolist(), values[order].tolist()  # as Python numbers in one go, not one by one
+
+
+def _top_matched(scores: npt.NDArray[np.float64], limit: int) -> tuple[list[int], list[float]]:
+    """``_top`` of every matched chunk (a positive score), without listing the matched ones first when the
+    ``limit``-th best score is positive (most queries: a few words match thousands of chunks): the chunks at or
+    above it, every tie of the last place included, are the only ones the order can take."""
+    count = len(scores)
+    if 0 < limit < count:
+        threshold = np.partition(scores, count - limit)[count - limit]
+        if threshold > 0:
+            kept = np.flatnonzero(scores >= threshold)
+            values = scores[kept]
+            order = np.lexsort((kept, -values))[:limit]
+            return kept[order].tolist(), values[order].tolist()
+    return _top(np.flatnonzero(scores > 0), scores, limit)

@@ -1,0 +1,425 @@
+"""The catalog: what phrases of a question can refer to (tables, columns, values, glossary terms), and
+the table a question is about."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import permutations
+
+from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
+from convener.analytics.planner.vocabulary import (
+    _ADJECTIVE_SUFFIXES,
+    _AGG_WORDS,
+    _AGG_WORDS_PLAIN,
+    _BUCKETS,
+    _FILLER,
+    _GENERIC_PARTS,
+    _UNITS,
+)
+from convener.analytics.shapes import STRING, ColumnInfo, TableInfo
+from convener.analytics.wording import CONTENT_STOPWORDS, Token, phrase, split_identifier, stem, value_tokens
+
+
+# --- The catalog: what phrases of a question can refer to --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a phrase refers to: a column, or a value of a column (``value`` set). ``term`` names the
+    glossary term it came through, if any."""
+
+    table: str
+    column: str
+    value: str | None = None
+    term: str | None = None
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A phrase of the question (tokens ``start``..``end``) and what it may refer to."""
+
+    start: int
+    end: int
+    target: _Target
+    strength: float
+    source: str  # name, synonym, glossary, value, adjective, partial
+
+
+@dataclass
+class _ColumnKeys:
+    """The ways a column is named: its whole name, synonyms and (weaker) single distinctive parts."""
+
+    table: TableInfo
+    column: ColumnInfo
+    names: list[tuple[str, ...]] = field(default_factory=list)
+    parts: list[tuple[str, ...]] = field(default_factory=list)
+
+
+
+class _Catalog:
+    """Every table's names, columns, values and the glossary, indexed for matching against a question."""
+
+    def __init__(self, tables: Sequence[TableInfo], terms: Sequence[Term], values_of: ValuesOf | None) -> None:
+        self.tables = {table.name: table for table in tables}
+        self._values_of = values_of
+        self._values: dict[tuple[str, str], list[str]] = {}
+        self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
+        self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
+
+    # values
+
+    def values(self, table: TableInfo, column: ColumnInfo) -> list[str]:
+        """Distinct values of a string column: from ``values_of`` when given, else the column's samples."""
+        key = (table.name, column.name)
+        if key not in self._values:
+            raw = self._values_of(table.name, column.name) if self._values_of else column.samples
+            self._values[key] = [str(value) for value in list(raw)[:MAX_VALUES_PER_COLUMN] if value is not None]
+        return self._values[key]
+
+    # columns
+
+    @staticmethod
+    def _column_keys(table: TableInfo, column: ColumnInfo) -> _ColumnKeys:
+        keys = _ColumnKeys(table, column)
+        for name in (column.name, *column.synonyms):
+            words = phrase(name)
+            if words:
+                keys.names.append(words)
+        whole = phrase(column.name)
+        if len(whole) > 1:
+            keys.parts.extend((part,) for part in whole if part not in _GENERIC_PARTS and len(part) > 2)
+        return keys
+
+    # glossary
+
+    def _term_targets(self, term: Term) -> list[_Target]:
+        """A term whose description quotes a value of a column stands for that filter; one whose
+        description names a column stands for the column. Terms that name neither are not used."""
+        description = term.description or ""
+        for quoted in re.findall(r"'([^']+)'|\"([^\"]+)\"", description):
+            value = quoted[0] or quoted[1]
+            target = self._quoted_value(value, description)
+            if target:
+                return [_Target(target[0], target[1], value, term.name)]
+        named = self._named_columns(description)
+        return [_Target(table, column, None, term.name) for table, column in named]
+
+    def _quoted_value(self, value: str, description: str) -> tuple[str, str] | None:
+        found: list[tuple[int, str, str]] = []
+        for keys in self.columns:
+            if keys.column.type != STRING:
+                continue
+            if value in self.values(keys.table, keys.column):
+                named = 0 if _names(description, keys.column.name) else 1
+                found.append((named, keys.table.name, keys.column.name))
+        return (min(found)[1], min(found)[2]) if found else None
+
+    def _named_columns(self, description: str) -> list[tuple[str, str]]:
+        named = [(keys.table.name, keys.column.name) for keys in self.columns
+                 if _names(description, keys.column.name)]
+        marked = [pair for pair in named
+                  if re.search(rf"\b{re.escape(pair[1])}\s+column\b", description, re.IGNORECASE)]
+        if marked:
+            return marked
+        return named if len({column for _, column in named}) == 1 else []
+
+    # matching
+
+    def candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        content = [i for i, token in enumerate(tokens)
+                   if i not in used and not token.is_stopword and token.kind in ("word", "number")]
+        found: list[_Candidate] = []
+        for keys in self.columns:
+            target = _Target(keys.table.name, keys.column.name)
+            for words in keys.names:
+                for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                    found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
+            entity = _table_words(keys.table)
+            for words in keys.parts:
+                for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                    if tokens[start].stem not in entity:  # "orders" is the table, not order_id
+                        found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
+        for term, target in self.terms:
+            for label in (term.name, *term.labels):
+                words = phrase(label)
+                for start, end, _ in _phrase_spans(tokens, content, words, abbreviations=False):
+                    found.append(_Candidate(start, end, target, 3.2 + len(words), "glossary"))
+        found.extend(self._value_candidates(tokens, used))
+        return found
+
+    def _value_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        found: list[_Candidate] = []
+        stems = [token.stem if token.kind == "word" else token.norm for token in tokens]
+        for keys in self.columns:
+            if keys.column.type != STRING:
+                continue
+            values = tuple(self.values(keys.table, keys.column))
+            found.extend(_value_spans(tokens, stems, used, keys, values))
+            if len(values) <= 50:
+                found.extend(_adjective_spans(tokens, used, keys, values))
+                found.extend(_first_word_spans(tokens, used, keys, list(values)))
+        return found
+
+
+def _names(description: str, column: str) -> bool:
+    """Whether a description names a column as a whole word."""
+    return re.search(rf"(?<![\w.]){re.escape(column)}(?![\w])", description, re.IGNORECASE) is not None
+
+
+def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, bool]:
+    """(matches, exactly): a question word matches a name part when their stems agree or it is the part
+    compared ("lowest", "hotter" for "low", "hot"); for column names also when the part abbreviates it
+    ("temp" → "temperature", "max" → "maximum") or the two share a long stem ("weigh"/"weight",
+    "generate"/"generation")."""
+    if token.stem == part or token.norm == part:
+        return True, True
+    if token.kind != "word":
+        return False, False
+    if token.norm in _compared_forms(part):
+        return True, False
+    if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN:
+        if len(part) >= 3 and token.norm.startswith(part):
+            return True, False
+        if _share_stem(token.stem, part):
+            return True, False
+    return False, False
+
+
+@lru_cache(maxsize=8192)
+def _compared_forms(word: str) -> frozenset[str]:
+    """"low" → lower, lowest; "heavy" → heavier, heaviest; "hot" → hotter, hottest."""
+    if len(word) < 3 or not word.isalpha():
+        return frozenset()
+    bases = {word, word[:-1] + "i" if word.endswith("y") else word, word + word[-1]}
+    return frozenset(base + ending for base in bases for ending in ("er", "est"))
+
+
+def _share_stem(word: str, part: str) -> bool:
+    """Two words of one family: a common beginning of at least 5 letters and 90% of the shorter word."""
+    if len(word) < 4 or len(part) < 4:
+        return False
+    common = 0
+    for left, right in zip(word, part, strict=False):
+        if left != right:
+            break
+        common += 1
+    return common >= max(5, 0.9 * min(len(word), len(part)))
+
+
+
+def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...],
+                  abbreviations: bool) -> list[tuple[int, int, bool]]:
+    """Where the content words ``words`` occur as consecutive content tokens, in any order (so "minimum
+    temperature" finds ``temp_min``), spanning at most a couple of stopwords per word."""
+    size = len(words)
+    spans: list[tuple[int, int, bool]] = []
+    if not size or size > 6:
+        return spans
+    for first in range(len(content) - size + 1):
+        window = content[first:first + size]
+        if window[-1] - window[0] > 2 * size + 1:
+            continue
+        result = _window_match([tokens[i] for i in window], words, abbreviations)
+        if result is not None:
+            spans.append((window[0], window[-1] + 1, result))
+    return spans
+
+
+def _window_match(window: list[Token], words: tuple[str, ...], abbreviations: bool) -> bool | None:
+    """Whether some order of ``words`` matches the window; True when every word matched exactly."""
+    orders = [words] if len(words) > 4 else list(permutations(words))
+    for order in orders:
+        results = [_token_matches(token, part, abbreviations) for token, part in zip(window, order, strict=True)]
+        if all(matched for matched, _ in results):
+            return all(exact for _, exact in results)
+    return None
+
+
+def _common(word: str) -> bool:
+    """Structure, filler and unit words: never values, never unknown."""
+    return word in _FILLER or word in _AGG_WORDS or word in _BUCKETS or word in _UNITS or len(word) < 2 \
+        or stem(word) != word and stem(word) in _FILLER
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A value of a column as the question must contain it: its word stems, and whether it is also an
+    everyday word (then it must be written as the data writes it)."""
+
+    value: str
+    words: tuple[str, ...]
+    common: bool
+
+
+@lru_cache(maxsize=256)
+def _value_index(values: tuple[str, ...]) -> dict[str, list[_Value]]:
+    """A column's values by their first word, so a question is matched in one pass over its tokens."""
+    index: dict[str, list[_Value]] = {}
+    for value in values:
+        words = value_tokens(value)
+        if not words or len(words) > 8:
+            continue
+        common = all(word in CONTENT_STOPWORDS or _common(word) for word in words)
+        index.setdefault(words[0], []).append(_Value(value, words, common))
+    return index
+
+
+def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _ColumnKeys,
+                 values: tuple[str, ...]) -> list[_Candidate]:
+    """Where values occur as consecutive tokens; a value that is also a common English word ("IN", "OR",
+    "ME" as state codes) must be written as the data writes it."""
+    index = _value_index(values)
+    found = []
+    for start, first in enumerate(stems):
+        for item in index.get(first, ()):
+            size = len(item.words)
+            if tuple(stems[start:start + size]) != item.words or used.intersection(range(start, start + size)):
+                continue
+            if item.common and " ".join(t.text for t in tokens[start:start + size]) != item.value:
+                continue
+            found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, item.value),
+                                    2.5 + size, "value"))
+    return found
+
+
+def _adjective_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
+                     values: tuple[str, ...]) -> list[_Candidate]:
+    """Adjectives of category values ("Japanese", "snowy") as weaker value mentions."""
+    return [_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, value), 2.2, "adjective")
+            for index, token in enumerate(tokens) if index not in used
+            for value in values if _adjective_of(token, value)]
+
+
+def _adjective_of(token: Token, value: str) -> bool:
+    """"Japanese" for Japan, "snowy" for snow, "European" for Europe: a word made of a value and an
+    adjective ending."""
+    lowered = value.lower()
+    if token.kind != "word" or len(lowered) < 3 or not lowered.isalpha():
+        return False
+    return token.norm.startswith(lowered) and token.norm[len(lowered):] in _ADJECTIVE_SUFFIXES
+
+
+def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
+                      values: list[str]) -> list[_Candidate]:
+    """A distinctive first word of a multi-word category ("nuclear" for "Nuclear Energy"), weaker."""
+    firsts: dict[str, list[str]] = {}
+    for value in values:
+        words = value_tokens(value)
+        if len(words) > 1:
+            firsts.setdefault(words[0], []).append(value)
+    found = []
+    for index, token in enumerate(tokens):
+        options = firsts.get(token.stem)
+        if index in used or token.kind != "word" or not options or len(options) > 1 or token.is_stopword \
+                or _common(token.norm) or len(token.norm) < 4:
+            continue
+        found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, options[0]),
+                                1.8, "value"))
+    return found
+
+
+# --- Choosing the table and the mentions in it -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Mention:
+    """A resolved phrase: tokens ``start``..``end`` refer to ``target`` (in the chosen table)."""
+
+    start: int
+    end: int
+    target: _Target
+    source: str
+    ambiguous: tuple[str, ...] = ()
+
+    @property
+    def is_value(self) -> bool:
+        return self.target.value is not None
+
+
+def _resolve(candidates: list[_Candidate]) -> list[_Mention]:
+    """Non-overlapping mentions, longest and strongest first; equally strong rivals for the same span are
+    kept as ``ambiguous`` so that a measure that could be two columns is refused, not guessed."""
+    ordered = sorted(candidates, key=lambda c: (-(c.end - c.start), -c.strength, c.start))
+    taken: set[int] = set()
+    mentions: list[_Mention] = []
+    for index, candidate in enumerate(ordered):
+        span = set(range(candidate.start, candidate.end))
+        if span & taken:
+            continue
+        rivals = tuple(sorted({other.target.column for other in ordered[index + 1:]
+                               if (other.start, other.end, other.strength) ==
+                               (candidate.start, candidate.end, candidate.strength)
+                               and other.target.column != candidate.target.column
+                               and other.target.value is None and candidate.target.value is None}))
+        taken |= span
+        mentions.append(_Mention(candidate.start, candidate.end, candidate.target, candidate.source, rivals))
+    return sorted(mentions, key=lambda m: m.start)
+
+
+def _forms(words: Sequence[str]) -> set[str]:
+    """A word's stem and its plurals' stems: "iris" stems to "iri" but "irises" to "iris"."""
+    return {form for word in words for form in (word, stem(word + "s"), stem(word + "es"))}
+
+
+@lru_cache(maxsize=1024)
+def _table_words(table: TableInfo) -> set[str]:
+    """The words that name a table's rows: its name's words, synonyms and the "one row per …" noun of its
+    description, with plural forms."""
+    words = {word for word in split_identifier(table.name.split(".")[-1]).lower().split() if len(word) > 2}
+    for synonym in table.synonyms:
+        words |= set(split_identifier(synonym).lower().split())
+    return _forms([stem(word) for word in words] + list(words)) | _row_nouns(table.description or "")
+
+
+def _row_nouns(description: str) -> set[str]:
+    """What one row is, from a description saying "one row per day" or "one row per symbol and month"."""
+    match = re.search(r"row (?:per|for each|for every|is an?)\s+([\w ]+)", description, re.IGNORECASE)
+    if not match:
+        return set()
+    return {word for word in phrase(match.group(1)) if word not in ("and", "or")}
+
+
+@lru_cache(maxsize=1024)
+def _vocabulary(table: TableInfo) -> set[str]:
+    """Every word the table's name, description, columns and their descriptions use: words a question
+    may contain without them being "not understood"."""
+    words = set(_table_words(table))
+    for text in (table.description or "", *table.synonyms):
+        words |= set(phrase(text))
+    for column in table.columns:
+        words |= set(phrase(column.name)) | set(phrase(column.description or ""))
+        for synonym in column.synonyms:
+            words |= set(phrase(synonym))
+    return _forms(sorted(words))
+
+
+def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int]) -> tuple[TableInfo, list[_Mention]]:
+    """The table the question is about: the one whose columns, values, glossary terms and own words it
+    hits hardest. A tie between two tables is refused rather than guessed."""
+    candidates = catalog.candidates(tokens, used)
+    scored: list[tuple[float, str]] = []
+    for name, table in catalog.tables.items():
+        mentions = _resolve([c for c in candidates if c.target.table == name])
+        score = sum(_strength(candidates, m) for m in mentions)
+        words = _table_words(table)
+        score += 3.0 * len({t.stem for t in tokens if t.stem in words and t.kind == "word"})
+        vocabulary = _vocabulary(table)
+        score += 0.3 * len({t.stem for t in tokens if t.kind == "word" and not t.is_stopword
+                            and t.stem in vocabulary and not _common(t.norm)})
+        scored.append((score, name))
+    scored.sort(key=lambda pair: -pair[0])
+    if not scored or scored[0][0] < 2.0:
+        raise NoPlan("the question does not mention any table, column or value of the data")
+    if len(scored) > 1 and scored[1][0] == scored[0][0]:
+        raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
+    table = catalog.tables[scored[0][1]]
+    return table, _resolve([c for c in candidates if c.target.table == table.name])
+
+
+def _strength(candidates: list[_Candidate], mention: _Mention) -> float:
+    """How strongly a resolved mention matched (the best candidate for its span and target)."""
+    return max(c.strength for c in candidates
+               if (c.start, c.end, c.target) == (mention.start, mention.end, mention.target))

@@ -1,0 +1,432 @@
+"""Reading the structure of a question: comparisons, values, rankings, keys, counts and measures bound to
+the mentions the catalog found."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.catalog import _common, _Mention, _table_words, _vocabulary
+from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
+from convener.analytics.planner.state import (
+    _Filter,
+    _find_phrase,
+    _matches,
+    _note_term,
+    _numeric_mention,
+    _Reading,
+)
+from convener.analytics.planner.vocabulary import (
+    _AGG_WORDS,
+    AVG,
+    _COMPARATORS,
+    _COMPARE_WORDS,
+    _COUNT_PHRASES,
+    _DISTINCT_WORDS,
+    _GROUP_FILLER,
+    _GROUP_MARKERS,
+    _HIGH_WORDS,
+    _LIST_WORDS,
+    _LOW_WORDS,
+    MAX,
+    MIN,
+    _NEGATIONS,
+    SUM,
+    _UNITS,
+)
+from convener.analytics.shapes import NUMBER_TYPES, STRING, TableInfo
+from convener.analytics.wording import Token
+
+
+def _read_comparisons(reading: _Reading) -> None:
+    """"more than 8 cylinders", "horsepower greater than 200", "at least 30 mpg": a comparison binds the
+    number after it to the numeric column named right after the number, else right before the phrase."""
+    for index in range(len(reading.tokens)):
+        for words, op in _COMPARATORS:
+            if not _matches(reading, index, words):
+                continue
+            number_at = index + len(words)
+            if reading.norm(number_at) == "$":
+                number_at += 1
+            number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
+            if number is None or number.number is None or number_at in reading.used:
+                continue
+            column = _column_after(reading, number_at + 1) or _column_before(reading, index)
+            if column is None and _is_year(number) and _time_columns(reading.table):
+                break  # "over 2005": a year, read with the dates
+            if column is None:
+                raise NoPlan(f"could not tell which column '{' '.join(words)} {number.text}' is about")
+            reading.filters.append(_Filter(column, op, (number.number,), "number"))
+            reading.used.update(range(index, number_at + 1))
+            break
+
+
+def _column_after(reading: _Reading, index: int) -> str | None:
+    """The numeric column named just after a number, past units ("30 mm of precipitation")."""
+    while index < len(reading.tokens) and (reading.tokens[index].norm in _UNITS or reading.norm(index) == "of"):
+        reading.used.add(index)
+        index += 1
+    mention = _numeric_mention(reading, index)
+    if mention is None:
+        return None
+    reading.mentions.remove(mention)
+    reading.used.update(range(mention.start, mention.end))
+    _note_term(reading, mention)
+    return mention.target.column
+
+
+def _column_before(reading: _Reading, index: int) -> str | None:
+    """The numeric column named just before a comparison, past a few stopwords ("the high temperature was
+    above")."""
+    index -= 1
+    steps = 0
+    while index >= 0 and steps < 4:
+        mention = _numeric_mention(reading, index)
+        if mention:
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            _note_term(reading, mention)
+            return mention.target.column
+        if not (reading.tokens[index].is_stopword or reading.tokens[index].norm in ("was", "is", "were", "are")):
+            return None
+        index -= 1
+        steps += 1
+    return None
+
+
+def _read_counted_numbers(reading: _Reading) -> None:
+    """"4 cylinders", "8 cylinder cars": a number right before an integer column means equality."""
+    for index, token in enumerate(reading.tokens):
+        if index in reading.used or token.number is None:
+            continue
+        mention = _numeric_mention(reading, index + 1)
+        if mention is None or reading.column(mention.target.column).type != "INTEGER" \
+                or reading.column(mention.target.column) in _time_columns(reading.table):
+            continue
+        if reading.norm(index - 1) in ("top", "bottom", "which", "what", "first", "last"):
+            continue
+        reading.filters.append(_Filter(mention.target.column, "=", (token.number,), "number"))
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+
+
+def _read_values(reading: _Reading) -> None:
+    """Values named in the question filter their column; several values of one column make an IN, and a
+    negation just before ("not from Japan", "excluding rain") makes it NOT."""
+    by_column: dict[tuple[str, bool], list[str]] = {}
+    for mention in [m for m in reading.mentions if m.is_value]:
+        negated = any(reading.norm(i) in _NEGATIONS for i in range(max(0, mention.start - 3), mention.start))
+        by_column.setdefault((mention.target.column, negated), [])
+        if mention.target.value not in by_column[(mention.target.column, negated)]:
+            by_column[(mention.target.column, negated)].append(mention.target.value or "")
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+    for (column, negated), values in by_column.items():
+        op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
+        reading.filters.append(_Filter(column, op, tuple(values), "value"))
+
+
+def _read_top(reading: _Reading) -> None:
+    """"top 5", "bottom 3", "5 heaviest", "which 3 …": an ordering with a limit. Direction comes from the
+    nearest superlative ("lowest", "worst" → ascending)."""
+    tokens = reading.tokens
+    for index, token in enumerate(tokens):
+        if index in reading.used:
+            continue
+        if token.norm in ("top", "bottom", "first", "last") and _number_at(reading, index + 1):
+            reading.top = int(tokens[index + 1].number or 0)
+            reading.descending = token.norm in ("top", "first")
+            reading.used.update((index, index + 1))
+            return
+        if token.number is not None and token.is_integer and _superlative_after(reading, index + 1):
+            reading.top = int(token.number)
+            reading.used.add(index)
+            return
+        if token.norm in ("which", "what") and _number_at(reading, index + 1):
+            reading.top = int(tokens[index + 1].number or 0)
+            reading.used.update((index, index + 1))
+            return
+    for index, token in enumerate(tokens):
+        if token.norm in ("top", "bottom") and index not in reading.used:
+            reading.top, reading.descending = 10, token.norm == "top"
+            reading.used.add(index)
+            return
+
+
+def _number_at(reading: _Reading, index: int) -> bool:
+    """Whether a small whole number, unclaimed, stands at ``index`` (a ranking's N)."""
+    token = reading.tokens[index] if index < len(reading.tokens) else None
+    return token is not None and token.number is not None and token.is_integer and index not in reading.used \
+        and 0 < (token.number or 0) <= 1000
+
+
+def _superlative_after(reading: _Reading, index: int) -> bool:
+    """Whether a superlative follows ("5 heaviest", "3 most …")."""
+    if reading.norm(index) in ("most", "least"):
+        return True
+    token = reading.tokens[index] if index < len(reading.tokens) else None
+    return token is not None and token.kind == "word" and (
+        token.norm in _HIGH_WORDS or token.norm in _LOW_WORDS or token.norm.endswith("est"))
+
+
+def _direction(tokens: list[Token]) -> bool | None:
+    """Whether the question ranks from the top (True) or the bottom (False), from its first superlative
+    ("highest", "heaviest", "top" / "lowest", "worst", "bottom"); None when it has none."""
+    for token in tokens:
+        if token.norm in _LOW_WORDS or token.norm == "bottom":
+            return False
+        if token.norm in _HIGH_WORDS or (token.kind == "word" and token.norm.endswith("est") and len(token.norm) > 5):
+            return True
+    return None
+
+
+def _read_keys(reading: _Reading, table_words: set[str]) -> None:
+    """"by origin", "per stock symbol", "for each site", "each number of cylinders": group keys; in a top
+    question, "by <numeric column>" is what to rank by."""
+    index = 0
+    while index < len(reading.tokens):
+        marker = next((words for words in _GROUP_MARKERS if _matches(reading, index, words)), None)
+        if marker is None:
+            index += 1
+            continue
+        after = index + len(marker)
+        while reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
+                                       or reading.tokens[after].stem in table_words):
+            after += 1
+        mention = reading.mention_at(after)
+        if mention and not mention.is_value and mention.start == after:
+            reading.used.update(range(index, index + len(marker)))
+            if _is_order_measure(reading, mention, marker):
+                reading.order_measure = mention.target.column  # left for _read_measures, with its aggregate
+            else:
+                reading.keys.append(mention.target.column)
+                reading.mentions.remove(mention)
+                reading.used.update(range(mention.start, mention.end))
+                _note_term(reading, mention)
+            index = mention.end
+            continue
+        index = after
+
+
+def _is_order_measure(reading: _Reading, mention: _Mention, marker: tuple[str, ...]) -> bool:
+    """In "top 5 cars by horsepower" the numeric column after "by" is what to order by, not a key."""
+    column = reading.column(mention.target.column)
+    return marker == ("by",) and reading.top is not None and column.type in NUMBER_TYPES
+
+
+def _asks_which(reading: _Reading) -> bool:
+    """Whether the question is a which/what question."""
+    return any(token.norm in ("which", "what") for token in reading.tokens)
+
+
+def _read_ranked_keys(reading: _Reading) -> None:
+    """In a ranking question the category ranked is a group key: "which origin has the most cars",
+    "top 3 varieties by total yield", "what region …"."""
+    if reading.top is None and not (reading.direction is not None and _asks_which(reading)):
+        return
+    for mention in list(reading.mentions):
+        column = reading.column(mention.target.column)
+        if mention.is_value or column.type != STRING:
+            continue
+        reading.keys.append(column.name)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+        reading.top = reading.top or 1
+        return
+
+
+def _read_ranked_rows(reading: _Reading, table_words: set[str]) -> None:
+    """"Which car has the highest horsepower", "what was the hottest day": the single best row. Asked
+    within groups ("which car … in each region") it is a ranking per group, which is not planned."""
+    if reading.top is not None or reading.direction is None:
+        return
+    if not _asks_for_row(reading, table_words):
+        return
+    if reading.keys:
+        raise NoPlan(f"ranking rows within each {' and '.join(reading.keys)} is not something this planner does")
+    reading.top = 1
+
+
+def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
+    """"which car …" or "… the hottest day": a row noun right after which/what or right after a
+    superlative, and not a modifier of a column ("lowest stock price")."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        following = reading.tokens[index + 1]
+        if following.stem not in table_words or reading.mention_at(index + 2) is not None:
+            continue
+        superlative = token.norm in _HIGH_WORDS or token.norm in _LOW_WORDS or token.norm.endswith("est")
+        if token.norm in ("which", "what") or superlative:
+            return True
+    return False
+
+
+def _read_counts(reading: _Reading, table_words: set[str]) -> None:
+    """"how many …", "number of …", "count …": a count; "how many different X" counts distinct X."""
+    found = _find_phrase(reading, _COUNT_PHRASES)
+    if found is None:
+        return
+    index, words = found
+    reading.count = True
+    reading.used.update(range(index, index + len(words)))
+    after = index + len(words)
+    while after < len(reading.tokens) and reading.norm(after) in ("the", "of", "a", "an", "all"):
+        after += 1
+    if reading.norm(after) in _DISTINCT_WORDS:
+        reading.used.add(after)
+        for mention in reading.mentions:
+            if mention.start > after and not mention.is_value:
+                reading.distinct = mention.target.column
+                reading.mentions.remove(mention)
+                reading.used.update(range(mention.start, mention.end))
+                return
+    while after < len(reading.tokens) and after in reading.used and reading.mention_at(after) is None:
+        after += 1
+    named = reading.mention_at(after)
+    if named is not None and _numeric_mention(reading, after) is not None:
+        reading.counted_measure = named.target.column
+    counted = reading.tokens[after] if after < len(reading.tokens) else None
+    if counted is not None and counted.kind == "word" and named is None \
+            and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
+            and not _common(counted.norm) and not counted.is_stopword:
+        raise NoPlan(f"the data has nothing called '{counted.text}' to count")
+
+
+def _read_measures(reading: _Reading) -> None:
+    """The numeric columns left are measures; each takes the aggregate word nearest before it ("average
+    horsepower", "horsepower on average", "warmest temperature")."""
+    global_agg: list[str | None] = []
+    _merge_adjacent_measures(reading)
+    for mention in list(reading.mentions):
+        if mention.is_value:
+            continue
+        column = reading.column(mention.target.column)
+        if column.type not in NUMBER_TYPES:
+            continue
+        if mention.ambiguous:
+            names = " or ".join((column.name, *mention.ambiguous))
+            raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
+        agg = _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention)
+        if agg is None:
+            global_agg = global_agg or [_global_aggregate(reading)]
+            agg = global_agg[0]
+        reading.measures.append((column.name, agg))
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+
+
+def _merge_adjacent_measures(reading: _Reading) -> None:
+    """Two column phrases side by side name one measure: "manufacturing jobs" is the manufacturing column
+    (not also the jobs total), "warmest temperature" is one column. The column's own name wins over a
+    glossary word; otherwise the first phrase does, and it takes the span of both."""
+    mentions = sorted((m for m in reading.mentions if _numeric_mention(reading, m.start) is m),
+                      key=lambda m: m.start)
+    for first, second in pairwise(mentions):
+        if second.start != first.end or first not in reading.mentions or second not in reading.mentions:
+            continue
+        keep = second if second.source == "name" and first.source != "name" else first
+        merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
+        reading.mentions.remove(first)
+        reading.mentions.remove(second)
+        reading.mentions.append(merged)
+        for mention in (first, second):
+            if mention.target.column == keep.target.column:
+                _note_term(reading, mention)
+
+
+def _text(reading: _Reading, mention: _Mention) -> str:
+    """The question's words a mention covers, as written."""
+    return " ".join(token.text for token in reading.tokens[mention.start:mention.end])
+
+
+def _aggregate_before(reading: _Reading, index: int) -> str | None:
+    """An aggregate word among the few words before a measure ("the average horsepower", "max price of")."""
+    for position in range(index - 1, max(-1, index - 4), -1):
+        token = reading.tokens[position]
+        if position in reading.used and reading.mention_at(position) is None:
+            continue
+        if reading.mention_at(position) is not None:
+            return None
+        if token.norm in _AGG_WORDS and token.norm not in ("most", "top", "best", "least", "record"):
+            reading.used.add(position)
+            return _AGG_WORDS[token.norm]
+        if not (token.is_stopword or token.norm in ("per", "all", "overall")):
+            return None
+    return None
+
+
+def _aggregate_inside(reading: _Reading, mention: _Mention) -> str | None:
+    """A superlative that is itself the column's name ("warmest", "heaviest") implies its maximum."""
+    for token in reading.tokens[mention.start:mention.end]:
+        if token.norm in _LOW_WORDS:
+            return MIN
+        if token.norm.endswith("est") and len(token.norm) > 5:
+            return MAX
+    return None
+
+
+def _global_aggregate(reading: _Reading) -> str | None:
+    """An aggregate word anywhere: "on average", "in total", "how much", or a free aggregate word."""
+    tokens = reading.tokens
+    for index, token in enumerate(tokens):
+        if not reading.free(index):
+            continue
+        if token.norm == "average" and reading.norm(index - 1) == "on":
+            reading.used.update((index - 1, index))
+            return AVG
+        if token.norm == "total" and reading.norm(index - 1) == "in":
+            reading.used.update((index - 1, index))
+            return SUM
+    for index, token in enumerate(tokens):
+        if reading.free(index) and token.norm in _AGG_WORDS and (reading.top is None or
+                                                                  token.norm not in _HIGH_WORDS | _LOW_WORDS):
+            reading.used.add(index)
+            return _AGG_WORDS[token.norm]
+    if any(reading.norm(i) == "how" and reading.norm(i + 1) == "much" for i in range(len(tokens))):
+        return SUM
+    return None
+
+
+def _read_flags(reading: _Reading) -> None:
+    """Whether the question asks to list rows ("show", "which") or to compare ("vs", "compare")."""
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        if token.norm in _LIST_WORDS:
+            reading.listing = True
+        if token.norm in _COMPARE_WORDS or (token.norm == "difference" and reading.norm(index + 1) == "between"):
+            reading.compare = True
+
+
+def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used: set[int],
+          bucket: str | None) -> _Reading:
+    """Bind the structure words to the mentions, in an order where each step leaves for the next only what
+    it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
+    then keys, counts and finally measures with their aggregates."""
+    reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket)
+    _read_top(reading)
+    _read_comparisons(reading)
+    _read_dates(reading)
+    reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
+    _read_counted_numbers(reading)
+    _read_values(reading)
+    _read_keys(reading, _table_words(table))
+    _read_ranked_keys(reading)
+    _read_ranked_rows(reading, _table_words(table))
+    _read_counts(reading, _table_words(table))
+    _read_measures(reading)
+    _read_flags(reading)
+    _read_leftover_columns(reading)
+    return reading
+
+
+def _read_leftover_columns(reading: _Reading) -> None:
+    """Columns named but neither key, filter nor measure ("the city of Houston", "airports by name" once
+    "name" was no key) only describe the rows; the glossary terms they came through still count as used."""
+    for mention in list(reading.mentions):
+        _note_term(reading, mention)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))

@@ -24,7 +24,8 @@ no ``DATE_TRUNC`` or ``EXTRACT``.
 
 The package: ``base`` (Plan, NoPlan, Term), ``vocabulary`` (word lists), ``catalog`` (what phrases refer to,
 the table asked about), ``state`` (the reading so far), ``dates`` and ``reading`` (binding structure words),
-``checks`` (guards and refusals), ``shaping`` (the shape of the answer) and ``sql`` (building and rendering).
+``scope`` (joined tables and glossary
+formulas as virtual columns), ``checks`` (guards and refusals), ``shaping`` (the shape of the answer) and ``sql`` (building and rendering).
 """
 
 from __future__ import annotations
@@ -33,37 +34,52 @@ from collections.abc import Sequence
 
 import sqlglot
 
-from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Plan, Term, ValuesOf
+from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Plan, Relationship, Term, ValuesOf
 from convener.analytics.planner.catalog import _Catalog, _choose_table
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.reading import _read
+from convener.analytics.planner.scope import _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
 from convener.analytics.planner.sql import _BUILDERS, _condition, _describe_filters, _render
 from convener.analytics.shapes import TableInfo
 
 
 def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Term] = (), *,
-                  dialect: str = "duckdb", values_of: ValuesOf | None = None) -> Plan:
+                  dialect: str = "duckdb", values_of: ValuesOf | None = None,
+                  relationships: Sequence[Relationship] = (), related: Sequence[TableInfo] = ()) -> Plan:
     """Plan ``question`` over one of ``tables`` as SQL in ``dialect``; raise ``NoPlan`` with a reason when
-    the question is outside the shapes this planner knows or mentions things the data does not have."""
+    the question is outside the shapes this planner knows or mentions things the data does not have.
+    ``related`` tables are never queried on their own but may be joined to the one queried, by
+    ``relationships`` or by a key column named after them."""
     sqlglot.Dialect.get_or_raise(dialect)
     tokens = _guard(question)
     if not tables:
         raise NoPlan("there are no tables to query")
-    catalog = _Catalog(tables, terms, values_of)
+    names = [table.name for table in tables]
+    everything = [*tables, *(table for table in related if table.name not in names)]
+    catalog = _Catalog(everything, terms, values_of)
+    catalog.text = question
     bucket, used = _read_buckets(tokens)
-    table, mentions = _choose_table(catalog, tokens, used)
-    reading = _read(table, tokens, mentions, used, bucket)
+    pairs = joins_to(everything, relationships)
+    # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
+    # orders, joined to the stores that have regions).
+    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in pairs
+                                                                                   for name in names))]
+    table, candidates = _choose_table(catalog, tokens, used, choosable,
+                                      lambda many: [one for name, one in pairs if name == many])
+    scope, mentions = _scope(table, everything, relationships, candidates)
+    reading = _read(scope.table, tokens, mentions, used, bucket, scope)
     _settle_count(reading)
     shape = _shape(reading)
-    _check_understood(reading, shape)
+    unaccounted = _check_understood(reading, shape)
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
-    sql = _render(reading.table, query, dialect)
+    sql = _render(reading, query, dialect)
     where = _describe_filters(reading.filters)
-    return Plan(sql=sql, result_name=name, tables=(table.name,), explanation=explanation + where + ".",
-                terms_used=tuple(reading.terms), shape=shape)
+    read = (table.name, *(join.table.name for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql))
+    return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + ".",
+                terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted)
 
 
-__all__ = ["MAX_QUESTION_CHARACTERS", "NoPlan", "Plan", "Term", "plan_question"]
+__all__ = ["MAX_QUESTION_CHARACTERS", "NoPlan", "Plan", "Relationship", "Term", "plan_question"]

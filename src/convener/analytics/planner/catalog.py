@@ -4,10 +4,14 @@ the table a question is about."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import permutations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
 from convener.analytics.planner.vocabulary import (
@@ -19,8 +23,16 @@ from convener.analytics.planner.vocabulary import (
     _GENERIC_PARTS,
     _UNITS,
 )
-from convener.analytics.shapes import STRING, ColumnInfo, TableInfo
-from convener.analytics.wording import CONTENT_STOPWORDS, Token, phrase, split_identifier, stem, value_tokens
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
+from convener.analytics.wording import (
+    CONTENT_STOPWORDS,
+    Token,
+    phrase,
+    snake,
+    split_identifier,
+    stem,
+    value_tokens,
+)
 
 
 # --- The catalog: what phrases of a question can refer to --------------------------------------------------
@@ -35,6 +47,9 @@ class _Target:
     column: str
     value: str | None = None
     term: str | None = None
+    formula: str | None = None
+    """For a glossary term defined as arithmetic over columns: that expression (SQL), the column being
+    the term's name."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,8 @@ class _Catalog:
 
     def __init__(self, tables: Sequence[TableInfo], terms: Sequence[Term], values_of: ValuesOf | None) -> None:
         self.tables = {table.name: table for table in tables}
+        self.text = ""
+        """The question as written, when known: what separates its words ("in-store" vs "in stores")."""
         self._values_of = values_of
         self._values: dict[tuple[str, str], list[str]] = {}
         self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
@@ -89,7 +106,11 @@ class _Catalog:
             if words:
                 keys.names.append(words)
         whole = phrase(column.name)
-        if len(whole) > 1:
+        if column.type == BOOLEAN:
+            # "customer_active": only the condition word ("active") says the column is true, never "customer"
+            if len(whole) > 1 and whole[-1] not in _GENERIC_PARTS:
+                keys.parts.append((whole[-1],))
+        elif len(whole) > 1:
             keys.parts.extend((part,) for part in whole if part not in _GENERIC_PARTS and len(part) > 2)
         return keys
 
@@ -104,6 +125,10 @@ class _Catalog:
             target = self._quoted_value(value, description)
             if target:
                 return [_Target(target[0], target[1], value, term.name)]
+        for table in self.tables.values():
+            formula = _formula(description, tuple(c.name for c in table.columns if c.type in NUMBER_TYPES))
+            if formula is not None:
+                return [_Target(table.name, snake(term.name), None, term.name, formula)]
         named = self._named_columns(description)
         return [_Target(table, column, None, term.name) for table, column in named]
 
@@ -134,6 +159,9 @@ class _Catalog:
         found: list[_Candidate] = []
         for keys in self.columns:
             target = _Target(keys.table.name, keys.column.name)
+            if keys.column.type == BOOLEAN:
+                target = _Target(keys.table.name, keys.column.name, "true")
+                found.extend(_negated_spans(tokens, content, keys))
             for words in keys.names:
                 for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
                     found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
@@ -157,11 +185,60 @@ class _Catalog:
             if keys.column.type != STRING:
                 continue
             values = tuple(self.values(keys.table, keys.column))
-            found.extend(_value_spans(tokens, stems, used, keys, values))
+            found.extend(_value_spans(tokens, stems, used, keys, values, self.text))
             if len(values) <= 50:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
         return found
+
+
+_NEGATIVE_PREFIXES = ("non", "un", "in", "dis")
+
+
+def _negated_spans(tokens: list[Token], content: list[int], keys: _ColumnKeys) -> list[_Candidate]:
+    """"inactive", "unreturned", "nonflagship": the condition word of a true/false column with a negative
+    prefix, as that column being false."""
+    words = {name[-1] for name in (*keys.names, *keys.parts) if name}
+    found = []
+    for index in content:
+        token = tokens[index]
+        for prefix in _NEGATIVE_PREFIXES:
+            if token.kind == "word" and token.norm.startswith(prefix) and stem(token.norm[len(prefix):]) in words:
+                found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"),
+                                        4.0, "name"))
+                break
+    return found
+
+
+_FORMULA_SIGNS = str.maketrans({"×": "*", "·": "*", "∗": "*", "÷": "/", "−": "-", "–": "-", "—": "-"})
+_FORMULA_TOKEN = re.compile(r"\d+(?:\.\d+)?|[A-Za-z_]\w*|[-+*/()]")
+_ARITHMETIC = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg, exp.Identifier)
+
+
+@lru_cache(maxsize=256)
+def _formula(description: str, columns: tuple[str, ...]) -> str | None:
+    """The arithmetic over ``columns`` a glossary description defines ("Revenue: quantity × price ×
+    (1 − discount)"), as SQL; None when it defines none. The longest stretch of the description made of
+    column names, numbers, operators and parentheses that sqlglot parses into nothing but arithmetic over
+    those columns (so no function call, subquery or unknown name can come in through a glossary)."""
+    known = {column.lower(): column for column in columns}
+    tokens = _FORMULA_TOKEN.findall(description.translate(_FORMULA_SIGNS))
+    best: str | None = None
+    for first in range(len(tokens)):
+        for last in range(len(tokens), first, -1):
+            window = tokens[first:last]
+            names = [t for t in window if t[0].isalpha() or t[0] == "_"]
+            if not names or any(name.lower() not in known for name in names) or len(names) < 2 \
+                    or not any(t in "+-*/" for t in window) or (best and len(" ".join(window)) <= len(best)):
+                continue
+            text = " ".join(known.get(t.lower(), t) for t in window)
+            try:
+                tree = sqlglot.parse_one(text)
+            except (SqlglotError, RecursionError):
+                continue
+            if all(isinstance(node, _ARITHMETIC) for node in tree.walk()):
+                best = tree.sql()
+    return best
 
 
 def _names(description: str, column: str) -> bool:
@@ -239,9 +316,10 @@ def _window_match(window: list[Token], words: tuple[str, ...], abbreviations: bo
 
 
 def _common(word: str) -> bool:
-    """Structure, filler and unit words: never values, never unknown."""
+    """Structure, filler and unit words: never values, never unknown. A participle of a filler verb is not
+    filler: "returned", "included" say something about the rows ("orders that were returned")."""
     return word in _FILLER or word in _AGG_WORDS or word in _BUCKETS or word in _UNITS or len(word) < 2 \
-        or stem(word) != word and stem(word) in _FILLER
+        or stem(word) != word and stem(word) in _FILLER and not word.endswith("ed")
 
 
 @dataclass(frozen=True)
@@ -268,7 +346,7 @@ def _value_index(values: tuple[str, ...]) -> dict[str, list[_Value]]:
 
 
 def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _ColumnKeys,
-                 values: tuple[str, ...]) -> list[_Candidate]:
+                 values: tuple[str, ...], text: str = "") -> list[_Candidate]:
     """Where values occur as consecutive tokens; a value that is also a common English word ("IN", "OR",
     "ME" as state codes) must be written as the data writes it."""
     index = _value_index(values)
@@ -280,6 +358,9 @@ def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _C
                 continue
             if item.common and " ".join(t.text for t in tokens[start:start + size]) != item.value:
                 continue
+            if "-" in item.value and text and any(text[tokens[i].end:tokens[i + 1].start] != "-"
+                                                  for i in range(start, start + size - 1)):
+                continue  # "in-store" is not "in stores": a hyphenated value is written with its hyphen
             found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, item.value),
                                     2.5 + size, "value"))
     return found
@@ -396,14 +477,29 @@ def _vocabulary(table: TableInfo) -> set[str]:
     return _forms(sorted(words))
 
 
-def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int]) -> tuple[TableInfo, list[_Mention]]:
+def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosable: Sequence[str],
+                  joins_of: Callable[[str], Sequence[str]]) -> tuple[TableInfo, list[_Candidate]]:
     """The table the question is about: the one whose columns, values, glossary terms and own words it
-    hits hardest. A tie between two tables is refused rather than guessed."""
+    hits hardest, among ``choosable``; phrases of the tables it joins many-to-one (``joins_of``: orders
+    to stores) count for it too, a little less, where its own phrases are not. When a table that joins
+    many-to-one to the best one is named first ("orders from stores in the North"), that one is queried,
+    the other joined. A tie between two tables is refused rather than guessed. Returns the table and every
+    candidate phrase."""
     candidates = catalog.candidates(tokens, used)
     scored: list[tuple[float, str]] = []
-    for name, table in catalog.tables.items():
+
+    def joined_to(many: str, one: str) -> bool:
+        return one in joins_of(many)
+
+    for name in choosable:
+        table = catalog.tables[name]
         mentions = _resolve([c for c in candidates if c.target.table == name])
         score = sum(_strength(candidates, m) for m in mentions)
+        taken = {i for m in mentions for i in range(m.start, m.end)}
+        for other in joins_of(name):
+            reached = _resolve([c for c in candidates if c.target.table == other
+                                and not taken.intersection(range(c.start, c.end))])
+            score += 0.9 * sum(_strength(candidates, m) for m in reached)
         words = _table_words(table)
         score += 3.0 * len({t.stem for t in tokens if t.stem in words and t.kind == "word"})
         vocabulary = _vocabulary(table)
@@ -413,10 +509,28 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int]) -> tup
     scored.sort(key=lambda pair: -pair[0])
     if not scored or scored[0][0] < 2.0:
         raise NoPlan("the question does not mention any table, column or value of the data")
+    best = scored[0][1]
+    for _, name in scored[1:]:
+        if joined_to(name, best) and _named_first(tokens, catalog.tables[name], catalog.tables[best]):
+            return catalog.tables[name], candidates
     if len(scored) > 1 and scored[1][0] == scored[0][0]:
+        if joined_to(best, scored[1][1]):
+            return catalog.tables[best], candidates
+        if joined_to(scored[1][1], best):
+            return catalog.tables[scored[1][1]], candidates
         raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
-    table = catalog.tables[scored[0][1]]
-    return table, _resolve([c for c in candidates if c.target.table == table.name])
+    return catalog.tables[best], candidates
+
+
+def _named_first(tokens: list[Token], first: TableInfo, then: TableInfo) -> bool:
+    """Whether the question names ``first``'s rows, and before any of ``then``'s."""
+    words, other = _table_words(first), _table_words(then)
+    for token in tokens:
+        if token.kind == "word" and token.stem in words:
+            return True
+        if token.kind == "word" and token.stem in other:
+            return False
+    return False
 
 
 def _strength(candidates: list[_Candidate], mention: _Mention) -> float:

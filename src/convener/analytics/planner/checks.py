@@ -112,9 +112,11 @@ def _dangling_aggregate(reading: _Reading) -> int | None:
     return None
 
 
-def _check_understood(reading: _Reading, shape: str) -> None:
+def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     """Refuse a plan that would silently ignore part of the question: an unsupported computation, an
-    aggregate of nothing, a number or name left unexplained, several unknown words."""
+    aggregate of nothing, a number or name left unexplained, several unknown words. Returns the one unknown
+    word a plan may still be made without (a condition nothing in the data expresses, "premium"): the plan
+    carries it so that the answer says it could not use it, rather than pass off a broader answer."""
     unsupported = _unsupported(reading)
     if unsupported:
         raise NoPlan(f"'{unsupported}' asks for more than this planner computes (counts, totals, averages, "
@@ -138,3 +140,4 @@ def _check_understood(reading: _Reading, shape: str) -> None:
         raise NoPlan(f"the question names {reading.table.name} but not what to compute or list")
     if shape == "rows" and reading.direction is not None:
         raise NoPlan(f"could not tell which column of {reading.table.name} to rank by")
+    return tuple(unknown)

@@ -8,14 +8,22 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _YEAR_PREPOSITIONS
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
-from convener.analytics.wording import MONTHS, Token, stem
+from convener.analytics.wording import MONTHS, Token, split_identifier, stem
 
 
 def _time_columns(table: TableInfo) -> list[ColumnInfo]:
-    """Columns that place a row in time: DATE/TIMESTAMP ones, then an integer column named like a year."""
+    """Columns that place a row in time: DATE/TIMESTAMP ones, then an integer column named like a year
+    (``year``, then ``opened_year``, ``year_built``)."""
     columns = [c for c in table.columns if c.type in TIME_TYPES]
     columns += [c for c in table.columns if c.type in NUMBER_TYPES and stem(c.name.lower()) == "year"]
+    columns += [c for c in table.columns if c.type in NUMBER_TYPES and c not in columns and _year_named(c.name)]
     return columns
+
+
+def _year_named(name: str) -> bool:
+    """``opened_year``, ``year_built``: a year of something."""
+    words = split_identifier(name).lower().split()
+    return len(words) > 1 and (words[0] == "year" or words[-1] == "year")
 
 
 def _time_column(reading: _Reading) -> ColumnInfo | None:
@@ -111,7 +119,7 @@ def _add_day(reading: _Reading, column: ColumnInfo, year: int, month: int, day: 
         iso = date(year, month, day).isoformat()
     except ValueError:
         raise NoPlan(f"{year}-{month:02d}-{day:02d} is not a date") from None
-    reading.filters.append(_Filter(column.name, "=", (iso,), "date"))
+    reading.filters.append(_Filter(column.name, "=", (iso,), "date", span[0]))
     reading.used.update(span)
     if reading.norm(span[0] - 1) == "on":
         reading.used.add(span[0] - 1)
@@ -121,8 +129,8 @@ def _add_month(reading: _Reading, column: ColumnInfo, year: int, month: int, spa
     """A month as a half-open date range."""
     start = f"{year:04d}-{month:02d}-01"
     end = f"{year + (month == 12):04d}-{month % 12 + 1:02d}-01"
-    reading.filters.append(_Filter(column.name, ">=", (start,), "date"))
-    reading.filters.append(_Filter(column.name, "<", (end,), "date"))
+    reading.filters.append(_Filter(column.name, ">=", (start,), "date", span[0]))
+    reading.filters.append(_Filter(column.name, "<", (end,), "date", span[0]))
     reading.used.update(span)
 
 
@@ -135,8 +143,8 @@ def _read_year_ranges(reading: _Reading, column: ColumnInfo) -> None:
             continue
         if not (_is_year(first) and _is_year(second)) or reading.used.intersection(range(index, index + 4)):
             continue
-        reading.filters.append(_Filter(column.name, ">=", (first.number or 0,), "year"))
-        reading.filters.append(_Filter(column.name, "<=", (second.number or 0,), "year"))
+        reading.filters.append(_Filter(column.name, ">=", (first.number or 0,), "year", index))
+        reading.filters.append(_Filter(column.name, "<=", (second.number or 0,), "year", index))
         reading.used.update(range(index, index + 4))
 
 
@@ -144,6 +152,7 @@ def _read_years(reading: _Reading, column: ColumnInfo) -> None:
     """A year after a preposition ("in 2008", "after 2005") or on its own ("1982 cars"); several years
     joined by "and"/"or" make one IN filter."""
     years: list[float] = []
+    first = -1
     for index, token in enumerate(reading.tokens):
         if index in reading.used or not _is_year(token):
             continue
@@ -153,10 +162,11 @@ def _read_years(reading: _Reading, column: ColumnInfo) -> None:
             op = "<"
         if op == "=":
             years.append(token.number or 0)
+            first = index if first < 0 else first
         else:
-            reading.filters.append(_Filter(column.name, op, (token.number or 0,), "year"))
+            reading.filters.append(_Filter(column.name, op, (token.number or 0,), "year", index))
         reading.used.add(index)
         if before in _YEAR_PREPOSITIONS or before in ("and", "or"):
             reading.used.add(index - 1)
     if years:
-        reading.filters.append(_Filter(column.name, "=" if len(years) == 1 else "in", tuple(years), "year"))
+        reading.filters.append(_Filter(column.name, "=" if len(years) == 1 else "in", tuple(years), "year", first))

@@ -15,6 +15,7 @@ from convener.analytics.planner.state import (
     _note_term,
     _numeric_mention,
     _Reading,
+    _Scope,
 )
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
@@ -31,10 +32,14 @@ from convener.analytics.planner.vocabulary import (
     MAX,
     MIN,
     _NEGATIONS,
+    _SHARE_VERBS,
+    _SHARE_WORDS,
     SUM,
+    _TIME_HIGH,
+    _TIME_LOW,
     _UNITS,
 )
-from convener.analytics.shapes import NUMBER_TYPES, STRING, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TableInfo
 from convener.analytics.wording import Token
 
 
@@ -56,7 +61,7 @@ def _read_comparisons(reading: _Reading) -> None:
                 break  # "over 2005": a year, read with the dates
             if column is None:
                 raise NoPlan(f"could not tell which column '{' '.join(words)} {number.text}' is about")
-            reading.filters.append(_Filter(column, op, (number.number,), "number"))
+            reading.filters.append(_Filter(column, op, (number.number,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
 
@@ -105,7 +110,7 @@ def _read_counted_numbers(reading: _Reading) -> None:
             continue
         if reading.norm(index - 1) in ("top", "bottom", "which", "what", "first", "last"):
             continue
-        reading.filters.append(_Filter(mention.target.column, "=", (token.number,), "number"))
+        reading.filters.append(_Filter(mention.target.column, "=", (token.number,), "number", index))
         reading.mentions.remove(mention)
         reading.used.update(range(index, mention.end))
         _note_term(reading, mention)
@@ -113,19 +118,30 @@ def _read_counted_numbers(reading: _Reading) -> None:
 
 def _read_values(reading: _Reading) -> None:
     """Values named in the question filter their column; several values of one column make an IN, and a
-    negation just before ("not from Japan", "excluding rain") makes it NOT."""
+    negation just before ("not from Japan", "excluding rain") makes it NOT. A true/false column named as a
+    condition ("returned", "inactive") filters on its truth, flipped by a negation ("not returned")."""
     by_column: dict[tuple[str, bool], list[str]] = {}
+    starts: dict[tuple[str, bool], int] = {}
     for mention in [m for m in reading.mentions if m.is_value]:
-        negated = any(reading.norm(i) in _NEGATIONS for i in range(max(0, mention.start - 3), mention.start))
-        by_column.setdefault((mention.target.column, negated), [])
-        if mention.target.value not in by_column[(mention.target.column, negated)]:
-            by_column[(mention.target.column, negated)].append(mention.target.value or "")
+        negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        negated = bool(negations)
+        reading.used.update(negations)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+        if reading.column(mention.target.column).type == BOOLEAN:
+            truth = (mention.target.value == "true") != negated
+            reading.filters.append(_Filter(mention.target.column, "=", ("true" if truth else "false",), "boolean",
+                                           mention.start))
+            continue
+        key = (mention.target.column, negated)
+        by_column.setdefault(key, [])
+        starts.setdefault(key, mention.start)
+        if mention.target.value not in by_column[key]:
+            by_column[key].append(mention.target.value or "")
     for (column, negated), values in by_column.items():
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
-        reading.filters.append(_Filter(column, op, tuple(values), "value"))
+        reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
 
 
 def _read_top(reading: _Reading) -> None:
@@ -401,18 +417,80 @@ def _read_flags(reading: _Reading) -> None:
             reading.compare = True
 
 
+def _read_share(reading: _Reading) -> None:
+    """"What share of orders were returned", "what percentage of Electronics orders were returned": a share
+    of rows. Conditions said after the verb ("were returned") are what the share counts; the others (and
+    dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
+    condition after the share word is counted."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in _SHARE_WORDS or not reading.free(index) or reading.norm(index + 1) != "of":
+            continue
+        reading.used.update((index, index + 1))
+        verb = next((i for i in range(index + 2, len(reading.tokens))
+                     if reading.norm(i) in _SHARE_VERBS and i not in reading.used), None)
+        reading.share_split = index if verb is None else verb
+        if verb is not None:
+            reading.used.add(verb)
+        return
+
+
+def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
+    """"the most recent order date", "when was the earliest order" (the greatest or least date), "which
+    store is the oldest", "the 3 most recent orders", "the latest order" (the rows latest or earliest in
+    time): a superlative of time applies to the time column the question names, else the table's first."""
+    found: tuple[list[int], bool] | None = None
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        word, before = token.norm, reading.norm(index - 1)
+        if word in ("recent", "recently") and before in ("most", "least") and reading.free(index - 1):
+            found = ([index - 1, index], before == "most")
+        elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
+            found = ([index], word in _TIME_HIGH)
+        elif word in ("first", "last") and before == "the" and reading.tokens[index + 1:index + 2] \
+                and reading.tokens[index + 1].stem in table_words:
+            found = ([index], word == "last")
+        if found:
+            break
+    if found is None:
+        return
+    span, latest = found
+    times = _time_columns(reading.table)
+    named = next((m for m in reading.mentions if not m.is_value
+                  and any(c.name == m.target.column for c in times)), None)
+    column = reading.column(named.target.column) if named else (times[0] if times else None)
+    if column is None:
+        return
+    reading.used.update(span)
+    if named is not None:
+        reading.mentions.remove(named)
+        reading.used.update(range(named.start, named.end))
+        _note_term(reading, named)
+    reading.direction = latest
+    words = {token.norm for token in reading.tokens}
+    rows = reading.top is not None or bool(words & {"which", "show", "list", "display"})
+    if not rows and ("when" in words or named is not None):
+        reading.measures.append((column.name, MAX if latest else MIN))
+        return
+    reading.top = reading.top or 1
+    reading.order_measure = column.name
+    reading.descending = latest
+
+
 def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used: set[int],
-          bucket: str | None) -> _Reading:
+          bucket: str | None, scope: _Scope | None = None) -> _Reading:
     """Bind the structure words to the mentions, in an order where each step leaves for the next only what
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
-    reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket)
+    reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
     _read_top(reading)
     _read_comparisons(reading)
     _read_dates(reading)
     reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
     _read_counted_numbers(reading)
+    _read_share(reading)
     _read_values(reading)
+    _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))

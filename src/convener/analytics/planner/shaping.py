@@ -19,6 +19,8 @@ def _settle_count(reading: _Reading) -> None:
 def _shape(reading: _Reading) -> str:
     """Which of the seven shapes the reading calls for; rankings first, since they may also group."""
     multi = [f for f in reading.filters if f.op in ("in",) and f.kind in ("value", "year")]
+    if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
+        return "share"
     if reading.top is not None:
         return "top"
     if reading.bucket or _has_time_key(reading):

@@ -14,7 +14,7 @@ from convener.analytics.planner.dates import _time_column
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.vocabulary import _AGG_NAMES, AVG, MAX, MEDIAN, MIN, SUM
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, TableInfo
-from convener.analytics.wording import snake, stem
+from convener.analytics.wording import snake, split_identifier, stem
 
 
 # --- Shapes ------------------------------------------------------------------------------------------------
@@ -56,9 +56,10 @@ def _measure_alias(agg: str | None, column: str) -> str:
 
 def _measures(reading: _Reading, dialect: str, default: str | None = AVG) -> list[tuple[exp.Expr, str]]:
     """Each measure as an aliased aggregate and its alias (``average_horsepower``)."""
-    return [(exp.alias_(_aggregate(agg or default, column, dialect), _measure_alias(agg or default, column),
-                        quoted=True), _measure_alias(agg or default, column))
-            for column, agg in reading.measures]
+    sums = reading.scope.sums if reading.scope else frozenset()
+    chosen = [(column, agg or (SUM if column in sums else default)) for column, agg in reading.measures]
+    return [(exp.alias_(_aggregate(agg, column, dialect), _measure_alias(agg, column), quoted=True),
+             _measure_alias(agg, column)) for column, agg in chosen]
 
 
 def _count_expression(reading: _Reading) -> tuple[exp.Expr, str]:
@@ -85,6 +86,8 @@ def _rows_called(table: TableInfo) -> str:
 def _values(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, str]]:
     """What a grouped shape computes: the measures, or a count of rows when the question counts or names
     the rows ("airports per state"); "sales by region", with nothing called sales, is not a count."""
+    if reading.share_split is not None:
+        return [_share_expression(reading, dialect)]
     if reading.measures:
         return _measures(reading, dialect)
     if not (reading.count or reading.distinct or _names_rows(reading)):
@@ -172,8 +175,15 @@ def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, st
 
 def _label_columns(reading: _Reading, skip: set[str]) -> list[str]:
     """Columns that say which row is which in a top-N list: the table's text and date columns."""
-    labels = [c.name for c in reading.table.columns if c.type not in NUMBER_TYPES and c.name not in skip]
-    return labels[:3]
+    own = [c.name for c in reading.base.columns if _own_key(reading.base, c.name) and c.name not in skip]
+    labels = [c.name for c in reading.base.columns if c.type not in NUMBER_TYPES and c.name not in skip]
+    return own[:1] + labels[:3]
+
+
+def _own_key(table: TableInfo, column: str) -> bool:
+    """``order_id`` of orders, ``id``: the column that tells the table's rows apart."""
+    words = split_identifier(column).lower().split()
+    return words == ["id"] or len(words) == 2 and words[1] == "id" and stem(words[0]) in _table_words(table)
 
 
 def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
@@ -230,6 +240,32 @@ def _value_words(reading: _Reading) -> str:
     return ", ".join(f"the {_AGG_NAMES[agg or AVG]} {column}" for column, agg in reading.measures)
 
 
+def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
+    """100 × the rows meeting the share's conditions / all rows (of the base filters). The conditions are
+    taken out of the filters, which then pick only the rows the share is of."""
+    if not reading.share_conditions:
+        split = reading.share_split if reading.share_split is not None else -1
+        counted = [f for f in reading.filters if f.start > split and f.kind not in ("year", "date")]
+        if not counted:
+            raise NoPlan(f"could not tell what share of the rows of {reading.table.name} to compute")
+        reading.share_conditions = counted
+        reading.filters = [f for f in reading.filters if f not in counted]
+    condition = exp.and_(*(_condition(reading, f, dialect) for f in reading.share_conditions))
+    hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                 default=exp.Literal.number(0)))
+    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=hits),
+                    expression=exp.Count(this=exp.Star()))
+    alias = f"percent_of_{_rows_called(reading.base)}"
+    return exp.alias_(share, alias, quoted=True), alias
+
+
+def _build_share(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """SELECT the share of rows meeting the conditions, as a percentage."""
+    expression, alias = _share_expression(reading, dialect)
+    described = _describe_filters(reading.share_conditions).removeprefix(", where ")
+    return _Query([expression]), alias, f"Computes the percentage of the rows of {reading.table.name} where {described}"
+
+
 def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """Every column of the filtered rows: a listing leaves the choice of columns to the reader."""
     table = reading.table.name.split(".")[-1]
@@ -238,7 +274,7 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 
 _BUILDERS: dict[str, Callable[[_Reading, str], tuple[_Query, str, str]]] = {
     "count": _build_count, "aggregate": _build_aggregate, "group": _build_group, "compare": _build_compare,
-    "time_series": _build_time_series, "top": _build_top, "rows": _build_rows,
+    "time_series": _build_time_series, "top": _build_top, "rows": _build_rows, "share": _build_share,
 }
 
 
@@ -299,6 +335,8 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
         return _year_condition(reading, item, dialect)
     if item.kind == "date":
         return _compare(column, item.op, [_date(str(v)) for v in item.values])
+    if item.kind == "boolean":
+        return column if item.values == ("true",) else exp.Not(this=column)
     return _compare(column, item.op, [_literal(v) for v in item.values])
 
 
@@ -344,9 +382,10 @@ def _table_expression(name: str) -> exp.Table:
     return table
 
 
-def _render(table: TableInfo, query: _Query, dialect: str) -> str:
-    """The assembled query as one SELECT in ``dialect``, the table quoted part by part."""
-    select = exp.Select(expressions=query.select).from_(_table_expression(table.name), copy=False)
+def _render(reading: _Reading, query: _Query, dialect: str) -> str:
+    """The assembled query as one SELECT in ``dialect``, the table quoted part by part; virtual columns
+    become the SQL they stand for, and the tables they come from are joined."""
+    select = exp.Select(expressions=query.select).from_(_table_expression(reading.base.name), copy=False)
     if query.where:
         select = select.where(exp.and_(*query.where), copy=False)
     if query.group:
@@ -355,7 +394,53 @@ def _render(table: TableInfo, query: _Query, dialect: str) -> str:
         select = select.order_by(*query.order, copy=False)
     if query.limit is not None:
         select = select.limit(query.limit, copy=False)
+    if reading.scope is not None and reading.scope.virtual:
+        select = _resolve_virtual(reading, select)
     return select.sql(dialect=dialect)
+
+
+def _alias(name: str) -> str:
+    return name.split(".")[-1]
+
+
+def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
+    """Virtual columns replaced by their SQL; when a joined table's column is used, the table is LEFT
+    JOINed (many-to-one: the queried table's rows are neither repeated nor dropped) and every column
+    qualified with its table."""
+    assert reading.scope is not None
+    virtual = reading.scope.virtual
+
+    def substitute(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and not node.table and node.name in virtual:
+            return virtual[node.name].copy()
+        return node
+
+    substituted = select.transform(substitute)
+    assert isinstance(substituted, exp.Select)
+    select = substituted
+    used = {column.table for column in select.find_all(exp.Column) if column.table}
+    joins = [join for join in reading.scope.joins if _alias(join.table.name) in used]
+    if not joins:
+        return select
+    base = _alias(reading.base.name)
+    own = {column.name for column in reading.base.columns}
+
+    def qualify(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and not node.table and node.name in own:
+            return exp.column(node.name, table=base, quoted=True)
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count | exp.Column):
+            return exp.Column(this=exp.Star(), table=exp.to_identifier(base, quoted=True))
+        return node
+
+    qualified = select.transform(qualify)
+    assert isinstance(qualified, exp.Select)
+    select = qualified
+    for join in joins:
+        alias = _alias(join.table.name)
+        on = exp.and_(*(exp.EQ(this=exp.column(mine, table=base, quoted=True),
+                               expression=exp.column(theirs, table=alias, quoted=True)) for mine, theirs in join.on))
+        select = select.join(_table_expression(join.table.name), on=on, join_type="left", copy=False)
+    return select
 
 
 def _plain(value: str | float) -> str | int | float:
@@ -370,6 +455,9 @@ def _describe_filters(filters: list[_Filter]) -> str:
     described = []
     for item in filters:
         if item.op == "not null":
+            continue
+        if item.kind == "boolean":
+            described.append(f"{item.column} is {item.values[0]}")
             continue
         values = [_plain(v) for v in item.values]
         shown = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)

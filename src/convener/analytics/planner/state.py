@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from sqlglot import exp
+
 from convener.analytics.planner.catalog import _Mention
 from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import Token
@@ -15,12 +17,35 @@ from convener.analytics.wording import Token
 
 @dataclass(frozen=True)
 class _Filter:
-    """``column op value``; ``values`` for IN; ``kind`` is value, number, year, or date."""
+    """``column op value``; ``values`` for IN; ``kind`` is value, number, year, date or boolean. ``start`` is
+    where in the question the condition was said (a share tells its condition from its base by it)."""
 
     column: str
     op: str
     values: tuple[str | float, ...]
     kind: str
+    start: int = -1
+
+
+@dataclass(frozen=True)
+class _Join:
+    """A table joined many-to-one to the queried one: ``on`` pairs (queried table's column, its column)."""
+
+    table: TableInfo
+    on: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The queried table as the reading sees it: ``base`` plus virtual columns, each with the SQL it stands
+    for (``virtual``): columns of joined tables and glossary formulas. ``table`` lists them all, so every
+    reading step treats a virtual column as a column; ``sums`` are the formulas, totalled by default."""
+
+    base: TableInfo
+    table: TableInfo
+    virtual: dict[str, exp.Expr] = field(default_factory=dict)
+    joins: tuple[_Join, ...] = ()
+    sums: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -45,6 +70,17 @@ class _Reading:
     order_measure: str | None = None
     counted_measure: str | None = None
     direction: bool | None = None
+    scope: _Scope | None = None
+    share_split: int | None = None
+    share_conditions: list[_Filter] = field(default_factory=list)
+
+    @property
+    def base(self) -> TableInfo:
+        """The table queried, without virtual columns."""
+        return self.scope.base if self.scope else self.table
+
+    def virtual(self, name: str) -> bool:
+        return self.scope is not None and name in self.scope.virtual
 
     def column(self, name: str) -> ColumnInfo:
         found = self.table.column(name)

@@ -18,7 +18,7 @@ _AGG_WORDS = {
 }
 _LOW_WORDS = frozenset({
     "lowest", "smallest", "least", "fewest", "worst", "minimum", "min", "bottom", "cheapest", "coldest",
-    "shortest", "lightest", "slowest", "weakest", "poorest", "earliest",
+    "shortest", "lightest", "slowest", "weakest", "poorest", "earliest", "oldest",
 })
 _HIGH_WORDS = frozenset({
     "highest", "largest", "biggest", "greatest", "most", "best", "top", "maximum", "max", "peak",
@@ -76,6 +76,7 @@ _UNITS = frozenset({"mm", "cm", "millimetres", "millimeters", "centimetres", "ce
                     "usd", "percent", "hp", "inches", "inch", "gallons", "seconds", "bushels", "thousand",
                     "thousands", "c", "f", "m", "s", "%", "$", "units", "points", "times"})
 _FILLER = frozenset({
+    "placed", "made", "sold", "bought", "purchased", "came", "come", "comes", "happened", "occurred", "took",
     "show", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data",
     "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
     "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",
@@ -104,3 +105,13 @@ _AGG_WORDS_PLAIN = frozenset({"average", "total", "mean", "sum", "count"})
 
 _GENERIC_PARTS = frozenset({"max", "min", "avg", "total", "sum", "count", "number", "in", "per", "of", "lbs",
                             "change", "value", "id", "name", "type", "and"})
+
+_TIME_HIGH = frozenset({"latest", "newest", "youngest", "recent", "recently", "last"})
+_TIME_LOW = frozenset({"earliest", "oldest", "first"})
+"""Superlatives of time: the latest row or date is the greatest, the oldest the least. "recent" and "first"
+/"last" count only as "most recent" and "the first"/"the last" (else "first 5" is a ranking)."""
+
+_SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "ratio", "%"})
+_SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did", "do", "does", "came",
+                          "come", "got", "that", "which", "who", "with"})
+""""What share of orders were returned": the share's condition comes after one of these."""

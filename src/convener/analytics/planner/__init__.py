@@ -57,11 +57,14 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     if not tables:
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]
-    everything = [*tables, *(table for table in related if table.name not in names)]
+    others = [table for table in related if table.name not in names]
+    pairs = joins_to([*tables, *others], relationships) if others or relationships else set()
+    # Only tables that join one asked about are read into the catalog: matching values costs per table.
+    joined = {name for pair in pairs for name in pair if set(pair) & set(names)}
+    everything = [*tables, *(table for table in others if table.name in joined)]
     catalog = _Catalog(everything, terms, values_of)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
-    pairs = joins_to(everything, relationships)
     # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
     # orders, joined to the stores that have regions).
     choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in pairs

@@ -345,6 +345,9 @@ def _value_index(values: tuple[str, ...]) -> dict[str, list[_Value]]:
     return index
 
 
+_HYPHENATED = re.compile(r"\w-\w")
+
+
 def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _ColumnKeys,
                  values: tuple[str, ...], text: str = "") -> list[_Candidate]:
     """Where values occur as consecutive tokens; a value that is also a common English word ("IN", "OR",
@@ -358,8 +361,8 @@ def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _C
                 continue
             if item.common and " ".join(t.text for t in tokens[start:start + size]) != item.value:
                 continue
-            if "-" in item.value and text and any(text[tokens[i].end:tokens[i + 1].start] != "-"
-                                                  for i in range(start, start + size - 1)):
+            if text and _HYPHENATED.search(item.value) and any(text[tokens[i].end:tokens[i + 1].start].isspace()
+                                                               for i in range(start, start + size - 1)):
                 continue  # "in-store" is not "in stores": a hyphenated value is written with its hyphen
             found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, item.value),
                                     2.5 + size, "value"))

@@ -58,7 +58,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]
     others = [table for table in related if table.name not in names]
-    pairs = joins_to([*tables, *others], relationships) if others or relationships else set()
+    pairs = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
     # Only tables that join one asked about are read into the catalog: matching values costs per table.
     joined = {name for pair in pairs for name in pair if set(pair) & set(names)}
     everything = [*tables, *(table for table in others if table.name in joined)]

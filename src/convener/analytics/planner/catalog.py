@@ -513,6 +513,10 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     if not scored or scored[0][0] < 2.0:
         raise NoPlan("the question does not mention any table, column or value of the data")
     best = scored[0][1]
+    counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
+    if counted and best not in counted:
+        # "how many stores had returned orders" counts stores, whatever the rest of it is about
+        return catalog.tables[counted[0]], candidates
     for _, name in scored[1:]:
         if joined_to(name, best) and _named_first(tokens, catalog.tables[name], catalog.tables[best]):
             return catalog.tables[name], candidates
@@ -523,6 +527,20 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
             return catalog.tables[scored[1][1]], candidates
         raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
     return catalog.tables[best], candidates
+
+
+def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[str]:
+    """The tables whose rows "how many …", "number of …" counts: those named right after it."""
+    for index in range(len(tokens) - 1):
+        pair = (tokens[index].norm, tokens[index + 1].norm)
+        if pair not in (("how", "many"), ("number", "of"), ("count", "of")):
+            continue
+        after = index + 2
+        while after < len(tokens) and tokens[after].norm in ("the", "a", "an", "all", "different", "distinct"):
+            after += 1
+        if after < len(tokens) and tokens[after].kind == "word":
+            return [table.name for table in tables if tokens[after].stem in _table_words(table)]
+    return []
 
 
 def _named_first(tokens: list[Token], first: TableInfo, then: TableInfo) -> bool:

@@ -471,6 +471,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     rows = reading.top is not None or bool(words & {"which", "show", "list", "display"})
     if not rows and ("when" in words or named is not None):
         reading.measures.append((column.name, MAX if latest else MIN))
+        reading.direction = None  # the superlative is this extreme, not a ranking of rows
         return
     reading.top = reading.top or 1
     reading.order_measure = column.name

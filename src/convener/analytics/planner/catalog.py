@@ -129,6 +129,10 @@ class _Catalog:
             formula = _formula(description, tuple(c.name for c in table.columns if c.type in NUMBER_TYPES))
             if formula is not None:
                 return [_Target(table.name, snake(term.name), None, term.name, formula)]
+        for table in self.tables.values():
+            condition = _condition_of(description, table)
+            if condition is not None:
+                return [_Target(table.name, snake(term.name), "true", term.name, condition)]
         named = self._named_columns(description)
         return [_Target(table, column, None, term.name) for table, column in named]
 
@@ -162,8 +166,12 @@ class _Catalog:
             if keys.column.type == BOOLEAN:
                 target = _Target(keys.table.name, keys.column.name, "true")
                 found.extend(_negated_spans(tokens, content, keys))
+            named = {stem(word) for word in split_identifier(keys.table.name.split(".")[-1]).lower().split()}
             for words in keys.names:
                 for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                    if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
+                            and tokens[start].norm != words[0] and tokens[start].norm.endswith("s"):
+                        continue  # "flights" names the rows of flights, not its column "flight"
                     found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
             entity = _table_words(keys.table)
             for words in keys.parts:
@@ -228,7 +236,7 @@ def _formula(description: str, columns: tuple[str, ...]) -> str | None:
         for last in range(len(tokens), first, -1):
             window = tokens[first:last]
             names = [t for t in window if t[0].isalpha() or t[0] == "_"]
-            if not names or any(name.lower() not in known for name in names) or len(names) < 2 \
+            if not names or any(name.lower() not in known for name in names) \
                     or not any(t in "+-*/" for t in window) or (best and len(" ".join(window)) <= len(best)):
                 continue
             text = " ".join(known.get(t.lower(), t) for t in window)
@@ -239,6 +247,28 @@ def _formula(description: str, columns: tuple[str, ...]) -> str | None:
             if all(isinstance(node, _ARITHMETIC) for node in tree.walk()):
                 best = tree.sql()
     return best
+
+
+_CONDITION = re.compile(r"([A-Za-z_]\w*)\s*(>=|<=|<>|!=|>|<|=)\s*(-?\d+(?:\.\d+)?|true|false)\b", re.IGNORECASE)
+_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Column, exp.Literal, exp.Boolean,
+                exp.Neg, exp.Identifier)
+
+
+def _condition_of(description: str, table: TableInfo) -> str | None:
+    """The condition a glossary description defines ("flights whose arr_delay > 15", "cancelled = true"):
+    one column of ``table`` compared with a number or true/false, as SQL checked with sqlglot; else None."""
+    for name, op, value in _CONDITION.findall(description):
+        column = table.column(name)
+        if column is None or (value.lower() in ("true", "false")) != (column.type == BOOLEAN) \
+                or column.type not in NUMBER_TYPES | {BOOLEAN}:
+            continue
+        try:
+            tree = sqlglot.parse_one(f"{column.name} {op} {value}")
+        except (SqlglotError, RecursionError):
+            continue
+        if all(isinstance(node, _COMPARISONS) for node in tree.walk()):
+            return tree.sql()
+    return None
 
 
 def _names(description: str, column: str) -> bool:

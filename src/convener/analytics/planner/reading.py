@@ -30,6 +30,7 @@ from convener.analytics.planner.vocabulary import (
     _LIST_WORDS,
     _LOW_WORDS,
     MAX,
+    MEDIAN,
     MIN,
     _NEGATIONS,
     _SHARE_VERBS,
@@ -324,7 +325,8 @@ def _read_measures(reading: _Reading) -> None:
         if mention.ambiguous:
             names = " or ".join((column.name, *mention.ambiguous))
             raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
-        agg = _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention)
+        agg = _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention) \
+            or (_aggregate_named(reading, mention) if reading.virtual(column.name) else None)
         if agg is None:
             global_agg = global_agg or [_global_aggregate(reading)]
             agg = global_agg[0]
@@ -369,6 +371,11 @@ def _aggregate_before(reading: _Reading, index: int) -> str | None:
         if token.norm in _AGG_WORDS and token.norm not in ("most", "top", "best", "least", "record"):
             reading.used.add(position)
             return _AGG_WORDS[token.norm]
+        if token.kind == "word" and (token.norm in _LOW_WORDS or token.norm.endswith("est") and len(token.norm) > 5) \
+                and token.norm not in _TIME_HIGH | _TIME_LOW and reading.top is None:
+            # "the shortest air time", "the heaviest body mass": the least or greatest of the column
+            reading.used.add(position)
+            return MIN if token.norm in _LOW_WORDS else MAX
         if not (token.is_stopword or token.norm in ("per", "all", "overall")):
             return None
     return None
@@ -381,6 +388,14 @@ def _aggregate_inside(reading: _Reading, mention: _Mention) -> str | None:
             return MIN
         if token.norm.endswith("est") and len(token.norm) > 5:
             return MAX
+    return None
+
+
+def _aggregate_named(reading: _Reading, mention: _Mention) -> str | None:
+    """A glossary formula named with its aggregate ("average speed") is that aggregate of the formula."""
+    for token in reading.tokens[mention.start:mention.end]:
+        if token.norm in _AGG_WORDS and _AGG_WORDS[token.norm] in (AVG, SUM, MEDIAN):
+            return _AGG_WORDS[token.norm]
     return None
 
 

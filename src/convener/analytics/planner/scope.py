@@ -13,7 +13,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import Relationship
 from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
-from convener.analytics.shapes import FLOAT, ColumnInfo, TableInfo
+from convener.analytics.shapes import BOOLEAN, FLOAT, ColumnInfo, TableInfo
 from convener.analytics.wording import snake, split_identifier, stem
 
 
@@ -26,11 +26,34 @@ def _key_of(table: TableInfo, column: str) -> bool:
     return len(words) >= 2 and words[-1] in ("id", "key", "code") and stem(words[-2]) in _table_words(table)
 
 
+def _pair(first: str, second: str) -> tuple[str, str]:
+    return (first, second) if first <= second else (second, first)
+
+
+def _one_side(many: TableInfo, many_column: str, one: TableInfo, one_column: str) -> bool:
+    """Whether, of two tables a relationship joins, ``one`` is the side with one row per key: its column is
+    its own key (``id``, ``store_id`` of stores) while the other's is not, or else (airlines.carrier,
+    planes.tailnum) it is the first column of the smaller table."""
+    if _key_of(one, one_column) or _key_of(many, many_column):
+        return _key_of(one, one_column) and not _key_of(many, many_column)
+    first = one.columns[0].name.lower() == one_column.lower() if one.columns else False
+    sizes = (many.row_count, one.row_count)
+    if sizes[0] is not None and sizes[1] is not None:
+        return first and sizes[1] < sizes[0]
+    return first and not (many.columns and many.columns[0].name.lower() == many_column.lower())
+
+
 def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequence[Relationship]) -> list[_Join]:
     """The tables ``table`` joins many-to-one: each of its rows meets at most one of theirs, so joining
     neither repeats nor drops its rows (the join is a LEFT JOIN) and counts and sums stay right."""
     by_name = {t.name: t for t in tables}
     found: dict[str, _Join] = {}
+    # Two relationships to one table (flights.origin and flights.dest to airports.faa) leave the join to
+    # guess: neither is used.
+    counted: dict[tuple[str, str], int] = {}
+    for relationship in relationships:
+        pair = _pair(relationship.left_table, relationship.right_table)
+        counted[pair] = counted.get(pair, 0) + 1
     for relationship in relationships:
         for mine, my_columns, theirs, their_columns in (
                 (relationship.left_table, relationship.left_columns, relationship.right_table,
@@ -39,7 +62,8 @@ def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
                  relationship.left_columns)):
             other = by_name.get(theirs)
             if mine != table.name or other is None or other.name == table.name or len(my_columns) != 1 \
-                    or len(my_columns) != len(their_columns) or not _key_of(other, their_columns[0]) \
+                    or len(my_columns) != len(their_columns) or counted[_pair(mine, theirs)] > 1 \
+                    or not _one_side(table, my_columns[0], other, their_columns[0]) \
                     or table.column(my_columns[0]) is None or other.column(their_columns[0]) is None:
                 continue
             found.setdefault(other.name, _Join(other, tuple(zip(my_columns, their_columns, strict=True))))
@@ -94,9 +118,11 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
         target = candidate.target
         if target.table == table.name and target.formula is not None:
             if target.column not in virtual:
-                columns.append(ColumnInfo(target.column, FLOAT, f"glossary term: {target.formula}"))
+                kind = BOOLEAN if target.value is not None else FLOAT
+                columns.append(ColumnInfo(target.column, kind, f"glossary term: {target.formula}"))
                 virtual[target.column] = exp.Paren(this=sqlglot.parse_one(target.formula))
-                sums.add(target.column)
+                if kind == FLOAT:
+                    sums.add(target.column)
             own.append(candidate)
         elif target.table == table.name:
             own.append(candidate)

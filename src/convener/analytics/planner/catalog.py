@@ -85,6 +85,7 @@ class _Catalog:
         self._values: dict[tuple[str, str], list[str]] = {}
         self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
         self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
+        self.row_words = set().union(*(_table_words(table) for table in tables)) if tables else set()
 
     # values
 
@@ -105,6 +106,9 @@ class _Catalog:
             words = phrase(name)
             if words:
                 keys.names.append(words)
+            bare = tuple(word for word in words if word not in _UNITS)
+            if bare and bare != words:
+                keys.names.append(bare)  # "bill depth" for bill_depth_mm
         whole = phrase(column.name)
         if column.type == BOOLEAN:
             # "customer_active": only the condition word ("active") says the column is true, never "customer"
@@ -176,6 +180,8 @@ class _Catalog:
             entity = _table_words(keys.table)
             for words in keys.parts:
                 for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                    if not exact and tokens[start].stem in self.row_words:
+                        continue  # "airports" is a table, not an abbreviation of air_time
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
         for term, target in self.terms:

@@ -124,6 +124,9 @@ def _read_values(reading: _Reading) -> None:
     by_column: dict[tuple[str, bool], list[str]] = {}
     starts: dict[tuple[str, bool], int] = {}
     for mention in [m for m in reading.mentions if m.is_value]:
+        if reading.norm(mention.start - 1) == "no":
+            # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
+            raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
         negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
         negated = bool(negations)
         reading.used.update(negations)
@@ -133,11 +136,11 @@ def _read_values(reading: _Reading) -> None:
         if reading.column(mention.target.column).type == BOOLEAN:
             truth = (mention.target.value == "true") != negated
             reading.filters.append(_Filter(mention.target.column, "=", ("true" if truth else "false",), "boolean",
-                                           mention.start))
+                                           mention.end - 1))
             continue
         key = (mention.target.column, negated)
         by_column.setdefault(key, [])
-        starts.setdefault(key, mention.start)
+        starts.setdefault(key, mention.end - 1)
         if mention.target.value not in by_column[key]:
             by_column[key].append(mention.target.value or "")
     for (column, negated), values in by_column.items():
@@ -222,6 +225,16 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 reading.mentions.remove(mention)
                 reading.used.update(range(mention.start, mention.end))
                 _note_term(reading, mention)
+                # "by species and island": each column joined by "and" is a key too
+                while reading.norm(mention.end) == "and" and reading.free(mention.end):
+                    following = reading.mention_at(mention.end + 1)
+                    if following is None or following.is_value or following.start != mention.end + 1:
+                        break
+                    reading.keys.append(following.target.column)
+                    reading.mentions.remove(following)
+                    reading.used.update(range(mention.end, following.end))
+                    _note_term(reading, following)
+                    mention = following
             index = mention.end
             continue
         index = after
@@ -463,7 +476,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
         elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
             found = ([index], word in _TIME_HIGH)
         elif word in ("first", "last") and before == "the" and reading.tokens[index + 1:index + 2] \
-                and reading.tokens[index + 1].stem in table_words:
+                and (reading.tokens[index + 1].stem in table_words or _names_time(reading, index + 1)):
             found = ([index], word == "last")
         if found:
             break
@@ -491,6 +504,13 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.top = reading.top or 1
     reading.order_measure = column.name
     reading.descending = latest
+
+
+def _names_time(reading: _Reading, index: int) -> bool:
+    """Whether a time column is named at ``index`` ("the last egg date")."""
+    mention = reading.mention_at(index)
+    times = {column.name for column in _time_columns(reading.table)}
+    return mention is not None and not mention.is_value and mention.target.column in times
 
 
 def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used: set[int],

@@ -74,9 +74,12 @@ _YEAR_PREPOSITIONS = {"in": "=", "during": "=", "of": "=", "for": "=", "from": "
 _UNITS = frozenset({"mm", "cm", "millimetres", "millimeters", "centimetres", "centimeters", "degrees",
                     "degree", "celsius", "lbs", "lb", "pounds", "pound", "kg", "mph", "dollars", "dollar",
                     "usd", "percent", "hp", "inches", "inch", "gallons", "seconds", "bushels", "thousand",
-                    "thousands", "c", "f", "m", "s", "%", "$", "units", "points", "times"})
+                    "thousands", "c", "f", "m", "s", "%", "$", "units", "points", "times", "feet", "foot", "ft",
+                    "miles", "mile", "km", "minutes", "minute", "hours", "hour", "grams", "gram", "g", "metres",
+                    "meters", "kilograms", "kilos"})
 _FILLER = frozenset({
     "placed", "made", "sold", "bought", "purchased", "came", "come", "comes", "happened", "occurred", "took",
+    "went", "go", "goes", "flew", "flown",
     "show", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data",
     "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
     "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",

@@ -291,8 +291,8 @@ def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, 
         return True, True
     if token.kind != "word":
         return False, False
-    if token.norm in _compared_forms(part):
-        return True, False
+    if abbreviations and token.norm in _compared_forms(part):
+        return True, False  # (a glossary "late" is not "later")
     if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN:
         if len(part) >= 3 and token.norm.startswith(part):
             return True, False
@@ -500,6 +500,21 @@ def _row_nouns(description: str) -> set[str]:
     if not match:
         return set()
     return {word for word in phrase(match.group(1)) if word not in ("and", "or")}
+
+
+@lru_cache(maxsize=1024)
+def _named_vocabulary(table: TableInfo) -> set[str]:
+    """The words a table's name, description, column names and synonyms use, without its columns'
+    descriptions: a word only a column's description uses ("unknown" in "sex, null when unknown") names
+    no condition the planner can read, so it does not count as understood."""
+    words = set(_table_words(table))
+    for text in (table.description or "", *table.synonyms):
+        words |= set(phrase(text))
+    for column in table.columns:
+        words |= set(phrase(column.name))
+        for synonym in column.synonyms:
+            words |= set(phrase(synonym))
+    return _forms(sorted(words))
 
 
 @lru_cache(maxsize=1024)

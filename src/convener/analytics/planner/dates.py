@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import date
 
+from sqlglot import exp
+
 from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _YEAR_PREPOSITIONS
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
@@ -30,8 +33,25 @@ def _time_column(reading: _Reading) -> ColumnInfo | None:
     """The column dates in the question apply to: a time column the question names, else the first."""
     columns = _time_columns(reading.table)
     mentioned = [c for c in columns if any(m.target.column == c.name for m in reading.mentions)]
-    chosen = mentioned or columns
+    chosen = mentioned or _of_named_join(reading, columns) or columns
     return chosen[0] if chosen else None
+
+
+def _of_named_join(reading: _Reading, columns: list[ColumnInfo]) -> list[ColumnInfo]:
+    """The time columns of a joined table whose rows the question names ("planes made in 2005")."""
+    if reading.scope is None:
+        return []
+    found = []
+    for join in reading.scope.joins:
+        words = _table_words(join.table)
+        if not any(token.stem in words for token in reading.tokens if token.kind == "word"):
+            continue
+        alias = join.table.name.split(".")[-1]
+        for column in columns:
+            expression = reading.scope.virtual.get(column.name)
+            if isinstance(expression, exp.Column) and expression.table == alias:
+                found.append(column)
+    return found
 
 
 def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
@@ -160,6 +180,16 @@ def _read_years(reading: _Reading, column: ColumnInfo) -> None:
         op = _YEAR_PREPOSITIONS.get(before, "=")
         if before == "prior" or (before == "to" and reading.norm(index - 2) == "prior"):
             op = "<"
+        later = (reading.norm(index + 1), reading.norm(index + 2))
+        if later[0] == "or" and later[1] in ("later", "after", "newer", "more", "since"):
+            op = ">="  # "in 2005 or later"
+            reading.used.update((index + 1, index + 2))
+        elif later[0] == "or" and later[1] in ("earlier", "before", "older"):
+            op = "<="
+            reading.used.update((index + 1, index + 2))
+        elif later[0] in ("onwards", "onward"):
+            op = ">="
+            reading.used.add(index + 1)
         if op == "=":
             years.append(token.number or 0)
             first = index if first < 0 else first

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+from sqlglot import exp
+
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _common, _Mention, _table_words, _vocabulary
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
@@ -72,13 +74,31 @@ def _column_after(reading: _Reading, index: int) -> str | None:
     while index < len(reading.tokens) and (reading.tokens[index].norm in _UNITS or reading.norm(index) == "of"):
         reading.used.add(index)
         index += 1
-    mention = _numeric_mention(reading, index)
+    mention = _numeric_mention(reading, index) or _condition_mention(reading, index)
     if mention is None:
         return None
     reading.mentions.remove(mention)
     reading.used.update(range(mention.start, mention.end))
     _note_term(reading, mention)
+    if reading.scope is not None and mention.target.column in reading.scope.virtual \
+            and reading.column(mention.target.column).type == BOOLEAN:
+        # "at least 30 minutes late": the column the glossary's "late" compares, with this number instead
+        column = reading.scope.virtual[mention.target.column].find(exp.Column)
+        return column.name if column is not None else None
     return mention.target.column
+
+
+def _condition_mention(reading: _Reading, index: int) -> _Mention | None:
+    """The mention at ``index`` when it is a glossary condition on one numeric column ("late")."""
+    mention = reading.mention_at(index)
+    if mention is None or reading.scope is None or mention.target.column not in reading.scope.virtual \
+            or reading.column(mention.target.column).type != BOOLEAN:
+        return None
+    columns = list(reading.scope.virtual[mention.target.column].find_all(exp.Column))
+    if len(columns) != 1 or reading.base.column(columns[0].name) is None \
+            or reading.column(columns[0].name).type not in NUMBER_TYPES:
+        return None
+    return mention
 
 
 def _column_before(reading: _Reading, index: int) -> str | None:
@@ -454,11 +474,68 @@ def _read_share(reading: _Reading) -> None:
         if token.norm not in _SHARE_WORDS or not reading.free(index) or reading.norm(index + 1) != "of":
             continue
         reading.used.update((index, index + 1))
+        if token.norm == "ratio":
+            _read_ratio(reading, index)
+            return
         verb = next((i for i in range(index + 2, len(reading.tokens))
                      if reading.norm(i) in _SHARE_VERBS and i not in reading.used), None)
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
+        return
+
+
+def _read_ratio(reading: _Reading, index: int) -> None:
+    """"the ratio of male to female penguins": two values of one column, the first's rows over the
+    second's. Any other ratio is refused."""
+    first = reading.mention_at(index + 2)
+    second = reading.mention_at(first.end + 1) if first is not None else None
+    if first is None or second is None or not first.is_value or not second.is_value \
+            or reading.norm(first.end) != "to" or first.target.column != second.target.column:
+        raise NoPlan("a ratio is planned only as 'the ratio of <value> to <value>' of one column")
+    column = first.target.column
+    reading.ratio = (_Filter(column, "=", (first.target.value or "",), "value", first.start),
+                     _Filter(column, "=", (second.target.value or "",), "value", second.start))
+    reading.share_split = index
+    for mention in (first, second):
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+    reading.used.add(first.end)
+
+
+def _read_signs(reading: _Reading) -> None:
+    """"a negative departure delay", "positive gains": the numeric column below or above zero."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("negative", "positive") or not reading.free(index):
+            continue
+        mention = _numeric_mention(reading, index + 1)
+        if mention is None or mention.start != index + 1:
+            continue
+        reading.filters.append(_Filter(mention.target.column, "<" if token.norm == "negative" else ">", (0,),
+                                       "number", index))
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+
+
+def _read_shown(reading: _Reading) -> None:
+    """"List the destinations of …", "show the names of …": the columns named right after the verb of a
+    listing are what it shows."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("list", "show", "display", "give") or index in reading.used:
+            continue
+        after = index + 1
+        while reading.norm(after) in ("the", "me", "all", "us", "distinct", "different", "unique"):
+            after += 1
+        mention = reading.mention_at(after)
+        if mention is None or mention.is_value or mention.start != after \
+                or reading.column(mention.target.column).type in NUMBER_TYPES:
+            return
+        reading.shown.append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
         return
 
 
@@ -525,6 +602,8 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
     _read_counted_numbers(reading)
     _read_share(reading)
+    _read_signs(reading)
+    _read_shown(reading)
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))

@@ -29,6 +29,7 @@ class _Query:
     order: list[exp.Expr] = field(default_factory=list)
     where: list[exp.Expr] = field(default_factory=list)
     limit: int | None = None
+    distinct: bool = False
 
 
 # --- Building each shape -----------------------------------------------------------------------------------
@@ -243,13 +244,15 @@ def _value_words(reading: _Reading) -> str:
 def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     """100 × the rows meeting the share's conditions / all rows (of the base filters). The conditions are
     taken out of the filters, which then pick only the rows the share is of."""
-    if not reading.share_conditions:
+    if not reading.share_conditions and reading.ratio is None:
         split = reading.share_split if reading.share_split is not None else -1
         counted = [f for f in reading.filters if f.start > split and f.kind not in ("year", "date")]
         if not counted:
             raise NoPlan(f"could not tell what share of the rows of {reading.table.name} to compute")
         reading.share_conditions = counted
         reading.filters = [f for f in reading.filters if f not in counted]
+    if reading.ratio is not None:
+        return _ratio_expression(reading, dialect)
     condition = exp.and_(*(_condition(reading, f, dialect) for f in reading.share_conditions))
     hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
                                  default=exp.Literal.number(0)))
@@ -259,9 +262,29 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     return exp.alias_(share, alias, quoted=True), alias
 
 
+def _ratio_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
+    """The rows of the ratio's first value over those of its second (NULL when there are none of those)."""
+    assert reading.ratio is not None
+
+    def rows_where(item: _Filter) -> exp.Expr:
+        return exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
+                                                 true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+
+    first, second = reading.ratio
+    ratio = exp.Div(this=exp.Mul(this=exp.Literal.number("1.0"), expression=rows_where(first)),
+                    expression=exp.Nullif(this=rows_where(second), expression=exp.Literal.number(0)))
+    alias = snake(f"ratio of {first.values[0]} to {second.values[0]}")
+    return exp.alias_(ratio, alias, quoted=True), alias
+
+
 def _build_share(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """SELECT the share of rows meeting the conditions, as a percentage."""
     expression, alias = _share_expression(reading, dialect)
+    if reading.ratio is not None:
+        first, second = reading.ratio
+        return _Query([expression]), alias, (f"Computes the ratio of the rows of {reading.table.name} where "
+                                             f"{first.column} is {first.values[0]!r} to those where it is "
+                                             f"{second.values[0]!r}")
     described = _describe_filters(reading.share_conditions).removeprefix(", where ")
     return _Query([expression]), alias, f"Computes the percentage of the rows of {reading.table.name} where {described}"
 
@@ -269,6 +292,12 @@ def _build_share(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """Every column of the filtered rows: a listing leaves the choice of columns to the reader."""
     table = reading.table.name.split(".")[-1]
+    if reading.shown:
+        # "list the destinations of …": each value once, as a listing of them reads
+        query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
+        query.distinct = True
+        named = " and ".join(reading.shown)
+        return query, f"{snake(table)}_{snake(named)}", f"Lists the distinct {named} of {reading.table.name}"
     return _Query([exp.Star()]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
 
 
@@ -386,6 +415,8 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     """The assembled query as one SELECT in ``dialect``, the table quoted part by part; virtual columns
     become the SQL they stand for, and the tables they come from are joined."""
     select = exp.Select(expressions=query.select).from_(_table_expression(reading.base.name), copy=False)
+    if query.distinct:
+        select = select.distinct(copy=False)
     if query.where:
         select = select.where(exp.and_(*query.where), copy=False)
     if query.group:

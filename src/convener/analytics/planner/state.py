@@ -73,6 +73,10 @@ class _Reading:
     scope: _Scope | None = None
     share_split: int | None = None
     share_conditions: list[_Filter] = field(default_factory=list)
+    ratio: tuple[_Filter, _Filter] | None = None
+    """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
+    shown: list[str] = field(default_factory=list)
+    """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
 
     @property
     def base(self) -> TableInfo:

@@ -116,5 +116,6 @@ _TIME_LOW = frozenset({"earliest", "oldest", "first"})
 
 _SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "ratio", "%"})
 _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did", "do", "does", "came",
-                          "come", "got", "that", "which", "who", "with"})
+                          "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
+                          "departed", "landed", "ended", "became", "made"})
 """"What share of orders were returned": the share's condition comes after one of these."""

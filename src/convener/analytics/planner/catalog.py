@@ -26,6 +26,7 @@ from convener.analytics.planner.vocabulary import (
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
 from convener.analytics.wording import (
     CONTENT_STOPWORDS,
+    MEANINGFUL,
     Token,
     phrase,
     snake,
@@ -217,7 +218,9 @@ def _negated_spans(tokens: list[Token], content: list[int], keys: _ColumnKeys) -
     for index in content:
         token = tokens[index]
         for prefix in _NEGATIVE_PREFIXES:
-            if token.kind == "word" and token.norm.startswith(prefix) and stem(token.norm[len(prefix):]) in words:
+            rest = stem(token.norm[len(prefix):])
+            if token.kind == "word" and token.norm.startswith(prefix) and len(rest) > 2 \
+                    and any(rest == word or _share_stem(rest, word) for word in words):
                 found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"),
                                         4.0, "name"))
                 break
@@ -294,7 +297,7 @@ def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, 
     if abbreviations and token.norm in _compared_forms(part):
         return True, False  # (a glossary "late" is not "later")
     if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN:
-        if len(part) >= 3 and token.norm.startswith(part):
+        if len(part) >= 3 and token.norm.startswith(part) and not token.norm.endswith("ed"):
             return True, False
         if _share_stem(token.stem, part):
             return True, False
@@ -438,6 +441,28 @@ def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
             continue
         found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, options[0]),
                                 1.8, "value"))
+    found.extend(_prefix_spans(tokens, used, keys, values))
+    return found
+
+
+def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values: list[str]) -> list[_Candidate]:
+    """The first two or more words of exactly one multi-word category ("American Airlines" for "American
+    Airlines Inc.", "Hawaiian Airlines"), stronger the more words they are."""
+    prefixes: dict[tuple[str, ...], list[str]] = {}
+    for value in values:
+        words = value_tokens(value)
+        for size in range(2, len(words)):
+            prefixes.setdefault(words[:size], []).append(value)
+    found = []
+    stems = [token.stem if token.kind == "word" else token.norm for token in tokens]
+    for (words), options in prefixes.items():
+        if len(options) != 1:
+            continue
+        size = len(words)
+        for start in range(len(tokens) - size + 1):
+            if tuple(stems[start:start + size]) == words and not used.intersection(range(start, start + size)):
+                found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, options[0]),
+                                        2.0 + size, "value"))
     return found
 
 
@@ -581,7 +606,8 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
 
 
 def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[str]:
-    """The tables whose rows "how many …", "number of …" counts: those named right after it."""
+    """The tables whose rows "how many …", "number of …" counts: those the noun phrase after it ends with
+    ("how many Hawaiian Airlines flights" counts flights)."""
     for index in range(len(tokens) - 1):
         pair = (tokens[index].norm, tokens[index + 1].norm)
         if pair not in (("how", "many"), ("number", "of"), ("count", "of")):
@@ -589,8 +615,13 @@ def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[st
         after = index + 2
         while after < len(tokens) and tokens[after].norm in ("the", "a", "an", "all", "different", "distinct"):
             after += 1
-        if after < len(tokens) and tokens[after].kind == "word":
-            return [table.name for table in tables if tokens[after].stem in _table_words(table)]
+        head: list[str] = []
+        while after < len(tokens) and tokens[after].kind == "word" and not tokens[after].is_stopword \
+                and tokens[after].norm not in MEANINGFUL:
+            named = [table.name for table in tables if tokens[after].stem in _table_words(table)]
+            head = named or head
+            after += 1
+        return head
     return []
 
 

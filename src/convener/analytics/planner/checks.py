@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
-from convener.analytics.planner.catalog import _common, _named_vocabulary
+from convener.analytics.planner.catalog import _common, _named_vocabulary, _table_words
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
@@ -69,6 +69,9 @@ def _unknown_words(reading: _Reading) -> list[str]:
     """Words that name nothing in the chosen table and are not structure or filler: what the planner did
     not understand."""
     vocabulary = _named_vocabulary(reading.table)
+    if reading.scope is not None:
+        for join in reading.scope.joins:  # "Hawaiian Airlines flights": the joined table's rows
+            vocabulary = vocabulary | _table_words(join.table)
     unknown = []
     for index, token in enumerate(reading.tokens):
         if index in reading.used or token.kind != "word" or token.is_stopword:

@@ -153,6 +153,7 @@ def _read_values(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+        _drop_named_column(reading, mention)
         if reading.column(mention.target.column).type == BOOLEAN:
             truth = (mention.target.value == "true") != negated
             reading.filters.append(_Filter(mention.target.column, "=", ("true" if truth else "false",), "boolean",
@@ -166,6 +167,24 @@ def _read_values(reading: _Reading) -> None:
     for (column, negated), values in by_column.items():
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
         reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
+
+
+def _drop_named_column(reading: _Reading, value: _Mention) -> None:
+    """"Turbo-jet engines", "Dream island": the column a value belongs to, named right after it, is said by
+    the value (even where the word could also name another column, as "engines" could)."""
+    following = reading.mention_at(value.end)
+    if following is not None and not following.is_value and following.start == value.end \
+            and value.target.column in (following.target.column, *following.ambiguous):
+        reading.mentions.remove(following)
+        reading.used.update(range(following.start, following.end))
+    before = value.start - 1  # "whose engine is not Turbo-fan"
+    while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals"):
+        before -= 1
+    preceding = reading.mention_at(before)
+    if preceding is not None and not preceding.is_value and preceding.end == before + 1 \
+            and value.target.column in (preceding.target.column, *preceding.ambiguous):
+        reading.mentions.remove(preceding)
+        reading.used.update(range(preceding.start, preceding.end))
 
 
 def _read_top(reading: _Reading) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.analytics.retail_set import Retail
 
-FLOOR = 0.0  # measured before any of this set's kinds were planned
+FLOOR = 0.95  # measured 1.000 (48/48); 0.250 (12/48) before true/false columns, joins, time superlatives, formulas and shares
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from itertools import pairwise
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
-from convener.analytics.planner.catalog import _common, _Mention, _table_words, _vocabulary
+from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
 from convener.analytics.planner.state import (
     _Filter,
@@ -38,12 +38,112 @@ from convener.analytics.planner.vocabulary import (
     _SHARE_VERBS,
     _SHARE_WORDS,
     SUM,
+    _DIMENSIONS,
+    _IRREGULAR_DIMENSIONS,
+    _TIE_FILLER,
+    _TIE_WORDS,
     _TIME_HIGH,
     _TIME_LOW,
     _UNITS,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TableInfo
-from convener.analytics.wording import Token
+from convener.analytics.wording import Token, phrase, stem
+
+
+def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
+    """The column words an adjective of measure names, whether more is more, and its degree (base,
+    comparative or superlative): "longer" → (("length",), True, "comparative")."""
+    if word in _IRREGULAR_DIMENSIONS:
+        nouns, high = _DIMENSIONS[_IRREGULAR_DIMENSIONS[word]]
+        return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    for base, (nouns, high) in _DIMENSIONS.items():
+        if word == base:
+            return nouns, high, "base"
+        if word in _compared_forms(base):
+            return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    return None
+
+
+def _measured_columns(reading: _Reading, nouns: tuple[str, ...]) -> list[str]:
+    """Numeric columns whose names hold one of ``nouns`` ("bill_length_mm" for length)."""
+    return [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
+            and any(noun in phrase(c.name) or stem(noun) in phrase(c.name) for noun in nouns)]
+
+
+def _read_dimensions(reading: _Reading) -> None:
+    """Adjectives of measure: "bills longer than 55 mm" (a comparison on the bill's length), "the 3 longest
+    bills" and "the heaviest penguin" (a ranking by length or mass). The adjective settles which column a
+    word that could name several means ("bill": its length or its depth)."""
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index) or token.kind != "word":
+            continue
+        found = _dimension(token.norm)
+        if found is None:
+            continue
+        nouns, high, degree = found
+        columns = _measured_columns(reading, nouns)
+        if not columns:
+            continue
+        before = reading.norm(index - 1)
+        if degree == "base" and before in ("most", "least", "more", "less") and reading.free(index - 1):
+            # "the most expensive orders", "less expensive than 20"
+            degree = "superlative" if before in ("most", "least") else "comparative"
+            high = high == (before in ("most", "more"))
+            reading.used.add(index - 1)
+        if degree == "comparative" and reading.norm(index + 1) == "than":
+            number_at = index + 2
+            number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
+            if number is None or number.number is None or number_at in reading.used:
+                continue
+            column = _settle_column(reading, index, columns)
+            if column is None:
+                raise NoPlan(f"could not tell which of {', '.join(columns)} '{token.text}' compares")
+            reading.filters.append(_Filter(column, ">" if high else "<", (number.number,), "number", index))
+            reading.used.update(range(index, number_at + 1))
+            after = number_at + 1
+            while after < len(reading.tokens) and reading.tokens[after].norm in _UNITS:
+                reading.used.add(after)
+                after += 1
+            continue
+        if degree != "superlative":
+            continue
+        column = _settle_column(reading, index, columns)
+        if column is None:
+            continue
+        reading.used.add(index)
+        reading.direction = high
+        reading.order_measure = column
+        if reading.top is None and {t.norm for t in reading.tokens} & {"which", "what", "show", "list", "who"}:
+            reading.top = 1  # "which Gentoo penguins have the longest flippers": the best row (or rows, tied)
+
+
+def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | None:
+    """Which of ``columns`` an adjective at ``index`` measures: the one a word beside it names (even
+    ambiguously, "bill"), that word then read; else the only one."""
+    for position in (index + 1, index - 1, index + 2, index - 2):
+        mention = reading.mention_at(position)
+        if mention is None or mention.is_value:
+            continue
+        named = [c for c in (mention.target.column, *mention.ambiguous) if c in columns]
+        if len(named) == 1:
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            _note_term(reading, mention)
+            return named[0]
+    return columns[0] if len(columns) == 1 else None
+
+
+def _read_ties(reading: _Reading) -> None:
+    """"counting ties", "include ties", "if there is a tie, show all of them": a ranking keeps every row
+    tied with its last."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in _TIE_WORDS or index in reading.used:
+            continue
+        reading.ties = True
+        reading.used.add(index)
+        for position in range(max(0, index - 4), min(len(reading.tokens), index + 6)):
+            if reading.norm(position) in _TIE_FILLER:
+                reading.used.add(position)
 
 
 def _read_comparisons(reading: _Reading) -> None:
@@ -619,6 +719,8 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_comparisons(reading)
     _read_dates(reading)
     reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
+    _read_dimensions(reading)
+    _read_ties(reading)
     _read_counted_numbers(reading)
     _read_share(reading)
     _read_signs(reading)

@@ -30,6 +30,8 @@ class _Query:
     where: list[exp.Expr] = field(default_factory=list)
     limit: int | None = None
     distinct: bool = False
+    ties: bool = False
+    """Keep every row tied with the last one the limit keeps (rankings of rows only)."""
 
 
 # --- Building each shape -----------------------------------------------------------------------------------
@@ -202,7 +204,8 @@ def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     column = reading.measures[0][0]
     labels = _label_columns(reading, {column})
     select: list[exp.Expr] = [_col(name) for name in [*labels, column]]
-    query = _Query(select, order=[exp.Ordered(this=_col(column), desc=descending)], limit=limit)
+    query = _Query(select, order=[exp.Ordered(this=_col(column), desc=descending)], limit=limit,
+                   ties=reading.ties)
     reading.filters.append(_Filter(column, "not null", (), "number"))
     table = reading.table.name.split(".")[-1]
     name = f"{'top' if descending else 'bottom'}_{limit}_{snake(table)}_by_{snake(column)}"
@@ -421,13 +424,27 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
         select = select.where(exp.and_(*query.where), copy=False)
     if query.group:
         select = select.group_by(*query.group, copy=False)
-    if query.order:
+    if query.ties and query.limit is not None and len(query.order) == 1 \
+            and isinstance(query.order[0], exp.Ordered):
+        select = _with_ties(select, query.order[0], query.limit)
+    elif query.order:
         select = select.order_by(*query.order, copy=False)
-    if query.limit is not None:
+    if query.limit is not None and not query.ties:
         select = select.limit(query.limit, copy=False)
     if reading.scope is not None and reading.scope.virtual:
         select = _resolve_virtual(reading, select)
     return select.sql(dialect=dialect)
+
+
+def _with_ties(select: exp.Select, order: exp.Ordered, limit: int) -> exp.Select:
+    """The rows ranked at most ``limit``, ties kept: those whose value reaches the ``limit``-th value
+    (computed by the same query, limited), in order. Portable: no window function, no FETCH WITH TIES."""
+    value = order.this
+    cutoff = select.copy().select(value.copy(), append=False, copy=False)
+    cutoff = cutoff.order_by(order.copy(), copy=False).limit(1, copy=False).offset(limit - 1, copy=False)
+    compare = exp.GTE if order.args.get("desc") else exp.LTE
+    condition = compare(this=value.copy(), expression=exp.Subquery(this=cutoff))
+    return select.where(condition, copy=False).order_by(order.copy(), copy=False)
 
 
 def _alias(name: str) -> str:

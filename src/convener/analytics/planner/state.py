@@ -73,6 +73,7 @@ class _Reading:
     scope: _Scope | None = None
     share_split: int | None = None
     share_conditions: list[_Filter] = field(default_factory=list)
+    ties: bool = False
     ratio: tuple[_Filter, _Filter] | None = None
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
     shown: list[str] = field(default_factory=list)

@@ -119,3 +119,18 @@ _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did
                           "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
                           "departed", "landed", "ended", "became", "made"})
 """"What share of orders were returned": the share's condition comes after one of these."""
+
+_DIMENSIONS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "long": (("length",), True), "short": (("length",), False), "deep": (("depth",), True),
+    "shallow": (("depth",), False), "wide": (("width",), True), "narrow": (("width",), False),
+    "tall": (("height",), True), "heavy": (("mass", "weight"), True), "light": (("mass", "weight"), False),
+    "fast": (("speed",), True), "slow": (("speed",), False), "far": (("distance",), True),
+    "expensive": (("price", "cost"), True), "cheap": (("price", "cost"), False),
+}
+"""Adjectives of measure and the column words they measure ("longer" → a length, "heaviest" → a mass), with
+whether more of the adjective is more of the column."""
+_IRREGULAR_DIMENSIONS = {"farther": "far", "further": "far", "farthest": "far", "furthest": "far",
+                         "more expensive": "expensive", "most expensive": "expensive"}
+_TIE_WORDS = frozenset({"tie", "ties", "tied"})
+_TIE_FILLER = frozenset({"counting", "count", "include", "including", "includes", "with", "allow", "keep",
+                         "keeping", "if", "there", "is", "a", "any", "show", "all", "of", "them", "list"})

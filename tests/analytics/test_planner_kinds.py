@@ -281,3 +281,69 @@ def test_ambiguous_column_words_do_not_mislead(data: duckdb.DuckDBPyConnection) 
     made = plan("number of orders per store")
     assert made.tables[0] == "orders"
     assert sorted(rows(data, made.sql)) == [(1, 2), (2, 2)]
+
+
+# --- neighbours: glossary conditions, measures by adjective, ties, ratios, open year ranges, several keys ---
+
+
+def test_a_glossary_condition_is_a_true_false_column(data: duckdb.DuckDBPyConnection) -> None:
+    big = Term("big order", "An order whose quantity > 2 (more than two items)", ("big orders",))
+    made = plan("How many big orders were returned?", terms=(big,))
+    assert made.terms_used == ("big order",) and not made.unaccounted
+    assert rows(data, made.sql) == [(0,)]
+    made = plan("How many big orders are there?", terms=(big,))
+    assert rows(data, made.sql) == [(1,)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many orders are more expensive than 15?", [(2,)]),
+    ("How many orders are cheaper than 15?", [(2,)]),
+])
+def test_adjectives_of_measure_compare_their_column(data: duckdb.DuckDBPyConnection, question: str,
+                                                    expected: list[tuple[Any, ...]]) -> None:
+    made = plan(question)
+    assert rows(data, made.sql) == expected, made.sql
+
+
+def test_adjectives_of_measure_rank_by_their_column(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("the 2 most expensive orders")
+    assert [row[0] for row in rows(data, made.sql)] == [4, 2]
+
+
+def test_a_ranking_that_counts_ties_keeps_them() -> None:
+    fish = TableInfo("fish", (ColumnInfo("fish_id", "INTEGER"), ColumnInfo("species", "STRING"),
+                              ColumnInfo("length_cm", "FLOAT")))
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE fish (fish_id INTEGER, species VARCHAR, length_cm DOUBLE)")
+    connection.execute("INSERT INTO fish VALUES (1, 'pike', 80), (2, 'pike', 95), (3, 'carp', 95), (4, 'carp', 60)")
+    for dialect in ("duckdb", "sqlite"):
+        made = plan_question("Which fish are the longest? Include ties.", [fish], dialect=dialect)
+        assert sqlglot.parse_one(made.sql, read=dialect).find(exp.Subquery) is not None
+    made = plan_question("Which fish are the longest? Include ties.", [fish])
+    assert sorted(row[0] for row in connection.execute(made.sql).fetchall()) == [2, 3]
+    made = plan_question("the 1 longest fish", [fish])
+    assert len(connection.execute(made.sql).fetchall()) == 1
+    connection.close()
+
+
+def test_a_ratio_of_two_values(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("What is the ratio of Toys to Grocery orders?")
+    assert rows(data, made.sql) == [(2.0,)]
+    with pytest.raises(NoPlan):
+        plan("What is the ratio of price to quantity?")
+
+
+def test_open_year_ranges(data: duckdb.DuckDBPyConnection) -> None:
+    assert rows(data, plan("How many stores opened in 2012 or later?").sql) == [(1,)]
+    assert rows(data, plan("How many stores opened in 2012 or earlier?").sql) == [(1,)]
+
+
+def test_several_keys_joined_by_and(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("number of orders by category and region")
+    assert sorted(rows(data, made.sql)) == [("Electronics", "South", 1), ("Grocery", "North", 1),
+                                            ("Toys", "North", 1), ("Toys", "South", 1)]
+
+
+def test_groups_without_a_value_are_refused() -> None:
+    with pytest.raises(NoPlan):
+        plan("Which regions have no Toys orders?")

@@ -110,6 +110,12 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
         named = _month(token)
         following = tokens[index + 1] if index + 1 < len(tokens) else None
         after = tokens[index + 2] if index + 2 < len(tokens) else None
+        if named is not None and reading.norm(index - 1) in ("in", "during", "of", "for") \
+                and (following is None or not (_is_year(following) or _day_number(following))):
+            # "in December": that month of every year
+            reading.filters.append(_Filter(column.name, "=", (named,), "month", index))
+            reading.used.update((index - 1, index))
+            continue
         if named is None or following is None:
             continue
         if _day_number(following) and after is not None and _is_year(after):

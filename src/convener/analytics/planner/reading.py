@@ -21,6 +21,7 @@ from convener.analytics.planner.state import (
 )
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
+    _BUCKETS,
     AVG,
     _COMPARATORS,
     _COMPARE_WORDS,
@@ -131,6 +132,19 @@ def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | N
             _note_term(reading, mention)
             return named[0]
     return columns[0] if len(columns) == 1 else None
+
+
+def _read_ranked_bucket(reading: _Reading) -> None:
+    """"Which month had the most flights": the time bucket asked about, ranked."""
+    if reading.top is not None or reading.direction is None:
+        return
+    for index, token in enumerate(reading.tokens[:-1]):
+        following = reading.tokens[index + 1]
+        if token.norm in ("which", "what") and following.norm in _BUCKETS and reading.free(index + 1):
+            reading.bucket = _BUCKETS[following.norm]
+            reading.top = 1
+            reading.used.update((index, index + 1))
+            return
 
 
 def _read_ties(reading: _Reading) -> None:
@@ -721,6 +735,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
     _read_dimensions(reading)
     _read_ties(reading)
+    _read_ranked_bucket(reading)
     _read_counted_numbers(reading)
     _read_share(reading)
     _read_signs(reading)

@@ -197,6 +197,10 @@ def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if reading.order_measure and not any(column == reading.order_measure for column, _ in reading.measures):
         reading.measures.insert(0, (reading.order_measure, None))
     order_word = "highest" if descending else "lowest"
+    if not reading.keys and reading.bucket is not None:
+        time_column = _time_column(reading)  # "which month had the most flights": months ranked
+        if time_column is not None:
+            reading.keys.append(time_column.name)
     if reading.keys:
         return _build_top_groups(reading, dialect, limit, descending, order_word)
     if not reading.measures:
@@ -219,10 +223,12 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
         reading.measures = [(column, agg or _top_default(reading)) for column, agg in reading.measures]
     keys = _keys(reading, dialect)
     values = _values(reading, dialect)
-    first_value = exp.Literal.number(len(keys) + 1)
+    first_value: exp.Expr = exp.Literal.number(len(keys) + 1)
+    if reading.ties and isinstance(values[0][0], exp.Alias):
+        first_value = values[0][0].this.copy()  # compared with the cut-off in HAVING, so the expression itself
     query = _Query([selected for _, selected, _ in keys] + [value for value, _ in values],
                    group=[grouped for grouped, _, _ in keys],
-                   order=[exp.Ordered(this=first_value, desc=descending)], limit=limit)
+                   order=[exp.Ordered(this=first_value, desc=descending)], limit=limit, ties=reading.ties)
     by = " and ".join(name for _, _, name in keys)
     name = f"{'top' if descending else 'bottom'}_{limit}_{snake(by)}_by_{values[0][1]}"
     return query, name, (f"Lists the {limit} {by} values of {reading.table.name} ranked by "
@@ -331,6 +337,13 @@ def _bucket(column: exp.Expr, unit: str, dialect: str) -> exp.Expr:
     return _substitute(sqlglot.parse_one(f"DATE_TRUNC('{unit.upper()}', x)", read="duckdb"), column)
 
 
+def _month_of(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The month of a date column as a number 1-12, per dialect."""
+    if dialect == "sqlite":
+        return _substitute(sqlglot.parse_one("CAST(STRFTIME('%m', x) AS INTEGER)", read="sqlite"), column)
+    return exp.Extract(this=exp.var("MONTH"), expression=column)
+
+
 def _year_of(column: exp.Expr, dialect: str) -> exp.Expr:
     """The year of a date column as a number, per dialect."""
     return _bucket(column, "year", dialect)
@@ -367,6 +380,10 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
         return _year_condition(reading, item, dialect)
     if item.kind == "date":
         return _compare(column, item.op, [_date(str(v)) for v in item.values])
+    if item.kind == "month":
+        return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
+    if item.kind == "month":
+        return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
     if item.kind == "boolean":
         return column if item.values == ("true",) else exp.Not(this=column)
     return _compare(column, item.op, [_literal(v) for v in item.values])
@@ -444,6 +461,8 @@ def _with_ties(select: exp.Select, order: exp.Ordered, limit: int) -> exp.Select
     cutoff = cutoff.order_by(order.copy(), copy=False).limit(1, copy=False).offset(limit - 1, copy=False)
     compare = exp.GTE if order.args.get("desc") else exp.LTE
     condition = compare(this=value.copy(), expression=exp.Subquery(this=cutoff))
+    if select.args.get("group"):
+        return select.having(condition, copy=False).order_by(order.copy(), copy=False)
     return select.where(condition, copy=False).order_by(order.copy(), copy=False)
 
 
@@ -509,8 +528,8 @@ def _describe_filters(filters: list[_Filter]) -> str:
             continue
         values = [_plain(v) for v in item.values]
         shown = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)
-        if item.kind == "year":
-            subject = f"the year of {item.column}"
+        if item.kind in ("year", "month"):
+            subject = f"the {item.kind} of {item.column}"
         else:
             subject = item.column
         op = {"=": "is", "<>": "is not", "in": "is one of", "not in": "is none of"}.get(item.op, item.op)

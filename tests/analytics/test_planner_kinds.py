@@ -347,3 +347,13 @@ def test_several_keys_joined_by_and(data: duckdb.DuckDBPyConnection) -> None:
 def test_groups_without_a_value_are_refused() -> None:
     with pytest.raises(NoPlan):
         plan("Which regions have no Toys orders?")
+
+
+def test_a_month_without_a_year_and_the_busiest_month(data: duckdb.DuckDBPyConnection) -> None:
+    for dialect in ("duckdb", "sqlite", "postgres"):
+        made = plan("How many orders were there in December?", dialect=dialect)
+        assert isinstance(sqlglot.parse_one(made.sql, read=dialect), exp.Select)
+    assert rows(data, plan("How many orders were there in December?").sql) == [(1,)]
+    busiest = plan("Which month had the most orders? If there is a tie, show all of them.")
+    assert len(rows(data, busiest.sql)) == 4  # one order a month: all four months tie
+    assert len(rows(data, plan("Which month had the most orders?").sql)) == 1

@@ -357,3 +357,15 @@ def test_a_month_without_a_year_and_the_busiest_month(data: duckdb.DuckDBPyConne
     busiest = plan("Which month had the most orders? If there is a tie, show all of them.")
     assert len(rows(data, busiest.sql)) == 4  # one order a month: all four months tie
     assert len(rows(data, plan("Which month had the most orders?").sql)) == 1
+
+
+def test_unknown_and_known_values() -> None:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE orders (order_id INTEGER, category VARCHAR)")
+    connection.execute("INSERT INTO orders VALUES (1, 'Toys'), (2, NULL), (3, NULL)")
+    table = TableInfo("orders", (ColumnInfo("order_id", "INTEGER"), ColumnInfo("category", "STRING")))
+    assert connection.execute(plan_question("How many orders have an unknown category?", [table]).sql).fetchall() \
+        == [(2,)]
+    assert connection.execute(plan_question("How many orders have a known category?", [table]).sql).fetchall() \
+        == [(1,)]
+    connection.close()

@@ -637,6 +637,22 @@ def _read_ratio(reading: _Reading, index: int) -> None:
     reading.used.add(first.end)
 
 
+def _read_missing(reading: _Reading) -> None:
+    """"an unknown sex", "missing prices", "no recorded delay": a column left empty (NULL); "a known sex" is
+    one that is not."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("unknown", "missing", "null", "blank", "empty", "known") or not reading.free(index):
+            continue
+        mention = reading.mention_at(index + 1)
+        if mention is None or mention.is_value or mention.start != index + 1:
+            continue
+        op = "not null" if token.norm == "known" else "null"
+        reading.filters.append(_Filter(mention.target.column, op, (), "missing", index))
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+
+
 def _read_signs(reading: _Reading) -> None:
     """"a negative departure delay", "positive gains": the numeric column below or above zero."""
     for index, token in enumerate(reading.tokens):
@@ -739,6 +755,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_counted_numbers(reading)
     _read_share(reading)
     _read_signs(reading)
+    _read_missing(reading)
     _read_shown(reading)
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))

@@ -376,6 +376,8 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
     column = _col(item.column)
     if item.op == "not null":
         return exp.Not(this=exp.Is(this=column, expression=exp.Null()))
+    if item.op == "null":
+        return exp.Is(this=column, expression=exp.Null())
     if item.kind == "year":
         return _year_condition(reading, item, dialect)
     if item.kind == "date":
@@ -521,7 +523,10 @@ def _describe_filters(filters: list[_Filter]) -> str:
     """The filters in words, for the explanation."""
     described = []
     for item in filters:
-        if item.op == "not null":
+        if item.op == "not null" and item.kind != "missing":
+            continue
+        if item.kind == "missing":
+            described.append(f"{item.column} is {'missing' if item.op == 'null' else 'known'}")
             continue
         if item.kind == "boolean":
             described.append(f"{item.column} is {item.values[0]}")

@@ -17,7 +17,7 @@ from convener.analytics.planner.vocabulary import (
     _TREND_WORDS,
     _UNSUPPORTED,
 )
-from convener.analytics.wording import Token, tokenize
+from convener.analytics.wording import Token, phrase, tokenize
 
 
 # --- Guards and the unknown-word check ---------------------------------------------------------------------
@@ -72,6 +72,12 @@ def _unknown_words(reading: _Reading) -> list[str]:
     if reading.scope is not None:
         for join in reading.scope.joins:  # "Hawaiian Airlines flights": the joined table's rows
             vocabulary = vocabulary | _table_words(join.table)
+    # The description of a column the plan uses tells what the column is ("wind speed" for wind): its words
+    # are accounted for by that column.
+    for name in _used_columns(reading):
+        column = reading.table.column(name)
+        if column is not None and column.description:
+            vocabulary = vocabulary | set(phrase(column.description))
     unknown = []
     for index, token in enumerate(reading.tokens):
         if index in reading.used or token.kind != "word" or token.is_stopword:
@@ -83,6 +89,16 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         unknown.append(token.text)
     return unknown
+
+
+def _used_columns(reading: _Reading) -> set[str]:
+    """The columns the plan reads: keys, measures, filters, the ranking's and listing's columns."""
+    used = {*reading.keys, *(column for column, _ in reading.measures), *(f.column for f in reading.filters),
+            *reading.shown}
+    for name in (reading.order_measure, reading.distinct):
+        if name:
+            used.add(name)
+    return used
 
 
 def _looks_like_name(reading: _Reading, word: str) -> bool:

@@ -42,7 +42,7 @@ from convener.demo.analytics_data import build_demo_database
 GOLD = Path(__file__).with_name("gold.json")
 AGENT = Path(analytics_data.__file__).with_name("analytics_agent.yaml")
 
-FLOOR_OVERALL = 0.92  # measured 0.974 (111/114)
+FLOOR_OVERALL = 0.92  # measured 0.982 (112/114)
 FLOOR_NEEDS_CONTEXT = 0.88  # measured 0.968 (30/31)
 FLOOR_REFUSED = 0.90  # measured 1.0 (11/11)
 

@@ -68,7 +68,7 @@ from convener.analytics.models import (
     TextType,
     UserMessage,
 )
-from convener.analytics.planner import NoPlan, Term, plan_question
+from convener.analytics.planner import NoPlan, Relationship, Term, plan_question
 from convener.analytics.sandbox import run_analysis
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, QueryResult, TableInfo
 from convener.api.errors import ApiError, DeadlineExceeded, InvalidArgument, ResourceExhausted
@@ -110,6 +110,8 @@ class Answer:
     example: ExampleQuery | None = None
     terms: list[GlossaryTerm] = field(default_factory=list)
     table: Table | None = None
+    unaccounted: tuple[str, ...] = ()
+    """Words of the question the answer does not account for: the final response says so first."""
 
 
 class Turn:
@@ -252,6 +254,9 @@ class Pipeline:
         terms = [Term(t.display_name, t.description or "", tuple(t.labels or ())) for t in context.glossary_terms or []]
         infos = [t.info for t in relevant]
         dialect = relevant[0].engine.dialect
+        # Tables on the same engine may be joined to the one queried, though the question names none of them.
+        joinable = [t for t in tables if t.engine is relevant[0].engine]
+        relationships = _relationships(context)
         attempts = [question]
         previous = _previous_question(history)
         if previous:
@@ -259,19 +264,21 @@ class Pipeline:
         reason = ""
         for attempt in attempts:
             try:
-                plan = plan_question(attempt, infos, terms, dialect=dialect, values_of=_values_of(relevant))
+                plan = plan_question(attempt, infos, terms, dialect=dialect, values_of=_values_of(joinable),
+                                     relationships=relationships, related=[t.info for t in joinable])
                 break
             except NoPlan as refused:
                 reason = reason or str(getattr(refused, "reason", refused))
         else:
             turn.system(error=ErrorMessage(text=f"Could not answer offline: {reason}"))
             return Answer()
-        table = next(t for t in relevant if t.info.name == plan.tables[0])
+        table = next(t for t in joinable if t.info.name == plan.tables[0])
         turn.text(TextType.THOUGHT, plan.explanation)
         turn.system(data=DataMessage(generated_sql=plan.sql))
         used_terms = [t for t in context.glossary_terms or [] if t.display_name in plan.terms_used]
         answer = Answer(sql=plan.sql, result_name=plan.result_name, explanation=plan.explanation,
-                        offline_by="the rule-based planner", terms=used_terms, table=table)
+                        offline_by="the rule-based planner", terms=used_terms, table=table,
+                        unaccounted=plan.unaccounted)
         return self._execute(turn, answer, table, tables)
 
     def _generate(self, turn: Turn, provider: ModelProvider, question: str, tables: Sequence[Table],
@@ -377,6 +384,8 @@ class Pipeline:
         assert answer.result is not None
         turn.next_group()
         text = _describe(answer.result) + _cut_note(answer.result, self.row_limit)
+        if answer.unaccounted:
+            text = _unaccounted_note(answer.unaccounted) + text
         if answer.offline_by:
             text += f"\n\n{OFFLINE_NOTE}{answer.offline_by}. {answer.explanation}.)".replace("..)", ".)")
         citation = _citation(text, answer)
@@ -510,6 +519,25 @@ def _describe(result: QueryResult) -> str:
     more = f" ({len(rows)} rows.)"
     header = ", ".join(_label(c.name) for c in columns)
     return f"{len(rows)} rows of {header}. The first: {shown}.{more if len(rows) > SHOWN_ROWS else ''}".strip()
+
+
+def _unaccounted_note(words: Sequence[str]) -> str:
+    """What an answer leaves out of the question, said before the answer: nothing in the data matched these
+    words, so what follows is computed without them and is not the answer to the whole question."""
+    named = " or ".join(f"'{word}'" for word in words)
+    return (f"I could not use {named}: nothing in the data matches it, so the result below does not account "
+            f"for that part of the question and is not the answer to it. Without it: ")
+
+
+def _relationships(context: Context) -> list[Relationship]:
+    """The context's schema relationships as the planner reads them (tables by their own name, the part of
+    ``source.table`` after the source)."""
+    found = []
+    for relationship in context.schema_relationships or []:
+        left, right = relationship.left_schema_paths, relationship.right_schema_paths
+        found.append(Relationship(left.table_fqn.split(".", 1)[-1], tuple(left.paths),
+                                  right.table_fqn.split(".", 1)[-1], tuple(right.paths)))
+    return found
 
 
 def _cut_note(result: QueryResult, row_limit: int) -> str:

@@ -1,0 +1,88 @@
+"""The offline planner: a plain-language question over one table turned into SQL by rules, with no model.
+
+A data agent without a language model still answers the common questions: counts, sums, averages, minima
+and maxima of a column, grouped by a category or bucketed by month or year, top and bottom N, comparisons
+of two groups, and plain listings, each filtered by values that exist in the data ("cars from Japan"), by
+numbers ("more than 8 cylinders") and by dates ("after 2005"). Everything else is refused with a
+``NoPlan`` whose reason names what was not understood: an honest "I can't" beats a confident wrong query.
+
+How a question is read:
+
+1. Guard: empty, too long, asking to change data or about the future → refused.
+2. Phrases are looked up in a catalog of what the data calls things: column names split into words
+   (``Miles_per_Gallon`` ↔ "miles per gallon"), column synonyms, glossary terms (a term maps to the column
+   its description names, or stands for a filter when its description quotes a value: "weather = 'rain'")
+   and the values of string columns (``values_of``). The table whose words and values the question hits
+   hardest is the one queried; joins are not planned.
+3. Structure words then bind to those phrases: comparisons to the number and column beside them, "by",
+   "per" and "each" to group keys, "average"/"total"/"highest" to measures, "top 5" to an ordering.
+4. Words left over that the catalog does not know make the question unanswerable when they matter.
+
+SQL is built as a sqlglot tree (identifiers quoted, values as literals: question text never reaches SQL
+as text) and rendered in the requested dialect; date bucketing is written per dialect because SQLite has
+no ``DATE_TRUNC`` or ``EXTRACT``.
+
+The package: ``base`` (Plan, NoPlan, Term), ``vocabulary`` (word lists), ``catalog`` (what phrases refer to,
+the table asked about), ``state`` (the reading so far), ``dates`` and ``reading`` (binding structure words),
+``scope`` (joined tables and glossary
+formulas as virtual columns), ``checks`` (guards and refusals), ``shaping`` (the shape of the answer) and ``sql`` (building and rendering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlglot
+
+from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Plan, Relationship, Term, ValuesOf
+from convener.analytics.planner.catalog import _Catalog, _choose_table
+from convener.analytics.planner.checks import _check_understood, _guard
+from convener.analytics.planner.dates import _read_buckets
+from convener.analytics.planner.reading import _read
+from convener.analytics.planner.scope import _scope, joins_to
+from convener.analytics.planner.shaping import _settle_count, _shape
+from convener.analytics.planner.sql import _BUILDERS, _condition, _describe_filters, _render
+from convener.analytics.shapes import TableInfo
+
+
+def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Term] = (), *,
+                  dialect: str = "duckdb", values_of: ValuesOf | None = None,
+                  relationships: Sequence[Relationship] = (), related: Sequence[TableInfo] = ()) -> Plan:
+    """Plan ``question`` over one of ``tables`` as SQL in ``dialect``; raise ``NoPlan`` with a reason when
+    the question is outside the shapes this planner knows or mentions things the data does not have.
+    ``related`` tables are never queried on their own but may be joined to the one queried, by
+    ``relationships`` or by a key column named after them."""
+    sqlglot.Dialect.get_or_raise(dialect)
+    tokens = _guard(question)
+    if not tables:
+        raise NoPlan("there are no tables to query")
+    names = [table.name for table in tables]
+    others = [table for table in related if table.name not in names]
+    pairs = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
+    # Only tables that join one asked about are read into the catalog: matching values costs per table.
+    joined = {name for pair in pairs for name in pair if set(pair) & set(names)}
+    everything = [*tables, *(table for table in others if table.name in joined)]
+    catalog = _Catalog(everything, terms, values_of)
+    catalog.text = question
+    bucket, used = _read_buckets(tokens)
+    # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
+    # orders, joined to the stores that have regions).
+    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in pairs
+                                                                                   for name in names))]
+    table, candidates = _choose_table(catalog, tokens, used, choosable,
+                                      lambda many: [one for name, one in pairs if name == many])
+    scope, mentions = _scope(table, everything, relationships, candidates)
+    reading = _read(scope.table, tokens, mentions, used, bucket, scope)
+    _settle_count(reading)
+    shape = _shape(reading)
+    unaccounted = _check_understood(reading, shape)
+    query, name, explanation = _BUILDERS[shape](reading, dialect)
+    query.where = [_condition(reading, f, dialect) for f in reading.filters]
+    sql = _render(reading, query, dialect)
+    where = _describe_filters(reading.filters)
+    read = (table.name, *(join.table.name for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql))
+    return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + ".",
+                terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted)
+
+
+__all__ = ["MAX_QUESTION_CHARACTERS", "NoPlan", "Plan", "Relationship", "Term", "plan_question"]

@@ -1,0 +1,642 @@
+"""The catalog: what phrases of a question can refer to (tables, columns, values, glossary terms), and
+the table a question is about."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import permutations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
+from convener.analytics.planner.vocabulary import (
+    _ADJECTIVE_SUFFIXES,
+    _AGG_WORDS,
+    _AGG_WORDS_PLAIN,
+    _BUCKETS,
+    _FILLER,
+    _GENERIC_PARTS,
+    _UNITS,
+)
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
+from convener.analytics.wording import (
+    CONTENT_STOPWORDS,
+    MEANINGFUL,
+    Token,
+    phrase,
+    snake,
+    split_identifier,
+    stem,
+    value_tokens,
+)
+
+
+# --- The catalog: what phrases of a question can refer to --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a phrase refers to: a column, or a value of a column (``value`` set). ``term`` names the
+    glossary term it came through, if any."""
+
+    table: str
+    column: str
+    value: str | None = None
+    term: str | None = None
+    formula: str | None = None
+    """For a glossary term defined as arithmetic over columns: that expression (SQL), the column being
+    the term's name."""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A phrase of the question (tokens ``start``..``end``) and what it may refer to."""
+
+    start: int
+    end: int
+    target: _Target
+    strength: float
+    source: str  # name, synonym, glossary, value, adjective, partial
+
+
+@dataclass
+class _ColumnKeys:
+    """The ways a column is named: its whole name, synonyms and (weaker) single distinctive parts."""
+
+    table: TableInfo
+    column: ColumnInfo
+    names: list[tuple[str, ...]] = field(default_factory=list)
+    parts: list[tuple[str, ...]] = field(default_factory=list)
+
+
+
+class _Catalog:
+    """Every table's names, columns, values and the glossary, indexed for matching against a question."""
+
+    def __init__(self, tables: Sequence[TableInfo], terms: Sequence[Term], values_of: ValuesOf | None) -> None:
+        self.tables = {table.name: table for table in tables}
+        self.text = ""
+        """The question as written, when known: what separates its words ("in-store" vs "in stores")."""
+        self._values_of = values_of
+        self._values: dict[tuple[str, str], list[str]] = {}
+        self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
+        self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
+        self.row_words = set().union(*(_table_words(table) for table in tables)) if tables else set()
+
+    # values
+
+    def values(self, table: TableInfo, column: ColumnInfo) -> list[str]:
+        """Distinct values of a string column: from ``values_of`` when given, else the column's samples."""
+        key = (table.name, column.name)
+        if key not in self._values:
+            raw = self._values_of(table.name, column.name) if self._values_of else column.samples
+            self._values[key] = [str(value) for value in list(raw)[:MAX_VALUES_PER_COLUMN] if value is not None]
+        return self._values[key]
+
+    # columns
+
+    @staticmethod
+    def _column_keys(table: TableInfo, column: ColumnInfo) -> _ColumnKeys:
+        keys = _ColumnKeys(table, column)
+        for name in (column.name, *column.synonyms):
+            words = phrase(name)
+            if words:
+                keys.names.append(words)
+            bare = tuple(word for word in words if word not in _UNITS)
+            if bare and bare != words:
+                keys.names.append(bare)  # "bill depth" for bill_depth_mm
+        whole = phrase(column.name)
+        if column.type == BOOLEAN:
+            # "customer_active": only the condition word ("active") says the column is true, never "customer"
+            if len(whole) > 1 and whole[-1] not in _GENERIC_PARTS:
+                keys.parts.append((whole[-1],))
+        elif len(whole) > 1:
+            keys.parts.extend((part,) for part in whole if part not in _GENERIC_PARTS and len(part) > 2)
+        return keys
+
+    # glossary
+
+    def _term_targets(self, term: Term) -> list[_Target]:
+        """A term whose description quotes a value of a column stands for that filter; one whose
+        description names a column stands for the column. Terms that name neither are not used."""
+        description = term.description or ""
+        for quoted in re.findall(r"'([^']+)'|\"([^\"]+)\"", description):
+            value = quoted[0] or quoted[1]
+            target = self._quoted_value(value, description)
+            if target:
+                return [_Target(target[0], target[1], value, term.name)]
+        for table in self.tables.values():
+            formula = _formula(description, tuple(c.name for c in table.columns if c.type in NUMBER_TYPES))
+            if formula is not None:
+                return [_Target(table.name, snake(term.name), None, term.name, formula)]
+        for table in self.tables.values():
+            condition = _condition_of(description, table)
+            if condition is not None:
+                return [_Target(table.name, snake(term.name), "true", term.name, condition)]
+        named = self._named_columns(description)
+        return [_Target(table, column, None, term.name) for table, column in named]
+
+    def _quoted_value(self, value: str, description: str) -> tuple[str, str] | None:
+        found: list[tuple[int, str, str]] = []
+        for keys in self.columns:
+            if keys.column.type != STRING:
+                continue
+            if value in self.values(keys.table, keys.column):
+                named = 0 if _names(description, keys.column.name) else 1
+                found.append((named, keys.table.name, keys.column.name))
+        return (min(found)[1], min(found)[2]) if found else None
+
+    def _named_columns(self, description: str) -> list[tuple[str, str]]:
+        named = [(keys.table.name, keys.column.name) for keys in self.columns
+                 if _names(description, keys.column.name)]
+        marked = [pair for pair in named
+                  if re.search(rf"\b{re.escape(pair[1])}\s+column\b", description, re.IGNORECASE)]
+        if marked:
+            return marked
+        return named if len({column for _, column in named}) == 1 else []
+
+    # matching
+
+    def candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        content = [i for i, token in enumerate(tokens)
+                   if i not in used and not token.is_stopword and token.kind in ("word", "number")]
+        found: list[_Candidate] = []
+        for keys in self.columns:
+            target = _Target(keys.table.name, keys.column.name)
+            if keys.column.type == BOOLEAN:
+                target = _Target(keys.table.name, keys.column.name, "true")
+                found.extend(_negated_spans(tokens, content, keys))
+            named = {stem(word) for word in split_identifier(keys.table.name.split(".")[-1]).lower().split()}
+            for words in keys.names:
+                for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                    if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
+                            and tokens[start].norm != words[0] and tokens[start].norm.endswith("s"):
+                        continue  # "flights" names the rows of flights, not its column "flight"
+                    found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
+            entity = _table_words(keys.table)
+            for words in keys.parts:
+                for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                    if not exact and tokens[start].stem in self.row_words:
+                        continue  # "airports" is a table, not an abbreviation of air_time
+                    if tokens[start].stem not in entity:  # "orders" is the table, not order_id
+                        found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
+        for term, target in self.terms:
+            for label in (term.name, *term.labels):
+                words = phrase(label)
+                for start, end, _ in _phrase_spans(tokens, content, words, abbreviations=False):
+                    found.append(_Candidate(start, end, target, 3.2 + len(words), "glossary"))
+        found.extend(self._value_candidates(tokens, used))
+        return found
+
+    def _value_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        found: list[_Candidate] = []
+        stems = [token.stem if token.kind == "word" else token.norm for token in tokens]
+        for keys in self.columns:
+            if keys.column.type != STRING:
+                continue
+            values = tuple(self.values(keys.table, keys.column))
+            found.extend(_value_spans(tokens, stems, used, keys, values, self.text))
+            if len(values) <= 50:
+                found.extend(_adjective_spans(tokens, used, keys, values))
+                found.extend(_first_word_spans(tokens, used, keys, list(values)))
+        return found
+
+
+_NEGATIVE_PREFIXES = ("non", "un", "in", "dis")
+
+
+def _negated_spans(tokens: list[Token], content: list[int], keys: _ColumnKeys) -> list[_Candidate]:
+    """"inactive", "unreturned", "nonflagship": the condition word of a true/false column with a negative
+    prefix, as that column being false."""
+    words = {name[-1] for name in (*keys.names, *keys.parts) if name}
+    found = []
+    for index in content:
+        token = tokens[index]
+        for prefix in _NEGATIVE_PREFIXES:
+            rest = stem(token.norm[len(prefix):])
+            if token.kind == "word" and token.norm.startswith(prefix) and len(rest) > 2 \
+                    and any(rest == word or _share_stem(rest, word) for word in words):
+                found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"),
+                                        4.0, "name"))
+                break
+    return found
+
+
+_FORMULA_SIGNS = str.maketrans({"×": "*", "·": "*", "∗": "*", "÷": "/", "−": "-", "–": "-", "—": "-"})
+_FORMULA_TOKEN = re.compile(r"\d+(?:\.\d+)?|[A-Za-z_]\w*|[-+*/()]")
+_ARITHMETIC = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg, exp.Identifier)
+
+
+@lru_cache(maxsize=256)
+def _formula(description: str, columns: tuple[str, ...]) -> str | None:
+    """The arithmetic over ``columns`` a glossary description defines ("Revenue: quantity × price ×
+    (1 − discount)"), as SQL; None when it defines none. The longest stretch of the description made of
+    column names, numbers, operators and parentheses that sqlglot parses into nothing but arithmetic over
+    those columns (so no function call, subquery or unknown name can come in through a glossary)."""
+    known = {column.lower(): column for column in columns}
+    tokens = _FORMULA_TOKEN.findall(description.translate(_FORMULA_SIGNS))
+    best: str | None = None
+    for first in range(len(tokens)):
+        for last in range(len(tokens), first, -1):
+            window = tokens[first:last]
+            names = [t for t in window if t[0].isalpha() or t[0] == "_"]
+            if not names or any(name.lower() not in known for name in names) \
+                    or not any(t in "+-*/" for t in window) or (best and len(" ".join(window)) <= len(best)):
+                continue
+            text = " ".join(known.get(t.lower(), t) for t in window)
+            try:
+                tree = sqlglot.parse_one(text)
+            except (SqlglotError, RecursionError):
+                continue
+            if all(isinstance(node, _ARITHMETIC) for node in tree.walk()):
+                best = tree.sql()
+    return best
+
+
+_CONDITION = re.compile(r"([A-Za-z_]\w*)\s*(>=|<=|<>|!=|>|<|=)\s*(-?\d+(?:\.\d+)?|true|false)\b", re.IGNORECASE)
+_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Column, exp.Literal, exp.Boolean,
+                exp.Neg, exp.Identifier)
+
+
+def _condition_of(description: str, table: TableInfo) -> str | None:
+    """The condition a glossary description defines ("flights whose arr_delay > 15", "cancelled = true"):
+    one column of ``table`` compared with a number or true/false, as SQL checked with sqlglot; else None."""
+    for name, op, value in _CONDITION.findall(description):
+        column = table.column(name)
+        if column is None or (value.lower() in ("true", "false")) != (column.type == BOOLEAN) \
+                or column.type not in NUMBER_TYPES | {BOOLEAN}:
+            continue
+        try:
+            tree = sqlglot.parse_one(f"{column.name} {op} {value}")
+        except (SqlglotError, RecursionError):
+            continue
+        if all(isinstance(node, _COMPARISONS) for node in tree.walk()):
+            return tree.sql()
+    return None
+
+
+def _names(description: str, column: str) -> bool:
+    """Whether a description names a column as a whole word."""
+    return re.search(rf"(?<![\w.]){re.escape(column)}(?![\w])", description, re.IGNORECASE) is not None
+
+
+def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, bool]:
+    """(matches, exactly): a question word matches a name part when their stems agree or it is the part
+    compared ("lowest", "hotter" for "low", "hot"); for column names also when the part abbreviates it
+    ("temp" → "temperature", "max" → "maximum") or the two share a long stem ("weigh"/"weight",
+    "generate"/"generation")."""
+    if token.stem == part or token.norm == part:
+        return True, True
+    if token.kind != "word":
+        return False, False
+    if abbreviations and token.norm in _compared_forms(part):
+        return True, False  # (a glossary "late" is not "later")
+    if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN:
+        if len(part) >= 3 and token.norm.startswith(part) and not token.norm.endswith("ed"):
+            return True, False
+        if _share_stem(token.stem, part):
+            return True, False
+    return False, False
+
+
+@lru_cache(maxsize=8192)
+def _compared_forms(word: str) -> frozenset[str]:
+    """"low" → lower, lowest; "heavy" → heavier, heaviest; "hot" → hotter, hottest."""
+    if len(word) < 3 or not word.isalpha():
+        return frozenset()
+    bases = {word, word[:-1] + "i" if word.endswith("y") else word, word + word[-1]}
+    return frozenset(base + ending for base in bases for ending in ("er", "est"))
+
+
+def _share_stem(word: str, part: str) -> bool:
+    """Two words of one family: a common beginning of at least 5 letters and 90% of the shorter word."""
+    if len(word) < 4 or len(part) < 4:
+        return False
+    common = 0
+    for left, right in zip(word, part, strict=False):
+        if left != right:
+            break
+        common += 1
+    return common >= max(5, 0.9 * min(len(word), len(part)))
+
+
+
+def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...],
+                  abbreviations: bool) -> list[tuple[int, int, bool]]:
+    """Where the content words ``words`` occur as consecutive content tokens, in any order (so "minimum
+    temperature" finds ``temp_min``), spanning at most a couple of stopwords per word."""
+    size = len(words)
+    spans: list[tuple[int, int, bool]] = []
+    if not size or size > 6:
+        return spans
+    for first in range(len(content) - size + 1):
+        window = content[first:first + size]
+        if window[-1] - window[0] > 2 * size + 1:
+            continue
+        result = _window_match([tokens[i] for i in window], words, abbreviations)
+        if result is not None:
+            spans.append((window[0], window[-1] + 1, result))
+    return spans
+
+
+def _window_match(window: list[Token], words: tuple[str, ...], abbreviations: bool) -> bool | None:
+    """Whether some order of ``words`` matches the window; True when every word matched exactly."""
+    orders = [words] if len(words) > 4 else list(permutations(words))
+    for order in orders:
+        results = [_token_matches(token, part, abbreviations) for token, part in zip(window, order, strict=True)]
+        if all(matched for matched, _ in results):
+            return all(exact for _, exact in results)
+    return None
+
+
+def _common(word: str) -> bool:
+    """Structure, filler and unit words: never values, never unknown. A participle of a filler verb is not
+    filler: "returned", "included" say something about the rows ("orders that were returned")."""
+    return word in _FILLER or word in _AGG_WORDS or word in _BUCKETS or word in _UNITS or len(word) < 2 \
+        or stem(word) != word and stem(word) in _FILLER and not word.endswith("ed")
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A value of a column as the question must contain it: its word stems, and whether it is also an
+    everyday word (then it must be written as the data writes it)."""
+
+    value: str
+    words: tuple[str, ...]
+    common: bool
+
+
+@lru_cache(maxsize=256)
+def _value_index(values: tuple[str, ...]) -> dict[str, list[_Value]]:
+    """A column's values by their first word, so a question is matched in one pass over its tokens."""
+    index: dict[str, list[_Value]] = {}
+    for value in values:
+        words = value_tokens(value)
+        if not words or len(words) > 8:
+            continue
+        common = all(word in CONTENT_STOPWORDS or _common(word) for word in words)
+        index.setdefault(words[0], []).append(_Value(value, words, common))
+    return index
+
+
+_HYPHENATED = re.compile(r"\w-\w")
+
+
+def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _ColumnKeys,
+                 values: tuple[str, ...], text: str = "") -> list[_Candidate]:
+    """Where values occur as consecutive tokens; a value that is also a common English word ("IN", "OR",
+    "ME" as state codes) must be written as the data writes it."""
+    index = _value_index(values)
+    found = []
+    for start, first in enumerate(stems):
+        for item in index.get(first, ()):
+            size = len(item.words)
+            if tuple(stems[start:start + size]) != item.words or used.intersection(range(start, start + size)):
+                continue
+            if item.common and " ".join(t.text for t in tokens[start:start + size]) != item.value:
+                continue
+            if text and _HYPHENATED.search(item.value) and any(text[tokens[i].end:tokens[i + 1].start].isspace()
+                                                               for i in range(start, start + size - 1)):
+                continue  # "in-store" is not "in stores": a hyphenated value is written with its hyphen
+            found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, item.value),
+                                    2.5 + size, "value"))
+    return found
+
+
+def _adjective_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
+                     values: tuple[str, ...]) -> list[_Candidate]:
+    """Adjectives of category values ("Japanese", "snowy") as weaker value mentions."""
+    return [_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, value), 2.2, "adjective")
+            for index, token in enumerate(tokens) if index not in used
+            for value in values if _adjective_of(token, value)]
+
+
+def _adjective_of(token: Token, value: str) -> bool:
+    """"Japanese" for Japan, "snowy" for snow, "European" for Europe: a word made of a value and an
+    adjective ending."""
+    lowered = value.lower()
+    if token.kind != "word" or len(lowered) < 3 or not lowered.isalpha():
+        return False
+    return token.norm.startswith(lowered) and token.norm[len(lowered):] in _ADJECTIVE_SUFFIXES
+
+
+def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
+                      values: list[str]) -> list[_Candidate]:
+    """A distinctive first word of a multi-word category ("nuclear" for "Nuclear Energy"), weaker."""
+    firsts: dict[str, list[str]] = {}
+    for value in values:
+        words = value_tokens(value)
+        if len(words) > 1:
+            firsts.setdefault(words[0], []).append(value)
+    found = []
+    for index, token in enumerate(tokens):
+        options = firsts.get(token.stem)
+        if index in used or token.kind != "word" or not options or len(options) > 1 or token.is_stopword \
+                or _common(token.norm) or len(token.norm) < 4:
+            continue
+        found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, options[0]),
+                                1.8, "value"))
+    found.extend(_prefix_spans(tokens, used, keys, values))
+    return found
+
+
+def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values: list[str]) -> list[_Candidate]:
+    """The first two or more words of exactly one multi-word category ("American Airlines" for "American
+    Airlines Inc.", "Hawaiian Airlines"), stronger the more words they are."""
+    prefixes: dict[tuple[str, ...], list[str]] = {}
+    for value in values:
+        words = value_tokens(value)
+        for size in range(2, len(words)):
+            prefixes.setdefault(words[:size], []).append(value)
+    found = []
+    stems = [token.stem if token.kind == "word" else token.norm for token in tokens]
+    for (words), options in prefixes.items():
+        if len(options) != 1:
+            continue
+        size = len(words)
+        for start in range(len(tokens) - size + 1):
+            if tuple(stems[start:start + size]) == words and not used.intersection(range(start, start + size)):
+                found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, options[0]),
+                                        2.0 + size, "value"))
+    return found
+
+
+# --- Choosing the table and the mentions in it -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Mention:
+    """A resolved phrase: tokens ``start``..``end`` refer to ``target`` (in the chosen table)."""
+
+    start: int
+    end: int
+    target: _Target
+    source: str
+    ambiguous: tuple[str, ...] = ()
+
+    @property
+    def is_value(self) -> bool:
+        return self.target.value is not None
+
+
+def _resolve(candidates: list[_Candidate]) -> list[_Mention]:
+    """Non-overlapping mentions, longest and strongest first; equally strong rivals for the same span are
+    kept as ``ambiguous`` so that a measure that could be two columns is refused, not guessed."""
+    ordered = sorted(candidates, key=lambda c: (-(c.end - c.start), -c.strength, c.start))
+    taken: set[int] = set()
+    mentions: list[_Mention] = []
+    for index, candidate in enumerate(ordered):
+        span = set(range(candidate.start, candidate.end))
+        if span & taken:
+            continue
+        rivals = tuple(sorted({other.target.column for other in ordered[index + 1:]
+                               if (other.start, other.end, other.strength) ==
+                               (candidate.start, candidate.end, candidate.strength)
+                               and other.target.column != candidate.target.column
+                               and other.target.value is None and candidate.target.value is None}))
+        taken |= span
+        mentions.append(_Mention(candidate.start, candidate.end, candidate.target, candidate.source, rivals))
+    return sorted(mentions, key=lambda m: m.start)
+
+
+def _forms(words: Sequence[str]) -> set[str]:
+    """A word's stem and its plurals' stems: "iris" stems to "iri" but "irises" to "iris"."""
+    return {form for word in words for form in (word, stem(word + "s"), stem(word + "es"))}
+
+
+@lru_cache(maxsize=1024)
+def _table_words(table: TableInfo) -> set[str]:
+    """The words that name a table's rows: its name's words, synonyms and the "one row per …" noun of its
+    description, with plural forms."""
+    words = {word for word in split_identifier(table.name.split(".")[-1]).lower().split() if len(word) > 2}
+    for synonym in table.synonyms:
+        words |= set(split_identifier(synonym).lower().split())
+    return _forms([stem(word) for word in words] + list(words)) | _row_nouns(table.description or "")
+
+
+def _row_nouns(description: str) -> set[str]:
+    """What one row is, from a description saying "one row per day" or "one row per symbol and month"."""
+    match = re.search(r"row (?:per|for each|for every|is an?)\s+([\w ]+)", description, re.IGNORECASE)
+    if not match:
+        return set()
+    return {word for word in phrase(match.group(1)) if word not in ("and", "or")}
+
+
+@lru_cache(maxsize=1024)
+def _named_vocabulary(table: TableInfo) -> set[str]:
+    """The words a table's name, description, column names and synonyms use, without its columns'
+    descriptions: a word only a column's description uses ("unknown" in "sex, null when unknown") names
+    no condition the planner can read, so it does not count as understood."""
+    words = set(_table_words(table))
+    for text in (table.description or "", *table.synonyms):
+        words |= set(phrase(text))
+    for column in table.columns:
+        words |= set(phrase(column.name))
+        for synonym in column.synonyms:
+            words |= set(phrase(synonym))
+    return _forms(sorted(words))
+
+
+@lru_cache(maxsize=1024)
+def _vocabulary(table: TableInfo) -> set[str]:
+    """Every word the table's name, description, columns and their descriptions use: words a question
+    may contain without them being "not understood"."""
+    words = set(_table_words(table))
+    for text in (table.description or "", *table.synonyms):
+        words |= set(phrase(text))
+    for column in table.columns:
+        words |= set(phrase(column.name)) | set(phrase(column.description or ""))
+        for synonym in column.synonyms:
+            words |= set(phrase(synonym))
+    return _forms(sorted(words))
+
+
+def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosable: Sequence[str],
+                  joins_of: Callable[[str], Sequence[str]]) -> tuple[TableInfo, list[_Candidate]]:
+    """The table the question is about: the one whose columns, values, glossary terms and own words it
+    hits hardest, among ``choosable``; phrases of the tables it joins many-to-one (``joins_of``: orders
+    to stores) count for it too, a little less, where its own phrases are not. When a table that joins
+    many-to-one to the best one is named first ("orders from stores in the North"), that one is queried,
+    the other joined. A tie between two tables is refused rather than guessed. Returns the table and every
+    candidate phrase."""
+    candidates = catalog.candidates(tokens, used)
+    scored: list[tuple[float, str]] = []
+
+    def joined_to(many: str, one: str) -> bool:
+        return one in joins_of(many)
+
+    for name in choosable:
+        table = catalog.tables[name]
+        mentions = _resolve([c for c in candidates if c.target.table == name])
+        score = sum(_strength(candidates, m) for m in mentions)
+        taken = {i for m in mentions for i in range(m.start, m.end)}
+        for other in joins_of(name):
+            reached = _resolve([c for c in candidates if c.target.table == other
+                                and not taken.intersection(range(c.start, c.end))])
+            score += 0.9 * sum(_strength(candidates, m) for m in reached)
+        words = _table_words(table)
+        score += 3.0 * len({t.stem for t in tokens if t.stem in words and t.kind == "word"})
+        vocabulary = _vocabulary(table)
+        score += 0.3 * len({t.stem for t in tokens if t.kind == "word" and not t.is_stopword
+                            and t.stem in vocabulary and not _common(t.norm)})
+        scored.append((score, name))
+    scored.sort(key=lambda pair: -pair[0])
+    if not scored or scored[0][0] < 2.0:
+        raise NoPlan("the question does not mention any table, column or value of the data")
+    best = scored[0][1]
+    counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
+    if counted and best not in counted:
+        # "how many stores had returned orders" counts stores, whatever the rest of it is about
+        return catalog.tables[counted[0]], candidates
+    for _, name in scored[1:]:
+        if joined_to(name, best) and _named_first(tokens, catalog.tables[name], catalog.tables[best]):
+            return catalog.tables[name], candidates
+    if len(scored) > 1 and scored[1][0] == scored[0][0]:
+        if joined_to(best, scored[1][1]):
+            return catalog.tables[best], candidates
+        if joined_to(scored[1][1], best):
+            return catalog.tables[scored[1][1]], candidates
+        raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
+    return catalog.tables[best], candidates
+
+
+def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[str]:
+    """The tables whose rows "how many …", "number of …" counts: those the noun phrase after it ends with
+    ("how many Hawaiian Airlines flights" counts flights)."""
+    for index in range(len(tokens) - 1):
+        pair = (tokens[index].norm, tokens[index + 1].norm)
+        if pair not in (("how", "many"), ("number", "of"), ("count", "of")):
+            continue
+        after = index + 2
+        while after < len(tokens) and tokens[after].norm in ("the", "a", "an", "all", "different", "distinct"):
+            after += 1
+        head: list[str] = []
+        while after < len(tokens) and tokens[after].kind == "word" and not tokens[after].is_stopword \
+                and tokens[after].norm not in MEANINGFUL:
+            named = [table.name for table in tables if tokens[after].stem in _table_words(table)]
+            head = named or head
+            after += 1
+        return head
+    return []
+
+
+def _named_first(tokens: list[Token], first: TableInfo, then: TableInfo) -> bool:
+    """Whether the question names ``first``'s rows, and before any of ``then``'s."""
+    words, other = _table_words(first), _table_words(then)
+    for token in tokens:
+        if token.kind == "word" and token.stem in words:
+            return True
+        if token.kind == "word" and token.stem in other:
+            return False
+    return False
+
+
+def _strength(candidates: list[_Candidate], mention: _Mention) -> float:
+    """How strongly a resolved mention matched (the best candidate for its span and target)."""
+    return max(c.strength for c in candidates
+               if (c.start, c.end, c.target) == (mention.start, mention.end, mention.target))

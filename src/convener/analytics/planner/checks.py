@@ -1,0 +1,162 @@
+"""Guards before reading, and the checks after it that refuse a question the planner did not understand."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
+from convener.analytics.planner.catalog import _common, _named_vocabulary, _table_words
+from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.vocabulary import (
+    _AGG_WORDS,
+    AVG,
+    _DDL_OBJECTS,
+    _FUTURE_WORDS,
+    _MEANINGFUL_LOCAL,
+    MEDIAN,
+    _MODIFY_VERBS,
+    SUM,
+    _TREND_WORDS,
+    _UNSUPPORTED,
+)
+from convener.analytics.wording import Token, phrase, tokenize
+
+
+# --- Guards and the unknown-word check ---------------------------------------------------------------------
+
+
+def _guard(question: str) -> list[Token]:
+    """Refuse before reading: empty or oversized questions, instructions to change data, questions about
+    the future. Returns the question's tokens."""
+    if not question or not question.strip():
+        raise NoPlan("the question is empty")
+    if len(question) > MAX_QUESTION_CHARACTERS:
+        raise NoPlan(f"the question is longer than {MAX_QUESTION_CHARACTERS} characters")
+    tokens = tokenize(question)
+    words = [token.norm for token in tokens]
+    if not words:
+        raise NoPlan("the question has no words")
+    for index, word in enumerate(words):
+        if word in _MODIFY_VERBS and _commands(words, index):
+            raise NoPlan(f"the question asks to {word} data; a data agent only reads it")
+    if any(word in _FUTURE_WORDS for word in words) or " next " in f" {' '.join(words)} ":
+        raise NoPlan("the question asks about the future; the data only records the past")
+    return tokens
+
+
+def _commands(words: list[str], index: int) -> bool:
+    """Whether the verb at ``index`` is an instruction ("delete all cars", "… and run DELETE FROM cars")
+    rather than a word of a question ("the biggest drop in price"). CREATE and REPLACE count only before
+    a database object."""
+    following = words[index + 1] if index + 1 < len(words) else ""
+    if words[index] in ("create", "replace"):
+        return following in _DDL_OBJECTS
+    previous = words[index - 1] if index > 0 else ""
+    return index == 0 or following in ("from", "into", "table", "all", "the", "every", "each") \
+        or previous in ("run", "execute", "please", "and", "then", "to", "now")
+
+
+def _unsupported(reading: _Reading) -> str | None:
+    """A word asking for a computation the planner does not make ("percentage", "correlation"); a word of
+    change over time ("changed") is fine beside a time bucket, which shows the change."""
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        if token.norm in _UNSUPPORTED or (token.norm in _TREND_WORDS and reading.bucket is None):
+            return token.text
+    return None
+
+
+def _unknown_words(reading: _Reading) -> list[str]:
+    """Words that name nothing in the chosen table and are not structure or filler: what the planner did
+    not understand."""
+    vocabulary = _named_vocabulary(reading.table)
+    if reading.scope is not None:
+        for join in reading.scope.joins:  # "Hawaiian Airlines flights": the joined table's rows
+            vocabulary = vocabulary | _table_words(join.table)
+    # The description of a column the plan uses tells what the column is ("wind speed" for wind): its words
+    # are accounted for by that column.
+    for name in _used_columns(reading):
+        column = reading.table.column(name)
+        if column is not None and column.description:
+            vocabulary = vocabulary | set(phrase(column.description))
+    unknown = []
+    for index, token in enumerate(reading.tokens):
+        if index in reading.used or token.kind != "word" or token.is_stopword:
+            continue
+        if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
+                or token.norm in ("how", "was", "is", "are", "were", "did", "does", "do"):
+            continue
+        if token.number is not None:
+            continue
+        unknown.append(token.text)
+    return unknown
+
+
+def _used_columns(reading: _Reading) -> set[str]:
+    """The columns the plan reads: keys, measures, filters, the ranking's and listing's columns."""
+    used = {*reading.keys, *(column for column, _ in reading.measures), *(f.column for f in reading.filters),
+            *reading.shown}
+    for name in (reading.order_measure, reading.distinct):
+        if name:
+            used.add(name)
+    return used
+
+
+def _looks_like_name(reading: _Reading, word: str) -> bool:
+    """A capitalised word inside the sentence ("sold by Tesla") names something; since a filter value
+    must exist in the data, an unknown name makes the question unanswerable rather than ignorable."""
+    for index, token in enumerate(reading.tokens):
+        if token.text == word and index > 0 and word[:1].isupper() and reading.tokens[index - 1].text not in ".!?":
+            return True
+    return False
+
+
+
+def _leftover_numbers(reading: _Reading) -> list[str]:
+    """Numbers and dates no step claimed: a question with one left is not understood."""
+    return [token.text for index, token in enumerate(reading.tokens)
+            if index not in reading.used and token.kind in ("number", "date") and reading.mention_at(index) is None]
+
+
+def _dangling_aggregate(reading: _Reading) -> int | None:
+    """Where an aggregate word has nothing to aggregate ("average mpg" when nothing is called mpg)."""
+    if reading.measures:
+        return None
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index) or _AGG_WORDS.get(token.norm) not in (AVG, SUM, MEDIAN) and \
+                token.norm not in ("maximum", "minimum", "max", "min"):
+            continue
+        if token.norm == "total" and reading.norm(index + 1) in ("number", "count"):
+            continue
+        return index
+    return None
+
+
+def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
+    """Refuse a plan that would silently ignore part of the question: an unsupported computation, an
+    aggregate of nothing, a number or name left unexplained, several unknown words. Returns the one unknown
+    word a plan may still be made without (a condition nothing in the data expresses, "premium"): the plan
+    carries it so that the answer says it could not use it, rather than pass off a broader answer."""
+    unsupported = _unsupported(reading)
+    if unsupported:
+        raise NoPlan(f"'{unsupported}' asks for more than this planner computes (counts, totals, averages, "
+                     "minima, maxima, rankings)")
+    dangling = _dangling_aggregate(reading)
+    if dangling is not None:
+        word = reading.tokens[dangling].text.lower()
+        of = f" '{reading.tokens[dangling + 1].text}'" if dangling + 1 < len(reading.tokens) else ""
+        raise NoPlan(f"could not tell which column of {reading.table.name} to take the {word} of{of}")
+    unknown = _unknown_words(reading)
+    numbers = _leftover_numbers(reading)
+    if numbers:
+        raise NoPlan(f"could not tell what {', '.join(numbers[:3])} refers to in {reading.table.name}")
+    names = [word for word in unknown if _looks_like_name(reading, word)]
+    if names:
+        raise NoPlan(f"found no value '{names[0]}' in {reading.table.name}")
+    if len(unknown) >= 2 or (unknown and shape == "rows"):
+        words = ", ".join(f"'{word}'" for word in unknown[:4])
+        raise NoPlan(f"{reading.table.name} has nothing matching {words}")
+    if shape == "rows" and not (reading.listing or reading.filters or reading.measures):
+        raise NoPlan(f"the question names {reading.table.name} but not what to compute or list")
+    if shape == "rows" and reading.direction is not None:
+        raise NoPlan(f"could not tell which column of {reading.table.name} to rank by")
+    return tuple(unknown)

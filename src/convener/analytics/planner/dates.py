@@ -1,0 +1,208 @@
+"""Reading time in a question: buckets ("per month"), dates, months, years and year ranges."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sqlglot import exp
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _YEAR_PREPOSITIONS
+from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
+from convener.analytics.wording import MONTHS, Token, split_identifier, stem
+
+
+def _time_columns(table: TableInfo) -> list[ColumnInfo]:
+    """Columns that place a row in time: DATE/TIMESTAMP ones, then an integer column named like a year
+    (``year``, then ``opened_year``, ``year_built``)."""
+    columns = [c for c in table.columns if c.type in TIME_TYPES]
+    columns += [c for c in table.columns if c.type in NUMBER_TYPES and stem(c.name.lower()) == "year"]
+    columns += [c for c in table.columns if c.type in NUMBER_TYPES and c not in columns and _year_named(c.name)]
+    return columns
+
+
+def _year_named(name: str) -> bool:
+    """``opened_year``, ``year_built``: a year of something."""
+    words = split_identifier(name).lower().split()
+    return len(words) > 1 and (words[0] == "year" or words[-1] == "year")
+
+
+def _time_column(reading: _Reading) -> ColumnInfo | None:
+    """The column dates in the question apply to: a time column the question names, else the first."""
+    columns = _time_columns(reading.table)
+    mentioned = [c for c in columns if any(m.target.column == c.name for m in reading.mentions)]
+    chosen = mentioned or _of_named_join(reading, columns) or columns
+    return chosen[0] if chosen else None
+
+
+def _of_named_join(reading: _Reading, columns: list[ColumnInfo]) -> list[ColumnInfo]:
+    """The time columns of a joined table whose rows the question names ("planes made in 2005")."""
+    if reading.scope is None:
+        return []
+    found = []
+    for join in reading.scope.joins:
+        words = _table_words(join.table)
+        if not any(token.stem in words for token in reading.tokens if token.kind == "word"):
+            continue
+        alias = join.table.name.split(".")[-1]
+        for column in columns:
+            expression = reading.scope.virtual.get(column.name)
+            if isinstance(expression, exp.Column) and expression.table == alias:
+                found.append(column)
+    return found
+
+
+def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
+    """"monthly", "per year", "by quarter", "over the years", "over time": the time bucket asked for, and
+    the tokens that asked (read first, so that "per year" is not taken for a column named year)."""
+    def norm(index: int) -> str:
+        return tokens[index].norm if 0 <= index < len(tokens) else ""
+
+    unit: str | None = None
+    used: set[int] = set()
+    for index, token in enumerate(tokens):
+        span: list[int] = []
+        if token.norm in _BUCKET_ADJECTIVES:
+            span = [index]
+        elif token.norm in _BUCKETS and norm(index - 1) in ("per", "by", "each", "every", "a"):
+            span = [index - 2, index - 1, index] if norm(index - 2) in ("for", "in", "of") else [index - 1, index]
+        elif token.norm in ("years", "time") and norm(index - 1) == "the" and norm(index - 2) == "over":
+            span = [index - 2, index - 1, index]
+        elif token.norm == "time" and norm(index - 1) == "over":
+            span = [index - 1, index]
+        if span and not used.intersection(span):
+            unit = "month" if token.norm == "time" else _BUCKETS[token.norm]
+            used.update(span)
+    return unit, used
+
+
+def _read_dates(reading: _Reading) -> None:
+    """ISO dates, "March 1, 2004", "January 2013", and years after a preposition ("in 2008", "after 2005",
+    "between 2005 and 2007") become filters on the table's time column."""
+    column = _time_column(reading)
+    if column is None:
+        return
+    _read_full_dates(reading, column)
+    _read_year_ranges(reading, column)
+    _read_years(reading, column)
+
+
+def _is_year(token: Token) -> bool:
+    """A whole number between 1800 and 2100 written without decimals."""
+    return token.kind == "number" and token.is_integer and 1800 <= (token.number or 0) <= 2100 \
+        and "." not in token.text
+
+
+def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
+    """"2005-03-01", "on March 1, 2004" (one day) and "January 2013" (a month) on a date column."""
+    if column.type not in TIME_TYPES:
+        return
+    tokens = reading.tokens
+    for index, token in enumerate(tokens):
+        if index in reading.used:
+            continue
+        if token.kind == "date":
+            year, month, day = (int(part) for part in token.text.split("-"))
+            _add_day(reading, column, year, month, day, [index])
+            continue
+        named = _month(token)
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        after = tokens[index + 2] if index + 2 < len(tokens) else None
+        if named is not None and reading.norm(index - 1) in ("in", "during", "of", "for") \
+                and (following is None or not (_is_year(following) or _day_number(following))):
+            # "in December": that month of every year
+            reading.filters.append(_Filter(column.name, "=", (named,), "month", index))
+            reading.used.update((index - 1, index))
+            continue
+        if named is None or following is None:
+            continue
+        if _day_number(following) and after is not None and _is_year(after):
+            _add_day(reading, column, int(after.number or 0), named, int(following.number or 0),
+                     [index, index + 1, index + 2])
+        elif _is_year(following):
+            _add_month(reading, column, int(following.number or 0), named, [index, index + 1])
+
+
+def _day_number(token: Token) -> bool:
+    """A whole number that can be a day of the month."""
+    return token.kind == "number" and token.is_integer and 1 <= (token.number or 0) <= 31
+
+
+def _month(token: Token) -> int | None:
+    """The month a word names: a full name in any case, an abbreviation ("Mar", "Dec") only capitalised."""
+    if token.kind != "word" or token.norm not in MONTHS:
+        return None
+    if len(token.norm) > 3 and token.norm != "sept" or token.text[:1].isupper():
+        return MONTHS[token.norm]
+    return None
+
+
+def _add_day(reading: _Reading, column: ColumnInfo, year: int, month: int, day: int, span: list[int]) -> None:
+    """An equality filter on one day; an impossible date is refused."""
+    try:
+        iso = date(year, month, day).isoformat()
+    except ValueError:
+        raise NoPlan(f"{year}-{month:02d}-{day:02d} is not a date") from None
+    reading.filters.append(_Filter(column.name, "=", (iso,), "date", span[0]))
+    reading.used.update(span)
+    if reading.norm(span[0] - 1) == "on":
+        reading.used.add(span[0] - 1)
+
+
+def _add_month(reading: _Reading, column: ColumnInfo, year: int, month: int, span: list[int]) -> None:
+    """A month as a half-open date range."""
+    start = f"{year:04d}-{month:02d}-01"
+    end = f"{year + (month == 12):04d}-{month % 12 + 1:02d}-01"
+    reading.filters.append(_Filter(column.name, ">=", (start,), "date", span[0]))
+    reading.filters.append(_Filter(column.name, "<", (end,), "date", span[0]))
+    reading.used.update(span)
+
+
+def _read_year_ranges(reading: _Reading, column: ColumnInfo) -> None:
+    """"between 2005 and 2007", "from 2005 to 2007": both years included."""
+    tokens = reading.tokens
+    for index in range(len(tokens) - 3):
+        first, joiner, second = tokens[index + 1], tokens[index + 2], tokens[index + 3]
+        if (reading.norm(index), joiner.norm) not in (("between", "and"), ("from", "to"), ("from", "through")):
+            continue
+        if not (_is_year(first) and _is_year(second)) or reading.used.intersection(range(index, index + 4)):
+            continue
+        reading.filters.append(_Filter(column.name, ">=", (first.number or 0,), "year", index))
+        reading.filters.append(_Filter(column.name, "<=", (second.number or 0,), "year", index))
+        reading.used.update(range(index, index + 4))
+
+
+def _read_years(reading: _Reading, column: ColumnInfo) -> None:
+    """A year after a preposition ("in 2008", "after 2005") or on its own ("1982 cars"); several years
+    joined by "and"/"or" make one IN filter."""
+    years: list[float] = []
+    first = -1
+    for index, token in enumerate(reading.tokens):
+        if index in reading.used or not _is_year(token):
+            continue
+        before = reading.norm(index - 1)
+        op = _YEAR_PREPOSITIONS.get(before, "=")
+        if before == "prior" or (before == "to" and reading.norm(index - 2) == "prior"):
+            op = "<"
+        later = (reading.norm(index + 1), reading.norm(index + 2))
+        if later[0] == "or" and later[1] in ("later", "after", "newer", "more", "since"):
+            op = ">="  # "in 2005 or later"
+            reading.used.update((index + 1, index + 2))
+        elif later[0] == "or" and later[1] in ("earlier", "before", "older"):
+            op = "<="
+            reading.used.update((index + 1, index + 2))
+        elif later[0] in ("onwards", "onward"):
+            op = ">="
+            reading.used.add(index + 1)
+        if op == "=":
+            years.append(token.number or 0)
+            first = index if first < 0 else first
+        else:
+            reading.filters.append(_Filter(column.name, op, (token.number or 0,), "year", index))
+        reading.used.add(index)
+        if before in _YEAR_PREPOSITIONS or before in ("and", "or"):
+            reading.used.add(index - 1)
+    if years:
+        reading.filters.append(_Filter(column.name, "=" if len(years) == 1 else "in", tuple(years), "year", first))

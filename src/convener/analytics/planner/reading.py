@@ -1,0 +1,778 @@
+"""Reading the structure of a question: comparisons, values, rankings, keys, counts and measures bound to
+the mentions the catalog found."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from sqlglot import exp
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
+from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
+from convener.analytics.planner.state import (
+    _Filter,
+    _find_phrase,
+    _matches,
+    _note_term,
+    _numeric_mention,
+    _Reading,
+    _Scope,
+)
+from convener.analytics.planner.vocabulary import (
+    _AGG_WORDS,
+    _BUCKETS,
+    AVG,
+    _COMPARATORS,
+    _COMPARE_WORDS,
+    _COUNT_PHRASES,
+    _DISTINCT_WORDS,
+    _GROUP_FILLER,
+    _GROUP_MARKERS,
+    _HIGH_WORDS,
+    _LIST_WORDS,
+    _LOW_WORDS,
+    MAX,
+    MEDIAN,
+    MIN,
+    _NEGATIONS,
+    _SHARE_VERBS,
+    _SHARE_WORDS,
+    SUM,
+    _DIMENSIONS,
+    _IRREGULAR_DIMENSIONS,
+    _TIE_FILLER,
+    _TIE_WORDS,
+    _TIME_HIGH,
+    _TIME_LOW,
+    _UNITS,
+)
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TableInfo
+from convener.analytics.wording import Token, phrase, stem
+
+
+def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
+    """The column words an adjective of measure names, whether more is more, and its degree (base,
+    comparative or superlative): "longer" → (("length",), True, "comparative")."""
+    if word in _IRREGULAR_DIMENSIONS:
+        nouns, high = _DIMENSIONS[_IRREGULAR_DIMENSIONS[word]]
+        return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    for base, (nouns, high) in _DIMENSIONS.items():
+        if word == base:
+            return nouns, high, "base"
+        if word in _compared_forms(base):
+            return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    return None
+
+
+def _measured_columns(reading: _Reading, nouns: tuple[str, ...]) -> list[str]:
+    """Numeric columns whose names hold one of ``nouns`` ("bill_length_mm" for length)."""
+    return [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
+            and any(noun in phrase(c.name) or stem(noun) in phrase(c.name) for noun in nouns)]
+
+
+def _read_dimensions(reading: _Reading) -> None:
+    """Adjectives of measure: "bills longer than 55 mm" (a comparison on the bill's length), "the 3 longest
+    bills" and "the heaviest penguin" (a ranking by length or mass). The adjective settles which column a
+    word that could name several means ("bill": its length or its depth)."""
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index) or token.kind != "word":
+            continue
+        found = _dimension(token.norm)
+        if found is None:
+            continue
+        nouns, high, degree = found
+        columns = _measured_columns(reading, nouns)
+        if not columns:
+            continue
+        before = reading.norm(index - 1)
+        if degree == "base" and before in ("most", "least", "more", "less") and reading.free(index - 1):
+            # "the most expensive orders", "less expensive than 20"
+            degree = "superlative" if before in ("most", "least") else "comparative"
+            high = high == (before in ("most", "more"))
+            reading.used.add(index - 1)
+        if degree == "comparative" and reading.norm(index + 1) == "than":
+            number_at = index + 2
+            number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
+            if number is None or number.number is None or number_at in reading.used:
+                continue
+            column = _settle_column(reading, index, columns)
+            if column is None:
+                raise NoPlan(f"could not tell which of {', '.join(columns)} '{token.text}' compares")
+            reading.filters.append(_Filter(column, ">" if high else "<", (number.number,), "number", index))
+            reading.used.update(range(index, number_at + 1))
+            after = number_at + 1
+            while after < len(reading.tokens) and reading.tokens[after].norm in _UNITS:
+                reading.used.add(after)
+                after += 1
+            continue
+        if degree != "superlative":
+            continue
+        column = _settle_column(reading, index, columns)
+        if column is None:
+            continue
+        reading.used.add(index)
+        reading.direction = high
+        reading.order_measure = column
+        if reading.top is None and {t.norm for t in reading.tokens} & {"which", "what", "show", "list", "who"}:
+            reading.top = 1  # "which Gentoo penguins have the longest flippers": the best row (or rows, tied)
+
+
+def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | None:
+    """Which of ``columns`` an adjective at ``index`` measures: the one a word beside it names (even
+    ambiguously, "bill"), that word then read; else the only one."""
+    for position in (index + 1, index - 1, index + 2, index - 2):
+        mention = reading.mention_at(position)
+        if mention is None or mention.is_value:
+            continue
+        named = [c for c in (mention.target.column, *mention.ambiguous) if c in columns]
+        if len(named) == 1:
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            _note_term(reading, mention)
+            return named[0]
+    return columns[0] if len(columns) == 1 else None
+
+
+def _read_ranked_bucket(reading: _Reading) -> None:
+    """"Which month had the most flights": the time bucket asked about, ranked."""
+    if reading.top is not None or reading.direction is None:
+        return
+    for index, token in enumerate(reading.tokens[:-1]):
+        following = reading.tokens[index + 1]
+        if token.norm in ("which", "what") and following.norm in _BUCKETS and reading.free(index + 1):
+            reading.bucket = _BUCKETS[following.norm]
+            reading.top = 1
+            reading.used.update((index, index + 1))
+            return
+
+
+def _read_ties(reading: _Reading) -> None:
+    """"counting ties", "include ties", "if there is a tie, show all of them": a ranking keeps every row
+    tied with its last."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in _TIE_WORDS or index in reading.used:
+            continue
+        reading.ties = True
+        reading.used.add(index)
+        for position in range(max(0, index - 4), min(len(reading.tokens), index + 6)):
+            if reading.norm(position) in _TIE_FILLER:
+                reading.used.add(position)
+
+
+def _read_comparisons(reading: _Reading) -> None:
+    """"more than 8 cylinders", "horsepower greater than 200", "at least 30 mpg": a comparison binds the
+    number after it to the numeric column named right after the number, else right before the phrase."""
+    for index in range(len(reading.tokens)):
+        for words, op in _COMPARATORS:
+            if not _matches(reading, index, words):
+                continue
+            number_at = index + len(words)
+            if reading.norm(number_at) == "$":
+                number_at += 1
+            number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
+            if number is None or number.number is None or number_at in reading.used:
+                continue
+            column = _column_after(reading, number_at + 1) or _column_before(reading, index)
+            if column is None and _is_year(number) and _time_columns(reading.table):
+                break  # "over 2005": a year, read with the dates
+            if column is None:
+                raise NoPlan(f"could not tell which column '{' '.join(words)} {number.text}' is about")
+            reading.filters.append(_Filter(column, op, (number.number,), "number", index))
+            reading.used.update(range(index, number_at + 1))
+            break
+
+
+def _column_after(reading: _Reading, index: int) -> str | None:
+    """The numeric column named just after a number, past units ("30 mm of precipitation")."""
+    while index < len(reading.tokens) and (reading.tokens[index].norm in _UNITS or reading.norm(index) == "of"):
+        reading.used.add(index)
+        index += 1
+    mention = _numeric_mention(reading, index) or _condition_mention(reading, index)
+    if mention is None:
+        return None
+    reading.mentions.remove(mention)
+    reading.used.update(range(mention.start, mention.end))
+    _note_term(reading, mention)
+    if reading.scope is not None and mention.target.column in reading.scope.virtual \
+            and reading.column(mention.target.column).type == BOOLEAN:
+        # "at least 30 minutes late": the column the glossary's "late" compares, with this number instead
+        column = reading.scope.virtual[mention.target.column].find(exp.Column)
+        return column.name if column is not None else None
+    return mention.target.column
+
+
+def _condition_mention(reading: _Reading, index: int) -> _Mention | None:
+    """The mention at ``index`` when it is a glossary condition on one numeric column ("late")."""
+    mention = reading.mention_at(index)
+    if mention is None or reading.scope is None or mention.target.column not in reading.scope.virtual \
+            or reading.column(mention.target.column).type != BOOLEAN:
+        return None
+    columns = list(reading.scope.virtual[mention.target.column].find_all(exp.Column))
+    if len(columns) != 1 or reading.base.column(columns[0].name) is None \
+            or reading.column(columns[0].name).type not in NUMBER_TYPES:
+        return None
+    return mention
+
+
+def _column_before(reading: _Reading, index: int) -> str | None:
+    """The numeric column named just before a comparison, past a few stopwords ("the high temperature was
+    above")."""
+    index -= 1
+    steps = 0
+    while index >= 0 and steps < 4:
+        mention = _numeric_mention(reading, index)
+        if mention:
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            _note_term(reading, mention)
+            return mention.target.column
+        if not (reading.tokens[index].is_stopword or reading.tokens[index].norm in ("was", "is", "were", "are")):
+            return None
+        index -= 1
+        steps += 1
+    return None
+
+
+def _read_counted_numbers(reading: _Reading) -> None:
+    """"4 cylinders", "8 cylinder cars": a number right before an integer column means equality."""
+    for index, token in enumerate(reading.tokens):
+        if index in reading.used or token.number is None:
+            continue
+        mention = _numeric_mention(reading, index + 1)
+        if mention is None or reading.column(mention.target.column).type != "INTEGER" \
+                or reading.column(mention.target.column) in _time_columns(reading.table):
+            continue
+        if reading.norm(index - 1) in ("top", "bottom", "which", "what", "first", "last"):
+            continue
+        reading.filters.append(_Filter(mention.target.column, "=", (token.number,), "number", index))
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+
+
+def _read_values(reading: _Reading) -> None:
+    """Values named in the question filter their column; several values of one column make an IN, and a
+    negation just before ("not from Japan", "excluding rain") makes it NOT. A true/false column named as a
+    condition ("returned", "inactive") filters on its truth, flipped by a negation ("not returned")."""
+    by_column: dict[tuple[str, bool], list[str]] = {}
+    starts: dict[tuple[str, bool], int] = {}
+    for mention in [m for m in reading.mentions if m.is_value]:
+        if reading.norm(mention.start - 1) == "no":
+            # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
+            raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
+        negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        negated = bool(negations)
+        reading.used.update(negations)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+        _drop_named_column(reading, mention)
+        if reading.column(mention.target.column).type == BOOLEAN:
+            truth = (mention.target.value == "true") != negated
+            reading.filters.append(_Filter(mention.target.column, "=", ("true" if truth else "false",), "boolean",
+                                           mention.end - 1))
+            continue
+        key = (mention.target.column, negated)
+        by_column.setdefault(key, [])
+        starts.setdefault(key, mention.end - 1)
+        if mention.target.value not in by_column[key]:
+            by_column[key].append(mention.target.value or "")
+    for (column, negated), values in by_column.items():
+        op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
+        reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
+
+
+def _drop_named_column(reading: _Reading, value: _Mention) -> None:
+    """"Turbo-jet engines", "Dream island": the column a value belongs to, named right after it, is said by
+    the value (even where the word could also name another column, as "engines" could)."""
+    following = reading.mention_at(value.end)
+    if following is not None and not following.is_value and following.start == value.end \
+            and value.target.column in (following.target.column, *following.ambiguous):
+        reading.mentions.remove(following)
+        reading.used.update(range(following.start, following.end))
+    before = value.start - 1  # "whose engine is not Turbo-fan"
+    while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals"):
+        before -= 1
+    preceding = reading.mention_at(before)
+    if preceding is not None and not preceding.is_value and preceding.end == before + 1 \
+            and value.target.column in (preceding.target.column, *preceding.ambiguous):
+        reading.mentions.remove(preceding)
+        reading.used.update(range(preceding.start, preceding.end))
+
+
+def _read_top(reading: _Reading) -> None:
+    """"top 5", "bottom 3", "5 heaviest", "which 3 …": an ordering with a limit. Direction comes from the
+    nearest superlative ("lowest", "worst" → ascending)."""
+    tokens = reading.tokens
+    for index, token in enumerate(tokens):
+        if index in reading.used:
+            continue
+        if token.norm in ("top", "bottom", "first", "last") and _number_at(reading, index + 1):
+            reading.top = int(tokens[index + 1].number or 0)
+            reading.descending = token.norm in ("top", "first")
+            reading.used.update((index, index + 1))
+            return
+        if token.number is not None and token.is_integer and _superlative_after(reading, index + 1):
+            reading.top = int(token.number)
+            reading.used.add(index)
+            return
+        if token.norm in ("which", "what") and _number_at(reading, index + 1):
+            reading.top = int(tokens[index + 1].number or 0)
+            reading.used.update((index, index + 1))
+            return
+    for index, token in enumerate(tokens):
+        if token.norm in ("top", "bottom") and index not in reading.used:
+            reading.top, reading.descending = 10, token.norm == "top"
+            reading.used.add(index)
+            return
+
+
+def _number_at(reading: _Reading, index: int) -> bool:
+    """Whether a small whole number, unclaimed, stands at ``index`` (a ranking's N)."""
+    token = reading.tokens[index] if index < len(reading.tokens) else None
+    return token is not None and token.number is not None and token.is_integer and index not in reading.used \
+        and 0 < (token.number or 0) <= 1000
+
+
+def _superlative_after(reading: _Reading, index: int) -> bool:
+    """Whether a superlative follows ("5 heaviest", "3 most …")."""
+    if reading.norm(index) in ("most", "least"):
+        return True
+    token = reading.tokens[index] if index < len(reading.tokens) else None
+    return token is not None and token.kind == "word" and (
+        token.norm in _HIGH_WORDS or token.norm in _LOW_WORDS or token.norm.endswith("est"))
+
+
+def _direction(tokens: list[Token]) -> bool | None:
+    """Whether the question ranks from the top (True) or the bottom (False), from its first superlative
+    ("highest", "heaviest", "top" / "lowest", "worst", "bottom"); None when it has none."""
+    for token in tokens:
+        if token.norm in _LOW_WORDS or token.norm == "bottom":
+            return False
+        if token.norm in _HIGH_WORDS or (token.kind == "word" and token.norm.endswith("est") and len(token.norm) > 5):
+            return True
+    return None
+
+
+def _read_keys(reading: _Reading, table_words: set[str]) -> None:
+    """"by origin", "per stock symbol", "for each site", "each number of cylinders": group keys; in a top
+    question, "by <numeric column>" is what to rank by."""
+    index = 0
+    while index < len(reading.tokens):
+        marker = next((words for words in _GROUP_MARKERS if _matches(reading, index, words)), None)
+        if marker is None:
+            index += 1
+            continue
+        after = index + len(marker)
+        while reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
+                                       or reading.tokens[after].stem in table_words):
+            after += 1
+        mention = reading.mention_at(after)
+        if mention and not mention.is_value and mention.start == after:
+            reading.used.update(range(index, index + len(marker)))
+            if _is_order_measure(reading, mention, marker):
+                reading.order_measure = mention.target.column  # left for _read_measures, with its aggregate
+            else:
+                reading.keys.append(mention.target.column)
+                reading.mentions.remove(mention)
+                reading.used.update(range(mention.start, mention.end))
+                _note_term(reading, mention)
+                # "by species and island": each column joined by "and" is a key too
+                while reading.norm(mention.end) == "and" and reading.free(mention.end):
+                    following = reading.mention_at(mention.end + 1)
+                    if following is None or following.is_value or following.start != mention.end + 1:
+                        break
+                    reading.keys.append(following.target.column)
+                    reading.mentions.remove(following)
+                    reading.used.update(range(mention.end, following.end))
+                    _note_term(reading, following)
+                    mention = following
+            index = mention.end
+            continue
+        index = after
+
+
+def _is_order_measure(reading: _Reading, mention: _Mention, marker: tuple[str, ...]) -> bool:
+    """In "top 5 cars by horsepower" the numeric column after "by" is what to order by, not a key."""
+    column = reading.column(mention.target.column)
+    return marker == ("by",) and reading.top is not None and column.type in NUMBER_TYPES
+
+
+def _asks_which(reading: _Reading) -> bool:
+    """Whether the question is a which/what question."""
+    return any(token.norm in ("which", "what") for token in reading.tokens)
+
+
+def _read_ranked_keys(reading: _Reading) -> None:
+    """In a ranking question the category ranked is a group key: "which origin has the most cars",
+    "top 3 varieties by total yield", "what region …"."""
+    if reading.top is None and not (reading.direction is not None and _asks_which(reading)):
+        return
+    for mention in list(reading.mentions):
+        column = reading.column(mention.target.column)
+        if mention.is_value or column.type != STRING:
+            continue
+        reading.keys.append(column.name)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+        reading.top = reading.top or 1
+        return
+
+
+def _read_ranked_rows(reading: _Reading, table_words: set[str]) -> None:
+    """"Which car has the highest horsepower", "what was the hottest day": the single best row. Asked
+    within groups ("which car … in each region") it is a ranking per group, which is not planned."""
+    if reading.top is not None or reading.direction is None:
+        return
+    if not _asks_for_row(reading, table_words):
+        return
+    if reading.keys:
+        raise NoPlan(f"ranking rows within each {' and '.join(reading.keys)} is not something this planner does")
+    reading.top = 1
+
+
+def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
+    """"which car …" or "… the hottest day": a row noun right after which/what or right after a
+    superlative, and not a modifier of a column ("lowest stock price")."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        following = reading.tokens[index + 1]
+        if following.stem not in table_words or reading.mention_at(index + 2) is not None:
+            continue
+        superlative = token.norm in _HIGH_WORDS or token.norm in _LOW_WORDS or token.norm.endswith("est")
+        if token.norm in ("which", "what") or superlative:
+            return True
+    return False
+
+
+def _read_counts(reading: _Reading, table_words: set[str]) -> None:
+    """"how many …", "number of …", "count …": a count; "how many different X" counts distinct X."""
+    found = _find_phrase(reading, _COUNT_PHRASES)
+    if found is None:
+        return
+    index, words = found
+    reading.count = True
+    reading.used.update(range(index, index + len(words)))
+    after = index + len(words)
+    while after < len(reading.tokens) and reading.norm(after) in ("the", "of", "a", "an", "all"):
+        after += 1
+    if reading.norm(after) in _DISTINCT_WORDS:
+        reading.used.add(after)
+        for mention in reading.mentions:
+            if mention.start > after and not mention.is_value:
+                reading.distinct = mention.target.column
+                reading.mentions.remove(mention)
+                reading.used.update(range(mention.start, mention.end))
+                return
+    while after < len(reading.tokens) and after in reading.used and reading.mention_at(after) is None:
+        after += 1
+    named = reading.mention_at(after)
+    if named is not None and _numeric_mention(reading, after) is not None:
+        reading.counted_measure = named.target.column
+    counted = reading.tokens[after] if after < len(reading.tokens) else None
+    if counted is not None and counted.kind == "word" and named is None \
+            and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
+            and not _common(counted.norm) and not counted.is_stopword:
+        raise NoPlan(f"the data has nothing called '{counted.text}' to count")
+
+
+def _read_measures(reading: _Reading) -> None:
+    """The numeric columns left are measures; each takes the aggregate word nearest before it ("average
+    horsepower", "horsepower on average", "warmest temperature")."""
+    global_agg: list[str | None] = []
+    _merge_adjacent_measures(reading)
+    for mention in list(reading.mentions):
+        if mention.is_value:
+            continue
+        column = reading.column(mention.target.column)
+        if column.type not in NUMBER_TYPES:
+            continue
+        if mention.ambiguous:
+            names = " or ".join((column.name, *mention.ambiguous))
+            raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
+        agg = _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention) \
+            or (_aggregate_named(reading, mention) if reading.virtual(column.name) else None)
+        if agg is None:
+            global_agg = global_agg or [_global_aggregate(reading)]
+            agg = global_agg[0]
+        reading.measures.append((column.name, agg))
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+
+
+def _merge_adjacent_measures(reading: _Reading) -> None:
+    """Two column phrases side by side name one measure: "manufacturing jobs" is the manufacturing column
+    (not also the jobs total), "warmest temperature" is one column. The column's own name wins over a
+    glossary word; otherwise the first phrase does, and it takes the span of both."""
+    mentions = sorted((m for m in reading.mentions if _numeric_mention(reading, m.start) is m),
+                      key=lambda m: m.start)
+    for first, second in pairwise(mentions):
+        if second.start != first.end or first not in reading.mentions or second not in reading.mentions:
+            continue
+        keep = second if second.source == "name" and first.source != "name" else first
+        merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
+        reading.mentions.remove(first)
+        reading.mentions.remove(second)
+        reading.mentions.append(merged)
+        for mention in (first, second):
+            if mention.target.column == keep.target.column:
+                _note_term(reading, mention)
+
+
+def _text(reading: _Reading, mention: _Mention) -> str:
+    """The question's words a mention covers, as written."""
+    return " ".join(token.text for token in reading.tokens[mention.start:mention.end])
+
+
+def _aggregate_before(reading: _Reading, index: int) -> str | None:
+    """An aggregate word among the few words before a measure ("the average horsepower", "max price of")."""
+    for position in range(index - 1, max(-1, index - 4), -1):
+        token = reading.tokens[position]
+        if position in reading.used and reading.mention_at(position) is None:
+            continue
+        if reading.mention_at(position) is not None:
+            return None
+        if token.norm in _AGG_WORDS and token.norm not in ("most", "top", "best", "least", "record"):
+            reading.used.add(position)
+            return _AGG_WORDS[token.norm]
+        if token.kind == "word" and (token.norm in _LOW_WORDS or token.norm.endswith("est") and len(token.norm) > 5) \
+                and token.norm not in _TIME_HIGH | _TIME_LOW and reading.top is None:
+            # "the shortest air time", "the heaviest body mass": the least or greatest of the column
+            reading.used.add(position)
+            return MIN if token.norm in _LOW_WORDS else MAX
+        if not (token.is_stopword or token.norm in ("per", "all", "overall")):
+            return None
+    return None
+
+
+def _aggregate_inside(reading: _Reading, mention: _Mention) -> str | None:
+    """A superlative that is itself the column's name ("warmest", "heaviest") implies its maximum."""
+    for token in reading.tokens[mention.start:mention.end]:
+        if token.norm in _LOW_WORDS:
+            return MIN
+        if token.norm.endswith("est") and len(token.norm) > 5:
+            return MAX
+    return None
+
+
+def _aggregate_named(reading: _Reading, mention: _Mention) -> str | None:
+    """A glossary formula named with its aggregate ("average speed") is that aggregate of the formula."""
+    for token in reading.tokens[mention.start:mention.end]:
+        if token.norm in _AGG_WORDS and _AGG_WORDS[token.norm] in (AVG, SUM, MEDIAN):
+            return _AGG_WORDS[token.norm]
+    return None
+
+
+def _global_aggregate(reading: _Reading) -> str | None:
+    """An aggregate word anywhere: "on average", "in total", "how much", or a free aggregate word."""
+    tokens = reading.tokens
+    for index, token in enumerate(tokens):
+        if not reading.free(index):
+            continue
+        if token.norm == "average" and reading.norm(index - 1) == "on":
+            reading.used.update((index - 1, index))
+            return AVG
+        if token.norm == "total" and reading.norm(index - 1) == "in":
+            reading.used.update((index - 1, index))
+            return SUM
+    for index, token in enumerate(tokens):
+        if reading.free(index) and token.norm in _AGG_WORDS and (reading.top is None or
+                                                                  token.norm not in _HIGH_WORDS | _LOW_WORDS):
+            reading.used.add(index)
+            return _AGG_WORDS[token.norm]
+    if any(reading.norm(i) == "how" and reading.norm(i + 1) == "much" for i in range(len(tokens))):
+        return SUM
+    return None
+
+
+def _read_flags(reading: _Reading) -> None:
+    """Whether the question asks to list rows ("show", "which") or to compare ("vs", "compare")."""
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        if token.norm in _LIST_WORDS:
+            reading.listing = True
+        if token.norm in _COMPARE_WORDS or (token.norm == "difference" and reading.norm(index + 1) == "between"):
+            reading.compare = True
+
+
+def _read_share(reading: _Reading) -> None:
+    """"What share of orders were returned", "what percentage of Electronics orders were returned": a share
+    of rows. Conditions said after the verb ("were returned") are what the share counts; the others (and
+    dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
+    condition after the share word is counted."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in _SHARE_WORDS or not reading.free(index) or reading.norm(index + 1) != "of":
+            continue
+        reading.used.update((index, index + 1))
+        if token.norm == "ratio":
+            _read_ratio(reading, index)
+            return
+        verb = next((i for i in range(index + 2, len(reading.tokens))
+                     if reading.norm(i) in _SHARE_VERBS and i not in reading.used), None)
+        reading.share_split = index if verb is None else verb
+        if verb is not None:
+            reading.used.add(verb)
+        return
+
+
+def _read_ratio(reading: _Reading, index: int) -> None:
+    """"the ratio of male to female penguins": two values of one column, the first's rows over the
+    second's. Any other ratio is refused."""
+    first = reading.mention_at(index + 2)
+    second = reading.mention_at(first.end + 1) if first is not None else None
+    if first is None or second is None or not first.is_value or not second.is_value \
+            or reading.norm(first.end) != "to" or first.target.column != second.target.column:
+        raise NoPlan("a ratio is planned only as 'the ratio of <value> to <value>' of one column")
+    column = first.target.column
+    reading.ratio = (_Filter(column, "=", (first.target.value or "",), "value", first.start),
+                     _Filter(column, "=", (second.target.value or "",), "value", second.start))
+    reading.share_split = index
+    for mention in (first, second):
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+    reading.used.add(first.end)
+
+
+def _read_missing(reading: _Reading) -> None:
+    """"an unknown sex", "missing prices", "no recorded delay": a column left empty (NULL); "a known sex" is
+    one that is not."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("unknown", "missing", "null", "blank", "empty", "known") or not reading.free(index):
+            continue
+        mention = reading.mention_at(index + 1)
+        if mention is None or mention.is_value or mention.start != index + 1:
+            continue
+        op = "not null" if token.norm == "known" else "null"
+        reading.filters.append(_Filter(mention.target.column, op, (), "missing", index))
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+
+
+def _read_signs(reading: _Reading) -> None:
+    """"a negative departure delay", "positive gains": the numeric column below or above zero."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("negative", "positive") or not reading.free(index):
+            continue
+        mention = _numeric_mention(reading, index + 1)
+        if mention is None or mention.start != index + 1:
+            continue
+        reading.filters.append(_Filter(mention.target.column, "<" if token.norm == "negative" else ">", (0,),
+                                       "number", index))
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+
+
+def _read_shown(reading: _Reading) -> None:
+    """"List the destinations of …", "show the names of …": the columns named right after the verb of a
+    listing are what it shows."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("list", "show", "display", "give") or index in reading.used:
+            continue
+        after = index + 1
+        while reading.norm(after) in ("the", "me", "all", "us", "distinct", "different", "unique"):
+            after += 1
+        mention = reading.mention_at(after)
+        if mention is None or mention.is_value or mention.start != after \
+                or reading.column(mention.target.column).type in NUMBER_TYPES:
+            return
+        reading.shown.append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+        return
+
+
+def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
+    """"the most recent order date", "when was the earliest order" (the greatest or least date), "which
+    store is the oldest", "the 3 most recent orders", "the latest order" (the rows latest or earliest in
+    time): a superlative of time applies to the time column the question names, else the table's first."""
+    found: tuple[list[int], bool] | None = None
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        word, before = token.norm, reading.norm(index - 1)
+        if word in ("recent", "recently") and before in ("most", "least") and reading.free(index - 1):
+            found = ([index - 1, index], before == "most")
+        elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
+            found = ([index], word in _TIME_HIGH)
+        elif word in ("first", "last") and before == "the" and reading.tokens[index + 1:index + 2] \
+                and (reading.tokens[index + 1].stem in table_words or _names_time(reading, index + 1)):
+            found = ([index], word == "last")
+        if found:
+            break
+    if found is None:
+        return
+    span, latest = found
+    times = _time_columns(reading.table)
+    named = next((m for m in reading.mentions if not m.is_value
+                  and any(c.name == m.target.column for c in times)), None)
+    column = reading.column(named.target.column) if named else (times[0] if times else None)
+    if column is None:
+        return
+    reading.used.update(span)
+    if named is not None:
+        reading.mentions.remove(named)
+        reading.used.update(range(named.start, named.end))
+        _note_term(reading, named)
+    reading.direction = latest
+    words = {token.norm for token in reading.tokens}
+    rows = reading.top is not None or bool(words & {"which", "show", "list", "display"})
+    if not rows and ("when" in words or named is not None):
+        reading.measures.append((column.name, MAX if latest else MIN))
+        reading.direction = None  # the superlative is this extreme, not a ranking of rows
+        return
+    reading.top = reading.top or 1
+    reading.order_measure = column.name
+    reading.descending = latest
+
+
+def _names_time(reading: _Reading, index: int) -> bool:
+    """Whether a time column is named at ``index`` ("the last egg date")."""
+    mention = reading.mention_at(index)
+    times = {column.name for column in _time_columns(reading.table)}
+    return mention is not None and not mention.is_value and mention.target.column in times
+
+
+def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used: set[int],
+          bucket: str | None, scope: _Scope | None = None) -> _Reading:
+    """Bind the structure words to the mentions, in an order where each step leaves for the next only what
+    it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
+    then keys, counts and finally measures with their aggregates."""
+    reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    _read_top(reading)
+    _read_comparisons(reading)
+    _read_dates(reading)
+    reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
+    _read_dimensions(reading)
+    _read_ties(reading)
+    _read_ranked_bucket(reading)
+    _read_counted_numbers(reading)
+    _read_share(reading)
+    _read_signs(reading)
+    _read_missing(reading)
+    _read_shown(reading)
+    _read_values(reading)
+    _read_time_superlative(reading, _table_words(table))
+    _read_keys(reading, _table_words(table))
+    _read_ranked_keys(reading)
+    _read_ranked_rows(reading, _table_words(table))
+    _read_counts(reading, _table_words(table))
+    _read_measures(reading)
+    _read_flags(reading)
+    _read_leftover_columns(reading)
+    return reading
+
+
+def _read_leftover_columns(reading: _Reading) -> None:
+    """Columns named but neither key, filter nor measure ("the city of Houston", "airports by name" once
+    "name" was no key) only describe the rows; the glossary terms they came through still count as used."""
+    for mention in list(reading.mentions):
+        _note_term(reading, mention)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))

@@ -1,0 +1,41 @@
+"""Choosing the shape of the answer from a reading."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.state import _Reading
+from convener.analytics.shapes import TIME_TYPES
+
+
+def _settle_count(reading: _Reading) -> None:
+    """"How many jobs were added in total" sums a measure; "how many stock prices do we have" counts rows."""
+    if not reading.count or not reading.measures:
+        return
+    if any(agg for _, agg in reading.measures):
+        reading.count = False
+    elif reading.counted_measure:
+        reading.measures = [(c, a) for c, a in reading.measures if c != reading.counted_measure]
+
+
+def _shape(reading: _Reading) -> str:
+    """Which of the seven shapes the reading calls for; rankings first, since they may also group."""
+    multi = [f for f in reading.filters if f.op in ("in",) and f.kind in ("value", "year")]
+    if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
+        return "share"
+    if reading.top is not None:
+        return "top"
+    if reading.bucket or _has_time_key(reading):
+        return "time_series"
+    if reading.keys:
+        return "group"
+    if multi and (reading.compare or reading.measures or reading.count):
+        return "compare"
+    if reading.count or reading.distinct:
+        return "count"
+    if reading.measures and (reading.compare or any(agg for _, agg in reading.measures)):
+        return "aggregate"
+    return "rows"
+
+
+def _has_time_key(reading: _Reading) -> bool:
+    """Whether a group key is a date column, which makes the shape a time series."""
+    return any(reading.column(key).type in TIME_TYPES for key in reading.keys)

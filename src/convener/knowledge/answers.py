@@ -13,6 +13,7 @@ survive the extractive answer is given instead.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -239,16 +240,23 @@ def _support(sentence: str, pool: Sequence[_Sentence], cited: set[int]) -> list[
 
 
 def _candidates(passages: Sequence[Passage]) -> list[_Sentence]:
-    found: list[_Sentence] = []
-    for index, passage in enumerate(passages):
-        context = stems(passage.heading)
-        headings = [(match.start(), stems(match.group(1))) for match in _HEADING.finditer(passage.content)]
-        for start, end in sentences(passage.content):
-            text = passage.content[start:end]
-            if len(text) <= _MAX_SENTENCE_CHARACTERS and len(words(text)) >= _MIN_WORDS:
-                section = next((words for at, words in reversed(headings) if at < start), set())
-                found.append(_Sentence(index, start, end, text, frozenset(stems(text) | context | section)))
-    return found
+    return [_Sentence(index, start, end, text, terms) for index, passage in enumerate(passages)
+            for start, end, text, terms in _quotable(passage.content, passage.heading)]
+
+
+@functools.lru_cache(maxsize=2048)
+def _quotable(content: str, heading: str) -> tuple[tuple[int, int, str, frozenset[str]], ...]:
+    """The sentences of a chunk worth quoting, with their words and their headings'. Cached: the same chunks
+    come back for neighbouring questions, and cutting and stemming them is most of an answer's cost."""
+    context = stems(heading)
+    headings = [(match.start(), stems(match.group(1))) for match in _HEADING.finditer(content)]
+    found = []
+    for start, end in sentences(content):
+        text = content[start:end]
+        if len(text) <= _MAX_SENTENCE_CHARACTERS and len(words(text)) >= _MIN_WORDS:
+            section = next((words for at, words in reversed(headings) if at < start), set())
+            found.append((start, end, text, frozenset(stems(text) | context | section)))
+    return tuple(found)
 
 
 def _content_stems(text: str) -> set[str]:

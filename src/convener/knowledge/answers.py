@@ -1,10 +1,12 @@
 """Grounded answers from retrieved passages.
 
-Offline (no model configured) the answer is extractive: the sentences of the passages that best cover the
-question's terms, copied verbatim and traceable to a byte range of a referenced document, with an honest
-"not found" when they do not cover enough of it. Terms are weighted by how rare they are among the
-candidate sentences, so a question about something the documentation never mentions ("Kubernetes
-ingress") finds its rare terms uncovered and is not answered from a passage that only shares the filler.
+Offline (no model configured) the answer is extractive: sentences of the passages, copied verbatim and
+traceable to a byte range of a referenced document, with an honest "not found" when no page supports
+enough of the question. The pages of the passages compete: each question word weighs its rarity over the
+whole index (``Evidence``), so a question about something the documentation never mentions ("Kubernetes
+ingress") finds its rarest words uncovered and is not answered from a passage that only shares the filler;
+a page's support is the weighted share of the question its passages and title hold. The best-supported page
+is quoted first and referenced first; words of the question no page uses are named after the quotes.
 
 With a model, the answer is generated from the numbered passages and then checked: every sentence must be
 supported by one passage (most of its words found there), unsupported sentences are dropped, and if none
@@ -29,16 +31,31 @@ OFFLINE_NOTE = ("Offline extractive answer (no language model is configured): th
 NOT_FOUND = "Not found in the indexed documentation: no passage supports an answer to this question."
 MAX_SENTENCES = 3
 MIN_COVERAGE = 0.55
-"""Share of the question's (rarity-weighted) terms the chosen sentences must contain to count as an answer."""
+"""Share of the question's (rarity-weighted) words the best page must hold to count as an answer. Set on the
+tuning questions of ``benchmarks/knowledge_gold/``: their out-of-scope questions' best pages hold at most 0.52."""
 UNSUPPORTED_NOTE = "\n\nNot supported by these passages: "
 """Ends an answer that rests on only part of the question, naming the question's words it could not support."""
+# How a page's support and score are made (weights chosen on the same tuning questions):
 TITLE_WEIGHT = 0.6
-PASSAGE_SHARE = 0.5
-RANK_WEIGHT = 0.3
+"""A page whose title names the question's words ranks higher ("Tcl interface" for "SQLite from Tcl")..."""
+TITLE_SUPPORT = 0.7
+"""...and counts as supporting more of the question: its every passage is about what the title says."""
 SIMILARITY_WEIGHT = 0.5
+"""With embeddings, a page's closest passage's cosine to the question adds to its rank..."""
+SIMILARITY_SUPPORT = 0.0
+"""...and, above ``SIMILARITY_BASE``, to its support."""
+SIMILARITY_BASE = 0.5
+PASSAGE_SHARE = 0.5
+"""Support is this share of the best passage's coverage plus the rest of all the page's passages' together:
+a focused passage beats words scattered over a long page, yet a page that holds everything counts."""
+RANK_WEIGHT = 0.3
+"""Retrieval's order still counts, as 1 / (1 + the page's first rank)."""
 OTHER_PAGE_FACTOR = 0.5
+"""Sentences of the next two pages are worth this much of the best page's: quoted only for what it lacks."""
 MIN_GAIN = 0.05
+"""A further sentence must add this share of the question."""
 MIN_MISSING = 0.1
+"""A missing word is named when it weighs at least this share of the question."""
 MIN_SUPPORT = 0.7
 """Share of a generated sentence's words one passage must contain for the sentence to be kept."""
 _MIN_WORDS = 4
@@ -176,10 +193,11 @@ def _documents(passages: Sequence[Passage], candidates: Sequence[_Sentence], wan
     for name, (rank, support, terms) in pages.items():
         title = sum(weight[t] for t in titles[name] & wanted) / total
         union = sum(weight[t] for t in terms) / total
-        support = PASSAGE_SHARE * support + (1 - PASSAGE_SHARE) * union
+        support = PASSAGE_SHARE * support + (1 - PASSAGE_SHARE) * union + TITLE_SUPPORT * title
         score = support + TITLE_WEIGHT * title + RANK_WEIGHT / (1 + rank)
         if name in closeness:
             score += SIMILARITY_WEIGHT * closeness[name]
+            support += SIMILARITY_SUPPORT * (closeness[name] - SIMILARITY_BASE)
         found.append(_Document(name, score, support, frozenset(terms)))
     found.sort(key=lambda d: (-d.score, pages[d.name][0]))
     return found

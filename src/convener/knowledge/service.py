@@ -53,6 +53,7 @@ ANSWER_PASSAGES = 6
 ANSWER_WINDOW = 20
 """Passages the offline answer weighs: their pages compete on how much of the question each supports."""
 RARITY_DEPTH = 200
+"""How many of a word's chunks are counted for its rarity; a word in more is common either way."""
 
 FILTER_FIELDS = {
     "data_source": FilterField(documents.c.data_source, FieldType.STRING),

@@ -40,10 +40,13 @@ TITLE_WEIGHT = 0.6
 """A page whose title names the question's words ranks higher ("Tcl interface" for "SQLite from Tcl")..."""
 TITLE_SUPPORT = 0.7
 """...and counts as supporting more of the question: its every passage is about what the title says."""
-SIMILARITY_WEIGHT = 0.5
-"""With embeddings, a page's closest passage's cosine to the question adds to its rank..."""
-SIMILARITY_SUPPORT = 0.0
-"""...and, above ``SIMILARITY_BASE``, to its support."""
+SIMILARITY_WEIGHT = 0.0
+"""With embeddings, a page's closest passage's cosine to the question could add to its rank: it does not help
+on the tuning questions, as the fused ranking already holds it..."""
+SIMILARITY_SUPPORT = 1.0
+"""...but its excess over ``SIMILARITY_BASE`` adds to the page's support: a passage that says the same in other
+words supports the question though it shares few of its words (set on git-doc's tuning questions alone: the
+SQLite set was not embedded)."""
 SIMILARITY_BASE = 0.5
 PASSAGE_SHARE = 0.5
 """Support is this share of the best passage's coverage plus the rest of all the page's passages' together:

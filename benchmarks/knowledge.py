@@ -1,18 +1,22 @@
-"""Benchmark of the knowledge service on Git's own documentation: ingest speed, retrieval quality, a bm25s
-baseline, and offline answers, on SQLite and PostgreSQL.
+"""Benchmark of the knowledge service on two documentation sets: ingest speed, retrieval quality, a bm25s
+baseline, and offline answers, on SQLite and PostgreSQL, with figures per split of the questions.
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/knowledge.py [--backend sqlite|postgresql|both]
-        [--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test] [--limit N] [--no-embeddings]
-        [--repeat 3] [--smoke]
+    .venv/bin/python benchmarks/knowledge.py [--corpus all|git-doc|sqlite3-doc]
+        [--backend sqlite|postgresql|both] [--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+        [--limit N] [--no-embeddings] [--repeat 3] [--smoke]
 
-The corpus is the Debian package ``git-doc`` (installed with apt-get when missing): the ``.html`` pages of
-``/usr/share/doc/git-doc`` (symlinks such as ``index.html`` left out, so each page counts once), copied to
-a temporary folder and ingested with base URL ``https://git-scm.example/docs/``. The questions are
-``benchmarks/knowledge_gold.json``: developer questions, each with the pages that answer it (the first one
-is the primary page), and a few out of scope (Kubernetes, Docker, ...) that no page answers. On each
-backend, in two fresh stores, one with ``knowledge_embeddings=off`` and one with ``auto`` (MiniLM):
+The corpora are Debian packages, installed with apt-get when missing: ``git-doc`` (the ``.html`` pages of
+``/usr/share/doc/git-doc``) and ``sqlite3-doc`` (those of ``/usr/share/doc/sqlite3`` but its release notes),
+symlinks such as ``index.html`` left out so each page counts once, copied to a temporary folder and ingested
+with a base URL of their own. The questions are in ``benchmarks/knowledge_gold.json`` (git-doc) and
+``benchmarks/knowledge_gold/`` (sqlite3-doc, and git-doc's split): developer questions, each with the pages
+that answer it (the first one is the primary page), and plausible ones the pages do not answer (out of scope:
+``"out_of_scope": true``, no pages). Each question is in the **tuning** or the **held-out** split
+(``benchmarks/knowledge_gold/README.md``): the offline answers are tuned on the first, the second is the
+measure to quote. On each backend, in two fresh stores, one with ``knowledge_embeddings=off`` and one with
+``auto`` (MiniLM):
 
 * ingest   - ``KnowledgeService.ingest`` of the folder: MB/s of source HTML (10^6 bytes) and chunks/s, in
              each store; the embedding cost is the difference between the two. Then the same folder again,
@@ -26,13 +30,19 @@ backend, in two fresh stores, one with ``knowledge_embeddings=off`` and one with
              with the same document dedupe, and its speed: every question, top 10, through bm25s (query
              tokenizing included) and through ``search(mode="lexical")`` with page size 10, in the same run.
 * answers  - ``answer`` for every question, answerable and out of scope, with no model configured (the
-             extractive answer): the share of answerable questions whose references hold a gold document,
+             extractive answer): the share of answerable questions whose references hold a gold document
+             (and whose first reference, the page the answer rests on most, is one),
              the share answered (not ``NOT_FOUND``) among answerable and among out-of-scope questions (the
              latter should be 0), the share of answer sentences (each citation's byte range of the answer)
              whose bytes are exactly the cited document's bytes at the cited range, the share of answered
              questions whose text holds one of the gold ``answer_terms``, and the latency (median and p95
              over the questions of each question's median of ``--repeat`` runs), lexical (embeddings off)
-             and fused (embeddings auto).
+             and fused (embeddings auto). An answer that names the words it could not support (after the
+             quotes) is judged on its quotes.
+* by split - for the tuning and the held-out questions apart: nDCG@10 of the lexical (off) and fused (auto)
+             search, the share of out-of-scope questions answered "not found" (target at least 95%), of
+             answerable ones whose references hold a relevant page (target at least 80%), whose first reference
+             is one, and that are answered.
 
 How to read the ratios: ``svc/bm25s`` is the time of one lexical search through the service divided by
 bm25s's for the same query, and ``ratio convener/bm25s`` its inverse, queries/s against queries/s (the
@@ -77,10 +87,32 @@ from convener.knowledge.service import MAX_NAMES
 from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
-GOLD = Path(__file__).with_name("knowledge_gold.json")
-PACKAGE_CHECK = Path("/usr/share/doc/git-doc/git-stash.html")
-BASE_URL = "https://git-scm.example/docs/"
-DATA_SOURCE = "git-scm.example"
+GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
+SPLITS = ("tuning", "held-out")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A documentation set: a Debian package's pages and the gold questions about them, by split."""
+
+    package: str
+    root: Path
+    check: Path
+    """A page whose presence says the package is installed."""
+    base_url: str
+    data_source: str
+    title: str
+    skip: tuple[str, ...] = ()
+    """Folders under ``root`` left out (release notes that would only add near-duplicates)."""
+
+
+CORPORA = {
+    "git-doc": Spec("git-doc", Path("/usr/share/doc/git-doc"), Path("/usr/share/doc/git-doc/git-stash.html"),
+                    "https://git-scm.example/docs/", "git-scm.example", "Git's documentation"),
+    "sqlite3-doc": Spec("sqlite3-doc", Path("/usr/share/doc/sqlite3"), Path("/usr/share/doc/sqlite3/lang_upsert.html"),
+                        "https://sqlite.example/docs/", "sqlite.example", "SQLite's documentation",
+                        ("releaselog/",)),
+}
 DEPTH = 10  # documents judged per question
 CHUNKS_FETCHED = 30  # chunks read to find them
 SPEED_K = 10
@@ -95,6 +127,8 @@ class Question:
     relevant: list[str]
     """Document names, the primary one first; empty when the question is out of scope."""
     answer_terms: list[str]
+    split: str = "tuning"
+    """``tuning`` or ``held-out`` (see ``benchmarks/knowledge_gold/README.md``)."""
 
 
 @dataclass
@@ -115,6 +149,8 @@ class Quality:
 @dataclass
 class AnswerStats:
     reference_hit: float
+    top_reference_hit: float
+    """Share of answerable questions whose first reference (the page the answer rests on most) is a gold one."""
     answered: float
     answered_out_of_scope: float | None
     verbatim: float | None
@@ -135,25 +171,28 @@ class Results:
     speed: tuple[float, float] | None = None
     """(convener queries/s, bm25s queries/s)"""
     answers: dict[str, AnswerStats] = field(default_factory=dict)
+    by_split: dict[str, dict[str, tuple[Quality | None, AnswerStats]]] = field(default_factory=dict)
+    """split -> setting ("off", "auto") -> (the setting's best search quality, its answers) on that split's questions"""
 
 
 # ------------------------------------------------------------------------------------------ the corpus
 
 
-def ensure_package(package: str) -> None:
-    """Install ``git-doc`` with apt-get when its pages are missing."""
-    if PACKAGE_CHECK.exists():
+def ensure_package(spec: Spec) -> None:
+    """Install the corpus's Debian package with apt-get when its pages are missing."""
+    package, check = spec.package, spec.check
+    if check.exists():
         return
     apt = shutil.which("apt-get")
     if apt is None:
-        raise SystemExit(f"{PACKAGE_CHECK} is missing and apt-get is not available: install the Debian package "
-                         f"{package} (or its pages under /usr/share/doc/{package}) by hand")
+        raise SystemExit(f"{check} is missing and apt-get is not available: install the Debian package "
+                         f"{package} (or its pages under {spec.root}) by hand")
     for command in ([apt, "install", "-y", package], [apt, "update"], [apt, "install", "-y", package]):
         print(f"$ {' '.join(command)}", flush=True)
         done = subprocess.run(command, check=False, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-        if command[1] == "install" and done.returncode == 0 and PACKAGE_CHECK.exists():
+        if command[1] == "install" and done.returncode == 0 and check.exists():
             return
-    raise SystemExit(f"apt-get could not install {package} (are you root?): {PACKAGE_CHECK} is still missing")
+    raise SystemExit(f"apt-get could not install {package} (are you root?): {check} is still missing")
 
 
 def package_version(package: str) -> str:
@@ -165,13 +204,16 @@ def package_version(package: str) -> str:
     return done.stdout.strip() or "?"
 
 
-def copy_pages(root: Path, target: Path) -> Corpus:
-    """The ``.html`` files under ``root`` (not symlinks), copied to ``target`` at the same relative paths."""
+def copy_pages(root: Path, target: Path, skip: Sequence[str] = ()) -> Corpus:
+    """The ``.html`` files under ``root`` (not symlinks, none under the ``skip`` folders), copied to ``target``
+    at the same relative paths."""
     files = size = 0
     for folder, _, names in os.walk(root):
         for name in sorted(names):
             source = Path(folder) / name
             if not name.endswith(".html") or source.is_symlink() or not source.is_file():
+                continue
+            if any(source.relative_to(root).as_posix().startswith(prefix) for prefix in skip):
                 continue
             destination = target / source.relative_to(root)
             destination.parent.mkdir(parents=True, exist_ok=True)
@@ -181,11 +223,11 @@ def copy_pages(root: Path, target: Path) -> Corpus:
     return Corpus(target, files, size)
 
 
-def synthetic_pages(gold: dict[str, Any], target: Path, limit: int | None) -> Corpus:
+def synthetic_pages(items: Sequence[dict[str, Any]], target: Path, limit: int | None) -> Corpus:
     """For ``--smoke``: a page per gold document of the first ``limit`` questions, holding the question's words
     and answer terms in a few sections, so that search finds something and the judging has its documents."""
     pages: dict[str, list[str]] = {}
-    for number, item in enumerate(gold["questions"][:limit]):
+    for number, item in enumerate(items[:limit]):
         for rank, path in enumerate(item["relevant"] or [f"out-of-scope-{number}.html"]):
             pages.setdefault(path, []).append(
                 f"<h2>Section {number}.{rank}</h2><p>{item['question']}</p>"
@@ -202,12 +244,27 @@ def synthetic_pages(gold: dict[str, Any], target: Path, limit: int | None) -> Co
     return Corpus(target, files, size)
 
 
-def load_questions(limit: int | None) -> tuple[dict[str, Any], list[Question]]:
-    gold = json.loads(GOLD.read_text())
-    questions = [Question(item["question"], [name_for(uri_for(BASE_URL, path)) for path in item["relevant"]],
-                          [term.lower() for term in item.get("answer_terms", [])])
-                 for item in gold["questions"]]
-    return gold, questions[:limit] if limit else questions
+def gold_items(spec: Spec) -> list[tuple[dict[str, Any], str]]:
+    """The corpus's gold questions with their split: git-doc's in ``knowledge_gold.json`` with the index lists
+    of ``knowledge_gold/git-split.json``, SQLite's in a file per split."""
+    if spec.package == "git-doc":
+        items = json.loads(GOLD_FOLDER.with_suffix(".json").read_text())["questions"]
+        split = json.loads((GOLD_FOLDER / "git-split.json").read_text())
+        held_out = set(split["held_out"])
+        return [(item, "held-out" if index in held_out else "tuning") for index, item in enumerate(items)]
+    return [(item, part) for part in SPLITS
+            for item in json.loads((GOLD_FOLDER / f"sqlite-{part}.json").read_text())["questions"]]
+
+
+def load_questions(spec: Spec, limit: int | None) -> tuple[list[dict[str, Any]], list[Question]]:
+    """An out-of-scope question has no relevant page (and ``"out_of_scope": true``)."""
+    items = gold_items(spec)[:limit] if limit else gold_items(spec)
+    questions = [Question(item["question"],
+                          [] if item.get("out_of_scope") else
+                          [name_for(uri_for(spec.base_url, path)) for path in item["relevant"]],
+                          [term.lower() for term in item.get("answer_terms", [])], part)
+                 for item, part in items]
+    return [item for item, _ in items], questions
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -253,9 +310,9 @@ def settle(services: Services) -> None:
 # ------------------------------------------------------------------------------------------ ingest
 
 
-def ingest(services: Services, corpus: Corpus, label: str) -> tuple[float, float, float]:
+def ingest(services: Services, corpus: Corpus, label: str, spec: Spec) -> tuple[float, float, float]:
     """(MB/s, chunks/s, unchanged re-ingest files/s), printed as they come."""
-    plan = IngestPlan.make(corpus.folder, BASE_URL, DATA_SOURCE)
+    plan = IngestPlan.make(corpus.folder, spec.base_url, spec.data_source)
     started = shown = time.perf_counter()
 
     def progress(step: IngestSummary) -> None:  # a line on stderr every few seconds
@@ -315,7 +372,9 @@ def judge(ranked: Sequence[list[str]], questions: Sequence[Question]) -> Quality
     return Quality(ndcg / count, recall / count, mrr / count)
 
 
-def measure_mode(services: Services, questions: Sequence[Question], mode: str) -> Quality:
+def measure_mode(services: Services, questions: Sequence[Question], mode: str
+                 ) -> tuple[Quality, dict[str, Quality]]:
+    """The quality over every question, and over each split's."""
     ranked, times = [], []
     for question in questions:
         started = time.perf_counter()
@@ -324,7 +383,12 @@ def measure_mode(services: Services, questions: Sequence[Question], mode: str) -
         ranked.append(top_documents([chunk.parent or "" for chunk in page.results]))
     quality = judge(ranked, questions)
     quality.median_ms = statistics.median(times)
-    return quality
+    by_split = {}
+    for part in SPLITS:
+        chosen = [(found, q) for found, q in zip(ranked, questions, strict=True) if q.split == part]
+        if chosen:
+            by_split[part] = judge([found for found, _ in chosen], [q for _, q in chosen])
+    return quality, by_split
 
 
 # ------------------------------------------------------------------------------------------ bm25s
@@ -400,12 +464,25 @@ def measure_baseline(services: Services, questions: Sequence[Question], answerab
 # ------------------------------------------------------------------------------------------ answers
 
 
-def measure_answers(services: Services, questions: Sequence[Question], repeat: int) -> AnswerStats:
+@dataclass(frozen=True)
+class Outcome:
+    """One question's answer, judged."""
+
+    question: Question
+    found: bool
+    hit: bool
+    top_hit: bool
+    with_terms: bool
+    sentences: int
+    verbatim: int
+    latency_ms: float
+
+
+def measure_answers(services: Services, questions: Sequence[Question], repeat: int
+                    ) -> tuple[AnswerStats, dict[str, AnswerStats]]:
+    """The answers' figures over every question, and over each split's."""
     knowledge = services.knowledge
     contents: dict[str, bytes] = {}
-    answerable = [q for q in questions if q.relevant]
-    out_of_scope = [q for q in questions if not q.relevant]
-    hits = answered = answered_out = with_terms = sentences = verbatim = 0
     problems: list[str] = []
     latencies: list[float] = []
     replies = []
@@ -422,36 +499,52 @@ def measure_answers(services: Services, questions: Sequence[Question], repeat: i
     for start in range(0, len(wanted), MAX_NAMES):
         for document in knowledge.get_documents(wanted[start:start + MAX_NAMES]):
             contents[document.name or ""] = (document.content or "").encode()
-    for question, reply in zip(questions, replies, strict=True):
+    unsupported = getattr(answers, "UNSUPPORTED_NOTE", None)  # absent before answers named what they lack
+    outcomes = []
+    for question, reply, latency in zip(questions, replies, latencies, strict=True):
         found = reply.text != answers.NOT_FOUND
-        if not question.relevant:
-            answered_out += found
-            continue
-        answered += found
-        hits += bool(set(reply.references) & set(question.relevant))
-        if not found:
-            continue
-        lowered = reply.text.lower()
-        with_terms += any(term in lowered for term in question.answer_terms)
-        text = reply.text.encode()
-        prefix = (answers.OFFLINE_NOTE + "\n\n").encode()
-        if not text.startswith(prefix):
-            problems.append(f"no offline note: {question.text!r}")
-        covered = bytearray(text[len(prefix):])
-        for citation in reply.citations:
-            begin, end = citation.start_byte or 0, citation.end_byte or 0
-            sentence = text[begin:end]
-            sentences += 1
-            verbatim += any(contents.get(source.document or "", b"")[source.start_byte or 0:source.end_byte or 0]
-                            == sentence for source in citation.sources or ())
-            covered[max(0, begin - len(prefix)):max(0, end - len(prefix))] = b" " * (end - begin)
-        if bytes(covered).strip():
-            problems.append(f"answer text outside its citations: {question.text!r}")
+        references = set(reply.references)
+        hit = bool(references & set(question.relevant))
+        top_hit = bool(reply.references) and reply.references[0] in question.relevant
+        with_terms = sentences = verbatim = 0
+        if found and question.relevant:
+            with_terms = any(term in reply.text.lower() for term in question.answer_terms)
+            text = reply.text.encode()
+            prefix = (answers.OFFLINE_NOTE + "\n\n").encode()
+            if not text.startswith(prefix):
+                problems.append(f"no offline note: {question.text!r}")
+            if unsupported and unsupported in reply.text:  # the words the answer could not support, after it
+                text = text[:text.index(unsupported.encode())]
+            covered = bytearray(text[len(prefix):])
+            for citation in reply.citations:
+                begin, end = citation.start_byte or 0, citation.end_byte or 0
+                sentence = text[begin:end]
+                sentences += 1
+                verbatim += any(contents.get(source.document or "", b"")[source.start_byte or 0:source.end_byte or 0]
+                                == sentence for source in citation.sources or ())
+                covered[max(0, begin - len(prefix)):max(0, end - len(prefix))] = b" " * (end - begin)
+            if bytes(covered).strip():
+                problems.append(f"answer text outside its citations: {question.text!r}")
+        outcomes.append(Outcome(question, found, hit, top_hit, bool(with_terms), sentences, verbatim, latency))
+    overall = answer_stats(outcomes, problems)
+    by_split = {part: answer_stats([o for o in outcomes if o.question.split == part], [])
+                for part in SPLITS if any(o.question.split == part for o in outcomes)}
+    return overall, by_split
+
+
+def answer_stats(outcomes: Sequence[Outcome], problems: list[str]) -> AnswerStats:
+    answerable = [o for o in outcomes if o.question.relevant]
+    out_of_scope = [o for o in outcomes if not o.question.relevant]
+    answered = [o for o in answerable if o.found]
+    latencies = [o.latency_ms for o in outcomes]
     return AnswerStats(
-        reference_hit=hits / len(answerable) if answerable else 0.0,
-        answered=answered / len(answerable) if answerable else 0.0,
-        answered_out_of_scope=share(answered_out, len(out_of_scope)),
-        verbatim=share(verbatim, sentences), sentences=sentences, with_terms=share(with_terms, answered),
+        reference_hit=share(sum(o.hit for o in answerable), len(answerable)) or 0.0,
+        top_reference_hit=share(sum(o.top_hit for o in answerable), len(answerable)) or 0.0,
+        answered=share(len(answered), len(answerable)) or 0.0,
+        answered_out_of_scope=share(sum(o.found for o in out_of_scope), len(out_of_scope)),
+        verbatim=share(sum(o.verbatim for o in answered), sum(o.sentences for o in answered)),
+        sentences=sum(o.sentences for o in answered),
+        with_terms=share(sum(o.with_terms for o in answered), len(answered)),
         median_ms=statistics.median(latencies), p95_ms=p95(latencies), problems=problems)
 
 
@@ -462,6 +555,7 @@ def print_answers(stats: dict[str, AnswerStats], questions: Sequence[Question]) 
     print(f"\n  {heading:<52}" + "".join(f"{labels[key]:>20}" for key in stats))
     rows: list[tuple[str, Callable[[AnswerStats], str]]] = [
         ("references hold a gold document (answerable)", lambda s: percent(s.reference_hit)),
+        ("first reference is a gold document (answerable)", lambda s: percent(s.top_reference_hit)),
         ("answered (answerable)", lambda s: percent(s.answered)),
         ("answered (out of scope; should be 0%)", lambda s: percent(s.answered_out_of_scope)),
         ("sentences verbatim at the cited range", lambda s: f"{percent(s.verbatim)} of {s.sentences}"),
@@ -488,19 +582,21 @@ def print_quality(quality: dict[str, Quality], count: int) -> None:
         print(f"  {name:<40}{q.ndcg:>9.3f}{q.recall:>11.3f}{q.mrr:>8.3f}{timing:>24}")
 
 
-def run(args: argparse.Namespace, backend: str, corpus: Corpus, questions: list[Question]) -> Results:
+def run(args: argparse.Namespace, backend: str, spec: Spec, corpus: Corpus, questions: list[Question]) -> Results:
     results = Results()
     answerable = [q for q in questions if q.relevant]
-    print(f"\n=== {backend}: {corpus.files} pages, {corpus.size / MB:.2f} MB; {len(answerable)} answerable and "
+    split_quality: dict[str, dict[str, Quality]] = {}
+    split_answers: dict[str, dict[str, AnswerStats]] = {}
+    print(f"\n=== {backend}: {spec.package}, {corpus.files} pages, {corpus.size / MB:.2f} MB; {len(answerable)} answerable and "
           f"{len(questions) - len(answerable)} out-of-scope questions; medians of {args.repeat} runs; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs ===")
     answer_stats: dict[str, AnswerStats] = {}
     with fresh_store(args, backend, "off") as services:
-        results.ingest["off"] = ingest(services, corpus, "off")
+        results.ingest["off"] = ingest(services, corpus, "off", spec)
         settle(services)
-        results.quality["lexical"] = measure_mode(services, answerable, "lexical")
+        results.quality["lexical"], split_quality["off"] = measure_mode(services, answerable, "lexical")
         measure_baseline(services, questions, answerable, args.repeat, results)
-        answer_stats["off"] = measure_answers(services, questions, args.repeat)
+        answer_stats["off"], split_answers["off"] = measure_answers(services, questions, args.repeat)
     if not args.no_embeddings:
         with fresh_store(args, backend, "auto") as services:
             embedder = services.knowledge.embedder
@@ -510,29 +606,64 @@ def run(args: argparse.Namespace, backend: str, corpus: Corpus, questions: list[
             started = time.perf_counter()
             embedder.embed(["warm up"])
             print(f"\n  loading {embedder.model}: {time.perf_counter() - started:.1f} s (not counted)")
-            results.ingest["auto"] = ingest(services, corpus, "auto")
+            results.ingest["auto"] = ingest(services, corpus, "auto", spec)
             settle(services)
             off, auto = results.ingest["off"][0], results.ingest["auto"][0]
             cost = corpus.size / MB / auto - corpus.size / MB / off
             print(f"  the embedding cost: {cost:.1f} s of the embedded ingest's {corpus.size / MB / auto:.1f} s")
-            for mode in ("semantic", "fused"):
-                results.quality[mode] = measure_mode(services, answerable, mode)
-            answer_stats["auto"] = measure_answers(services, questions, args.repeat)
+            results.quality["semantic"], _ = measure_mode(services, answerable, "semantic")
+            results.quality["fused"], split_quality["auto"] = measure_mode(services, answerable, "fused")
+            answer_stats["auto"], split_answers["auto"] = measure_answers(services, questions, args.repeat)
     order = ["lexical", "semantic", "fused", "bm25s"]
     results.quality = {mode: results.quality[mode] for mode in order if mode in results.quality}
     if answerable:
         print_quality(results.quality, len(answerable))
     print_answers(answer_stats, questions)
     results.answers = answer_stats
+    results.by_split = {part: {key: (split_quality[key].get(part), split_answers[key][part])
+                               for key in split_answers if part in split_answers[key]}
+                        for part in SPLITS if any(part in found for found in split_answers.values())}
+    print_splits(results, questions)
     return results
 
 
-def summary(results: dict[str, Results], corpus: Corpus, version: str, questions: list[Question],
+def split_rows(results: Results, questions: Sequence[Question]) -> list[tuple[str, list[str]]]:
+    """(label, a cell per split) for the figures the answers are tuned by; held-out ones are the ones to quote."""
+    parts = list(results.by_split)
+    rows: list[tuple[str, list[str]]] = [
+        ("questions: answerable / out of scope",
+         [f"{sum(1 for q in questions if q.split == p and q.relevant)} / "
+          f"{sum(1 for q in questions if q.split == p and not q.relevant)}" for p in parts])]
+    labels = {"off": ("lexical", "answer, lexical"), "auto": ("fused", "answer, fused")}
+    for key in ("off", "auto"):
+        if not all(key in results.by_split[p] for p in parts):
+            continue
+        search, answer = labels[key]
+        cells = [results.by_split[p][key] for p in parts]
+        rows.append((f"{search} search nDCG@10", [f"{q.ndcg:.3f}" if q else "-" for q, _ in cells]))
+        rows.append((f"{answer}: out of scope answered not found (target >= 95%)",
+                     ["n/a" if a.answered_out_of_scope is None else percent(1 - a.answered_out_of_scope)
+                      for _, a in cells]))
+        rows.append((f"{answer}: references hold a relevant page (target >= 80%)",
+                     [percent(a.reference_hit) for _, a in cells]))
+        rows.append((f"{answer}: first reference is a relevant page", [percent(a.top_reference_hit) for _, a in cells]))
+        rows.append((f"{answer}: answerable questions answered", [percent(a.answered) for _, a in cells]))
+    return rows
+
+
+def print_splits(results: Results, questions: Sequence[Question]) -> None:
+    parts = list(results.by_split)
+    print(f"\n  {'by split':<64}" + "".join(f"{p:>12}" for p in parts))
+    for label, cells in split_rows(results, questions):
+        print(f"  {label:<64}" + "".join(f"{cell:>12}" for cell in cells))
+
+
+def summary(results: dict[str, Results], spec: Spec, corpus: Corpus, version: str, questions: list[Question],
             repeat: int) -> None:
     answerable = sum(1 for q in questions if q.relevant)
     names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
-    print("\n--- summary (markdown) ---\n")
-    print(f"Knowledge benchmark (`benchmarks/knowledge.py`): Git's documentation (Debian `git-doc` {version}, "
+    print(f"\n--- summary, {spec.package} (markdown) ---\n")
+    print(f"Knowledge benchmark (`benchmarks/knowledge.py`): {spec.title} (Debian `{spec.package}` {version}, "
           f"{corpus.files} HTML pages, {corpus.size / MB:.1f} MB), {answerable} answerable and "
           f"{len(questions) - answerable} out-of-scope questions; nDCG@10 and recall@10 over the first 10 distinct "
           f"documents of the top {CHUNKS_FETCHED} chunks; timings are medians of {repeat} runs on one machine.\n")
@@ -556,12 +687,19 @@ def summary(results: dict[str, Results], corpus: Corpus, version: str, questions
     for key, label in (("off", "answer, lexical"), ("auto", "answer, fused")):
         if not all(key in r.answers for r in results.values()):
             continue
-        row(f"{label}: gold doc referenced / answered / out of scope answered",
-            lambda r, k=key: f"{percent(r.answers[k].reference_hit)} / {percent(r.answers[k].answered)} / "
-                             f"{percent(r.answers[k].answered_out_of_scope)}")
+        row(f"{label}: gold doc referenced / first reference gold / answered / out of scope answered",
+            lambda r, k=key: f"{percent(r.answers[k].reference_hit)} / {percent(r.answers[k].top_reference_hit)} / "
+                             f"{percent(r.answers[k].answered)} / {percent(r.answers[k].answered_out_of_scope)}")
         row(f"{label}: sentences verbatim", lambda r, k=key: percent(r.answers[k].verbatim))
         row(f"{label}: latency median / p95", lambda r, k=key: f"{r.answers[k].median_ms:.0f} / "
                                                                 f"{r.answers[k].p95_ms:.0f} ms")
+    for backend, result in results.items():
+        if not result.by_split:
+            continue
+        print(f"\n| {spec.package}, {names[backend]} | " + " | ".join(result.by_split) + " |")
+        print("|---|" + "---|" * len(result.by_split))
+        for label, cells in split_rows(result, questions):
+            print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -575,6 +713,8 @@ def main() -> None:
                         help="A seconds-long run for the tests: a small synthetic corpus made from the first "
                              f"{SMOKE_QUESTIONS} questions (no git-doc needed), lexical only, one repeat. Its "
                              "figures mean nothing; it checks that every step still runs.")
+    parser.add_argument("--corpus", choices=["all", *CORPORA], default="all",
+                        help="The documentation set(s) to ingest and question (default: each in turn).")
     add_arguments(parser)
     parser.set_defaults(backend="sqlite")
     args = parser.parse_args()
@@ -587,22 +727,30 @@ def main() -> None:
         args.backend = "sqlite"
     if args.smoke:
         args.no_embeddings, args.repeat, args.limit = True, 1, args.limit or SMOKE_QUESTIONS
-    gold, questions = load_questions(args.limit)
-    if not args.smoke:
-        ensure_package(gold["package"])
-    version = "synthetic" if args.smoke else package_version(gold["package"])
+        args.corpus = "git-doc"  # its synthetic pages: no Debian package needed
+    chosen = list(CORPORA) if args.corpus == "all" else [args.corpus]
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = (synthetic_pages(gold, Path(tmp) / "pages", args.limit) if args.smoke
-                  else copy_pages(Path(gold["root"]), Path(tmp) / "pages"))
-        print(f"{gold['package']} {version}: {corpus.files} HTML pages ({corpus.size / MB:.2f} MB) copied from "
-              f"{gold['root']}; {len(questions)} questions from {GOLD.name}")
-        results = {backend: run(args, backend, corpus, questions) for backend in backends}
-    summary(results, corpus, version, questions, args.repeat)
+    every: dict[str, dict[str, Results]] = {}
+    for name in chosen:
+        spec = CORPORA[name]
+        items, questions = load_questions(spec, args.limit)
+        if not args.smoke:
+            ensure_package(spec)
+        version = "synthetic" if args.smoke else package_version(spec.package)
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = (synthetic_pages(items, Path(tmp) / "pages", args.limit) if args.smoke
+                      else copy_pages(spec.root, Path(tmp) / "pages", spec.skip))
+            print(f"\n{spec.package} {version}: {corpus.files} HTML pages ({corpus.size / MB:.2f} MB) copied from "
+                  f"{spec.root}; {len(questions)} questions from {GOLD_FOLDER.name}")
+            results = {backend: run(args, backend, spec, corpus, questions) for backend in backends}
+        summary(results, spec, corpus, version, questions, args.repeat)
+        every[name] = results
     print(f"\nlexical search top {SPEED_K}, convener/bm25s queries/s (target >= 1.0, same run):")
-    for backend, result in results.items():
-        if result.speed:
-            print(f"  ratio {backend}: {result.speed[0] / result.speed[1]:.2f}")
+    for name, results in every.items():
+        print(f"  {name}:")
+        for backend, result in results.items():
+            if result.speed:
+                print(f"  ratio {backend}: {result.speed[0] / result.speed[1]:.2f}")
     sys.stdout.flush()
 
 

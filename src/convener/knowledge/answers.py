@@ -1,10 +1,12 @@
 """Grounded answers from retrieved passages.
 
-Offline (no model configured) the answer is extractive: the sentences of the passages that best cover the
-question's terms, copied verbatim and traceable to a byte range of a referenced document, with an honest
-"not found" when they do not cover enough of it. Terms are weighted by how rare they are among the
-candidate sentences, so a question about something the documentation never mentions ("Kubernetes
-ingress") finds its rare terms uncovered and is not answered from a passage that only shares the filler.
+Offline (no model configured) the answer is extractive: sentences of the passages, copied verbatim and
+traceable to a byte range of a referenced document, with an honest "not found" when no page supports
+enough of the question. The pages of the passages compete: each question word weighs its rarity over the
+whole index (``Evidence``), so a question about something the documentation never mentions ("Kubernetes
+ingress") finds its rarest words uncovered and is not answered from a passage that only shares the filler;
+a page's support is the weighted share of the question its passages and title hold. The best-supported page
+is quoted first and referenced first; words of the question no page uses are named after the quotes.
 
 With a model, the answer is generated from the numbered passages and then checked: every sentence must be
 supported by one passage (most of its words found there), unsupported sentences are dropped, and if none
@@ -13,22 +15,50 @@ survive the extractive answer is given instead.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from convener.api.errors import ApiError
 from convener.knowledge.models import Citation, CitationSource
-from convener.knowledge.text import sentences, stems, words
+from convener.knowledge.text import STOPWORDS, sentences, stem, stems, words
 from convener.llm.base import ChatMessage, ModelProvider
 
 OFFLINE_NOTE = ("Offline extractive answer (no language model is configured): the sentences below are quoted "
                 "verbatim from the referenced documents.")
 NOT_FOUND = "Not found in the indexed documentation: no passage supports an answer to this question."
 MAX_SENTENCES = 3
-MIN_COVERAGE = 0.5
-"""Share of the question's (rarity-weighted) terms the chosen sentences must contain to count as an answer."""
+MIN_COVERAGE = 0.55
+"""Share of the question's (rarity-weighted) words the best page must hold to count as an answer. Set on the
+tuning questions of ``benchmarks/knowledge_gold/``: their out-of-scope questions' best pages hold at most 0.52."""
+UNSUPPORTED_NOTE = "\n\nNot supported by these passages: "
+"""Ends an answer that rests on only part of the question, naming the question's words it could not support."""
+# How a page's support and score are made (weights chosen on the same tuning questions):
+TITLE_WEIGHT = 0.6
+"""A page whose title names the question's words ranks higher ("Tcl interface" for "SQLite from Tcl")..."""
+TITLE_SUPPORT = 0.7
+"""...and counts as supporting more of the question: its every passage is about what the title says."""
+SIMILARITY_WEIGHT = 0.0
+"""With embeddings, a page's closest passage's cosine to the question could add to its rank: it does not help
+on the tuning questions, as the fused ranking already holds it..."""
+SIMILARITY_SUPPORT = 1.0
+"""...but its excess over ``SIMILARITY_BASE`` adds to the page's support: a passage that says the same in other
+words supports the question though it shares few of its words (set on git-doc's tuning questions alone: the
+SQLite set was not embedded)."""
+SIMILARITY_BASE = 0.5
+PASSAGE_SHARE = 0.5
+"""Support is this share of the best passage's coverage plus the rest of all the page's passages' together:
+a focused passage beats words scattered over a long page, yet a page that holds everything counts."""
+RANK_WEIGHT = 0.3
+"""Retrieval's order still counts, as 1 / (1 + the page's first rank)."""
+OTHER_PAGE_FACTOR = 0.5
+"""Sentences of the next two pages are worth this much of the best page's: quoted only for what it lacks."""
+MIN_GAIN = 0.05
+"""A further sentence must add this share of the question."""
+MIN_MISSING = 0.1
+"""A missing word is named when it weighs at least this share of the question."""
 MIN_SUPPORT = 0.7
 """Share of a generated sentence's words one passage must contain for the sentence to be kept."""
 _MIN_WORDS = 4
@@ -46,6 +76,8 @@ class Passage:
     """Where ``content`` begins in the document's UTF-8 content."""
     heading: str = ""
     """The chunk's title and section path: what its sentences are about, though they need not repeat it."""
+    similarity: float | None = None
+    """The cosine of the chunk's embedding to the question's, when the index has vectors."""
 
 
 @dataclass(frozen=True)
@@ -67,35 +99,116 @@ class _Sentence:
     "The default is 50 GB." under "Storage quota" answers a question about the storage quota."""
 
 
-def extractive_answer(query: str, passages: Sequence[Passage]) -> Answer:
+@dataclass(frozen=True)
+class Evidence:
+    """What the whole index says about a question, beside the passages retrieved for it."""
+
+    rarity: Mapping[str, float]
+    """Stem of each question word -> its inverse document frequency over every chunk of the index: a word no
+    page uses weighs most, so "MongoDB" in a question about a SQLite manual must be covered for an answer."""
+    absent: frozenset[str] = frozenset()
+    """Stems of the question's words that no chunk of the index holds."""
+
+
+def extractive_answer(query: str, passages: Sequence[Passage], evidence: Evidence | None = None) -> Answer:
     candidates = _candidates(passages)
     wanted = _content_stems(query)
     if not wanted or not candidates:
         return _not_found()
-    frequency = {term: sum(term in sentence.stems for sentence in candidates) for term in wanted}
-    weight = {term: math.log(1 + len(candidates) / (1 + frequency[term])) for term in wanted}
+    weight = _weights(wanted, candidates, evidence)
     total = sum(weight.values())
+    ranking = _documents(passages, candidates, wanted, weight, total, evidence)
+    best = ranking[0]
+    if best.support < MIN_COVERAGE:
+        return _not_found()
+    # Sentences of the best-supported page first; others only for words that page does not cover.
+    preference = {doc.name: (1.0 if index == 0 else OTHER_PAGE_FACTOR) for index, doc in enumerate(ranking[:3])}
     chosen: list[_Sentence] = []
     covered: set[str] = set()
     while len(chosen) < MAX_SENTENCES:
-        best, best_gain = None, 0.0
+        choice, choice_gain = None, 0.0
         for sentence in candidates:
-            if sentence in chosen:
+            factor = preference.get(passages[sentence.passage].document, 0.0)
+            if sentence in chosen or not factor or (not chosen and factor < 1.0):
                 continue
-            gain = sum(weight[t] for t in (sentence.stems & wanted) - covered) / total
+            gain = sum(weight[t] for t in (sentence.stems & wanted) - covered) / total * factor
             # Earlier passages rank higher: a small preference settles near-ties in their favour.
             gain += 0.05 / (1 + sentence.passage) if gain else 0.0
-            if gain > best_gain:
-                best, best_gain = sentence, gain
-        if best is None:
+            if gain > choice_gain:
+                choice, choice_gain = sentence, gain
+        if choice is None or (chosen and choice_gain < MIN_GAIN):
             break
-        chosen.append(best)
-        covered |= best.stems & wanted
-    coverage = sum(weight[t] for t in covered) / total
-    if coverage < MIN_COVERAGE:
+        chosen.append(choice)
+        covered |= choice.stems & wanted
+    if not chosen:
         return _not_found()
-    chosen.sort(key=lambda s: (s.passage, s.start))
-    return _compose(OFFLINE_NOTE + "\n\n", [(s.text, [s]) for s in chosen], passages)
+    order = {doc.name: index for index, doc in enumerate(ranking)}
+    chosen.sort(key=lambda s: (order[passages[s.passage].document], s.passage, s.start))
+    answer = _compose(OFFLINE_NOTE + "\n\n", [(s.text, [s]) for s in chosen], passages)
+    # Words the documentation never uses (not filler it merely words differently), and that weigh enough
+    # to change what the question asks: the part of it this answer does not rest on.
+    seen = set().union(*(document.stems for document in ranking))
+    absent = evidence.absent if evidence is not None else frozenset()
+    missing = [word for word, term in _question_words(query).items()
+               if term in wanted and term in absent and term not in seen and "'" not in word
+               and weight[term] / total >= MIN_MISSING]
+    if missing:
+        return Answer(answer.text + UNSUPPORTED_NOTE + ", ".join(f'"{word}"' for word in missing) + ".",
+                      answer.references, answer.citations, True)
+    return answer
+
+
+@dataclass(frozen=True)
+class _Document:
+    name: str
+    score: float
+    support: float
+    """The rarity-weighted share of the question's words the page's passages hold (with their headings): its
+    best passage's share and all of its passages' together, averaged."""
+    stems: frozenset[str]
+
+
+def _weights(wanted: set[str], candidates: Sequence[_Sentence], evidence: Evidence | None) -> dict[str, float]:
+    if evidence is not None and evidence.rarity:
+        top = max(evidence.rarity.values())
+        return {term: evidence.rarity.get(term, top) for term in wanted}
+    frequency = {term: sum(term in sentence.stems for sentence in candidates) for term in wanted}
+    return {term: math.log(1 + len(candidates) / (1 + frequency[term])) for term in wanted}
+
+
+def _documents(passages: Sequence[Passage], candidates: Sequence[_Sentence], wanted: set[str],
+               weight: Mapping[str, float], total: float, evidence: Evidence | None) -> list[_Document]:
+    """The pages of the passages, best first: how much of the question they cover, whether their title names
+    it, and how high retrieval ranked them."""
+    held: dict[int, set[str]] = {index: stems(passage.heading) & wanted for index, passage in enumerate(passages)}
+    for sentence in candidates:
+        held[sentence.passage].update(sentence.stems & wanted)
+    pages: dict[str, tuple[int, float, set[str]]] = {}  # first rank, best passage's support, words held
+    closeness: dict[str, float] = {}
+    for index, passage in enumerate(passages):
+        support = sum(weight[t] for t in held[index]) / total
+        rank, best, terms = pages.get(passage.document, (index, 0.0, set()))
+        pages[passage.document] = (rank, max(best, support), terms | held[index])
+        if passage.similarity is not None:
+            closeness[passage.document] = max(closeness.get(passage.document, -1.0), passage.similarity)
+    titles = {passage.document: stems(passage.heading.split(" › ")[0]) for passage in reversed(passages)}
+    found = []
+    for name, (rank, support, terms) in pages.items():
+        title = sum(weight[t] for t in titles[name] & wanted) / total
+        union = sum(weight[t] for t in terms) / total
+        support = PASSAGE_SHARE * support + (1 - PASSAGE_SHARE) * union + TITLE_SUPPORT * title
+        score = support + TITLE_WEIGHT * title + RANK_WEIGHT / (1 + rank)
+        if name in closeness:
+            score += SIMILARITY_WEIGHT * closeness[name]
+            support += SIMILARITY_SUPPORT * (closeness[name] - SIMILARITY_BASE)
+        found.append(_Document(name, score, support, frozenset(terms)))
+    found.sort(key=lambda d: (-d.score, pages[d.name][0]))
+    return found
+
+
+def _question_words(query: str) -> dict[str, str]:
+    """Each content word of the question, as written, with its stem."""
+    return {word: stem(word) for word in words(query) if word not in STOPWORDS and len(word) > 1}
 
 
 def generated_answer(provider: ModelProvider, query: str, passages: Sequence[Passage]) -> Answer | None:
@@ -148,16 +261,23 @@ def _support(sentence: str, pool: Sequence[_Sentence], cited: set[int]) -> list[
 
 
 def _candidates(passages: Sequence[Passage]) -> list[_Sentence]:
-    found: list[_Sentence] = []
-    for index, passage in enumerate(passages):
-        context = stems(passage.heading)
-        headings = [(match.start(), stems(match.group(1))) for match in _HEADING.finditer(passage.content)]
-        for start, end in sentences(passage.content):
-            text = passage.content[start:end]
-            if len(text) <= _MAX_SENTENCE_CHARACTERS and len(words(text)) >= _MIN_WORDS:
-                section = next((words for at, words in reversed(headings) if at < start), set())
-                found.append(_Sentence(index, start, end, text, frozenset(stems(text) | context | section)))
-    return found
+    return [_Sentence(index, start, end, text, terms) for index, passage in enumerate(passages)
+            for start, end, text, terms in _quotable(passage.content, passage.heading)]
+
+
+@functools.lru_cache(maxsize=2048)
+def _quotable(content: str, heading: str) -> tuple[tuple[int, int, str, frozenset[str]], ...]:
+    """The sentences of a chunk worth quoting, with their words and their headings'. Cached: the same chunks
+    come back for neighbouring questions, and cutting and stemming them is most of an answer's cost."""
+    context = stems(heading)
+    headings = [(match.start(), stems(match.group(1))) for match in _HEADING.finditer(content)]
+    found = []
+    for start, end in sentences(content):
+        text = content[start:end]
+        if len(text) <= _MAX_SENTENCE_CHARACTERS and len(words(text)) >= _MIN_WORDS:
+            section = next((words for at, words in reversed(headings) if at < start), set())
+            found.append((start, end, text, frozenset(stems(text) | context | section)))
+    return tuple(found)
 
 
 def _content_stems(text: str) -> set[str]:

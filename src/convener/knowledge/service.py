@@ -8,6 +8,7 @@ and delete is decided by scopes at the tool layer, and which folders the ingest 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.knowledge import retrieval
-from convener.knowledge.answers import Answer, Passage, extractive_answer, generated_answer
+from convener.knowledge.answers import Answer, Evidence, Passage, extractive_answer, generated_answer
 from convener.knowledge.embeddings import Embedder
 from convener.knowledge.lexicon import Connect, Hit, LexicalIndex, bump_generation
 from convener.knowledge.ingest import Ingestor, IngestPlan, Progress, StopRequested
@@ -36,7 +37,7 @@ from convener.knowledge.models import (
 )
 from convener.knowledge.names import check_name
 from convener.knowledge.tables import chunks, data_sources, documents
-from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms
+from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms, stem
 from convener.llm.base import ModelProvider
 from convener.outside.gate import Gate
 from convener.store.database import Database
@@ -48,6 +49,11 @@ MAX_PAGE_SIZE = 100
 MAX_NAMES = 20
 MAX_DELETE_NAMES = 1000
 ANSWER_PASSAGES = 6
+"""Passages a model is given to answer from."""
+ANSWER_WINDOW = 20
+"""Passages the offline answer weighs: their pages compete on how much of the question each supports."""
+RARITY_DEPTH = 200
+"""How many of a word's chunks are counted for its rarity; a word in more is common either way."""
 
 FILTER_FIELDS = {
     "data_source": FilterField(documents.c.data_source, FieldType.STRING),
@@ -206,23 +212,52 @@ class KnowledgeService:
         terms = _check_query(query)
         with self.database.reading() as connection:
             mode = self._mode(Connect.given(connection), "auto")
-            ranked = self._ranking(connection, mode, query, terms, None, retrieval.FUSION_WINDOW)[:ANSWER_PASSAGES]
-            passages = self._passages(connection, ranked)
+            depth = retrieval.FUSION_WINDOW
+            similarity: dict[int, float] = {}
+            if mode == "lexical":
+                ranked = self._ranking(connection, mode, query, terms, None, depth)[:ANSWER_WINDOW]
+            else:
+                assert self.vectors is not None
+                semantic = self.vectors.search(connection, query, None, depth)
+                similarity = {r.row_id: r.score for r in semantic}
+                ranked = retrieval.fuse([self._lexical(connection, terms, None, depth), semantic])[:ANSWER_WINDOW]
+            passages = self._passages(connection, ranked, similarity)
+            evidence = self._evidence(connection, terms)
         provider = self.provider()
         if provider is not None and passages:
-            generated = generated_answer(provider, query, passages)
+            generated = generated_answer(provider, query, passages[:ANSWER_PASSAGES])
             if generated is not None:
                 return generated
-        return extractive_answer(query, passages)
+        return extractive_answer(query, passages, evidence)
 
-    def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked]) -> list[Passage]:
+    def _evidence(self, connection: Connection, terms: Sequence[str]) -> Evidence:
+        """The IDF of each query word over every chunk, under the answer composer's stem of it, and the words
+        no chunk holds. A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``:
+        beyond that a word is common, and its exact count would not change how little it weighs."""
+        total = int(connection.execute(select(func.count()).select_from(chunks)).scalar_one())
+        rarity: dict[str, float] = {}
+        absent: set[str] = set()
+        for term in terms:
+            frequency = len(self._lexical(connection, [term], None, RARITY_DEPTH))
+            idf = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+            key = stem(term)
+            rarity[key] = max(rarity.get(key, 0.0), idf)
+            if not frequency:
+                absent.add(key)
+        return Evidence(rarity, frozenset(absent))
+
+    def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked],
+                  similarity: dict[int, float] | None = None) -> list[Passage]:
         if not ranked:
             return []
         rows = {row.row_id: row for row in connection.execute(
             select(chunks.c.row_id, chunks.c.content, chunks.c.start_byte, chunks.c.heading, documents.c.name)
             .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
             .where(chunks.c.row_id.in_([r.row_id for r in ranked])))}
-        return [Passage(rows[r.row_id].name, rows[r.row_id].content, rows[r.row_id].start_byte, rows[r.row_id].heading)
+        # A passage beyond the semantic window is no closer to the question than the last one in it.
+        floor = min(similarity.values(), default=0.0) if similarity else 0.0
+        return [Passage(rows[r.row_id].name, rows[r.row_id].content, rows[r.row_id].start_byte, rows[r.row_id].heading,
+                        similarity.get(r.row_id, floor) if similarity else None)
                 for r in ranked if r.row_id in rows]
 
     # -- administration ------------------------------------------------------------------------------

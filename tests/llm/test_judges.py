@@ -49,7 +49,7 @@ ORDER_CONTEXT = [
 
 @pytest.fixture
 def offline() -> OfflineJudge:
-    return OfflineJudge()
+    return OfflineJudge("off")
 
 
 # -- offline: similarity ----------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_hedging_and_extra_figures_are_not_fully_consistent(offline: OfflineJudg
 
 def test_an_empty_or_unrelated_answer_scores_zero(offline: OfflineJudge) -> None:
     assert offline.similarity(REFUND, "").score == 0
-    assert offline.similarity(REFUND, "   ").explanation == "Offline judge: the response is empty."
+    assert offline.similarity(REFUND, "   ").explanation == "Offline judge: by words: the response is empty."
     assert offline.similarity(REFUND, "Our stores open at 9 am on weekdays.").score == 0
 
 
@@ -238,7 +238,7 @@ def test_every_offline_explanation_names_the_judge(offline: OfflineJudge) -> Non
 
 
 def test_the_offline_judge_is_deterministic() -> None:
-    first, second = OfflineJudge(), OfflineJudge()
+    first, second = OfflineJudge("off"), OfflineJudge("off")
     actual = "I believe about $45.90 went back to the Visa ending 4821, probably within a week."
 
     verdicts = {

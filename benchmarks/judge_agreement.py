@@ -70,7 +70,7 @@ def ask(judge: Judge, item: dict[str, Any]) -> Outcome:
 
 
 def measure(judge: Judge, items: Sequence[dict[str, Any]], workers: int) -> list[Outcome]:
-    if isinstance(judge, OfflineJudge):
+    if isinstance(judge, OfflineJudge) and judge.embeddings:
         # The offline judge embeds the similarity items' texts in one batch first, as a caller judging many
         # pairs would.
         judge.cosines([(item["expected"], item["actual"]) for item in items

@@ -1048,6 +1048,11 @@ class OfflineJudge:
         return [float(vectors[expected[:MAX_EMBEDDED]] @ vectors[actual[:MAX_EMBEDDED]])
                 for expected, actual in pairs]
 
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` in one batch now (when embeddings are on), for similarities asked later."""
+        if self.embeddings and texts:
+            self.cosines([(text, text) for text in texts])
+
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         """:meth:`similarity` of many pairs, their texts embedded in one batch."""
         if self.embeddings:

@@ -281,7 +281,7 @@ def test_the_labelled_set_is_well_formed() -> None:
 
 
 def test_the_offline_judge_agrees_with_the_labels_often_enough(offline: OfflineJudge) -> None:
-    # Measured (words only): similarity exact 49%, within ±1 76% (other-language answers, which a
+    # Measured (words only): similarity exact 49%, within ±1 76% (missing most other-language answers, which a
     # lexical judge cannot read); hallucination exact 72%. The floors leave a margin for rule changes.
     items = _labelled()
     similarity = [

@@ -38,6 +38,10 @@ POSTGRES_URL = os.environ.get("CONVENER_TEST_DATABASE_URL")
 # The suite calls every tool through /mcp, which serves the everyday toolsets unless told otherwise;
 # tests/test_tool_surface.py names the setting explicitly where the default is what it checks.
 os.environ["CONVENER_TOOLSETS"] = "all"
+# The offline judge's similarity is read by words across the suite: its assertions were written for that
+# reading, and loading the embedding model would cost every test process seconds. The tests of the
+# embedding reading (tests/llm/test_similarity_embeddings.py and an evaluation run there) ask for it.
+os.environ.setdefault("CONVENER_JUDGE_EMBEDDINGS", "off")
 
 _COMPILED: dict[str, Any] = {}
 _compile_validator = ClientSession._output_schema_validator

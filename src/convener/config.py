@@ -74,6 +74,11 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(default=None, description="API key of the provider, if it needs one.")
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Deadline of one model call.")
     llm_max_retries: int = Field(default=3, ge=0, le=10, description="Retries, with backoff, on 429 and 5xx.")
+    judge_embeddings: Literal["auto", "off"] = Field(
+        default="auto",
+        description="The offline judge's similarity with local sentence embeddings: auto uses them when the "
+                    "embeddings extra is installed; off reads words alone.",
+    )
     jobs: Literal["inline", "procrastinate"] = Field(
         default="inline",
         description="Where work that outlives a request (evaluation results, ingests) is queued: inline, in the "

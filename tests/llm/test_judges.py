@@ -49,7 +49,7 @@ ORDER_CONTEXT = [
 
 @pytest.fixture
 def offline() -> OfflineJudge:
-    return OfflineJudge()
+    return OfflineJudge("off")
 
 
 # -- offline: similarity ----------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_hedging_and_extra_figures_are_not_fully_consistent(offline: OfflineJudg
 
 def test_an_empty_or_unrelated_answer_scores_zero(offline: OfflineJudge) -> None:
     assert offline.similarity(REFUND, "").score == 0
-    assert offline.similarity(REFUND, "   ").explanation == "Offline judge: the response is empty."
+    assert offline.similarity(REFUND, "   ").explanation == "Offline judge: by words: the response is empty."
     assert offline.similarity(REFUND, "Our stores open at 9 am on weekdays.").score == 0
 
 
@@ -238,7 +238,7 @@ def test_every_offline_explanation_names_the_judge(offline: OfflineJudge) -> Non
 
 
 def test_the_offline_judge_is_deterministic() -> None:
-    first, second = OfflineJudge(), OfflineJudge()
+    first, second = OfflineJudge("off"), OfflineJudge("off")
     actual = "I believe about $45.90 went back to the Visa ending 4821, probably within a week."
 
     verdicts = {
@@ -281,7 +281,7 @@ def test_the_labelled_set_is_well_formed() -> None:
 
 
 def test_the_offline_judge_agrees_with_the_labels_often_enough(offline: OfflineJudge) -> None:
-    # Measured: similarity exact 46%, within ±1 74% (84% without the other-language answers, which a
+    # Measured (words only): similarity exact 49%, within ±1 76% (missing most other-language answers, which a
     # lexical judge cannot read); hallucination exact 72%. The floors leave a margin for rule changes.
     items = _labelled()
     similarity = [

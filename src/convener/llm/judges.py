@@ -18,7 +18,8 @@ seed 001's definitions:
 ``judge.with_samples(n)`` is the same judge taking ``n`` samples per question (a SPEED_OPTIMIZED scenario
 run asks with 1); a deterministic judge is its own variant.
 
-``OfflineJudge`` is deterministic and needs nothing; ``ModelJudge`` asks the configured model provider.
+``OfflineJudge`` is deterministic and runs locally (its similarity reads sentence embeddings when the
+``embeddings`` extra is installed, words otherwise); ``ModelJudge`` asks the configured model provider.
 Every explanation says which judge gave it. :func:`judge_from` picks one. The two judges live in
 :mod:`convener.llm.offline_judge` and :mod:`convener.llm.model_judge` (which import this module for
 :class:`Verdict` and the labels) and are re-exported from here, loaded on first use.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from convener.llm.base import ModelProvider
@@ -95,12 +96,13 @@ class Judge(Protocol):
         ...
 
 
-def judge_from(provider: ModelProvider | None) -> Judge:
-    """A :class:`ModelJudge` asking ``provider``, or the :class:`OfflineJudge` when there is none."""
+def judge_from(provider: ModelProvider | None, embeddings: Literal["auto", "off"] = "auto") -> Judge:
+    """A :class:`ModelJudge` asking ``provider``, or the :class:`OfflineJudge` when there is none (reading
+    similarity with sentence embeddings too unless ``embeddings`` is off or the extra is not installed)."""
     if provider is None:
         from convener.llm.offline_judge import OfflineJudge
 
-        return OfflineJudge()
+        return OfflineJudge(embeddings)
     from convener.llm.model_judge import ModelJudge
 
     return ModelJudge(provider)
@@ -109,8 +111,10 @@ def judge_from(provider: ModelProvider | None) -> Judge:
 class JudgeOf:
     """The judge of the configured provider, made once per provider so that its cache serves every run."""
 
-    def __init__(self, provider: Callable[[], ModelProvider | None]) -> None:
+    def __init__(self, provider: Callable[[], ModelProvider | None],
+                 embeddings: Literal["auto", "off"] = "auto") -> None:
         self.provider = provider
+        self.embeddings: Literal["auto", "off"] = embeddings
         self._made: tuple[ModelProvider | None, Judge] | None = None
         self._lock = threading.Lock()
 
@@ -118,7 +122,7 @@ class JudgeOf:
         provider = self.provider()
         with self._lock:
             if self._made is None or self._made[0] is not provider:
-                self._made = (provider, judge_from(provider))
+                self._made = (provider, judge_from(provider, self.embeddings))
             return self._made[1]
 
 

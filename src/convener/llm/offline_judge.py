@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
 
 from convener.llm.judges import (
     CRITERION_LABELS,
@@ -393,26 +396,74 @@ COVERAGE_FLOORS = ((4, 0.8), (3, 0.6), (2, 0.4), (1, 0.2), (0, 0.0))
 """Score given by coverage (share of the expected concepts and figures found), before the caps."""
 
 
-def similarity(expected: str, actual: str) -> Verdict:
-    """How consistent ``actual`` is with ``expected``, 0-4.
+def similarity(expected: str, actual: str, cosine: float | None = None) -> Verdict:
+    """How consistent ``actual`` is with ``expected``, 0-4, read from words (and, given the ``cosine`` of the
+    two texts' sentence embeddings, from meaning too); then capped by changed facts.
 
-    Coverage is the share of ``expected``'s concepts and figures (figures weigh double) found in
+    Words: coverage is the share of ``expected``'s concepts and figures (figures weigh double) found in
     ``actual``; it maps to 4 (≥ 0.8), 3 (≥ 0.6), 2 (≥ 0.4), 1 (≥ 0.2) or 0. Then: an answer that is mostly
     new material (under half of its concepts shared), that states figures the expected one does not, or
     that hedges ("might", "I think") where the expected one is plain is at most 3; an expected figure
     that is missing caps the score at 2; an expected figure replaced by a different one of the same
     kind, or a shared word negated on one side only, is a contradiction: 1 if the rest agrees well
     (coverage ≥ 0.6), else 0. An empty answer is 0, an identical one (after normalisation) 4.
+
+    Meaning (when ``cosine`` is given): unless the answer is mostly the expected one's own words (then it
+    is an omission or a reordering, which words read well and embeddings do not), the score is the higher
+    of the words' score and the cosine's (:data:`COSINE_FLOORS`), so that a paraphrase sharing few words
+    scores what it means.
+
+    Changed facts (:func:`convener.llm.facts.conflicts`), read either way: when the answer contradicts a
+    fact of the expected one (a status, number, amount, name, date or identifier changed, a negation
+    flipped), the score is at most 1, whatever the overlap, and the explanation names the fact.
     """
+    from convener.llm.facts import added_figures, conflicts, missing_figures
+
+    how = "by words" if cosine is None else f"by sentence embeddings ({EMBEDDING_MODEL}, cosine {cosine:.2f}) and words"
     if not actual.strip():
-        return _similarity(0, "the response is empty")
-    want, got = read(expected), read(actual)
+        return _similarity(0, f"{how}: the response is empty")
+    want, got = read(expected[:MAX_READ]), read(actual[:MAX_READ])
     if _squash(want.plain) == _squash(got.plain):
-        return _similarity(4, "the response is the expected one, up to case and punctuation")
+        return _similarity(4, f"{how}: the response is the expected one, up to case and punctuation")
     if not want.concepts and not want.figures:
         score = 4 if not got.concepts and not got.figures else 3
-        return _similarity(score, "the expected response has no content words or figures to compare")
+        return _similarity(score, f"{how}: the expected response has no content words or figures to compare")
+    score, reasons, precision, coverage = _by_words(want, got)
+    if cosine is not None and precision < OWN_WORDS:
+        meant = next(score for score, floor in COSINE_FLOORS if cosine >= floor)
+        if meant > score:
+            reasons = [f"the meaning agrees more than the words (words alone: {score}; {'; '.join(reasons)})"]
+            score = meant
+            if score == 4 and (added_figures(expected, actual) or (got.hedged and not want.hedged)):
+                score = 3
+                reasons.append("the response adds figures or hedges where the expected one is plain")
+            missing = missing_figures(expected, actual)
+            if missing and score > 2:
+                score = 2
+                reasons.append(f"missing: {_names(missing)}")
+    changed = conflicts(expected, actual)
+    if changed:
+        cap = 1 if (cosine if cosine is not None else coverage) >= 0.6 else 0
+        if score > cap:
+            score = cap
+        reasons.append("changed fact: " + "; ".join(conflict.describe() for conflict in changed))
+    return _similarity(score, f"{how}: " + "; ".join(reasons))
 
+
+MAX_READ = 100_000
+"""Characters of each text the similarity reads (bounded work on hostile input)."""
+EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+COSINE_FLOORS = ((4, 0.75), (3, 0.65), (2, 0.5), (1, 0.35), (0, -1.0))
+"""Score given by the cosine of the two texts' MiniLM embeddings, calibrated on
+tests/data/judge_pairs/tuning.jsonl: paraphrases there embed at 0.70-0.91 (most above 0.76), unrelated
+answers below 0.4."""
+OWN_WORDS = 0.8
+"""An answer whose content words are at least this share the expected one's is read by words alone: it is
+the expected text cut or reordered, where coverage tells omissions apart and cosines stay high."""
+
+
+def _by_words(want: Reading, got: Reading) -> tuple[int, list[str], float, float]:
+    """The words' score, its reasons, the share of the answer's concepts the expected text has, coverage."""
     missing = [figure for figure in want.figures if not found(figure, got.figures)]
     extra = [figure for figure in got.figures if not found(figure, want.figures)]
     conflicting = [figure for figure in missing if any(other.kind == figure.kind for other in extra)]
@@ -450,7 +501,7 @@ def similarity(expected: str, actual: str) -> Verdict:
     elif missing:
         score = min(score, 2)
         reasons.append(f"missing: {_names(missing)}")
-    return _similarity(score, "; ".join(reasons))
+    return score, reasons, precision, coverage
 
 
 def _flipped(want: Reading, got: Reading, shared: frozenset[str]) -> frozenset[str]:
@@ -945,13 +996,68 @@ def _user_goal(score: int, why: str) -> Verdict:
 # -- the judge --------------------------------------------------------------------------------------
 
 
+CACHED_VECTORS = 4096
+"""Texts whose embeddings a judge keeps (384 floats each: about 6 MB)."""
+MAX_EMBEDDED = 4_000
+"""Characters of a text given to the embedding model: MiniLM reads 256 word pieces (about 1,000
+characters) anyway, so a longer text costs tokenising only."""
+
+
 class OfflineJudge:
     """The :class:`~convener.llm.judges.Judge` that reads words and figures (see the module docstring)."""
 
     name = "offline"
 
+    def __init__(self, embeddings: Literal["auto", "off"] = "auto") -> None:
+        # The switch: "off" reads words only, as when the embeddings extra is not installed.
+        from convener.sentence_embeddings import available
+
+        self.embeddings = embeddings == "auto" and available()
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def reading(self) -> str:
+        """How similarity is read, for reports."""
+        if self.embeddings:
+            return f"sentence embeddings ({EMBEDDING_MODEL}, local) and words"
+        return "words (sentence embeddings off or not installed)"
+
     def similarity(self, expected: str, actual: str) -> Verdict:
-        return similarity(expected, actual)
+        if not self.embeddings or not actual.strip() or not expected.strip():
+            return similarity(expected, actual)
+        return similarity(expected, actual, self.cosines([(expected, actual)])[0])
+
+    def cosines(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """The cosine of each pair's embeddings; every text not embedded yet is embedded in one batch, and
+        the last :data:`CACHED_VECTORS` texts' vectors are kept (an evaluation asks about the same expected
+        responses run after run)."""
+        from convener.sentence_embeddings import MiniLMEmbedder
+
+        with self._lock:
+            wanted = list(dict.fromkeys(text[:MAX_EMBEDDED] for pair in pairs for text in pair))
+            new = [text for text in wanted if text not in self._vectors]
+            if new:
+                for text, vector in zip(new, MiniLMEmbedder().embed(new), strict=True):
+                    self._vectors[text] = vector
+            for text in wanted:
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > CACHED_VECTORS:
+                self._vectors.popitem(last=False)
+            vectors = {text: self._vectors[text] for text in wanted}
+        return [float(vectors[expected[:MAX_EMBEDDED]] @ vectors[actual[:MAX_EMBEDDED]])
+                for expected, actual in pairs]
+
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` in one batch now (when embeddings are on), for similarities asked later."""
+        if self.embeddings and texts:
+            self.cosines([(text, text) for text in texts])
+
+    def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """:meth:`similarity` of many pairs, their texts embedded in one batch."""
+        if self.embeddings:
+            self.cosines([(e, a) for e, a in pairs if e.strip() and a.strip()])
+        return [self.similarity(expected, actual) for expected, actual in pairs]
 
     def hallucination(self, response: str, context: Sequence[str]) -> Verdict:
         return hallucination(response, context)

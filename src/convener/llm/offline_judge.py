@@ -23,7 +23,7 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
@@ -396,7 +396,7 @@ COVERAGE_FLOORS = ((4, 0.8), (3, 0.6), (2, 0.4), (1, 0.2), (0, 0.0))
 """Score given by coverage (share of the expected concepts and figures found), before the caps."""
 
 
-def similarity(expected: str, actual: str, cosine: float | None = None) -> Verdict:
+def similarity(expected: str, actual: str, cosine: float | Callable[[], float] | None = None) -> Verdict:
     """How consistent ``actual`` is with ``expected``, 0-4, read from words (and, given the ``cosine`` of the
     two texts' sentence embeddings, from meaning too); then capped by changed facts.
 
@@ -408,7 +408,8 @@ def similarity(expected: str, actual: str, cosine: float | None = None) -> Verdi
     kind, or a shared word negated on one side only, is a contradiction: 1 if the rest agrees well
     (coverage ≥ 0.6), else 0. An empty answer is 0, an identical one (after normalisation) 4.
 
-    Meaning (when ``cosine`` is given): unless the answer is mostly the expected one's own words (then it
+    Meaning (when ``cosine`` is given, as a value or as the function that embeds both texts, called only when
+    the words leave the meaning open, so an answer in the expected words costs no model call): unless the answer is mostly the expected one's own words (then it
     is an omission or a reordering, which words read well and embeddings do not), the score is the higher
     of the words' score and the cosine's (:data:`COSINE_FLOORS`), so that a paraphrase sharing few words
     scores what it means.
@@ -419,7 +420,7 @@ def similarity(expected: str, actual: str, cosine: float | None = None) -> Verdi
     """
     from convener.llm.facts import added_figures, conflicts, missing_figures
 
-    how = "by words" if cosine is None else f"by sentence embeddings ({EMBEDDING_MODEL}, cosine {cosine:.2f}) and words"
+    how = "by words"
     if not actual.strip():
         return _similarity(0, f"{how}: the response is empty")
     want, got = read(expected[:MAX_READ]), read(actual[:MAX_READ])
@@ -429,6 +430,10 @@ def similarity(expected: str, actual: str, cosine: float | None = None) -> Verdi
         score = 4 if not got.concepts and not got.figures else 3
         return _similarity(score, f"{how}: the expected response has no content words or figures to compare")
     score, reasons, precision, coverage = _by_words(want, got)
+    if callable(cosine):
+        cosine = cosine() if precision < OWN_WORDS else None
+    if cosine is not None:
+        how = f"by sentence embeddings ({EMBEDDING_MODEL}, cosine {cosine:.2f}) and words"
     if cosine is not None and precision < OWN_WORDS:
         meant = next(score for score, floor in COSINE_FLOORS if cosine >= floor)
         if meant > score:
@@ -1026,7 +1031,7 @@ class OfflineJudge:
     def similarity(self, expected: str, actual: str) -> Verdict:
         if not self.embeddings or not actual.strip() or not expected.strip():
             return similarity(expected, actual)
-        return similarity(expected, actual, self.cosines([(expected, actual)])[0])
+        return similarity(expected, actual, lambda: self.cosines([(expected, actual)])[0])
 
     def cosines(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """The cosine of each pair's embeddings; every text not embedded yet is embedded in one batch, and
@@ -1047,11 +1052,6 @@ class OfflineJudge:
             vectors = {text: self._vectors[text] for text in wanted}
         return [float(vectors[expected[:MAX_EMBEDDED]] @ vectors[actual[:MAX_EMBEDDED]])
                 for expected, actual in pairs]
-
-    def embed_ahead(self, texts: Sequence[str]) -> None:
-        """Embed ``texts`` in one batch now (when embeddings are on), for similarities asked later."""
-        if self.embeddings and texts:
-            self.cosines([(text, text) for text in texts])
 
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         """:meth:`similarity` of many pairs, their texts embedded in one batch."""

@@ -44,7 +44,7 @@ from convener.ces.evaluation.models import (
 from convener.ces.evaluation.plans import ResultPlan
 from convener.ces.evaluation.replay import GoldenReplay, ShouldStop, never
 from convener.ces.evaluation.scenario_scoring import ScenarioScore, execution_mode, judge_for, score_scenario
-from convener.ces.evaluation.scoring import evaluation_outcome, score_golden_criteria, score_turn, similarity_texts
+from convener.ces.evaluation.scoring import evaluation_outcome, score_golden_criteria, score_turn
 from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFailure
 from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
 from convener.ces.models import Span
@@ -54,7 +54,6 @@ from convener.ces.tables import apps, evaluation_results, evaluation_runs
 from convener.jobs.model import Attempt, Payload, Task
 from convener.jobs.queue import Jobs
 from convener.llm.judges import Judge
-from convener.llm.offline_judge import OfflineJudge
 from convener.longrunning.models import Status
 from convener.longrunning.service import OperationService
 from convener.store.database import AnyRow, Database
@@ -250,8 +249,6 @@ class RunExecutor:
         replay = plan.replay()
         observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row), stop)
         judge = self.judge()
-        if isinstance(judge, OfflineJudge):
-            judge.embed_ahead(similarity_texts(evaluation.golden.turns or (), observed))
         golden = GoldenResult(
             # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
             turn_replay_results=[score_turn(turn, observed[index], evaluation, judge) if index < len(observed)

@@ -436,22 +436,6 @@ def _args_explanation(expected: dict[str, JsonValue], actual: dict[str, JsonValu
     return "; ".join(parts) + "."
 
 
-def similarity_texts(turns: Sequence[GoldenTurn], observed: Sequence[ObservedTurn]) -> list[str]:
-    """The texts :func:`score_turn` may compare for similarity over these turns: each replayed turn's agent
-    text and its expected agent responses (one by one and joined). A judge that embeds texts can embed them
-    all in one batch before the turns are scored (a text missed here is only embedded later, on its own)."""
-    texts: list[str] = []
-    for turn, seen_turn in zip(turns, observed, strict=False):
-        if seen_turn.turn is None:
-            continue
-        expected = [_text_of(step.expectation.agent_response) for step in turn.steps or []
-                    if step.expectation is not None and step.expectation.agent_response is not None]
-        actual = _seen(seen_turn.turn).agent_text
-        if expected and actual.strip():
-            texts.extend([*expected, "\n".join(expected), actual])
-    return [text for text in dict.fromkeys(texts) if text.strip()]
-
-
 def score_turn(turn: GoldenTurn, observed: ObservedTurn, evaluation: Evaluation, judge: Judge) -> TurnReplayResult:
     """The TurnReplayResult of one golden turn (see the module's rules)."""
     expectations = [step.expectation for step in turn.steps or [] if step.expectation is not None]

@@ -16,7 +16,19 @@ from convener.analytics.planner.vocabulary import (
     SUM,
     _TREND_WORDS,
     _UNSUPPORTED,
+    _BUCKETS,
+    _HIGH_WORDS,
+    _LOW_WORDS,
+    MAX,
+    MIN,
+    _TIME_HIGH,
+    _TIME_LOW,
+    _UNITS,
 )
+
+_COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
+_ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
+    - {"top", "bottom", "recent"}
 from convener.analytics.wording import Token, phrase, tokenize
 
 
@@ -78,8 +90,12 @@ def _unknown_words(reading: _Reading) -> list[str]:
         column = reading.table.column(name)
         if column is not None and column.description:
             vocabulary = vocabulary | set(phrase(column.description))
-    unknown = []
+    unknown = [*reading.unplaced]
+    structure = _unaccounted_structure(reading)
     for index, token in enumerate(reading.tokens):
+        if index in structure:
+            unknown.append(token.text)
+            continue
         if index in reading.used or token.kind != "word" or token.is_stopword:
             continue
         if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
@@ -89,6 +105,37 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         unknown.append(token.text)
     return unknown
+
+
+def _unaccounted_structure(reading: _Reading) -> set[int]:
+    """Where a word that changes the answer was left free by every reading step: a comparison ("more than
+    an hour late" with no number read), a superlative or ordinal with no ranking behind it ("the first
+    cancelled flight" listed unordered), a time bucket other than the one grouped by ("day of the week"
+    grouped by day; without a bucket "days" may just name the rows), an average of nothing, a unit with no number. Such words are not filler: ignored,
+    the plan would answer a broader question than the one asked."""
+    ranked = reading.top is not None or reading.order_measure is not None or reading.direction is not None \
+        or any(aggregate in (MIN, MAX) for _, aggregate in reading.measures)
+    found: set[int] = set()
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        word, before = token.norm, reading.norm(index - 1)
+        if word in _COMPARISON_WORDS and not (word == "than" and before in ("other", "rather")):
+            found.add(index)
+        elif word in _ORDER_WORDS and not ranked:
+            found.add(index)
+        elif word in _BUCKETS and reading.bucket is not None and _BUCKETS[word] != reading.bucket:
+            found.add(index)
+        elif word in ("average", "mean", "median", "avg"):
+            found.add(index)
+        elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index):
+            found.add(index)
+    return found
+
+
+def _after_number(reading: _Reading, index: int) -> bool:
+    """Whether a unit follows a number ("5,000 feet"), which a comparison or a ranking has read."""
+    return index > 0 and reading.tokens[index - 1].kind in ("number", "date")
 
 
 def _used_columns(reading: _Reading) -> set[str]:

@@ -491,8 +491,10 @@ def _read_measures(reading: _Reading) -> None:
         if mention.ambiguous:
             names = " or ".join((column.name, *mention.ambiguous))
             raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
-        agg = _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention) \
-            or (_aggregate_named(reading, mention) if reading.virtual(column.name) else None)
+        # A formula named with its aggregate ("the highest average speed") is that aggregate; a superlative
+        # before it then ranks the groups rather than replacing the aggregate it names.
+        agg = (_aggregate_named(reading, mention) if reading.virtual(column.name) else None) \
+            or _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention)
         if agg is None:
             global_agg = global_agg or [_global_aggregate(reading)]
             agg = global_agg[0]
@@ -505,13 +507,14 @@ def _read_measures(reading: _Reading) -> None:
 def _merge_adjacent_measures(reading: _Reading) -> None:
     """Two column phrases side by side name one measure: "manufacturing jobs" is the manufacturing column
     (not also the jobs total), "warmest temperature" is one column. The column's own name wins over a
-    glossary word; otherwise the first phrase does, and it takes the span of both."""
+    glossary word, and of two names the last, the head noun; it takes the span of both."""
     mentions = sorted((m for m in reading.mentions if _numeric_mention(reading, m.start) is m),
                       key=lambda m: m.start)
     for first, second in pairwise(mentions):
         if second.start != first.end or first not in reading.mentions or second not in reading.mentions:
             continue
-        keep = second if second.source == "name" and first.source != "name" else first
+        # Of two column names the last is the head of the compound ("flight distance" is a distance).
+        keep = second if second.source == "name" else first
         merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
         reading.mentions.remove(first)
         reading.mentions.remove(second)
@@ -774,5 +777,26 @@ def _read_leftover_columns(reading: _Reading) -> None:
     "name" was no key) only describe the rows; the glossary terms they came through still count as used."""
     for mention in list(reading.mentions):
         _note_term(reading, mention)
+        if not _describes_rows(reading, mention):
+            reading.unplaced.append(_text(reading, mention))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
+
+
+def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
+    """Whether a column named but not placed in the plan only describes the rows the plan reads anyway: a
+    column the plan uses elsewhere ("species except Gentoo"), the time column a bucket or date condition
+    reads ("per year of the egg date"), a phrase the catalog matched by a glossary or part of a name, or
+    the whole data at the end of the question ("… in the study"). Any other named column was asked about
+    and left out: the plan must say so rather than answer as if it had been used."""
+    column = mention.target.column
+    used = {*reading.keys, *(name for name, _ in reading.measures), *(f.column for f in reading.filters),
+            *reading.shown, *(name for name in (reading.order_measure, reading.distinct) if name)}
+    if column in used or mention.source != "name":
+        return True
+    times = {info.name for info in _time_columns(reading.table)}
+    if column in times and (reading.bucket is not None or any(f.column in times for f in reading.filters)
+                            or any(name in times for name, _ in reading.measures)):
+        return True
+    return mention.end == len(reading.tokens) and reading.norm(mention.start - 1) == "the" \
+        and reading.norm(mention.start - 2) in ("in", "of")

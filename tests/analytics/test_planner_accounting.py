@@ -69,3 +69,16 @@ def test_of_two_column_names_the_last_is_the_measure() -> None:
 def test_a_formula_named_with_its_average_keeps_it_under_a_superlative() -> None:
     made = plan("Which carrier has the highest average speed?")
     assert "AVG((distance / (air_time / 60)))" in made.sql and "ORDER BY 2 DESC LIMIT 1" in made.sql, made.sql
+
+
+@pytest.mark.parametrize("question", [
+    "How many flights were refunded?", "How many of the cancelled flights were overbooked?",
+    "What is the average distance of the damaged flights?",
+])
+def test_an_unknown_participle_that_is_the_condition_is_refused(question: str) -> None:
+    with pytest.raises(NoPlan, match="tells which rows"):
+        plan(question)
+
+
+def test_a_participle_of_how_the_data_holds_rows_is_not_a_condition() -> None:
+    assert plan("How many flights are listed?").sql.startswith("SELECT COUNT")

@@ -158,6 +158,31 @@ def _looks_like_name(reading: _Reading, word: str) -> bool:
 
 
 
+_BE = frozenset({"were", "was", "are", "is", "been", "being", "be", "got", "get", "gets"})
+_PRESENTED = frozenset({"listed", "included", "recorded", "observed", "measured", "counted", "tracked",
+                        "stored", "logged", "shown", "named", "called"})
+"""Participles that say how the data holds the rows, not which rows: "how many airlines are listed"."""
+
+
+def _unknown_condition(reading: _Reading, unknown: list[str]) -> str | None:
+    """An unknown participle that is itself the condition on the rows asked about: said of them ("how many
+    penguins were vaccinated", "flights that were refunded") or before their noun ("the injured penguins").
+    The rows without it are another population, so the answer would only restate the question's base: the
+    question is refused. An unknown word of any other kind ("premium", "built in 2013") is named instead."""
+    table_words = _table_words(reading.table)
+    for index, token in enumerate(reading.tokens):
+        if token.text not in unknown or not reading.free(index) or token.kind != "word":
+            continue
+        word = token.norm
+        if len(word) < 5 or not word.endswith("ed") or word in _PRESENTED:
+            continue
+        following = reading.tokens[index + 1] if index + 1 < len(reading.tokens) else None
+        before_rows = following is not None and (following.norm in table_words or following.stem in table_words)
+        if reading.norm(index - 1) in _BE or before_rows:
+            return token.text
+    return None
+
+
 def _leftover_numbers(reading: _Reading) -> list[str]:
     """Numbers and dates no step claimed: a question with one left is not understood."""
     return [token.text for index, token in enumerate(reading.tokens)
@@ -199,6 +224,9 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     names = [word for word in unknown if _looks_like_name(reading, word)]
     if names:
         raise NoPlan(f"found no value '{names[0]}' in {reading.table.name}")
+    condition = _unknown_condition(reading, unknown)
+    if condition is not None:
+        raise NoPlan(f"nothing in {reading.table.name} tells which rows were '{condition}'")
     if len(unknown) >= 2 or (unknown and shape == "rows"):
         words = ", ".join(f"'{word}'" for word in unknown[:4])
         raise NoPlan(f"{reading.table.name} has nothing matching {words}")

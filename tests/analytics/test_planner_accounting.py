@@ -82,3 +82,17 @@ def test_an_unknown_participle_that_is_the_condition_is_refused(question: str) -
 
 def test_a_participle_of_how_the_data_holds_rows_is_not_a_condition() -> None:
     assert plan("How many flights are listed?").sql.startswith("SELECT COUNT")
+
+
+def test_a_unit_finds_the_column_measured_in_it() -> None:
+    """"more than 1,000 miles" where the comparison names no column: the one column described in miles (not
+    a formula in miles per hour)."""
+    table = TableInfo("flights", (
+        ColumnInfo("origin", "STRING"), ColumnInfo("distance", "INTEGER", description="Distance flown, in miles"),
+        ColumnInfo("air_time", "INTEGER", description="Time in the air, in minutes"),
+        ColumnInfo("body_mass_g", "INTEGER")))
+    assert 'WHERE "distance" > 1000' in plan_question("How many flights flew more than 1,000 miles?", [table]).sql
+    assert '"distance" > 1000' in plan_question("How many flights were longer than 1,000 miles?", [table]).sql
+    assert '"body_mass_g" > 5000' in plan_question("How many flights had more than 5000 grams?", [table]).sql
+    with pytest.raises(NoPlan):
+        plan_question("How many flights had more than 5 litres?", [table])

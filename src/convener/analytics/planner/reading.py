@@ -83,6 +83,10 @@ def _read_dimensions(reading: _Reading) -> None:
             continue
         nouns, high, degree = found
         columns = _measured_columns(reading, nouns)
+        if not columns and degree == "comparative" and reading.norm(index + 1) == "than":
+            # "longer than 1,000 miles" where nothing is called a length: the column measured in miles
+            unit = _column_of_unit(reading, index + 3)
+            columns = [unit] if unit else []
         if not columns:
             continue
         before = reading.norm(index - 1)
@@ -173,7 +177,8 @@ def _read_comparisons(reading: _Reading) -> None:
             number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
             if number is None or number.number is None or number_at in reading.used:
                 continue
-            column = _column_after(reading, number_at + 1) or _column_before(reading, index)
+            column = _column_after(reading, number_at + 1) or _column_before(reading, index) \
+                or _column_of_unit(reading, number_at + 1)
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
             if column is None:
@@ -181,6 +186,44 @@ def _read_comparisons(reading: _Reading) -> None:
             reading.filters.append(_Filter(column, op, (number.number,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
+
+
+_UNIT_NAMES: tuple[frozenset[str], ...] = (
+    frozenset({"grams", "gram", "g"}), frozenset({"kilograms", "kilogram", "kilos", "kg"}),
+    frozenset({"feet", "foot", "ft"}), frozenset({"miles", "mile", "mi"}), frozenset({"km", "kilometres",
+                                                                                      "kilometers"}),
+    frozenset({"millimetres", "millimeters", "mm"}), frozenset({"centimetres", "centimeters", "cm"}),
+    frozenset({"metres", "meters", "m"}), frozenset({"minutes", "minute", "min", "mins"}),
+    frozenset({"hours", "hour", "hrs"}), frozenset({"seconds", "second", "secs"}),
+    frozenset({"pounds", "pound", "lbs", "lb"}), frozenset({"inches", "inch", "in"}),
+)
+"""Names of one unit, the way a question and a column's name or description may write it."""
+
+
+def _column_of_unit(reading: _Reading, index: int) -> str | None:
+    """The one numeric column measured in the unit written at ``index`` ("more than 5000 grams" is the
+    column whose name ends in _g or whose description says grams), the unit then read. Where no column or
+    several are in that unit, None: the comparison stays unexplained and is refused."""
+    if index >= len(reading.tokens):
+        return None
+    names = next((group for group in _UNIT_NAMES if reading.norm(index) in group), None)
+    if names is None:
+        return None
+    found = [column.name for column in reading.table.columns if column.type in NUMBER_TYPES
+             and (phrase(column.name)[-1:] and phrase(column.name)[-1] in {*names, *map(stem, names)}
+                  or _described_in(column.description or "", names))]
+    if len(found) != 1:
+        return None
+    reading.used.add(index)
+    return found[0]
+
+
+def _described_in(description: str, names: frozenset[str]) -> bool:
+    """Whether a column's description says it is measured in one of ``names`` ("in miles"), not in a
+    rate of it ("miles per hour")."""
+    words = phrase(description)
+    stems = {stem(name) for name in names - {"in", "m", "g", "min", "second"}}
+    return any(word in stems and "per" not in words[place + 1:place + 2] for place, word in enumerate(words))
 
 
 def _column_after(reading: _Reading, index: int) -> str | None:

@@ -96,3 +96,14 @@ def test_a_unit_finds_the_column_measured_in_it() -> None:
     assert '"body_mass_g" > 5000' in plan_question("How many flights had more than 5000 grams?", [table]).sql
     with pytest.raises(NoPlan):
         plan_question("How many flights had more than 5 litres?", [table])
+
+
+def test_a_share_written_in_percent_is_a_share() -> None:
+    assert "100.0 *" in plan("What share of flights were cancelled, in percent?").sql
+    assert "100.0 *" in plan("What proportion of UA flights were cancelled, as a percentage?").sql
+
+
+def test_shares_of_two_groups_are_not_one_share_of_both() -> None:
+    with pytest.raises(NoPlan, match="shares between groups"):
+        plan("Compare the share of cancelled flights of UA and AA, in percent")
+    assert "100.0 *" in plan("What share of the flights of UA or AA were cancelled?").sql

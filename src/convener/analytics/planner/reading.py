@@ -661,7 +661,19 @@ def _read_share(reading: _Reading) -> None:
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
+        _read_share_unit(reading)
         return
+
+
+def _read_share_unit(reading: _Reading) -> None:
+    """"…, in percent", "as a percentage": how a share read already is to be written, which it is (in
+    percent) — the words ask for no second computation."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("percent", "percentage", "%") or not reading.free(index):
+            continue
+        start = index - 2 if reading.norm(index - 1) == "a" else index - 1
+        if reading.norm(start) in ("in", "as") and all(reading.free(i) for i in range(start, index)):
+            reading.used.update(range(start, index + 1))
 
 
 def _read_ratio(reading: _Reading, index: int) -> None:

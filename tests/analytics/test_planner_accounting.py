@@ -107,3 +107,10 @@ def test_shares_of_two_groups_are_not_one_share_of_both() -> None:
     with pytest.raises(NoPlan, match="shares between groups"):
         plan("Compare the share of cancelled flights of UA and AA, in percent")
     assert "100.0 *" in plan("What share of the flights of UA or AA were cancelled?").sql
+
+
+def test_a_joined_tables_name_before_its_column_groups_by_it() -> None:
+    """"per plane manufacturer": the group is the joined table's column, and flights on no known plane make
+    no group of their own."""
+    sql = plan("Average arrival delay per plane manufacturer").sql
+    assert 'GROUP BY "planes"."manufacturer"' in sql and " JOIN " in sql and "LEFT JOIN" not in sql, sql

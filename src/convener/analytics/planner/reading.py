@@ -400,7 +400,10 @@ def _direction(tokens: list[Token]) -> bool | None:
 
 def _read_keys(reading: _Reading, table_words: set[str]) -> None:
     """"by origin", "per stock symbol", "for each site", "each number of cylinders": group keys; in a top
-    question, "by <numeric column>" is what to rank by."""
+    question, "by <numeric column>" is what to rank by. A joined table's name may come before its column
+    ("per plane manufacturer")."""
+    if reading.scope is not None:
+        table_words = table_words.union(*(_table_words(join.table) for join in reading.scope.joins))
     index = 0
     while index < len(reading.tokens):
         marker = next((words for words in _GROUP_MARKERS if _matches(reading, index, words)), None)

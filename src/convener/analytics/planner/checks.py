@@ -16,7 +16,19 @@ from convener.analytics.planner.vocabulary import (
     SUM,
     _TREND_WORDS,
     _UNSUPPORTED,
+    _BUCKETS,
+    _HIGH_WORDS,
+    _LOW_WORDS,
+    MAX,
+    MIN,
+    _TIME_HIGH,
+    _TIME_LOW,
+    _UNITS,
 )
+
+_COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
+_ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
+    - {"top", "bottom", "recent"}
 from convener.analytics.wording import Token, phrase, tokenize
 
 
@@ -78,8 +90,12 @@ def _unknown_words(reading: _Reading) -> list[str]:
         column = reading.table.column(name)
         if column is not None and column.description:
             vocabulary = vocabulary | set(phrase(column.description))
-    unknown = []
+    unknown = [*reading.unplaced]
+    structure = _unaccounted_structure(reading)
     for index, token in enumerate(reading.tokens):
+        if index in structure:
+            unknown.append(token.text)
+            continue
         if index in reading.used or token.kind != "word" or token.is_stopword:
             continue
         if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
@@ -89,6 +105,37 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         unknown.append(token.text)
     return unknown
+
+
+def _unaccounted_structure(reading: _Reading) -> set[int]:
+    """Where a word that changes the answer was left free by every reading step: a comparison ("more than
+    an hour late" with no number read), a superlative or ordinal with no ranking behind it ("the first
+    cancelled flight" listed unordered), a time bucket other than the one grouped by ("day of the week"
+    grouped by day; without a bucket "days" may just name the rows), an average of nothing, a unit with no number. Such words are not filler: ignored,
+    the plan would answer a broader question than the one asked."""
+    ranked = reading.top is not None or reading.order_measure is not None or reading.direction is not None \
+        or any(aggregate in (MIN, MAX) for _, aggregate in reading.measures)
+    found: set[int] = set()
+    for index, token in enumerate(reading.tokens):
+        if not reading.free(index):
+            continue
+        word, before = token.norm, reading.norm(index - 1)
+        if word in _COMPARISON_WORDS and not (word == "than" and before in ("other", "rather")):
+            found.add(index)
+        elif word in _ORDER_WORDS and not ranked:
+            found.add(index)
+        elif word in _BUCKETS and reading.bucket is not None and _BUCKETS[word] != reading.bucket:
+            found.add(index)
+        elif word in ("average", "mean", "median", "avg"):
+            found.add(index)
+        elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index):
+            found.add(index)
+    return found
+
+
+def _after_number(reading: _Reading, index: int) -> bool:
+    """Whether a unit follows a number ("5,000 feet"), which a comparison or a ranking has read."""
+    return index > 0 and reading.tokens[index - 1].kind in ("number", "date")
 
 
 def _used_columns(reading: _Reading) -> set[str]:
@@ -109,6 +156,31 @@ def _looks_like_name(reading: _Reading, word: str) -> bool:
             return True
     return False
 
+
+
+_BE = frozenset({"were", "was", "are", "is", "been", "being", "be", "got", "get", "gets"})
+_PRESENTED = frozenset({"listed", "included", "recorded", "observed", "measured", "counted", "tracked",
+                        "stored", "logged", "shown", "named", "called"})
+"""Participles that say how the data holds the rows, not which rows: "how many airlines are listed"."""
+
+
+def _unknown_condition(reading: _Reading, unknown: list[str]) -> str | None:
+    """An unknown participle that is itself the condition on the rows asked about: said of them ("how many
+    penguins were vaccinated", "flights that were refunded") or before their noun ("the injured penguins").
+    The rows without it are another population, so the answer would only restate the question's base: the
+    question is refused. An unknown word of any other kind ("premium", "built in 2013") is named instead."""
+    table_words = _table_words(reading.table)
+    for index, token in enumerate(reading.tokens):
+        if token.text not in unknown or not reading.free(index) or token.kind != "word":
+            continue
+        word = token.norm
+        if len(word) < 5 or not word.endswith("ed") or word in _PRESENTED:
+            continue
+        following = reading.tokens[index + 1] if index + 1 < len(reading.tokens) else None
+        before_rows = following is not None and (following.norm in table_words or following.stem in table_words)
+        if reading.norm(index - 1) in _BE or before_rows:
+            return token.text
+    return None
 
 
 def _leftover_numbers(reading: _Reading) -> list[str]:
@@ -140,6 +212,11 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     if unsupported:
         raise NoPlan(f"'{unsupported}' asks for more than this planner computes (counts, totals, averages, "
                      "minima, maxima, rankings)")
+    several = any(f.op == "in" and len(f.values) > 1 for f in reading.filters)
+    if shape == "share" and (reading.compare or several and not any(t.norm == "or" for t in reading.tokens)):
+        # "compare the share … on Dream and Biscoe": one share over both groups is not the share of each
+        # ("… from JFK or LGA" is one share of their union)
+        raise NoPlan("comparing shares between groups is not something this planner does")
     dangling = _dangling_aggregate(reading)
     if dangling is not None:
         word = reading.tokens[dangling].text.lower()
@@ -152,6 +229,9 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     names = [word for word in unknown if _looks_like_name(reading, word)]
     if names:
         raise NoPlan(f"found no value '{names[0]}' in {reading.table.name}")
+    condition = _unknown_condition(reading, unknown)
+    if condition is not None:
+        raise NoPlan(f"nothing in {reading.table.name} tells which rows were '{condition}'")
     if len(unknown) >= 2 or (unknown and shape == "rows"):
         words = ", ".join(f"'{word}'" for word in unknown[:4])
         raise NoPlan(f"{reading.table.name} has nothing matching {words}")

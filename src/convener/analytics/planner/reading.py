@@ -83,6 +83,10 @@ def _read_dimensions(reading: _Reading) -> None:
             continue
         nouns, high, degree = found
         columns = _measured_columns(reading, nouns)
+        if not columns and degree == "comparative" and reading.norm(index + 1) == "than":
+            # "longer than 1,000 miles" where nothing is called a length: the column measured in miles
+            unit = _column_of_unit(reading, index + 3)
+            columns = [unit] if unit else []
         if not columns:
             continue
         before = reading.norm(index - 1)
@@ -173,7 +177,8 @@ def _read_comparisons(reading: _Reading) -> None:
             number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
             if number is None or number.number is None or number_at in reading.used:
                 continue
-            column = _column_after(reading, number_at + 1) or _column_before(reading, index)
+            column = _column_after(reading, number_at + 1) or _column_before(reading, index) \
+                or _column_of_unit(reading, number_at + 1)
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
             if column is None:
@@ -181,6 +186,44 @@ def _read_comparisons(reading: _Reading) -> None:
             reading.filters.append(_Filter(column, op, (number.number,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
+
+
+_UNIT_NAMES: tuple[frozenset[str], ...] = (
+    frozenset({"grams", "gram", "g"}), frozenset({"kilograms", "kilogram", "kilos", "kg"}),
+    frozenset({"feet", "foot", "ft"}), frozenset({"miles", "mile", "mi"}), frozenset({"km", "kilometres",
+                                                                                      "kilometers"}),
+    frozenset({"millimetres", "millimeters", "mm"}), frozenset({"centimetres", "centimeters", "cm"}),
+    frozenset({"metres", "meters", "m"}), frozenset({"minutes", "minute", "min", "mins"}),
+    frozenset({"hours", "hour", "hrs"}), frozenset({"seconds", "second", "secs"}),
+    frozenset({"pounds", "pound", "lbs", "lb"}), frozenset({"inches", "inch", "in"}),
+)
+"""Names of one unit, the way a question and a column's name or description may write it."""
+
+
+def _column_of_unit(reading: _Reading, index: int) -> str | None:
+    """The one numeric column measured in the unit written at ``index`` ("more than 5000 grams" is the
+    column whose name ends in _g or whose description says grams), the unit then read. Where no column or
+    several are in that unit, None: the comparison stays unexplained and is refused."""
+    if index >= len(reading.tokens):
+        return None
+    names = next((group for group in _UNIT_NAMES if reading.norm(index) in group), None)
+    if names is None:
+        return None
+    found = [column.name for column in reading.table.columns if column.type in NUMBER_TYPES
+             and (phrase(column.name)[-1:] and phrase(column.name)[-1] in {*names, *map(stem, names)}
+                  or _described_in(column.description or "", names))]
+    if len(found) != 1:
+        return None
+    reading.used.add(index)
+    return found[0]
+
+
+def _described_in(description: str, names: frozenset[str]) -> bool:
+    """Whether a column's description says it is measured in one of ``names`` ("in miles"), not in a
+    rate of it ("miles per hour")."""
+    words = phrase(description)
+    stems = {stem(name) for name in names - {"in", "m", "g", "min", "second"}}
+    return any(word in stems and "per" not in words[place + 1:place + 2] for place, word in enumerate(words))
 
 
 def _column_after(reading: _Reading, index: int) -> str | None:
@@ -357,7 +400,10 @@ def _direction(tokens: list[Token]) -> bool | None:
 
 def _read_keys(reading: _Reading, table_words: set[str]) -> None:
     """"by origin", "per stock symbol", "for each site", "each number of cylinders": group keys; in a top
-    question, "by <numeric column>" is what to rank by."""
+    question, "by <numeric column>" is what to rank by. A joined table's name may come before its column
+    ("per plane manufacturer")."""
+    if reading.scope is not None:
+        table_words = table_words.union(*(_table_words(join.table) for join in reading.scope.joins))
     index = 0
     while index < len(reading.tokens):
         marker = next((words for words in _GROUP_MARKERS if _matches(reading, index, words)), None)
@@ -491,8 +537,10 @@ def _read_measures(reading: _Reading) -> None:
         if mention.ambiguous:
             names = " or ".join((column.name, *mention.ambiguous))
             raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
-        agg = _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention) \
-            or (_aggregate_named(reading, mention) if reading.virtual(column.name) else None)
+        # A formula named with its aggregate ("the highest average speed") is that aggregate; a superlative
+        # before it then ranks the groups rather than replacing the aggregate it names.
+        agg = (_aggregate_named(reading, mention) if reading.virtual(column.name) else None) \
+            or _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention)
         if agg is None:
             global_agg = global_agg or [_global_aggregate(reading)]
             agg = global_agg[0]
@@ -505,13 +553,14 @@ def _read_measures(reading: _Reading) -> None:
 def _merge_adjacent_measures(reading: _Reading) -> None:
     """Two column phrases side by side name one measure: "manufacturing jobs" is the manufacturing column
     (not also the jobs total), "warmest temperature" is one column. The column's own name wins over a
-    glossary word; otherwise the first phrase does, and it takes the span of both."""
+    glossary word, and of two names the last, the head noun; it takes the span of both."""
     mentions = sorted((m for m in reading.mentions if _numeric_mention(reading, m.start) is m),
                       key=lambda m: m.start)
     for first, second in pairwise(mentions):
         if second.start != first.end or first not in reading.mentions or second not in reading.mentions:
             continue
-        keep = second if second.source == "name" and first.source != "name" else first
+        # Of two column names the last is the head of the compound ("flight distance" is a distance).
+        keep = second if second.source == "name" else first
         merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
         reading.mentions.remove(first)
         reading.mentions.remove(second)
@@ -615,7 +664,19 @@ def _read_share(reading: _Reading) -> None:
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
+        _read_share_unit(reading)
         return
+
+
+def _read_share_unit(reading: _Reading) -> None:
+    """"…, in percent", "as a percentage": how a share read already is to be written, which it is (in
+    percent) — the words ask for no second computation."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("percent", "percentage", "%") or not reading.free(index):
+            continue
+        start = index - 2 if reading.norm(index - 1) == "a" else index - 1
+        if reading.norm(start) in ("in", "as") and all(reading.free(i) for i in range(start, index)):
+            reading.used.update(range(start, index + 1))
 
 
 def _read_ratio(reading: _Reading, index: int) -> None:
@@ -774,5 +835,26 @@ def _read_leftover_columns(reading: _Reading) -> None:
     "name" was no key) only describe the rows; the glossary terms they came through still count as used."""
     for mention in list(reading.mentions):
         _note_term(reading, mention)
+        if not _describes_rows(reading, mention):
+            reading.unplaced.append(_text(reading, mention))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
+
+
+def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
+    """Whether a column named but not placed in the plan only describes the rows the plan reads anyway: a
+    column the plan uses elsewhere ("species except Gentoo"), the time column a bucket or date condition
+    reads ("per year of the egg date"), a phrase the catalog matched by a glossary or part of a name, or
+    the whole data at the end of the question ("… in the study"). Any other named column was asked about
+    and left out: the plan must say so rather than answer as if it had been used."""
+    column = mention.target.column
+    used = {*reading.keys, *(name for name, _ in reading.measures), *(f.column for f in reading.filters),
+            *reading.shown, *(name for name in (reading.order_measure, reading.distinct) if name)}
+    if column in used or mention.source != "name":
+        return True
+    times = {info.name for info in _time_columns(reading.table)}
+    if column in times and (reading.bucket is not None or any(f.column in times for f in reading.filters)
+                            or any(name in times for name, _ in reading.measures)):
+        return True
+    return mention.end == len(reading.tokens) and reading.norm(mention.start - 1) == "the" \
+        and reading.norm(mention.start - 2) in ("in", "of")

@@ -474,8 +474,8 @@ def _alias(name: str) -> str:
 
 def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
     """Virtual columns replaced by their SQL; when a joined table's column is used, the table is LEFT
-    JOINed (many-to-one: the queried table's rows are neither repeated nor dropped) and every column
-    qualified with its table."""
+    JOINed (many-to-one: the queried table's rows are neither repeated nor dropped; INNER when grouped by
+    its column) and every column qualified with its table."""
     assert reading.scope is not None
     virtual = reading.scope.virtual
 
@@ -504,11 +504,16 @@ def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
     qualified = select.transform(qualify)
     assert isinstance(qualified, exp.Select)
     select = qualified
+    # A group of the joined table's column has no row for what matches nothing there: "per manufacturer"
+    # lists manufacturers, not a group of planes without one (an inner join); otherwise LEFT.
+    grouped = {column.table for key in reading.keys if key in virtual
+               for column in virtual[key].find_all(exp.Column) if column.table}
     for join in joins:
         alias = _alias(join.table.name)
+        kind = "inner" if alias in grouped else "left"
         on = exp.and_(*(exp.EQ(this=exp.column(mine, table=base, quoted=True),
                                expression=exp.column(theirs, table=alias, quoted=True)) for mine, theirs in join.on))
-        select = select.join(_table_expression(join.table.name), on=on, join_type="left", copy=False)
+        select = select.join(_table_expression(join.table.name), on=on, join_type=kind, copy=False)
     return select
 
 

@@ -1,0 +1,116 @@
+"""The offline planner's accounting of question words: a comparison, an ordinal or superlative, a time bucket,
+an average, a unit or a named column that no reading step turned into SQL makes the plan say so (or refuse),
+never answer as if the word were not there; and the two readings that had let such words slip through."""
+
+from __future__ import annotations
+
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+
+FLIGHTS = TableInfo("flights", (
+    ColumnInfo("flight", "INTEGER"), ColumnInfo("tailnum", "STRING"), ColumnInfo("carrier", "STRING"),
+    ColumnInfo("flight_date", "DATE"), ColumnInfo("distance", "INTEGER"), ColumnInfo("air_time", "INTEGER"),
+    ColumnInfo("dep_delay", "INTEGER"), ColumnInfo("arr_delay", "INTEGER"), ColumnInfo("cancelled", "BOOLEAN")))
+PLANES = TableInfo("planes", (
+    ColumnInfo("tailnum", "STRING"), ColumnInfo("manufacturer", "STRING"), ColumnInfo("engines", "INTEGER")))
+VALUES = {("flights", "carrier"): ["UA", "AA"], ("planes", "manufacturer"): ["BOEING", "AIRBUS"]}
+TERMS = (Term("average speed", "Miles per hour: distance / (air_time / 60)"),
+         Term("late arrival", "A flight arriving late: arr_delay > 15"))
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [FLIGHTS], TERMS, values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=(Relationship("flights", ("tailnum",), "planes", ("tailnum",)),),
+                         related=[PLANES])
+
+
+def said_or_refused(question: str) -> tuple[str, ...] | None:
+    """The words the plan says it could not use, or None when the question was refused."""
+    try:
+        return plan(question).unaccounted
+    except NoPlan:
+        return None
+
+
+@pytest.mark.parametrize(("question", "word"), [
+    ("How many flights departed more than an hour late?", "than"),  # a comparison with no number read
+    ("Which day of the week has the most flights?", "week"),  # grouped by day, not by weekday
+    ("On what date was the first cancelled flight?", "first"),  # listed unordered
+    ("What is the average seat count of the flights?", "average"),  # an average of nothing
+])
+def test_a_structure_word_left_unread_is_named_or_refused(question: str, word: str) -> None:
+    unaccounted = said_or_refused(question)
+    assert unaccounted is None or word in unaccounted, plan(question).sql
+
+
+def test_a_ranking_accounts_for_its_superlative() -> None:
+    made = plan("Which carrier had the most cancelled flights?")
+    assert not made.unaccounted and "LIMIT 1" in made.sql
+
+
+def test_a_unit_after_its_number_or_asked_for_is_accounted() -> None:
+    assert not plan("How many flights had a distance over 1000 miles?").unaccounted
+    assert not plan("What is the total distance of UA flights in miles?").unaccounted
+
+
+def test_a_named_column_left_out_of_the_plan_is_said() -> None:
+    """A column the question names that ends as neither key, filter nor measure is no description of the rows:
+    the answer must not pass off the ungrouped average as the one asked for."""
+    made = plan("Average air time of flights, with their manufacturer")
+    assert made.unaccounted == ("manufacturer",), made.sql
+
+
+def test_of_two_column_names_the_last_is_the_measure() -> None:
+    assert 'MAX("distance")' in plan("What's the longest flight distance?").sql
+
+
+def test_a_formula_named_with_its_average_keeps_it_under_a_superlative() -> None:
+    made = plan("Which carrier has the highest average speed?")
+    assert "AVG((distance / (air_time / 60)))" in made.sql and "ORDER BY 2 DESC LIMIT 1" in made.sql, made.sql
+
+
+@pytest.mark.parametrize("question", [
+    "How many flights were refunded?", "How many of the cancelled flights were overbooked?",
+    "What is the average distance of the damaged flights?",
+])
+def test_an_unknown_participle_that_is_the_condition_is_refused(question: str) -> None:
+    with pytest.raises(NoPlan, match="tells which rows"):
+        plan(question)
+
+
+def test_a_participle_of_how_the_data_holds_rows_is_not_a_condition() -> None:
+    assert plan("How many flights are listed?").sql.startswith("SELECT COUNT")
+
+
+def test_a_unit_finds_the_column_measured_in_it() -> None:
+    """"more than 1,000 miles" where the comparison names no column: the one column described in miles (not
+    a formula in miles per hour)."""
+    table = TableInfo("flights", (
+        ColumnInfo("origin", "STRING"), ColumnInfo("distance", "INTEGER", description="Distance flown, in miles"),
+        ColumnInfo("air_time", "INTEGER", description="Time in the air, in minutes"),
+        ColumnInfo("body_mass_g", "INTEGER")))
+    assert 'WHERE "distance" > 1000' in plan_question("How many flights flew more than 1,000 miles?", [table]).sql
+    assert '"distance" > 1000' in plan_question("How many flights were longer than 1,000 miles?", [table]).sql
+    assert '"body_mass_g" > 5000' in plan_question("How many flights had more than 5000 grams?", [table]).sql
+    with pytest.raises(NoPlan):
+        plan_question("How many flights had more than 5 litres?", [table])
+
+
+def test_a_share_written_in_percent_is_a_share() -> None:
+    assert "100.0 *" in plan("What share of flights were cancelled, in percent?").sql
+    assert "100.0 *" in plan("What proportion of UA flights were cancelled, as a percentage?").sql
+
+
+def test_shares_of_two_groups_are_not_one_share_of_both() -> None:
+    with pytest.raises(NoPlan, match="shares between groups"):
+        plan("Compare the share of cancelled flights of UA and AA, in percent")
+    assert "100.0 *" in plan("What share of the flights of UA or AA were cancelled?").sql
+
+
+def test_a_joined_tables_name_before_its_column_groups_by_it() -> None:
+    """"per plane manufacturer": the group is the joined table's column, and flights on no known plane make
+    no group of their own."""
+    sql = plan("Average arrival delay per plane manufacturer").sql
+    assert 'GROUP BY "planes"."manufacturer"' in sql and " JOIN " in sql and "LEFT JOIN" not in sql, sql

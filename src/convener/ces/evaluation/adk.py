@@ -158,7 +158,7 @@ def evaluations_from_adk(content: str | bytes, app: AppName, *, source: str = ""
             cases = _older(data, app, source)
         else:
             raise InvalidArgument(
-                f"an ADK eval file holds a JSON object (an EvalSet) or a list (the older test format), not {_kind(data)}"
+                f"an ADK eval file holds a JSON object (an EvalSet) or a list (the older test format), not {json_kind(data)}"
             )
         return _evaluations(cases)
     except ValidationError as error:  # not expected: every value is checked on the way in
@@ -212,7 +212,8 @@ def _no_constant(name: str) -> Any:
     raise InvalidArgument(f"not JSON: {name} is not a JSON number")
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What a JSON value is, as an error message names it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -245,7 +246,7 @@ class _Obj:
 
     def __init__(self, value: Any, where: str) -> None:
         if not isinstance(value, dict):
-            raise InvalidArgument(f"{where or 'content'}: expected an object, got {_kind(value)}")
+            raise InvalidArgument(f"{where or 'content'}: expected an object, got {json_kind(value)}")
         self.data: dict[str, Any] = value
         self.where = where
 
@@ -275,7 +276,7 @@ class _Obj:
 
     def _text(self, key: str, value: Any) -> str:
         if not isinstance(value, str):
-            raise InvalidArgument(f"{_at(self.where, key)}: expected a string, got {_kind(value)}")
+            raise InvalidArgument(f"{_at(self.where, key)}: expected a string, got {json_kind(value)}")
         return value
 
     def obj(self, snake: str) -> _Obj | None:
@@ -293,7 +294,7 @@ class _Obj:
             return None
         key, value = found
         if not isinstance(value, dict):
-            raise InvalidArgument(f"{_at(self.where, key)}: expected an object, got {_kind(value)}")
+            raise InvalidArgument(f"{_at(self.where, key)}: expected an object, got {json_kind(value)}")
         return value
 
     def items(self, snake: str) -> list[tuple[str, Any]]:
@@ -306,7 +307,7 @@ class _Obj:
 
     def _items(self, key: str, value: Any) -> list[tuple[str, Any]]:
         if not isinstance(value, list):
-            raise InvalidArgument(f"{_at(self.where, key)}: expected a list, got {_kind(value)}")
+            raise InvalidArgument(f"{_at(self.where, key)}: expected a list, got {json_kind(value)}")
         return [(_at(_at(self.where, key), index), item) for index, item in enumerate(value)]
 
 
@@ -371,7 +372,7 @@ def _clip(text: str, limit: int = 80) -> str:
 
 def _case(eval_id: Any, where: str, key: str, eval_set_id: str, origin: str) -> _Case:
     if not isinstance(eval_id, str):
-        raise InvalidArgument(f"{_at(where, key)}: expected a string, got {_kind(eval_id)}")
+        raise InvalidArgument(f"{_at(where, key)}: expected a string, got {json_kind(eval_id)}")
     if not eval_id.strip():
         raise InvalidArgument(f"{_at(where, key)}: must not be empty")
     if len(eval_id) > MAX_DISPLAY_NAME:
@@ -484,7 +485,7 @@ def _parts(content: _Obj | None) -> list[_Part]:
             raise InvalidArgument(f"{where}: a part holds one of text, function_call…; this one has {', '.join(kinds)}")
         thought = part.data.get("thought")
         if thought is not None and not isinstance(thought, bool):
-            raise InvalidArgument(f"{_at(where, 'thought')}: expected a boolean, got {_kind(thought)}")
+            raise InvalidArgument(f"{_at(where, 'thought')}: expected a boolean, got {json_kind(thought)}")
         if not kinds:
             found.append(_Part(where, None))
         elif kinds[0] == "text":

@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import Any
 
 from convener.api.errors import InvalidArgument
+from convener.ces.evaluation.adk import json_kind
 from convener.ces.evaluation.models import (
     Evaluation,
     EvaluationExpectation,
@@ -138,18 +139,6 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
-
-
 def _no_constant(name: str) -> Any:
     raise InvalidArgument(f"criteria: not JSON: {name} is not a JSON number")
 
@@ -175,7 +164,7 @@ def parse_criteria(content: str | bytes, source: str = CONFIG_FILE) -> AdkCriter
     except RecursionError:
         raise InvalidArgument(f"{label}: the JSON is nested too deeply") from None
     if not isinstance(data, dict):
-        raise InvalidArgument(f"{label}: an ADK EvalConfig is a JSON object, not {_kind(data)}")
+        raise InvalidArgument(f"{label}: an ADK EvalConfig is a JSON object, not {json_kind(data)}")
     warnings: list[str] = []
     for key in data:
         if _snake(key) not in _CONFIG_KEYS:
@@ -192,7 +181,7 @@ def parse_criteria(content: str | bytes, source: str = CONFIG_FILE) -> AdkCriter
         warnings.append(f"{label}: names no criteria; ADK scores nothing for it, and neither will Convener")
         return AdkCriteria((), label, tuple(warnings))
     if not isinstance(raw, dict):
-        raise InvalidArgument(f"{label}: criteria: expected an object of metric name to threshold, got {_kind(raw)}")
+        raise InvalidArgument(f"{label}: criteria: expected an object of metric name to threshold, got {json_kind(raw)}")
     custom_names = set(custom) if isinstance(custom, dict) else set()
     criteria = []
     for metric, value in raw.items():
@@ -236,7 +225,7 @@ def _criterion(metric: str, value: Any, where: str, warnings: list[str]) -> AdkC
     if "ignore_args" in fields:
         key, item = fields["ignore_args"]
         if not isinstance(item, bool):
-            raise InvalidArgument(f"{where}.{key}: expected a boolean, got {_kind(item)}")
+            raise InvalidArgument(f"{where}.{key}: expected a boolean, got {json_kind(item)}")
         if metric != TRAJECTORY:
             warnings.append(f"{where}.{key}: only {TRAJECTORY} reads ignore_args; it was not read")
         ignore_args = item
@@ -252,7 +241,7 @@ def _criterion(metric: str, value: Any, where: str, warnings: list[str]) -> AdkC
 
 def _threshold(metric: str, value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidArgument(f"{where}: the threshold must be a number, not {_kind(value)}")
+        raise InvalidArgument(f"{where}: the threshold must be a number, not {json_kind(value)}")
     low, high = _RANGES.get(metric, (0.0, 1.0))
     if not math.isfinite(value) or not low <= value <= high:
         raise InvalidArgument(f"{where}: the threshold {value} is outside [{low:g}, {high:g}]")
@@ -271,7 +260,7 @@ def _match_type(value: Any, where: str) -> MatchType:
 
 def _rubrics(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list):
-        raise InvalidArgument(f"{where}: expected a list of rubrics, got {_kind(value)}")
+        raise InvalidArgument(f"{where}: expected a list of rubrics, got {json_kind(value)}")
     if len(value) > MAX_RUBRICS:
         raise InvalidArgument(f"{where}: {len(value)} rubrics; at most {MAX_RUBRICS}")
     texts = []

@@ -181,7 +181,7 @@ def main() -> None:
     watch = Stopwatch()
     # Instrument the two halves of a result's work where the executor calls them.
     executor_module.GoldenReplay.run = watch.wrap("agent", executor_module.GoldenReplay.run)  # type: ignore[method-assign]
-    for name in ("score_turn", "score_criteria", "evaluation_outcome", "score_scenario"):
+    for name in ("score_turn", "score_golden_criteria", "evaluation_outcome", "score_scenario"):
         setattr(executor_module, name, watch.wrap("scoring", getattr(executor_module, name)))
     executor_module.ScenarioSimulator.run = watch.wrap(  # type: ignore[method-assign]
         "agent", executor_module.ScenarioSimulator.run)

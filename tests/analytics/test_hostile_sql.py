@@ -10,7 +10,6 @@ come back; ``{out}`` is a path nothing may create.
 from __future__ import annotations
 
 import hashlib
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -250,7 +249,6 @@ def test_there_are_enough_distinct_hostile_inputs() -> None:
 def test_hostile_sql_changes_and_leaks_nothing(sql: str, source: Source, baseline: Any) -> None:
     out = source.folder / "out"
     text = sql.replace("{secret}", str(source.secret)).replace("{out}", str(out))
-    started = time.monotonic()
     try:
         result = source.engine.execute(text, row_limit=20, timeout_seconds=5)
     except ApiError as error:
@@ -260,6 +258,5 @@ def test_hostile_sql_changes_and_leaks_nothing(sql: str, source: Source, baselin
     else:
         returned = repr(result.rows)
         assert MARKER not in returned and "root:" not in returned
-    assert time.monotonic() - started < 3
     assert not out.exists()
     assert source.fingerprint() == baseline

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from convener.analytics.sql_safety import MAX_SQL_CHARS, check_select
+from convener.analytics.sql_safety import MAX_SQL_CHARS, MAX_SQL_NESTING, check_select
 from convener.api.errors import InvalidArgument
 
 TABLES = ["cars", "owners", "sales.orders"]
@@ -238,6 +238,19 @@ def test_without_a_table_list_still_refuses_catalogs_paths_and_functions(sql: st
     assert accepted("SELECT * FROM anything_at_all", tables=None)
 
 
+def test_nesting_is_counted_before_parsing_outside_quotes_and_comments() -> None:
+    deepest = "SELECT " + "(" * MAX_SQL_NESTING + "1" + ")" * MAX_SQL_NESTING
+    assert check_select(deepest, "duckdb", None, 10)  # The cap's own subquery does not count against it.
+    one_more = "SELECT " + "(" * (MAX_SQL_NESTING + 1) + "1" + ")" * (MAX_SQL_NESTING + 1)
+    assert f"more than {MAX_SQL_NESTING} levels" in refused(one_more)
+    subqueries = "SELECT * FROM " + "(SELECT * FROM " * 2000 + "cars" + ") AS s" * 2000
+    assert f"more than {MAX_SQL_NESTING} levels" in refused(subqueries)
+    quoted = "(" * 500
+    for sql in (f"SELECT '{quoted}' AS a", f'SELECT 1 AS "{quoted}"', f"SELECT 1 -- {quoted}\n",
+                f"SELECT /* {quoted} */ 1", "SELECT 'it''s (' AS a"):
+        assert check_select(sql, "duckdb", None, 10)
+
+
 def test_refuses_malformed_and_oversized_input() -> None:
     assert "could not be parsed" in refused("SELEC * FROM cars")
     assert "could not be parsed" in refused("DEL/**/ETE FROM cars")
@@ -245,7 +258,7 @@ def test_refuses_malformed_and_oversized_input() -> None:
     assert "empty" in refused("-- nothing")
     assert "NUL" in refused("SELECT 1\x00; DROP TABLE cars")
     assert "characters long" in refused("SELECT " + "1 + " * MAX_SQL_CHARS + "1")
-    assert "nested too deeply" in refused("SELECT " + "(" * 3000 + "1" + ")" * 3000)
+    assert f"more than {MAX_SQL_NESTING} levels" in refused("SELECT " + "(" * 3000 + "1" + ")" * 3000)
     assert "unsupported SQL dialect" in refused("SELECT 1", dialect="no-such-dialect")
     with pytest.raises(InvalidArgument):
         check_select("SELECT 1", "duckdb", None, -1)

@@ -37,9 +37,10 @@ agrees that the name means the CTE: in the query body, in later CTEs of the same
 CTE itself when the ``WITH`` is ``RECURSIVE``. Anywhere else (e.g. a non-recursive CTE that names itself)
 the name is treated as a table and must be allowed.
 
-Limits: at most ``MAX_SQL_CHARS`` characters, and nesting deep enough to exhaust sqlglot's recursive
-parser (about forty levels of parentheses, fewer when the caller's own stack is deep) is refused rather than
-crashing. Long flat chains (``a + b + …``, many ``UNION``s) are fine.
+Limits: at most ``MAX_SQL_CHARS`` characters and ``MAX_SQL_NESTING`` levels of parentheses. The nesting is
+counted by a linear scan before parsing, because sqlglot's parser is recursive: deeper input would only end in
+a ``RecursionError`` after seconds of work (still caught, for a caller whose own stack is deep). Long flat
+chains (``a + b + …``, many ``UNION``s) are fine.
 """
 
 from __future__ import annotations
@@ -53,10 +54,15 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from convener.api.errors import InvalidArgument
+from convener.outside.limits import SQL_CHARACTERS, SQL_NESTING
 
-MAX_SQL_CHARS = 50_000
+MAX_SQL_CHARS = SQL_CHARACTERS
+MAX_SQL_NESTING = SQL_NESTING
 CAP_ALIAS = "_convener_capped"
 
+# Quoted text and comments, whose parentheses do not nest; then the parentheses that do.
+QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.DOTALL)
+PARENTHESES = re.compile(r"[()]")
 LEADING_COMMENTS = re.compile(r"^(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
 PARSER_BUGS = (KeyError, IndexError, TypeError, AttributeError, AssertionError)
 
@@ -128,7 +134,7 @@ def check_select(sql: str, dialect: str, allowed_tables: Collection[str] | None,
     naming the problem otherwise. ``allowed_tables=None`` admits any table that is not a system catalog."""
     if row_limit < 0:
         raise InvalidArgument("the row limit must not be negative")
-    tree = _unwrap(_parse_one(sql, dialect, MAX_SQL_CHARS))
+    tree = _unwrap(_parse_one(sql, dialect, MAX_SQL_CHARS, MAX_SQL_NESTING))
     if not isinstance(tree, (*TOP_LEVEL, *REFUSED_NODES)):
         first = (LEADING_COMMENTS.sub("", sql).split(None, 1) or ["?"])[0][:30].upper()
         raise InvalidArgument(f"only one SELECT statement is allowed; found a statement starting with {first}")
@@ -136,13 +142,13 @@ def check_select(sql: str, dialect: str, allowed_tables: Collection[str] | None,
     capped = _cap_rows(tree, row_limit + 1)
     rendered = _render(capped, dialect)
     # The rendering adds quotes and keywords, so it may be a little longer than what was allowed in.
-    _check_tree(_parse_one(rendered, dialect, 2 * MAX_SQL_CHARS), dialect, allowed_tables)
+    _check_tree(_parse_one(rendered, dialect, 2 * MAX_SQL_CHARS, MAX_SQL_NESTING + 1), dialect, allowed_tables)
     return rendered
 
 
-def _parse_one(sql: str, dialect: str, max_chars: int) -> exp.Expr:
+def _parse_one(sql: str, dialect: str, max_chars: int, max_nesting: int) -> exp.Expr:
     """The one statement in ``sql``; parse errors, several statements and unusual input are refused here."""
-    _check_text(sql, max_chars)
+    _check_text(sql, max_chars, max_nesting)
     try:
         parsed = sqlglot.parse(sql, read=dialect)
         statements = [s for s in parsed if s is not None and not isinstance(s, EMPTY_STATEMENTS)]
@@ -170,13 +176,24 @@ def _unwrap(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-def _check_text(sql: str, max_chars: int) -> None:
+def _check_text(sql: str, max_chars: int, max_nesting: int) -> None:
     if len(sql) > max_chars:
         raise InvalidArgument(f"the query is {len(sql)} characters long; at most {max_chars} are allowed")
     if "\x00" in sql:
         raise InvalidArgument("the query contains a NUL character")
     if not sql.strip():
         raise InvalidArgument("the query is empty")
+    if _nesting(sql) > max_nesting:
+        raise InvalidArgument(f"the query nests parentheses more than {max_nesting} levels deep; simplify it")
+
+
+def _nesting(sql: str) -> int:
+    """The deepest parentheses outside quoted text and comments (an unbalanced quote counts what follows it)."""
+    depth = deepest = 0
+    for match in PARENTHESES.finditer(QUOTED_OR_COMMENT.sub(" ", sql)):
+        depth = depth + 1 if match.group() == "(" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _first_line(error: Exception) -> str:

@@ -111,6 +111,10 @@ DATA_SOURCE_CHARACTERS = limit("knowledge.data_source", 255, "characters", "a da
 
 # analytics
 DATA_AGENT_TEXT = limit("analytics.data_agent.text", 10_000, "characters", "a data agent's displayName or description")
+SQL_CHARACTERS = limit("analytics.sql.characters", 50_000, "characters", "one SQL query a caller, an example query "
+                       "or a model wrote")
+SQL_NESTING = limit("analytics.sql.nesting", 32, "levels", "parentheses nested in one SQL query, counted before "
+                    "it is parsed (the SQL checker's parser is recursive)")
 
 
 # --- analytics: what one question to a data agent may cost --------------------------------------------

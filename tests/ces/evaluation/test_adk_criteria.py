@@ -140,7 +140,7 @@ def test_hostile_configs_are_invalid_argument_naming_the_place(content: str, nam
 
 def test_a_huge_config_is_refused_before_it_is_parsed() -> None:
     huge = '{"criteria": {"response_match_score": 0.8}, "padding": "' + "x" * MAX_CONFIG_BYTES + '"}'
-    with pytest.raises(InvalidArgument, match="larger than 1024 KB"):
+    with pytest.raises(InvalidArgument, match="larger than 1 MB"):
         parse_criteria(huge)
     with pytest.raises(InvalidArgument, match="not UTF-8"):
         parse_criteria(b'{"criteria": {"\xff": 1}}')

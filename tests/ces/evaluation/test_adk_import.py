@@ -514,7 +514,7 @@ MB = 1024 * 1024
         ('{"eval_set_id": "s", "eval_cases": [], "x": 1e999}', "content.x: numbers must be finite"),
         ('{"eval_set_id": "s\\u0000", "eval_cases": []}', "content.eval_set_id: text must not contain NUL"),
         ('{"eval_set_id": "\\ud800", "eval_cases": []}', "a lone surrogate was found"),
-        ("[" * 100_000 + "]" * 100_000, "the JSON is nested too deeply"),
+        ("[" * 100_000 + "]" * 100_000, "the content is nested too deeply"),
         ("[1, 2]", "[0]: expected an object, got a number"),
     ],
 )

@@ -88,7 +88,6 @@ than 128 levels deep (pydantic stops at 255, and a stored golden wraps the value
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections import Counter
@@ -98,6 +97,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from convener.api.errors import InvalidArgument, describe_validation
+from convener.api.json_text import load_json_text
 from convener.api.names import ID_PATTERN, check_id
 from convener.api.protojson import check_storable_json
 from convener.ces.evaluation.models import Evaluation, Golden, GoldenExpectation, GoldenTurn, Step
@@ -169,27 +169,7 @@ def evaluations_from_adk(content: str | bytes, app: AppName, *, source: str = ""
 
 
 def _load(content: str | bytes) -> Any:
-    if not isinstance(content, str | bytes):
-        raise InvalidArgument(f"the content must be text, not {type(content).__name__}")
-    if len(content) > MAX_CONTENT_BYTES:
-        raise InvalidArgument(f"the content is larger than {MAX_CONTENT_BYTES // (1024 * 1024)} MB")
-    if isinstance(content, bytes):
-        try:
-            text = content.decode("utf-8-sig")
-        except UnicodeDecodeError as error:
-            raise InvalidArgument(f"the content is not UTF-8: invalid byte at offset {error.start}") from None
-    else:
-        if len(content.encode("utf-8", "surrogatepass")) > MAX_CONTENT_BYTES:
-            raise InvalidArgument(f"the content is larger than {MAX_CONTENT_BYTES // (1024 * 1024)} MB")
-        text = content.removeprefix("\ufeff")
-    if not text.strip():
-        raise InvalidArgument("the content is empty")
-    try:
-        data = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as error:
-        raise InvalidArgument(f"not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
-    except RecursionError:
-        raise InvalidArgument("the JSON is nested too deeply") from None
+    data = load_json_text(content, MAX_CONTENT_BYTES, "the content")
     check_storable_json(data, "content")
     _check_depth(data)
     return data
@@ -206,10 +186,6 @@ def _check_depth(data: Any) -> None:
             stack.extend((child, depth + 1) for child in value.values())
         elif isinstance(value, list):
             stack.extend((child, depth + 1) for child in value)
-
-
-def _no_constant(name: str) -> Any:
-    raise InvalidArgument(f"not JSON: {name} is not a JSON number")
 
 
 def json_kind(value: Any) -> str:

@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import Any
 
 from convener.api.errors import InvalidArgument
+from convener.api.json_text import load_json_text
 from convener.ces.evaluation.adk import json_kind
 from convener.ces.evaluation.models import (
     Evaluation,
@@ -139,30 +140,10 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
 
-def _no_constant(name: str) -> Any:
-    raise InvalidArgument(f"criteria: not JSON: {name} is not a JSON number")
-
-
 def parse_criteria(content: str | bytes, source: str = CONFIG_FILE) -> AdkCriteria:
     """The criteria of an ADK EvalConfig file (``test_config.json``); InvalidArgument naming the place."""
     label = source or CONFIG_FILE
-    size = len(content.encode("utf-8", "surrogatepass")) if isinstance(content, str) else len(content)
-    if size > MAX_CONFIG_BYTES:
-        raise InvalidArgument(f"{label}: larger than {MAX_CONFIG_BYTES // 1024} KB; an ADK EvalConfig is small")
-    if isinstance(content, bytes):
-        try:
-            content = content.decode("utf-8-sig")
-        except UnicodeDecodeError as error:
-            raise InvalidArgument(f"{label}: not UTF-8: invalid byte at offset {error.start}") from None
-    text = content.removeprefix("\ufeff")
-    if not text.strip():
-        raise InvalidArgument(f"{label}: empty; an ADK EvalConfig is a JSON object with criteria")
-    try:
-        data = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as error:
-        raise InvalidArgument(f"{label}: not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
-    except RecursionError:
-        raise InvalidArgument(f"{label}: the JSON is nested too deeply") from None
+    data = load_json_text(content, MAX_CONFIG_BYTES, label)
     if not isinstance(data, dict):
         raise InvalidArgument(f"{label}: an ADK EvalConfig is a JSON object, not {json_kind(data)}")
     warnings: list[str] = []

@@ -23,7 +23,7 @@ import uuid
 from typing import Any
 
 from backends import add_arguments, each_backend, median_ms
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, insert, select, update
 
 from convener.auth.caller import LOCAL_USER
 from convener.ces.changelogs import Change, ChangeRecorder, ChangelogService, ListChangelogsRequest
@@ -31,7 +31,8 @@ from convener.ces.definitions import Agent
 from convener.ces.models import App
 from convener.ces.names import AppName, ChangelogName
 from convener.ces.requests import CreateAppRequest
-from convener.ces.tables import changelogs
+from convener.api.protojson import Timestamp
+from convener.ces.tables import apps, changelogs
 from convener.config import Settings
 from convener.services import Services
 
@@ -71,12 +72,17 @@ def fill(services: Services, entries: int) -> float:
     started = time.perf_counter()
     with services.database.transaction() as connection:
         app_pk = services.apps.app_pk(connection, BIG)
+        # After the app's own entries (its creation), numbered and timed on from them, as recording would.
+        last = int(connection.scalar(select(apps.c.changelog_sequence).where(apps.c.id == app_pk)) or 0)
+        now = Timestamp.now().to_micros()
+        connection.execute(update(apps).where(apps.c.id == app_pk).values(changelog_sequence=last + entries,
+                                                                           changelog_time_us=now + last + entries))
         rows = [{"app_pk": app_pk, "changelog_id": uuid.uuid4().hex[:16], "sequence_number": number,
-                 "create_time_us": 1_700_000_000_000_000 + number, "author": "users/bench", "action": "Update",
+                 "create_time_us": now + number, "author": "users/bench", "action": "Update",
                  "resource": f"{BIG}/agents/a{number % 50}", "resource_type": "Agent",
                  "body": {"displayName": f"A{number % 50}", "description": "Updated instruction",
                           "originalResource": {"instruction": "before"}, "newResource": {"instruction": "after"}}}
-                for number in range(1, entries + 1)]
+                for number in range(last + 1, last + entries + 1)]
         for start in range(0, len(rows), 1000):
             connection.execute(insert(changelogs), rows[start:start + 1000])
     return time.perf_counter() - started

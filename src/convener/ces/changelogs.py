@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import Field
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import BigInteger, Connection, bindparam, case, delete, insert, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from convener.api.errors import InvalidArgument, NotFound
@@ -113,24 +113,36 @@ class Change:
     """What changed; when None, it is worked out from before and after (the fields that differ)."""
 
 
+_FOLLOWING = apps.c.changelog_time_us + 1
+_CLOCK = bindparam("clock", type_=BigInteger)
+_TAKE_NUMBER = (
+    update(apps).where(apps.c.id == bindparam("app_pk"))
+    .values(changelog_sequence=apps.c.changelog_sequence + 1,
+            changelog_time_us=case((_FOLLOWING > _CLOCK, _FOLLOWING), else_=_CLOCK))
+    .returning(apps.c.changelog_sequence, apps.c.changelog_time_us, apps.c.name)
+)
+"""One statement takes the number and the time: a microsecond after the app's last change at least, so that
+createTime increases with sequenceNumber even if the clock steps back. Built once, as every statement a write
+runs (building one costs more than SQLite takes to run it)."""
+_PRUNE = delete(changelogs).where(changelogs.c.app_pk == bindparam("app_pk"),
+                                  changelogs.c.create_time_us < bindparam("cutoff"))
+_INSERT = insert(changelogs)
+
+
 def record_change(connection: Connection, app_pk: int, author: str, change: Change, *,
                   retention_days: int = 0) -> ChangelogName:
     """Record ``change`` of the app ``app_pk`` in the caller's open transaction, as made by ``author``; returns the
     new changelog's name. Every write path of an app's resources calls this once per change, after the change."""
-    sequence, app_text = connection.execute(
-        update(apps).where(apps.c.id == app_pk).values(changelog_sequence=apps.c.changelog_sequence + 1)
-        .returning(apps.c.changelog_sequence, apps.c.name)).one()
+    sequence, now, app_text = connection.execute(_TAKE_NUMBER, {"app_pk": app_pk,
+                                                                "clock": Timestamp.now().to_micros()}).one()
     app_name = AppName.parse(app_text)
-    newest = connection.scalar(select(func.max(changelogs.c.create_time_us)).where(changelogs.c.app_pk == app_pk))
-    now = max(Timestamp.now().to_micros(), int(newest or 0) + 1)
     if retention_days:
-        connection.execute(delete(changelogs).where(
-            changelogs.c.app_pk == app_pk, changelogs.c.create_time_us < now - retention_days * MICROS_PER_DAY))
+        connection.execute(_PRUNE, {"app_pk": app_pk, "cutoff": int(now) - retention_days * MICROS_PER_DAY})
     changelog_id = uuid.uuid4().hex[:16]
-    connection.execute(insert(changelogs).values(
-        app_pk=app_pk, changelog_id=changelog_id, sequence_number=int(sequence), create_time_us=now, author=author,
-        action=change.action.value, resource=change.resource, resource_type=change.resource_type,
-        body=_body(change)))
+    connection.execute(_INSERT, {
+        "app_pk": app_pk, "changelog_id": changelog_id, "sequence_number": int(sequence), "create_time_us": int(now),
+        "author": author, "action": change.action.value, "resource": change.resource,
+        "resource_type": change.resource_type, "body": _body(change)})
     return _named(app_name, changelog_id)
 
 
@@ -300,7 +312,10 @@ def _kept(retention_days: int) -> list[ColumnElement[bool]]:
     """Entries past the retention are not served, even before the app's next change prunes them."""
     if not retention_days:
         return []
-    return [changelogs.c.create_time_us >= Timestamp.now().to_micros() - retention_days * MICROS_PER_DAY]
+    # "+ 0" keeps the planner off the time index for this bound, which holds for nearly every entry: else SQLite
+    # takes that index for the range and sorts the whole app's changelog for each page instead of walking the
+    # sequence index (10,000 entries: first page 3.5x the time of a deep one).
+    return [changelogs.c.create_time_us + 0 >= Timestamp.now().to_micros() - retention_days * MICROS_PER_DAY]
 
 
 class ChangelogService:

@@ -42,6 +42,8 @@ apps = Table(
     # The sequence number of the app's newest changelog: bumped in each change's transaction, so that on
     # PostgreSQL concurrent writers of one app queue on this row and take their numbers in commit order.
     Column("changelog_sequence", BigInteger, nullable=False, server_default="0"),
+    # ... and its createTime, which the next one's must follow.
+    Column("changelog_time_us", BigInteger, nullable=False, server_default="0"),
     Index(None, "parent", "app_id"),
 )
 

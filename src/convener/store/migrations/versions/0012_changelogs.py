@@ -20,6 +20,7 @@ def upgrade() -> None:
     # A plain ADD COLUMN on both engines: a batch (copy-and-rename) of ces_apps on SQLite would drop the old
     # table with foreign keys on, and so delete every app's children.
     op.add_column("ces_apps", sa.Column("changelog_sequence", sa.BigInteger, nullable=False, server_default="0"))
+    op.add_column("ces_apps", sa.Column("changelog_time_us", sa.BigInteger, nullable=False, server_default="0"))
     op.create_table(
         "ces_changelogs",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -40,4 +41,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("ces_changelogs")
-    op.execute("ALTER TABLE ces_apps DROP COLUMN changelog_sequence")  # SQLite 3.35+ and PostgreSQL
+    op.execute("ALTER TABLE ces_apps DROP COLUMN changelog_time_us")  # SQLite 3.35+ and PostgreSQL
+    op.execute("ALTER TABLE ces_apps DROP COLUMN changelog_sequence")

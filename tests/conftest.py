@@ -102,6 +102,8 @@ CES_TOOLS = (
     "get_evaluation_result",
     "list_evaluation_results",
     "delete_evaluation_result",
+    "list_changelogs",
+    "get_changelog",
     "get_operation",
     "list_operations",
     "cancel_operation",

@@ -515,6 +515,33 @@ async def test_the_demo_evaluations_ran_and_fail_for_the_reasons_they_state(load
             evaluation["aggregatedMetrics"]["metricsByAppVersion"][0]["failCount"] == 1
 
 
+async def test_the_demo_changelog_shows_the_edits_that_made_it(loaded: Services, client: Client) -> None:
+    async def changelog() -> list[Json]:
+        page = await call_json(client, "list_changelogs", {"parent": PARENT, "pageSize": 500, "orderBy": "create_time"})
+        assert "nextPageToken" not in page
+        entries: list[Json] = page["changelogs"]
+        return entries
+
+    entries = await changelog()
+    made = [(entry["action"], entry["resourceType"]) for entry in entries]
+    assert made[0] == ("Create", "App") and entries[0]["description"].startswith("App created by import_app: ")
+    assert {d["name"] for d in entries[0]["dependentResources"]} >= {f"{PARENT}/agents/triage", f"{PARENT}/tools/lookup_order"}
+    assert made.count(("Create", "Evaluation")) == 10 and made.count(("Create", "EvaluationDataset")) == 2
+    assert made.count(("Create", "EvaluationPersona")) == 2 and len(made) == 15
+    assert [entry["sequenceNumber"] for entry in entries] == [str(n) for n in range(1, len(entries) + 1)]
+    assert {entry["author"] for entry in entries} == {"users/local"}
+    # Each demo result ran on the draft, after the newest change made before it started.
+    listed = await call_json(client, "list_evaluations", {"parent": PARENT})
+    for evaluation in listed["evaluations"]:
+        result = evaluation["lastCompletedResult"]
+        before = [entry for entry in entries if entry["createTime"] <= result["createTime"]]
+        assert result["changelog"] == before[-1]["name"], evaluation["name"]
+        assert (await call_json(client, "get_changelog", {"name": result["changelog"]}))["createTime"] == \
+            result["changelogCreateTime"]
+    load_demo(loaded)
+    assert await changelog() == entries, "loading again changes nothing, so records nothing"
+
+
 # -- the demo's chat -------------------------------------------------------------------------------
 
 CHAT_SUMMARY = re.compile(r"chat: 5 conversations, (?P<messages>\d+) messages \((?P<new>\d+) new\); "

@@ -25,7 +25,7 @@ from convener.store.database import Database
 from convener.store.schema import Json, installation, metadata
 
 EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_conversation_turns", "ces_definitions",
-                   "ces_sessions", "ces_evaluation_runs", "ces_evaluation_results", "ces_evaluation_aggregates",
+                   "ces_sessions", "ces_evaluation_runs", "ces_evaluation_results", "ces_evaluation_aggregates", "ces_changelogs",
                    "operations", "jobs", "chat_users", "chat_links",
                    "chat_spaces", "chat_memberships", "chat_messages", "chat_mentions",
                    "knowledge_data_sources", "knowledge_documents", "knowledge_chunks", "knowledge_search_generation",
@@ -59,7 +59,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0011"
+HEAD = "0012"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(empty_database_url: str) -> None:

@@ -108,6 +108,10 @@ class Settings(BaseSettings):
         description="Hosts (names, *.domain, or networks like 10.0.0.0/8) that URLs named in apps may reach: "
                     "OpenAPI tools, remote agents, MCP HTTP toolsets. Empty: any host.",
     )
+    changelog_retention_days: int = Field(
+        default=365, ge=0, le=36_500,
+        description="Days an app's changelogs are kept (older ones are pruned as the app changes); 0 keeps them all.",
+    )
     list_scan_rows: int = Field(default=limits.LIST_SCAN_ROWS, ge=1, le=10_000_000,
                                 description="Conversations one list_conversations call examines when its filter "
                                             "reads a field no index orders; the page may then be short.")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from convener.analytics.service import AnalyticsService
     from convener.api.paging import PageTokens
     from convener.ces.apps import AppService
+    from convener.ces.changelogs import ChangelogService
     from convener.ces.conversations import ConversationService
     from convener.ces.runtime_services import Runtime
     from convener.chat.service import ChatService
@@ -95,8 +96,17 @@ class Services:
     @property
     def apps(self) -> AppService:
         from convener.ces.apps import AppService
+        from convener.ces.changelogs import ChangeRecorder
 
-        return self._once("apps", lambda: AppService(self.database, self.tokens))
+        return self._once("apps", lambda: AppService(self.database, self.tokens,
+                                                      ChangeRecorder(self.settings.changelog_retention_days)))
+
+    @property
+    def changelogs(self) -> ChangelogService:
+        from convener.ces.changelogs import ChangelogService
+
+        return self._once("changelogs", lambda: ChangelogService(
+            self.database, self.tokens, self.settings.changelog_retention_days))
 
     @property
     def conversations(self) -> ConversationService:
@@ -208,7 +218,7 @@ class Services:
         def ces() -> ToolRegistry:
             from convener.ces.tools import ces_tools
 
-            return ces_tools(self.apps, self.conversations, self.runtime)
+            return ces_tools(self.apps, self.conversations, self.runtime, self.changelogs)
 
         def chat() -> ToolRegistry:
             from convener.chat.tools import chat_tools

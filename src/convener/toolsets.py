@@ -15,7 +15,8 @@ from dataclasses import dataclass
 TOOLSETS: dict[str, str] = {
     "conversations": "recorded conversations, and run_session, which talks to an app's agents and records it",
     "agents": "authoring apps: agents, tools, toolsets, guardrails, versions, export and import",
-    "evaluations": "golden and scenario evaluations, datasets, expectations, personas, runs and results",
+    "evaluations": "golden and scenario evaluations, datasets, expectations, personas, runs and results; the "
+                   "changelogs of apps",
     "operations": "long-running operations: get, list, wait (with progress), cancel, delete",
     "chat": "the team's chat history: messages, search, conversations, memberships, send_message",
     "knowledge": "documentation: search_documents, get_documents, answer_query, data sources",

@@ -368,7 +368,7 @@ async def test_of_two_updates_with_the_same_etag_one_wins_and_the_other_is_abort
     seed(services, APP, [])
     etag = (await call_json(alice, "get_app", {"name": APP}))["etag"]
 
-    with writers_meet_before(services, "UPDATE ces_apps"):
+    with writers_meet_before(services, "UPDATE ces_apps SET display_name"):  # not the changelog number
         outcomes = await outcomes_of_concurrent_calls(http_server, api_key, [
             ("update_app", {"app": {"name": APP, "displayName": name, "etag": etag}, "updateMask": "displayName"})
             for name in ("first", "second")

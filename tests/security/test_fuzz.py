@@ -93,6 +93,7 @@ LISTINGS: list[tuple[str, dict[str, Any]]] = [
         "list_evaluation_runs")),
     ("list_conversations", {"parent": str(APP), "pageSize": 3}),
     ("list_evaluation_results", {"parent": f"{APP}/evaluations/-", "pageSize": 3}),
+    ("list_changelogs", {"parent": str(APP), "pageSize": 3}),
     ("list_operations", {"name": LOCATION, "pageSize": 2}),
     ("search_conversations", {"pageSize": 2}),
     ("list_data_sources", {}),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from sqlalchemy import and_, literal, not_, or_
+from sqlalchemy import and_, func, literal, not_, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from convener.api.errors import InvalidArgument
@@ -50,12 +50,16 @@ class FilterField:
     repeated_bits: Mapping[str, int] | None = None
     sub_micros: ColumnElement[Any] | None = None
     """TIMESTAMP only: a column holding the nanoseconds below the microsecond (0-999), for exact comparisons."""
+    fold_case: bool = False
+    """STRING only: ``:`` ignores the case of ASCII letters (``=`` stays exact), as CES's changelog filters do."""
 
     def __post_init__(self) -> None:
         if self.repeated_bits is not None and self.type is not FieldType.ENUM:
             raise ValueError("repeated_bits is only meaningful for ENUM fields")
         if self.sub_micros is not None and self.type is not FieldType.TIMESTAMP:
             raise ValueError("sub_micros is only meaningful for TIMESTAMP fields")
+        if self.fold_case and self.type is not FieldType.STRING:
+            raise ValueError("fold_case is only meaningful for STRING fields")
         if self.type is FieldType.ENUM and not (self.enum_values or self.repeated_bits):
             raise ValueError("an ENUM field needs enum_values or repeated_bits")
 
@@ -275,6 +279,7 @@ _OPERATORS: dict[str, _Comparator] = {
     ">=": lambda column, value: column >= value,
 }
 _LIKE_ESCAPE = "/"
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _bind(value: object, column: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -307,6 +312,8 @@ class _String:
     def predicate(self, node: _Compare, field: FilterField, op: str) -> ColumnElement[bool]:
         token, column = node.value, field.column
         core = token.text[int(token.wild_start) : len(token.text) - int(token.wild_end)]
+        if op == ":" and field.fold_case:  # ASCII only, so that SQLite's lower() and PostgreSQL's agree
+            return self._like(func.lower(column, type_=column.type), core.translate(_ASCII_LOWER), True, True)
         if op == ":":  # "has" on a string is a substring match
             return self._like(column, core, True, True)
         if op == "=" and (token.wild_start or token.wild_end):

@@ -17,6 +17,7 @@ from convener.api.names import LocationName, check_id
 from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
+from convener.ces.changelogs import Action, Change, ChangeRecorder
 from convener.ces.models import App
 from convener.ces.names import AgentName, AppName, GuardrailName
 from convener.ces.recording import LANGUAGE_CODE
@@ -147,9 +148,11 @@ _APP_PK = select(apps.c.id).where(apps.c.name == bindparam("name"))
 
 
 class AppService:
-    def __init__(self, database: Database, tokens: PageTokens) -> None:
+    def __init__(self, database: Database, tokens: PageTokens, changes: ChangeRecorder | None = None) -> None:
         self.database = database
         self.tokens = tokens
+        self.changes = changes or ChangeRecorder()
+        """Records each change of an app or its parts in its transaction; every ces write path reaches it here."""
 
     def app_pk(self, connection: Connection, name: AppName) -> int:
         """The app's row id, or NOT_FOUND."""
@@ -168,10 +171,14 @@ class AppService:
             raise InvalidArgument("app.guardrails: an app has no guardrails yet when it is created; set them with "
                                   "update_app")
         with self.database.transaction() as connection:
-            return self.ensure(connection, AppName(parent.project, parent.location, app_id), request.app, create_only=True)
+            return self.ensure(connection, AppName(parent.project, parent.location, app_id), request.app,
+                               create_only=True, author=caller.principal)
 
-    def ensure(self, connection: Connection, name: AppName, app: App, *, create_only: bool = False) -> App:
-        """Create the app if missing (or fail with ALREADY_EXISTS when ``create_only``); return it."""
+    def ensure(self, connection: Connection, name: AppName, app: App, *, create_only: bool = False,
+               author: str | None = None) -> App:
+        """Create the app if missing (or fail with ALREADY_EXISTS when ``create_only``); return it. When ``author``
+        is given and the app is created here, its creation is recorded in the app's changelog (a caller that
+        records the whole of a larger change itself, such as import_app, gives none)."""
         existing = connection.execute(select(apps).where(apps.c.name == str(name))).first()
         if existing is not None:
             if create_only:
@@ -196,8 +203,13 @@ class AppService:
             # Another writer created it between our look and our insert.
             if create_only:
                 raise AlreadyExists(f"app {name} already exists") from None
+            author = None
         row = connection.execute(select(apps).where(apps.c.name == str(name))).one()
-        return row_to_app(row)
+        created = row_to_app(row)
+        if author is not None:
+            self.changes.record(connection, row.id, author, Change(Action.CREATE, str(name), "App",
+                                                                   after=created.to_json()))
+        return created
 
     def overwrite(self, connection: Connection, name: AppName, app: App) -> App:
         """Set every field of an existing app at once, in the caller's transaction (imports do this)."""
@@ -282,9 +294,13 @@ class AppService:
             ).rowcount
             if changed == 0:
                 raise Aborted(f"app {name} was changed concurrently; get it again and retry")
-            return row_to_app(connection.execute(select(apps).where(apps.c.id == row.id)).one())
+            updated = row_to_app(connection.execute(select(apps).where(apps.c.id == row.id)).one())
+            self.changes.record(connection, row.id, caller, Change(
+                Action.UPDATE, str(name), "App", before=row_to_app(row).to_json(), after=updated.to_json()))
+            return updated
 
     def delete(self, request: DeleteAppRequest, caller: Caller) -> None:
+        """Delete the app with everything under it, its changelogs too: so its deletion is recorded nowhere."""
         name = AppName.parse(request.name)
         with self.database.transaction() as connection:
             row = connection.execute(select(apps.c.id, apps.c.etag).where(apps.c.name == str(name))).first()

@@ -21,6 +21,7 @@ from convener.api.protojson import check_storable_json
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService, row_to_app
 from convener.ces.catalog import AppParts, PartService
+from convener.ces.changelogs import Action, Change
 from convener.ces.definitions import Agent, Guardrail, Tool, Toolset
 from convener.ces.models import App
 from convener.ces.names import AgentName, AppChildName, AppName, GuardrailName, ToolName, ToolsetName
@@ -144,9 +145,11 @@ class Bundles:
         database = self.apps.database
         with database.transaction() as connection:
             existing = connection.scalar(select(apps.c.id).where(apps.c.name == str(name)))
+            before = None
             if existing is not None:
                 if not replace:
                     raise AlreadyExists(f"app {name} already exists; import with replace to overwrite its definition")
+                before = row_to_app(connection.execute(select(apps).where(apps.c.id == existing)).one()).to_json()
                 # The definition is replaced; the app's versions and conversations stay.
                 connection.execute(delete(definitions).where(
                     definitions.c.app_pk == existing, definitions.c.collection.in_(list(self.parts))
@@ -177,9 +180,27 @@ class Bundles:
                 app = app.model_copy(update={
                     "guardrails": _expand_ids(app_guardrails, GuardrailName, name, "appContent: app.guardrails")})
             try:
-                return self.apps.overwrite(connection, name, app)
+                imported = self.apps.overwrite(connection, name, app)
             except InvalidArgument as error:
                 raise InvalidArgument(f"appContent: {error.message}") from None
+            self._record(connection, caller, app_pk, name, before, imported)
+            return imported
+
+    def _record(self, connection: Any, caller: Caller, app_pk: int, name: AppName, before: dict[str, Any] | None,
+                imported: App) -> None:
+        """An import is one change of the app: its parts, all written anew, are the change's dependent resources."""
+        parts = AppParts(connection, app_pk, name)
+        dependents: list[dict[str, Any]] = []
+        counts: list[str] = []
+        for collection, service in self.parts.items():
+            bodies = parts.bodies(collection)
+            counts.append(f"{len(bodies)} {collection}")
+            dependents += [{**body, "name": str(name.child(service.kind.name_type, part_id))}
+                           for part_id, body in bodies.items()]
+        what = "replaced by import_app" if before is not None else "created by import_app"
+        self.apps.changes.record(connection, app_pk, caller, Change(
+            Action.UPDATE if before is not None else Action.CREATE, str(name), "App", before=before,
+            after=imported.to_json(), dependents=dependents, description=f"App {what}: {', '.join(counts)}"))
 
     def _write(self, connection: Any, caller: Caller, app_pk: int, app: AppName, collection: str, part_id: str, body: Any) -> None:
         """Check one part of the file against the app so far and store it (over its placeholder, if any)."""

@@ -13,7 +13,7 @@ import builtins
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -25,6 +25,7 @@ from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import ProtoModel, Timestamp
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
+from convener.ces.changelogs import Action, Change
 from convener.ces.names import AppChildName, AppName
 from convener.ces.tables import definitions
 from convener.outside.limits import (
@@ -233,9 +234,23 @@ class PartService(Generic[Part]):
             body = self._checked(part, name, parts, caller)
             if parts.exists(self.kind.collection, resource_id):
                 raise AlreadyExists(f"{self.kind.singular} {name} already exists")
-            return self.insert(connection, app_pk, name, body)
+            created = self.insert(connection, app_pk, name, body)
+            self.record(connection, app_pk, caller, Action.CREATE, name, after=created)
+            return created
+
+    def record(self, connection: Connection, app_pk: int, caller: Caller, action: Action, name: AppChildName, *,
+               before: Part | None = None, after: Part | None = None,
+               dependents: Sequence[ProtoModel] = (), description: str | None = None) -> None:
+        """Record a change of one of these parts in the app's changelog, in the change's transaction."""
+        self.apps.changes.record(connection, app_pk, caller, Change(
+            action, str(name), self.kind.model.__name__,
+            before=before.to_json() if before is not None else None,
+            after=after.to_json() if after is not None else None,
+            dependents=[dependent.to_json() for dependent in dependents], description=description,
+        ))
 
     def insert(self, connection: Connection, app_pk: int, name: AppChildName, body: dict[str, Any]) -> Part:
+        """Store a new part in the caller's transaction; the caller records the change (``record``)."""
         now = Timestamp.now().to_micros()
         values = {
             "app_pk": app_pk,
@@ -252,7 +267,8 @@ class PartService(Generic[Part]):
         return self.to_model(row, str(name))
 
     def overwrite(self, connection: Connection, app_pk: int, name: AppChildName, body: dict[str, Any]) -> None:
-        """Replace a stored part's body in the caller's transaction (imports fill placeholders this way)."""
+        """Replace a stored part's body in the caller's transaction (imports fill placeholders this way); the
+        caller records the change."""
         now = Timestamp.now().to_micros()
         connection.execute(
             update(definitions)
@@ -289,8 +305,11 @@ class PartService(Generic[Part]):
             ).rowcount
             if changed == 0:
                 raise Aborted(f"{self.kind.singular} {name} was changed concurrently; get it again and retry")
+            before = self.to_model(row, str(name))
             _, row = self._row(connection, name)
-            return self.to_model(row, str(name))
+            updated = self.to_model(row, str(name))
+            self.record(connection, app_pk, caller, Action.UPDATE, name, before=before, after=updated)
+            return updated
 
     def _merge(self, current: dict[str, Any], incoming: dict[str, Any], mask: builtins.list[str]) -> dict[str, Any]:
         for path in mask:
@@ -307,11 +326,13 @@ class PartService(Generic[Part]):
     def delete(self, name_text: str, etag: str | None, caller: Caller) -> None:
         name = self.kind.name_type.parse(name_text)
         with self.database.transaction() as connection:
-            self.remove(connection, name, etag)
+            app_pk, removed = self.remove(connection, name, etag)
+            self.record(connection, app_pk, caller, Action.DELETE, name, before=removed)
 
-    def remove(self, connection: Connection, name: AppChildName, etag: str | None) -> None:
-        """Delete a part in the caller's transaction (with what else goes with it), checking the etag."""
-        _, row = self._row(connection, name)
+    def remove(self, connection: Connection, name: AppChildName, etag: str | None) -> tuple[int, Part]:
+        """Delete a part in the caller's transaction (with what else goes with it), checking the etag; the app's
+        row id and the part as it was. The caller records the change."""
+        app_pk, row = self._row(connection, name)
         if etag and etag != row.etag:
             raise Aborted(f"{self.kind.singular} {name} was changed since etag {etag}; get it again and retry")
         deleted = connection.execute(
@@ -319,3 +340,4 @@ class PartService(Generic[Part]):
         ).rowcount
         if deleted == 0:
             raise Aborted(f"{self.kind.singular} {name} was changed or deleted concurrently; get it again and retry")
+        return app_pk, self.to_model(row, str(name))

@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError
 
 from convener.api.errors import ApiError, InvalidArgument, describe_validation
 from convener.api.protojson import check_storable_json
+from convener.auth.caller import LOCAL_USER
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService, content_id
 from convener.ces.models import App, Conversation
@@ -89,12 +90,14 @@ def import_conversations(
     app: AppName,
     *,
     on_line: Callable[[int], None] = lambda _size: None,
+    author: str = LOCAL_USER.principal,
 ) -> ImportReport:
-    """Import ``lines`` into ``app`` (created if missing). ``on_line`` gets each line's size, for progress."""
+    """Import ``lines`` into ``app`` (created if missing, by ``author``). ``on_line`` gets each line's size, for
+    progress."""
     report = ImportReport()
     database = conversations.database
     with database.transaction() as connection:
-        apps.ensure(connection, app, App())
+        apps.ensure(connection, app, App(), author=author)
         app_pk = apps.app_pk(connection, app)
     batch: list[tuple[int, str | bytes]] = []
     batch_bytes = 0

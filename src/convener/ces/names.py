@@ -71,6 +71,10 @@ class SessionName(AppChildName):
     collection = "sessions"
 
 
+class ChangelogName(AppChildName):
+    collection = "changelogs"
+
+
 class EvaluationName(AppChildName):
     collection = "evaluations"
 

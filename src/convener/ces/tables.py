@@ -39,6 +39,11 @@ apps = Table(
     Column("etag", String(64), nullable=False),
     # What else the app says about running it (rootAgent, variableDeclarations, ...), as proto3 JSON.
     Column("settings", Json, nullable=True),
+    # The sequence number of the app's newest changelog: bumped in each change's transaction, so that on
+    # PostgreSQL concurrent writers of one app queue on this row and take their numbers in commit order.
+    Column("changelog_sequence", BigInteger, nullable=False, server_default="0"),
+    # ... and its createTime, which the next one's must follow.
+    Column("changelog_time_us", BigInteger, nullable=False, server_default="0"),
     Index(None, "parent", "app_id"),
 )
 
@@ -177,3 +182,26 @@ evaluation_aggregates = Table(
     Index("ix_ces_eval_aggregates_id", "app_pk", "evaluation_id", unique=True),
 )
 """An evaluation's aggregates over all its results (see ``convener.ces.evaluation.aggregates``)."""
+
+changelogs = Table(
+    "ces_changelogs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
+    Column("changelog_id", String(32), nullable=False),
+    Column("sequence_number", BigInteger, nullable=False),
+    Column("create_time_us", BigInteger, nullable=False),
+    # What list_changelogs filters on, as columns; the rest of the Changelog (description, the resource before
+    # and after, dependent resources, display name) is ``body``.
+    Column("author", Text, nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("resource", Text, nullable=False),
+    Column("resource_type", String(64), nullable=False),
+    Column("body", Json, nullable=False),
+    Index("ix_ces_changelogs_id", "app_pk", "changelog_id", unique=True),
+    # The keyset of list_changelogs (newest first) and the app's latest change; unique, so no number is given twice.
+    Index("ix_ces_changelogs_sequence", "app_pk", "sequence_number", unique=True),
+    # Retention prunes by time; createTime filters narrow by it.
+    Index("ix_ces_changelogs_time", "app_pk", "create_time_us"),
+)
+"""A Changelog: one create, update or delete of an app or one of its parts, written in that change's transaction."""

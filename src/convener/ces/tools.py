@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
+from convener.ces.changelogs import (
+    Changelog,
+    ChangelogService,
+    GetChangelogRequest,
+    ListChangelogsRequest,
+    ListChangelogsResponse,
+)
 from convener.ces.conversations import ConversationService
 from convener.ces.definitions import AppVersion
 from convener.ces.evaluation.tools import register_evaluation_tools, register_operation_tools
@@ -35,7 +42,8 @@ from convener.ces.session_models import RunSessionRequest, RunSessionResponse
 from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolGroup, ToolRegistry, ToolSpec
 
 
-def ces_tools(apps: AppService, conversations: ConversationService, runtime: Runtime) -> ToolRegistry:
+def ces_tools(apps: AppService, conversations: ConversationService, runtime: Runtime,
+              changelogs: ChangelogService) -> ToolRegistry:
     registry = ToolRegistry("ces")
     conversation_tools = registry.group("conversations")
     agents = registry.group("agents")
@@ -112,6 +120,7 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     ))
     _register_versions(agents, runtime)
     register_evaluation_tools(registry.group("evaluations"), runtime.evaluations)
+    _register_changelogs(registry.group("evaluations"), changelogs)
     register_operation_tools(registry.group("operations"), runtime.operations)
 
     def export_app(request: ExportAppRequest, caller: Caller) -> ExportAppResponse:
@@ -174,3 +183,20 @@ def _register_versions(group: ToolGroup, runtime: Runtime) -> None:
     group.add(ToolSpec("delete_app_version", "Delete an app version",
                           "Deletes an app version. Sessions that run it can no longer start.",
                           DeleteAppVersionRequest, Empty, DELETES, delete))
+
+
+def _register_changelogs(group: ToolGroup, changelogs: ChangelogService) -> None:
+    # In the evaluations toolset, beside the results whose changelog field names an entry: "which change broke
+    # this evaluation?" is answered from get_evaluation_result, then get_changelog.
+    group.add(ToolSpec(
+        "list_changelogs", "List changelogs",
+        "Lists the changes of an app and its parts (agents, tools, toolsets, guardrails, versions, evaluations, "
+        "datasets, ...), newest first: who, what action, which resource, before and after. Filter with AIP-160 on "
+        "action, resource_type, resource_name, author and create_time.",
+        ListChangelogsRequest, ListChangelogsResponse, READ_ONLY, changelogs.list,
+    ))
+    group.add(ToolSpec(
+        "get_changelog", "Get a changelog",
+        "Gets one change of an app: the resource before and after it, and the resources changed with it.",
+        GetChangelogRequest, Changelog, READ_ONLY, changelogs.get,
+    ))

@@ -15,6 +15,7 @@ from convener.api.names import check_id
 from convener.auth.caller import Caller
 from convener.ces.apps import row_to_app
 from convener.ces.catalog import AppParts, PartService
+from convener.ces.changelogs import Action
 from convener.ces.definitions import Agent, AppSnapshot, AppVersion, Guardrail, Tool, Toolset
 from convener.ces.names import AgentName, AppName, AppVersionName, GuardrailName, ToolName, ToolsetName
 from convener.ces.runtime.blueprint import Blueprint
@@ -118,7 +119,9 @@ class VersionService:
                 "creator": caller.principal,
                 "snapshot": snapshot.to_json(),
             }
-            return service.insert(connection, app_pk, name, body)
+            created = service.insert(connection, app_pk, name, body)
+            service.record(connection, app_pk, caller, Action.CREATE, name, after=created)
+            return created
 
     def blueprint(self, connection: Connection, app_pk: int, version_text: str, app: AppName) -> Blueprint:
         name = AppVersionName.parse(version_text, "config.appVersion")

@@ -93,6 +93,10 @@ APP_VERSION_TEXT = limit("ces.app_version.text", 16_384, "characters", "an app v
 DEFINITION_BYTES = limit(
     "ces.definition", 1_000_000, "bytes", "one agent, tool, toolset, guardrail or evaluation definition, as JSON"
 )
+CHANGELOG_RESOURCE_BYTES = limit(
+    "ces.changelog.resource", 262_144, "bytes", "what a changelog keeps of a resource before or after a change, and "
+    "of its dependent resources, as JSON (past it, unchanged and then the largest fields are left out)"
+)
 ADK_CONTENT_BYTES = limit(
     "ces.adk_content", 10 * 1024 * 1024, "bytes", "an ADK evaluation set to import (over MCP, request.string comes first)"
 )

@@ -26,6 +26,7 @@ from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.catalog import AppParts, PartKind, PartService
+from convener.ces.changelogs import Action, latest_changelog
 from convener.ces.conversations import ConversationService
 from convener.ces.evaluation import adk, adk_criteria, aggregates
 from convener.ces.evaluation.definitions import (
@@ -347,17 +348,23 @@ class EvaluationService:
         with self.database.transaction() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
             parts = AppParts(connection, app_pk, name.app_name)
-            self.evaluations.remove(connection, name, request.etag)
+            _, removed = self.evaluations.remove(connection, name, request.etag)
             listing = [dataset for dataset, body in parts.bodies(EvaluationDatasetName.collection).items()
                        if str(name) in body.get("evaluations", [])]
             if listing and not request.force:
                 raise FailedPrecondition(
                     f"evaluation {name} is in the dataset(s) {', '.join(listing[:5])}; remove it from them or set force")
+            datasets: list[EvaluationDataset] = []
             for dataset_id in listing:
                 dataset_name = name.app_name.child(EvaluationDatasetName, dataset_id)
                 body = parts.bodies(EvaluationDatasetName.collection)[dataset_id]
                 body = {**body, "evaluations": [e for e in body.get("evaluations", []) if e != str(name)]}
                 self.datasets.overwrite(connection, app_pk, dataset_name, body)
+                datasets.append(self.datasets.to_model(self.datasets._row(connection, dataset_name)[1],
+                                                       str(dataset_name)))
+            # The datasets it was taken out of changed with it: one change, one entry.
+            self.evaluations.record(connection, app_pk, caller, Action.DELETE, name, before=removed,
+                                    dependents=datasets)
             connection.execute(delete(evaluation_results).where(
                 evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_id == name.id,
                 evaluation_results.c.execution_state.not_in((ExecutionState.QUEUED.value,
@@ -402,6 +409,7 @@ class EvaluationService:
                                                         adk.MAX_DESCRIPTION)
                 body = self.evaluations._checked(evaluation, name, parts, caller)
                 created.append(self.evaluations.insert(connection, app_pk, name, body))
+                self.evaluations.record(connection, app_pk, caller, Action.CREATE, name, after=created[-1])
         return AdkImport(created, applied.warnings)
 
     def _adk_expectation(self, connection: Connection, app_pk: int, parts: AppParts,
@@ -419,7 +427,8 @@ class EvaluationService:
                                       "criterion it is named after; rename or delete it, then import again")
             return name
         body = self.expectations._checked(item.expectation, name, parts, caller)
-        self.expectations.insert(connection, app_pk, name, body)
+        expectation = self.expectations.insert(connection, app_pk, name, body)
+        self.expectations.record(connection, app_pk, caller, Action.CREATE, name, after=expectation)
         return name
 
     # -- runs ---------------------------------------------------------------------------------------------
@@ -443,6 +452,9 @@ class EvaluationService:
             parts = AppParts(connection, app_pk, app)
             names, dataset = self._run_members(connection, parts, request)
             version_name, version_display = self._version(connection, parts, request.app_version)
+            # A run of the draft names the change it ran after, so a regression leads to the change that made it.
+            changed = None if version_name else latest_changelog(connection, app_pk, app,
+                                                                 self.apps.changes.retention_days)
             evaluations = [self.evaluations.to_model(self.evaluations._row(connection, name)[1], str(name))
                            for name in names]
             choices = _Choices.of(self._evaluation_settings(connection, parts), config, request.golden_run_method)
@@ -476,6 +488,7 @@ class EvaluationService:
                         app_version=version_name, app_version_display_name=version_display,
                         execution_state=ExecutionState.QUEUED, evaluation_metrics_thresholds=effective_thresholds(evaluation),
                         config=config, golden_run_method=choices.method if scenario is None else None, persona=persona,
+                        changelog=str(changed[0]) if changed else None, changelog_create_time=changed[1] if changed else None,
                     )
                     plan = choices.plan(evaluation, persona, version_name, criteria)
                     result_names.append(str(result_name))

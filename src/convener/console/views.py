@@ -214,6 +214,8 @@ class Console:
             arguments["sources"] = sources
         if token := query.get("pageToken"):
             arguments["pageToken"] = token
+        if size := query.get("pageSize"):
+            arguments["pageSize"] = int(size) if size.isdigit() and len(size) < 10 else size  # the tool says what is wrong
         app = await self.tools.call("get_app", {"name": parent}, viewer.caller, App)
         problem, position = "", -1
         rows: list[ConversationRow] = []

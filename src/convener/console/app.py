@@ -19,7 +19,7 @@ from convener import __version__
 from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
-from convener.console.present import pretty
+from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
 from convener.services import Services
@@ -34,6 +34,7 @@ def templates() -> Environment:
     environment = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                               trim_blocks=True, lstrip_blocks=True)
     environment.filters["pretty"] = pretty
+    environment.filters["when"] = when
     environment.globals["version"] = __version__
     return environment
 

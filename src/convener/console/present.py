@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from convener.api.protojson import Struct
+from convener.api.protojson import Struct, Timestamp
 from convener.ces.models import Blob, Chunk, Conversation, Image, Message, Span, ToolCall, ToolResponse
 
 JSON_SHOWN_CHARS = 20_000
@@ -87,6 +87,12 @@ class TurnView:
 def pretty(value: Any) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     return text if len(text) <= JSON_SHOWN_CHARS else text[:JSON_SHOWN_CHARS] + "\n… (cut here; get_conversation serves it whole)"
+
+
+def when(stamp: Timestamp | None) -> str:
+    """A timestamp to the second, in UTC, for lists and headers (the RFC 3339 form is in its title)."""
+    text = str(stamp) if stamp is not None else ""
+    return f"{text[:10]} {text[11:19]}" if len(text) >= 19 else text
 
 
 def _size(data: str | None) -> int:

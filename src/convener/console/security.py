@@ -122,7 +122,7 @@ class ConsoleHeaders:
                 headers = MutableHeaders(scope=message)
                 headers["content-security-policy"] = CONTENT_SECURITY_POLICY
                 headers["x-content-type-options"] = "nosniff"
-                headers["referrer-policy"] = "no-referrer"
+                headers["referrer-policy"] = "same-origin"  # "no-referrer" makes forms send Origin: null
                 headers["x-frame-options"] = "DENY"
                 headers["cross-origin-opener-policy"] = "same-origin"
                 if "cache-control" not in headers:

@@ -84,8 +84,15 @@ class TurnView:
     duration_ms: float
 
 
+SHORT_JSON_CHARS = 100
+"""JSON this short is shown on one line: json's C encoder writes it (indenting takes the pure-Python one, the
+most a 500-turn page cost)."""
+
+
 def pretty(value: Any) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if len(text) > SHORT_JSON_CHARS:
+        text = json.dumps(value, indent=2, ensure_ascii=False)
     return text if len(text) <= JSON_SHOWN_CHARS else text[:JSON_SHOWN_CHARS] + "\n… (cut here; get_conversation serves it whole)"
 
 
@@ -157,7 +164,7 @@ def _piece(chunk: Chunk) -> Piece | None:
 def message_view(message: Message) -> MessageView:
     pieces = [piece for chunk in message.chunks or [] if (piece := _piece(chunk)) is not None]
     stamp = str(message.event_time) if message.event_time else ""
-    return MessageView(message.role or "", stamp[11:23], stamp, pieces)
+    return MessageView(message.role or "", stamp[11:23].rstrip("Z"), stamp, pieces)
 
 
 def _micros(span: Span) -> tuple[int, int]:

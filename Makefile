@@ -14,7 +14,7 @@ ADK ?= google-adk[eval]==2.13.0
 TORCH ?= torch==2.13.0
 
 demo: $(VENV)/.installed
-	@echo "==> Loading the demo workspace, then serving it at http://127.0.0.1:8080/mcp (Ctrl-C stops it)"
+	@echo "==> Loading the demo workspace, then serving it at http://127.0.0.1:8080/mcp and the console at http://127.0.0.1:8080/console/ (Ctrl-C stops it)"
 	$(BIN)/convener serve --demo --allow-anonymous
 
 # Tests run in parallel processes, each test on a store of its own (copied from templates: tests/stores.py).

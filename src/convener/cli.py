@@ -157,6 +157,10 @@ def serve(
         from convener.server import build_app
 
         err.print(f"Convener serving {', '.join(settings.services)} at http://{settings.host}:{settings.port}/mcp")
+        if settings.console:
+            err.print(f"Console: http://{settings.host}:{settings.port}/console/"
+                      + ("" if settings.allow_anonymous else " (sign in with an API key)"),
+                      markup=False, highlight=False)
         if not settings.allow_anonymous:
             err.print("HTTP callers need an API key: convener auth create-key users/you")
         uvicorn.run(build_app(opened), host=settings.host, port=settings.port, log_level="warning")

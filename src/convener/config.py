@@ -59,6 +59,9 @@ class Settings(BaseSettings):
         description=f"Toolsets /mcp and stdio serve when a client chooses none ({', '.join(TOOLSETS)}, all or "
                     "default); a client chooses with ?toolsets= on the URL.",
     )
+    console: bool = Field(
+        default=True, description="Serve the web console at /console (and a page at / that links to it)."
+    )
     read_only: bool = Field(
         default=False, description="Serve read-only tools alone, on every endpoint; a client cannot lift it."
     )

@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from convener import __version__
 from convener.auth.caller import LOCAL_USER, Caller
@@ -130,15 +130,20 @@ def build_app(services: Services) -> Starlette:
         return JsonRpcGuard(StreamableHTTPASGIApp(pair.json), streaming=StreamableHTTPASGIApp(pair.stream),
                             tools_list=ToolsListCache(security), selection=endpoint.selection)
 
-    routes = [Route(endpoint.path, endpoint=guarded(endpoint)) for endpoint in served]
+    routes: list[BaseRoute] = [Route(endpoint.path, endpoint=guarded(endpoint)) for endpoint in served]
     routes.append(Route("/healthz", healthz))
+    if services.settings.console:
+        from convener.console.app import console_routes  # Jinja2 and the templates: only when served
+
+        routes.extend(console_routes(services))
     middleware = [
         Middleware(EdgeErrors),
         Middleware(
             BearerKeyMiddleware,
             keys=ApiKeys(services.database),
             allow_anonymous=services.settings.allow_anonymous,
-            public_paths=frozenset({"/healthz"}),
+            public_paths=frozenset({"/healthz", "/", "/console"}),
+            own_prefixes=("/console/",),  # the console signs its callers in itself
         )
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -214,16 +214,27 @@ async def _run_reporting(handler: Callable[[Any, Caller, Report], Any], request:
     return response
 
 
+def authorize(spec: ToolSpec[Any, Any], service: str, caller: Caller) -> None:
+    """Whether ``caller`` may call ``spec`` of ``service``: PERMISSION_DENIED if not. Every way in (MCP, the
+    console) asks this one function, so a key's scopes mean the same everywhere."""
+    if not caller.may_use(service):
+        raise PermissionDenied(f"{caller.principal} may not use the {service} service")
+    if not caller.has_any(service, spec.scopes):
+        raise PermissionDenied(f"{spec.name} needs one of the scopes {', '.join(spec.scopes)}")
+
+
+def parse_arguments(spec: ToolSpec[Req, Any], arguments: dict[str, Any] | None) -> Req:
+    """A tool call's arguments as its request model, after the size checks every tool call gets."""
+    check_request_size(arguments or {}, "arguments")
+    check_storable_json(arguments or {}, "arguments")
+    return spec.request.model_validate(arguments or {})
+
+
 async def call(spec: ToolSpec[Any, Any], service: str, arguments: dict[str, Any] | None, caller: Caller,
                notify: Notify | None = None) -> types.CallToolResult:
     try:
-        if not caller.may_use(service):
-            raise PermissionDenied(f"{caller.principal} may not use the {service} service")
-        if not caller.has_any(service, spec.scopes):
-            raise PermissionDenied(f"{spec.name} needs one of the scopes {', '.join(spec.scopes)}")
-        check_request_size(arguments or {}, "arguments")
-        check_storable_json(arguments or {}, "arguments")
-        request = spec.request.model_validate(arguments or {})
+        authorize(spec, service, caller)
+        request = parse_arguments(spec, arguments)
         if spec.progress_handler is not None:
             response = await _run_reporting(spec.progress_handler, request, caller, notify)
         else:

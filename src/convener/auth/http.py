@@ -24,14 +24,18 @@ def is_loopback(host: str | None) -> bool:
 class BearerKeyMiddleware:
     """Resolves the caller of every request under the protected paths, or answers 401."""
 
-    def __init__(self, app: ASGIApp, *, keys: ApiKeys, allow_anonymous: bool, public_paths: frozenset[str]) -> None:
+    def __init__(self, app: ASGIApp, *, keys: ApiKeys, allow_anonymous: bool, public_paths: frozenset[str],
+                 own_prefixes: tuple[str, ...] = ()) -> None:
         self.app = app
         self.keys = keys
         self.allow_anonymous = allow_anonymous
         self.public_paths = public_paths
+        self.own_prefixes = own_prefixes
+        """Paths that resolve their caller themselves (the console: a session cookie, or a sign-in page)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths:
+        path = scope["path"] if scope["type"] == "http" else ""
+        if scope["type"] != "http" or path in self.public_paths or path.startswith(self.own_prefixes):
             await self.app(scope, receive, send)
             return
         caller = await self._caller(scope)

@@ -21,6 +21,8 @@ from convener.store.database import Database
 
 PRINCIPAL = re.compile(r"users/[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 KEY_PREFIX = "cnv_"
+MAX_KEY_CHARS = 200
+"""Longer is no key of ours (ours are about 50): refused before hashing."""
 LABEL = re.compile(r"[a-z]{1,16}")
 """A key's label starts its ID (``demo-3f2a…``), so list-keys shows which keys a tool made."""
 
@@ -35,6 +37,13 @@ class ApiKey:
 
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_fingerprint(secret: str) -> str | None:
+    """What the store keeps of a key (its SHA-256), or None when ``secret`` cannot be a key of ours."""
+    if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_KEY_CHARS:
+        return None
+    return _hash(secret)
 
 
 class ApiKeys:
@@ -73,12 +82,17 @@ class ApiKeys:
 
     def caller(self, secret: str) -> Caller | None:
         """The caller a presented key stands for, or None when it is not a key of ours."""
-        if not secret.startswith(KEY_PREFIX) or len(secret) > 200:
-            return None
+        fingerprint = key_fingerprint(secret)
+        return None if fingerprint is None else self.caller_of_fingerprint(fingerprint)
+
+    def caller_of_fingerprint(self, fingerprint: str) -> Caller | None:
+        """The caller of the key whose fingerprint (``key_fingerprint``) this is, while the key exists. A
+        console session keeps the fingerprint, never the key: a stolen session cookie is not a key, and
+        revoking the key ends the session."""
         # A snapshot read: looking a key up must never wait for a writer (an import holds the write lock).
         with self.database.reading() as connection:
             row = connection.execute(
-                select(api_keys.c.principal, api_keys.c.scopes).where(api_keys.c.key_hash == _hash(secret))
+                select(api_keys.c.principal, api_keys.c.scopes).where(api_keys.c.key_hash == fingerprint)
             ).first()
         return Caller(row.principal, frozenset(row.scopes)) if row else None
 

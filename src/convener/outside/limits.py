@@ -171,6 +171,12 @@ JSONRPC_PROGRESS_TOKEN_CHARS = limit(
     "a request's params._meta.progressToken, which every progress notification of the call repeats")
 
 
+# --- the console: what one browser request may bring ------------------------------------------------------
+
+CONSOLE_FORM_BYTES = limit("http.console.form", 16_384, "bytes", "one form the console is sent (signing in, "
+                           "signing out); a longer one is refused unread (HTTP 413)")
+
+
 # --- progress: what a client that reads slowly may make the server hold --------------------------------------
 
 PROGRESS_WAITING = limit(

@@ -1,0 +1,92 @@
+"""Who is looking at the console, and the one way its views reach a service: a tool's own handler.
+
+``ConsoleTools.call`` finds the tool by name, asks ``tooling.authorize`` (the check MCP calls make), parses
+the arguments as a tool call's are, and runs the handler with the signed-in caller. A view therefore sees
+exactly what the same key sees over MCP, and there is no second path to the store to keep in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from starlette.requests import Request
+
+from convener.api.errors import NotFound, PermissionDenied
+from convener.api.protojson import ProtoModel
+from convener.auth.caller import ANONYMOUS, Caller
+from convener.auth.http import is_loopback
+from convener.auth.keys import ApiKeys
+from convener.console.security import SESSION_COOKIE, Signer
+from convener.tooling import ToolRegistry, ToolSpec, authorize, parse_arguments
+
+Resp = TypeVar("Resp", bound=ProtoModel)
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The caller of a console request, and how they got in."""
+
+    caller: Caller
+    signed_in: bool
+    """By a session cookie or a Bearer key (else anonymous, on a loopback server that allows it)."""
+
+
+class ConsoleTools:
+    """The tools of the enabled services, called as their MCP calls are (same checks, same handlers)."""
+
+    def __init__(self, registries: dict[str, ToolRegistry], *, read_only: bool) -> None:
+        self._specs: dict[str, tuple[str, ToolSpec[Any, Any]]] = {
+            name: (service, spec) for service, registry in registries.items() for name, spec in registry.tools.items()
+        }
+        self._read_only = read_only
+
+    def may_call(self, name: str, caller: Caller) -> bool:
+        """Whether a link to what ``name`` shows is worth drawing for ``caller``."""
+        found = self._specs.get(name)
+        if found is None:
+            return False
+        service, spec = found
+        return caller.may_use(service) and caller.has_any(service, spec.scopes)
+
+    async def call(self, name: str, arguments: dict[str, Any], caller: Caller, response: type[Resp]) -> Resp:
+        """The tool ``name``'s answer to ``arguments`` (its wire form, camelCase), as ``caller``; ApiErrors
+        (and pydantic's ValidationError for bad arguments) propagate for the view to show."""
+        found = self._specs.get(name)
+        if found is None:
+            raise NotFound(f"this server does not serve {name} (is its service enabled?)")
+        service, spec = found
+        authorize(spec, service, caller)
+        if self._read_only and not spec.read_only:
+            raise PermissionDenied(f"{name} changes data, and this server serves read-only tools alone")
+        request = parse_arguments(spec, arguments)
+        result = await anyio.to_thread.run_sync(spec.handler, request, caller)
+        if not isinstance(result, response):
+            raise TypeError(f"{name} answered {type(result).__name__}, not {response.__name__}")
+        return result
+
+
+class Callers:
+    """Resolves a request's caller: a Bearer key, else the session cookie, else anonymous where allowed."""
+
+    def __init__(self, keys: ApiKeys, signer: Signer, *, allow_anonymous: bool) -> None:
+        self.keys = keys
+        self.signer = signer
+        self.allow_anonymous = allow_anonymous
+
+    async def viewer(self, request: Request) -> Viewer | None:
+        header = request.headers.get("authorization", "")
+        scheme, _, credential = header.partition(" ")
+        if scheme.lower() == "bearer" and credential.strip():
+            caller = await anyio.to_thread.run_sync(self.keys.caller, credential.strip())
+            return Viewer(caller, True) if caller else None
+        session = self.signer.session(request.cookies.get(SESSION_COOKIE))
+        if session is not None:
+            caller = await anyio.to_thread.run_sync(self.keys.caller_of_fingerprint, session.fingerprint)
+            if caller is not None:
+                return Viewer(caller, True)
+        client = request.client.host if request.client else None
+        if not header and self.allow_anonymous and is_loopback(client):
+            return Viewer(ANONYMOUS, False)
+        return None

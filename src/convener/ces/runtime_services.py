@@ -11,6 +11,7 @@ from convener.ces.bundles import Bundles
 from convener.ces.catalog import PartKind, PartService
 from convener.ces.checks import Checks, tool_display_name
 from convener.ces.conversations import ConversationService
+from convener.ces.deployments import Deployment, check_deployment
 from convener.ces.definitions import (
     AGENT_KINDS,
     GUARDRAIL_KINDS,
@@ -24,7 +25,7 @@ from convener.ces.definitions import (
 )
 from convener.ces.evaluation.service import EvaluationService
 from convener.ces.evaluation.simulated_user import simulated_user
-from convener.ces.names import AgentName, AppVersionName, GuardrailName, ToolName, ToolsetName
+from convener.ces.names import AgentName, AppVersionName, DeploymentName, GuardrailName, ToolName, ToolsetName
 from convener.ces.sessions import SessionService
 from convener.ces.versions import VersionService
 from convener.config import Settings
@@ -46,6 +47,7 @@ class Runtime:
     toolsets: PartService[Toolset]
     guardrails: PartService[Guardrail]
     versions: VersionService
+    deployments: PartService[Deployment]
     sessions: SessionService
     bundles: Bundles
     operations: OperationService
@@ -68,8 +70,10 @@ class Runtime:
             PartKind(AppVersion, AppVersionName, "appVersion", output_only(AppVersion), lambda part, name, parts: part),
             database, tokens, apps,
         ))
+        deployments = PartService(PartKind(Deployment, DeploymentName, "deployment", output_only(Deployment),
+                                           check_deployment), database, tokens, apps)
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
         evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
                                         JudgeOf(provider, settings.judge_embeddings), lambda: simulated_user(provider()), jobs)
-        return cls(agents, tools, toolsets, guardrails, versions, sessions,
+        return cls(agents, tools, toolsets, guardrails, versions, deployments, sessions,
                    Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)

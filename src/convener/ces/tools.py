@@ -111,6 +111,12 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "transferAgent) and whether it is enabled. Agents name it in agent.guardrails, the app in app.guardrails.",
     ))
     _register_versions(agents, runtime)
+    register_part_tools(agents, runtime.deployments, PartTools(
+        "deployment", "deployments", "deployment",
+        "a deployment of an app: a displayName, the appVersion sessions started through it run (…/versions/- for "
+        "the draft) and a channelProfile stored as given. Moving it to another version changes new sessions only.",
+        delete_note="Conversations that came through it keep its name.",
+    ))
     register_evaluation_tools(registry.group("evaluations"), runtime.evaluations)
     register_operation_tools(registry.group("operations"), runtime.operations)
 
@@ -134,7 +140,8 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     conversation_tools.add(ToolSpec(
         "run_session", "Run a session turn",
         "Runs one turn of a session with the app's agents: config.session names the session (it starts on first "
-        "use, on config.entryAgent or the app's rootAgent, and on the draft or config.appVersion); inputs are "
+        "use, on config.entryAgent or the app's rootAgent, and on the draft, config.appVersion or the version "
+        "config.deployment names then); inputs are "
         "SessionInputs (text, dtmf, audio, toolResponses, image, blob, variables, event). Returns the agent's "
         "outputs: text, client tool calls to answer with toolResponses, payloads, endSession, and on the last "
         "output diagnosticInfo with the turn's messages (agent transfers, updated variables) and span tree. "

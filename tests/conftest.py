@@ -87,6 +87,8 @@ CES_TOOLS = (
     "run_session",
     "export_app",
     "import_app",
+    "start_export_app",
+    "start_import_app",
     *(f"{verb}_{kind}" for kind in ("evaluation", "evaluation_dataset", "evaluation_expectation", "evaluation_persona")
       for verb in ("create", "get", "update", "delete")),
     "list_evaluations",

@@ -32,6 +32,14 @@ from convener.ces.requests import (
 )
 from convener.ces.runtime_services import Runtime
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse
+from convener.ces.transfers import (
+    ExportAppOperation,
+    ImportAppOperation,
+    StartExportAppRequest,
+    StartImportAppRequest,
+    export_view,
+    import_view,
+)
 from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolGroup, ToolRegistry, ToolSpec
 
 
@@ -131,6 +139,7 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "Exports an app's settings, agents, tools, toolsets and guardrails as readable YAML (references by ID).",
         ExportAppRequest, ExportAppResponse, READ_ONLY, export_app,
     ))
+    _register_transfers(agents, runtime)
     agents.add(ToolSpec(
         "import_app", "Import an app",
         "Creates an app from YAML as export_app writes it, all or nothing. With replace, overwrites the "
@@ -181,3 +190,27 @@ def _register_versions(group: ToolGroup, runtime: Runtime) -> None:
     group.add(ToolSpec("delete_app_version", "Delete an app version",
                           "Deletes an app version. Sessions that run it can no longer start.",
                           DeleteAppVersionRequest, Empty, DELETES, delete))
+
+
+def _register_transfers(group: ToolGroup, runtime: Runtime) -> None:
+    transfers = runtime.transfers
+
+    def export(request: StartExportAppRequest, caller: Caller) -> ExportAppOperation:
+        return export_view(transfers.start_export(request, caller))
+
+    def import_(request: StartImportAppRequest, caller: Caller) -> ImportAppOperation:
+        return import_view(transfers.start_import(request, caller))
+
+    waits = ("Returns the long-running operation at once: wait_operation reports its progress (MCP progress "
+             "notifications, a part at a time) and returns it done, with response.appContent or its error; "
+             "cancel_operation stops it.")
+    group.add(ToolSpec(
+        "start_export_app", "Start exporting an app",
+        "Exports an app's settings, agents, tools, toolsets and guardrails as a zip of {appId}/app.yaml (export_app's "
+        f"YAML): content once done, or a new file at path on the server. {waits}",
+        StartExportAppRequest, ExportAppOperation, CREATES, export))
+    group.add(ToolSpec(
+        "start_import_app", "Start importing an app",
+        "Creates (or with replace, overwrites) an app from a start_export_app zip or export_app YAML, given as "
+        f"content or a path on the server, all or nothing: a failed or cancelled import keeps nothing. {waits}",
+        StartImportAppRequest, ImportAppOperation, CREATES, import_))

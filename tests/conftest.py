@@ -73,12 +73,13 @@ CES_TOOLS = (
     "list_apps",
     "update_app",
     "delete_app",
-    *(f"{verb}_{kind}" for kind in ("agent", "tool", "toolset", "guardrail")
+    *(f"{verb}_{kind}" for kind in ("agent", "tool", "toolset", "guardrail", "deployment")
       for verb in ("create", "get", "update", "delete")),
     "list_agents",
     "list_tools",
     "list_toolsets",
     "list_guardrails",
+    "list_deployments",
     "create_app_version",
     "get_app_version",
     "list_app_versions",
@@ -86,6 +87,8 @@ CES_TOOLS = (
     "run_session",
     "export_app",
     "import_app",
+    "start_export_app",
+    "start_import_app",
     *(f"{verb}_{kind}" for kind in ("evaluation", "evaluation_dataset", "evaluation_expectation", "evaluation_persona")
       for verb in ("create", "get", "update", "delete")),
     "list_evaluations",

@@ -415,6 +415,19 @@ async def test_loading_again_keeps_turns_added_to_a_demo_session(loaded: Service
     assert continued["turnCount"] == len(next(s for s in scripts() if s.id == "demo-011").turns) + 1
 
 
+async def test_the_web_deployment_chose_the_version_its_conversations_ran(loaded: Services, client: Client) -> None:
+    web = await call_json(client, "get_deployment", {"name": f"{PARENT}/deployments/web"})
+    assert web["appVersion"] == f"{PARENT}/versions/v1" and web["channelProfile"]["channelType"] == "WEB_UI"
+    through = await all_conversations(client, filter=f'deployment = "{web["name"]}"')
+    assert [short(c["name"]) for c in through] == sorted(s.id for s in scripts() if s.deployment == "web")
+    assert len(through) >= 2
+    for conversation in through:
+        chosen = await call_json(client, "get_deployment", {"name": conversation["deployment"]})
+        assert conversation["appVersion"] == chosen["appVersion"]
+    others = await all_conversations(client, filter='deployment = ""')
+    assert others and all("deployment" not in c for c in others)
+
+
 async def test_a_changed_app_definition_is_imported_again(loaded: Services, client: Client) -> None:
     await call_json(client, "update_app", {"app": {"name": PARENT, "displayName": "Renamed"},
                                            "updateMask": "displayName"})

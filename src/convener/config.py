@@ -118,6 +118,10 @@ class Settings(BaseSettings):
     list_scan_rows: int = Field(default=limits.LIST_SCAN_ROWS, ge=1, le=10_000_000,
                                 description="Conversations one list_conversations call examines when its filter "
                                             "reads a field no index orders; the page may then be short.")
+    app_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(), description="Folders start_export_app may write app archives to and start_import_app may read "
+                                "them from (a path given to either); empty: only content given inline.",
+    )
     knowledge_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="Folders the ingest_documents tool may read (the CLI's ingest reads any path)."
     )
@@ -147,7 +151,7 @@ class Settings(BaseSettings):
                                        description="PostgreSQL work_mem of a data agent's query.")
 
     @field_validator("python_callables", "mcp_stdio_commands", "url_hosts", "knowledge_roots", "analytics_roots",
-                     mode="before")
+                     "app_roots", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):

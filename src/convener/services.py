@@ -148,7 +148,7 @@ class Services:
 
         return self._once("runtime", lambda: Runtime.build(
             self.database, self.tokens, self.settings, self.apps, self.conversations, self.provider,
-            self.operations, self.jobs))
+            self.operations, self.jobs, self.gate))
 
     @property
     def chat(self) -> ChatService:

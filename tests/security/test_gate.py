@@ -164,6 +164,17 @@ async def _ingest(client: Client, services: Services) -> str:
     return error_text(await client.call_tool("ingest_documents", {"path": "/etc"}), "PERMISSION_DENIED")
 
 
+async def _export_to(client: Client, services: Services) -> str:
+    await _setup(client)
+    return error_text(await client.call_tool("start_export_app", {
+        "projectId": "p", "locationId": "l", "appId": "gate", "path": "/tmp/out.zip"}), "PERMISSION_DENIED")
+
+
+async def _import_from(client: Client, services: Services) -> str:
+    return error_text(await client.call_tool("start_import_app", {
+        "projectId": "p", "locationId": "l", "appId": "gate", "path": "/etc/passwd"}), "PERMISSION_DENIED")
+
+
 async def _add_store(client: Client, services: Services) -> str:
     location = services.database.url  # sqlite:///…/convener.db, or the PostgreSQL store's own URL
     return error_text(await client.call_tool("add_sql_source", {"name": "store", "location": location}),
@@ -206,6 +217,10 @@ CLASSIFIED: dict[tuple[str, str], Verdict] = {
             VALID_TOOLSET, "mcpToolset", "PERMISSION_DENIED", "CONVENER_MCP_STDIO_COMMANDS"),
     ("import_app", "appContent"): Gated(_import_app, "PERMISSION_DENIED", "CONVENER_PYTHON_CALLABLES"),
     ("ingest_documents", "path"): Gated(_ingest, "PERMISSION_DENIED", "CONVENER_KNOWLEDGE_ROOTS"),
+    ("start_export_app", "path"): Gated(_export_to, "PERMISSION_DENIED", "CONVENER_APP_ROOTS"),
+    ("start_import_app", "path"): Gated(_import_from, "PERMISSION_DENIED", "CONVENER_APP_ROOTS"),
+    **{(f"{verb}_deployment", "deployment.channelProfile"): NotOutside(
+        "channel settings stored as data; nothing is reached through them") for verb in ("create", "update")},
     ("add_sql_source", "location"): Gated(_add_store, "PERMISSION_DENIED", "own store"),
     **{(tool, f"{field}.args"): NotOutside("a tool call's arguments, kept as data; the tool they go to checks them")
        for tool, field in [

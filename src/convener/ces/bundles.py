@@ -9,6 +9,7 @@ whole app is written or nothing is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -29,6 +30,9 @@ from convener.ces.tables import apps, definitions
 from convener.outside.yaml_documents import read_yaml
 
 FORMAT = "convener.app/v1"
+Step = Callable[[int, int], None]
+"""Called after each part with (parts done, parts in all); long-running exports and imports report progress
+with it, and stop by raising from it (an import's transaction is then rolled back whole)."""
 OUTPUT_ONLY = ("name", "createTime", "updateTime", "etag")
 
 
@@ -93,6 +97,10 @@ def _expand_guardrail(body: dict[str, Any], app: AppName, where: str) -> dict[st
     return {**body, "action": {**body["action"], "transferAgent": {**target, "agent": agent}}}
 
 
+def _without(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda body: {k: v for k, v in body.items() if k not in keys}
+
+
 class Bundles:
     def __init__(self, apps: AppService, agents: PartService[Agent], tools: PartService[Tool],
                  toolsets: PartService[Toolset], guardrails: PartService[Guardrail]) -> None:
@@ -100,37 +108,57 @@ class Bundles:
         self.parts: dict[str, PartService[Any]] = {"toolsets": toolsets, "tools": tools, "guardrails": guardrails,
                                                    "agents": agents}
 
-    def export(self, name_text: str, caller: Caller) -> str:
+    def export(self, name_text: str, caller: Caller, step: Step | None = None) -> str:
         name = AppName.parse(name_text)
         database = self.apps.database
         with database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name)
             app = row_to_app(connection.execute(select(apps).where(apps.c.id == app_pk)).one()).to_json()
             parts = AppParts(connection, app_pk, name)
-            document: dict[str, Any] = {"format": FORMAT, "app": {k: v for k, v in app.items() if k not in OUTPUT_ONLY}}
-            if "rootAgent" in document["app"]:
-                document["app"]["rootAgent"] = _short(document["app"]["rootAgent"])
-            if "guardrails" in document["app"]:
-                document["app"]["guardrails"] = [_short(name) for name in document["app"]["guardrails"]]
-            agents = parts.bodies("agents")
-            if agents:
-                document["agents"] = {agent_id: _shorten_agent(body) for agent_id, body in agents.items()}
-            for collection, derived in (("tools", ("displayName",)), ("toolsets", ())):
-                bodies = parts.bodies(collection)
-                if bodies:
-                    document[collection] = {
-                        part_id: {k: v for k, v in body.items() if k not in (*OUTPUT_ONLY, *derived)}
-                        for part_id, body in bodies.items()
-                    }
-            guardrails = parts.bodies("guardrails")
-            if guardrails:
-                document["guardrails"] = {part_id: _shorten_guardrail(body) for part_id, body in guardrails.items()}
+            bodies = {collection: parts.bodies(collection) for collection in ("agents", "tools", "toolsets", "guardrails")}
+        total = 1 + sum(len(found) for found in bodies.values())
+        done = 0
+
+        def shaped(collection: str, shape: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+            nonlocal done
+            section = {}
+            for part_id, body in bodies[collection].items():
+                section[part_id] = shape(body)
+                done += 1
+                if step is not None:
+                    step(done, total)
+            return section
+
+        document: dict[str, Any] = {"format": FORMAT, "app": {k: v for k, v in app.items() if k not in OUTPUT_ONLY}}
+        if "rootAgent" in document["app"]:
+            document["app"]["rootAgent"] = _short(document["app"]["rootAgent"])
+        if "guardrails" in document["app"]:
+            document["app"]["guardrails"] = [_short(name) for name in document["app"]["guardrails"]]
+        if bodies["agents"]:
+            document["agents"] = shaped("agents", _shorten_agent)
+        for collection, derived in (("tools", ("displayName",)), ("toolsets", ())):
+            if bodies[collection]:
+                document[collection] = shaped(collection, _without((*OUTPUT_ONLY, *derived)))
+        if bodies["guardrails"]:
+            document["guardrails"] = shaped("guardrails", _shorten_guardrail)
         text: str = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
+        if step is not None:
+            step(total, total)
         return text
 
-    def import_(self, parent_text: str, app_id: str | None, content: str, replace: bool, caller: Caller) -> App:
+    def import_(self, parent_text: str, app_id: str | None, content: str, replace: bool, caller: Caller,
+                step: Step | None = None) -> App:
         parent = LocationName.parse(parent_text, "parent")
         document = self._load(content)
+        total = 1 + sum(len(self._section(document, collection)) for collection in self.parts)
+        done = 0
+
+        def advance() -> None:
+            nonlocal done
+            done += 1
+            if step is not None:
+                step(done, total)
+
         app_id = check_id(app_id or document.get("id") or "", "appId")
         name = AppName(parent.project, parent.location, app_id)
         app_body = document.get("app") or {}
@@ -159,6 +187,7 @@ class Bundles:
             for collection in ("toolsets", "tools"):
                 for part_id, body in self._section(document, collection).items():
                     self._write(connection, caller, app_pk, name, collection, part_id, body)
+                    advance()
             # Agents name each other (child agents, playbook transfers, back and forth) and guardrails
             # name agents (transferAgent) that name them back: every agent is placed first, so that each
             # definition is then checked against all the others.
@@ -170,10 +199,12 @@ class Bundles:
                 where = f"appContent: guardrails.{guardrail_id}"
                 expanded = _expand_guardrail(body, name, where) if isinstance(body, dict) else body
                 self._write(connection, caller, app_pk, name, "guardrails", guardrail_id, expanded)
+                advance()
             for agent_id, body in agents.items():
                 where = f"appContent: agents.{agent_id}"
                 expanded = _expand_agent(body, name, where) if isinstance(body, dict) else body
                 self._write(connection, caller, app_pk, name, "agents", agent_id, expanded)
+                advance()
             if root is not None:
                 app = app.model_copy(update={"root_agent": f"{name}/agents/{check_id(str(root), 'app.rootAgent')}"})
             if app_guardrails is not None:
@@ -184,6 +215,7 @@ class Bundles:
             except InvalidArgument as error:
                 raise InvalidArgument(f"appContent: {error.message}") from None
             self._record(connection, caller, app_pk, name, before, imported)
+            advance()  # the last step, still inside the transaction: a stop here keeps nothing
             return imported
 
     def _record(self, connection: Any, caller: Caller, app_pk: int, name: AppName, before: dict[str, Any] | None,

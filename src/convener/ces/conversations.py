@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+import operator
 from typing import Any, overload
 
 from sqlalchemy import (
@@ -30,6 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.sql import visitors
+from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClauseList
 from sqlalchemy.sql.util import ClauseAdapter
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
@@ -198,6 +200,23 @@ def _beyond(prefix: str, *, inclusive: bool) -> ColumnElement[bool]:
     )
 
 
+def _reads_only(condition: ColumnElement[Any], indexed: frozenset[Column[Any]]) -> bool:
+    return all(not isinstance(element, Column) or element in indexed for element in visitors.iterate(condition))
+
+
+def _seeks(condition: ColumnElement[bool]) -> bool:
+    """Whether an index walks the filter's matches in the listed order: a filter on the keyset's own columns, or
+    one that ANDs ``deployment = "…"`` with those (ix_ces_conv_deployment_keyset). Anything else (an OR, a
+    deployment prefix or inequality, another field) is applied to each row walked, within the scan budget."""
+    if _reads_only(condition, _INDEXED):
+        return True
+    conjuncts = list(condition.clauses) if isinstance(condition, BooleanClauseList) and condition.operator is operator.and_ \
+        else [condition]
+    by_deployment = [part for part in conjuncts if isinstance(part, BinaryExpression) and part.operator is operator.eq
+                     and part.left is c.deployment and isinstance(part.right, BindParameter)]
+    return bool(by_deployment) and all(_reads_only(part, _INDEXED) for part in conjuncts if part not in by_deployment)
+
+
 _APP_PK = select(apps.c.id).where(apps.c.name == bindparam("app")).scalar_subquery()
 
 
@@ -218,9 +237,7 @@ def _list_shape(filter_text: str, sources: tuple[str, ...], resumed: bool, bound
     if bounded:
         page = page.where(_beyond("bound", inclusive=True))
     page = page.order_by(*_ORDER).limit(bindparam("limit"))
-    scanned = condition is not None and any(
-        isinstance(element, Column) and element not in _INDEXED for element in visitors.iterate(condition)
-    )
+    scanned = condition is not None and not _seeks(condition)
     boundary = windowed = None
     if scanned:
         assert condition is not None

@@ -67,6 +67,10 @@ class AppVersionName(AppChildName):
     collection = "versions"
 
 
+class DeploymentName(AppChildName):
+    collection = "deployments"
+
+
 class SessionName(AppChildName):
     collection = "sessions"
 

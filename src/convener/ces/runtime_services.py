@@ -11,6 +11,7 @@ from convener.ces.bundles import Bundles
 from convener.ces.catalog import PartKind, PartService
 from convener.ces.checks import Checks, tool_display_name
 from convener.ces.conversations import ConversationService
+from convener.ces.deployments import Deployment, check_deployment
 from convener.ces.definitions import (
     AGENT_KINDS,
     GUARDRAIL_KINDS,
@@ -24,14 +25,16 @@ from convener.ces.definitions import (
 )
 from convener.ces.evaluation.service import EvaluationService
 from convener.ces.evaluation.simulated_user import simulated_user
-from convener.ces.names import AgentName, AppVersionName, GuardrailName, ToolName, ToolsetName
+from convener.ces.names import AgentName, AppVersionName, DeploymentName, GuardrailName, ToolName, ToolsetName
 from convener.ces.sessions import SessionService
+from convener.ces.transfers import AppTransfers
 from convener.ces.versions import VersionService
 from convener.config import Settings
 from convener.jobs.queue import Jobs
 from convener.llm.base import ModelProvider
 from convener.llm.judges import JudgeOf
 from convener.longrunning.service import OperationService
+from convener.outside.gate import Gate
 from convener.store.database import Database
 
 
@@ -46,15 +49,17 @@ class Runtime:
     toolsets: PartService[Toolset]
     guardrails: PartService[Guardrail]
     versions: VersionService
+    deployments: PartService[Deployment]
     sessions: SessionService
     bundles: Bundles
+    transfers: AppTransfers
     operations: OperationService
     evaluations: EvaluationService
 
     @classmethod
     def build(cls, database: Database, tokens: PageTokens, settings: Settings, apps: AppService,
               conversations: ConversationService, provider: Callable[[], ModelProvider | None],
-              operations: OperationService, jobs: Jobs) -> Runtime:
+              operations: OperationService, jobs: Jobs, gate: Gate) -> Runtime:
         checks = Checks(settings)
         agents = PartService(PartKind(Agent, AgentName, "agent", output_only(Agent), checks.agent,
                                       oneofs=(_wire(AGENT_KINDS),)), database, tokens, apps)
@@ -68,8 +73,11 @@ class Runtime:
             PartKind(AppVersion, AppVersionName, "appVersion", output_only(AppVersion), lambda part, name, parts: part),
             database, tokens, apps,
         ))
+        deployments = PartService(PartKind(Deployment, DeploymentName, "deployment", output_only(Deployment),
+                                           check_deployment), database, tokens, apps)
         sessions = SessionService(database, settings, apps, conversations, versions, provider)
         evaluations = EvaluationService(database, tokens, apps, conversations, sessions, operations,
                                         JudgeOf(provider, settings.judge_embeddings), lambda: simulated_user(provider()), jobs)
-        return cls(agents, tools, toolsets, guardrails, versions, sessions,
-                   Bundles(apps, agents, tools, toolsets, guardrails), operations, evaluations)
+        bundles = Bundles(apps, agents, tools, toolsets, guardrails)
+        return cls(agents, tools, toolsets, guardrails, versions, deployments, sessions, bundles,
+                   AppTransfers(bundles, operations, jobs, gate), operations, evaluations)

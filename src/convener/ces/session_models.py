@@ -57,7 +57,9 @@ class SessionInput(ProtoModel):
 class SessionConfig(ProtoModel):
     session: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/sessions/{session}")
     entry_agent: str | None = Field(None, description="Agent the session starts with; the app's rootAgent when unset.")
-    deployment: str | None = Field(None, description="Recorded on the conversation; Convener runs appVersion.")
+    deployment: str | None = Field(
+        None, description="…/apps/{app}/deployments/{deployment}: a new session runs the deployment's appVersion "
+                          "as it is now, kept for the session's later turns; recorded on the conversation.")
     app_version: str | None = Field(
         None, description="Convener extension. The version to run (…/apps/{app}/versions/{version}); the draft when unset."
     )

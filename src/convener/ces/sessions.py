@@ -21,12 +21,13 @@ from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
+from convener.ces.deployments import resolve_deployment
 from convener.ces.models import Conversation, Message, Source, Turn
 from convener.ces.names import AgentName, SessionName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
-from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionInput
+from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionConfig, SessionInput
 from convener.ces.tables import sessions
 from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
@@ -96,9 +97,8 @@ class SessionService:
         with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, name.app_name)
             row = connection.execute(_SESSION, {"app_pk": app_pk, "session_id": name.id}).first()
-            blueprint = self._blueprint(connection, app_pk, name, config.app_version if row is None else row.app_version)
-            if row is not None and config.app_version and config.app_version != row.app_version:
-                raise FailedPrecondition(f"session {name} runs {row.app_version or 'the draft'}; it cannot switch versions")
+            version, deployment = self._pinned(connection, app_pk, name, row, config)
+            blueprint = self._blueprint(connection, app_pk, name, version)
             state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
             recorded = self.conversations.recorded(connection, app_pk, name.app_name.conversation(name.id))
         if state.get("ended"):
@@ -107,9 +107,29 @@ class SessionService:
         record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history,
                             fakes).run(request.inputs)
         with self.database.transaction() as connection:
-            self._save(connection, app_pk, name, row, blueprint, record)
-            self._record(connection, app_pk, name, blueprint, record, config)
+            self._save(connection, app_pk, name, row, blueprint, deployment, record)
+            self._record(connection, app_pk, name, blueprint, record, config, deployment)
         return record
+
+    @staticmethod
+    def _pinned(connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None,
+                config: SessionConfig) -> tuple[str, str]:
+        """The version the session runs and the deployment it came through: chosen when it starts (a
+        deployment's version as the deployment names it then), kept for every later turn."""
+        if row is not None:
+            if config.app_version and config.app_version != row.app_version:
+                raise FailedPrecondition(f"session {name} runs {row.app_version or 'the draft'}; it cannot switch versions")
+            if config.deployment and config.deployment != row.deployment:
+                raise FailedPrecondition(f"session {name} was started through {row.deployment or 'no deployment'}; "
+                                         "it cannot switch deployments")
+            return row.app_version, row.deployment
+        if not config.deployment:
+            return config.app_version or "", ""
+        version = resolve_deployment(connection, app_pk, name.app_name, config.deployment)
+        if config.app_version and config.app_version != version:
+            raise InvalidArgument(f"config.appVersion: deployment {config.deployment} runs "
+                                  f"{version or 'the draft'}; give one of config.deployment and config.appVersion")
+        return version, config.deployment
 
     def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None) -> Blueprint:
         if version:
@@ -136,7 +156,7 @@ class SessionService:
         return new_state(entry, defaults)
 
     def _save(self, connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None, blueprint: Blueprint,
-              record: TurnRecord) -> None:
+              deployment: str, record: TurnRecord) -> None:
         values = {
             "state": record.state,
             "ended": bool(record.state.get("ended")),
@@ -144,7 +164,8 @@ class SessionService:
         }
         if row is None:
             connection.execute(_INSERT_SESSION, {"app_pk": app_pk, "session_id": name.id,
-                                                 "app_version": blueprint.version or "", "revision": 1, **values})
+                                                 "app_version": blueprint.version or "", "deployment": deployment,
+                                                 "revision": 1, **values})
             return
         changed = connection.execute(_UPDATE_SESSION, {
             "b_pk": row.id, "b_revision": row.revision, "b_next_revision": row.revision + 1,
@@ -153,14 +174,14 @@ class SessionService:
             raise Aborted(f"session {name} ran another turn at the same time; nothing of this turn was kept, retry it")
 
     def _record(self, connection: Connection, app_pk: int, name: SessionName, blueprint: Blueprint,
-                record: TurnRecord, config: Any) -> None:
+                record: TurnRecord, config: SessionConfig, deployment: str) -> None:
         if not record.messages:
             return  # nothing happened that a recording would show
         turn = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
         start = Conversation(
             start_time=record.root_span.start_time,
             entry_agent=blueprint.agent_name(record.state["entryAgent"]),
-            deployment=config.deployment,
+            deployment=deployment or None,
             app_version=blueprint.version,
             language_code=(blueprint.app.language_settings.default_language_code
                            if blueprint.app.language_settings else None),

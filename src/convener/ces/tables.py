@@ -72,6 +72,9 @@ conversations = Table(
     Index("ix_ces_conv_keyset", "app_pk", "start_time_us", "start_time_nanos", "conversation_id"),
     # The common narrowing of the list: one source, still newest first.
     Index("ix_ces_conv_source_keyset", "app_pk", "source", "start_time_us", "start_time_nanos", "conversation_id"),
+    # The conversations of one deployment, still newest first (list_conversations with deployment = "…").
+    Index("ix_ces_conv_deployment_keyset", "app_pk", "deployment", "start_time_us", "start_time_nanos",
+          "conversation_id"),
 )
 
 conversation_turns = Table(
@@ -109,6 +112,8 @@ sessions = Table(
     Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
     Column("session_id", String(128), nullable=False),
     Column("app_version", String(512), nullable=False),
+    # The deployment the session was started through ("" when none): it chose app_version, once.
+    Column("deployment", String(512), nullable=False, server_default=""),
     Column("revision", Integer, nullable=False),
     Column("ended", Boolean, nullable=False),
     Column("update_time_us", BigInteger, nullable=False),

@@ -39,6 +39,14 @@ from convener.ces.requests import (
 )
 from convener.ces.runtime_services import Runtime
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse
+from convener.ces.transfers import (
+    ExportAppOperation,
+    ImportAppOperation,
+    StartExportAppRequest,
+    StartImportAppRequest,
+    export_view,
+    import_view,
+)
 from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolGroup, ToolRegistry, ToolSpec
 
 
@@ -119,6 +127,12 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "transferAgent) and whether it is enabled. Agents name it in agent.guardrails, the app in app.guardrails.",
     ))
     _register_versions(agents, runtime)
+    register_part_tools(agents, runtime.deployments, PartTools(
+        "deployment", "deployments", "deployment",
+        "a deployment of an app: a displayName, the appVersion sessions started through it run (…/versions/- for "
+        "the draft) and a channelProfile stored as given. Moving it to another version changes new sessions only.",
+        delete_note="Conversations that came through it keep its name.",
+    ))
     register_evaluation_tools(registry.group("evaluations"), runtime.evaluations)
     _register_changelogs(registry.group("evaluations"), changelogs)
     register_operation_tools(registry.group("operations"), runtime.operations)
@@ -134,6 +148,7 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "Exports an app's settings, agents, tools, toolsets and guardrails as readable YAML (references by ID).",
         ExportAppRequest, ExportAppResponse, READ_ONLY, export_app,
     ))
+    _register_transfers(agents, runtime)
     agents.add(ToolSpec(
         "import_app", "Import an app",
         "Creates an app from YAML as export_app writes it, all or nothing. With replace, overwrites the "
@@ -143,7 +158,8 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
     conversation_tools.add(ToolSpec(
         "run_session", "Run a session turn",
         "Runs one turn of a session with the app's agents: config.session names the session (it starts on first "
-        "use, on config.entryAgent or the app's rootAgent, and on the draft or config.appVersion); inputs are "
+        "use, on config.entryAgent or the app's rootAgent, and on the draft, config.appVersion or the version "
+        "config.deployment names then); inputs are "
         "SessionInputs (text, dtmf, audio, toolResponses, image, blob, variables, event). Returns the agent's "
         "outputs: text, client tool calls to answer with toolResponses, payloads, endSession, and on the last "
         "output diagnosticInfo with the turn's messages (agent transfers, updated variables) and span tree. "
@@ -200,3 +216,27 @@ def _register_changelogs(group: ToolGroup, changelogs: ChangelogService) -> None
         "Gets one change of an app: the resource before and after it, and the resources changed with it.",
         GetChangelogRequest, Changelog, READ_ONLY, changelogs.get,
     ))
+
+
+def _register_transfers(group: ToolGroup, runtime: Runtime) -> None:
+    transfers = runtime.transfers
+
+    def export(request: StartExportAppRequest, caller: Caller) -> ExportAppOperation:
+        return export_view(transfers.start_export(request, caller))
+
+    def import_(request: StartImportAppRequest, caller: Caller) -> ImportAppOperation:
+        return import_view(transfers.start_import(request, caller))
+
+    waits = ("Returns the long-running operation at once: wait_operation reports its progress (MCP progress "
+             "notifications, a part at a time) and returns it done, with response.appContent or its error; "
+             "cancel_operation stops it.")
+    group.add(ToolSpec(
+        "start_export_app", "Start exporting an app",
+        "Exports an app's settings, agents, tools, toolsets and guardrails as a zip of {appId}/app.yaml (export_app's "
+        f"YAML): content once done, or a new file at path on the server. {waits}",
+        StartExportAppRequest, ExportAppOperation, CREATES, export))
+    group.add(ToolSpec(
+        "start_import_app", "Start importing an app",
+        "Creates (or with replace, overwrites) an app from a start_export_app zip or export_app YAML, given as "
+        f"content or a path on the server, all or nothing: a failed or cancelled import keeps nothing. {waits}",
+        StartImportAppRequest, ImportAppOperation, CREATES, import_))

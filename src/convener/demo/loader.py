@@ -28,7 +28,7 @@ from convener.api.errors import ApiError, NotFound
 from convener.api.protojson import ProtoModel
 from convener.auth.caller import LOCAL_USER
 from convener.ces.models import Source
-from convener.ces.names import AgentName, AppName
+from convener.ces.names import AgentName, AppName, DeploymentName
 from convener.ces.session_models import (
     RunSessionRequest,
     RunSessionResponse,
@@ -39,6 +39,7 @@ from convener.ces.session_models import (
 from convener.ces.tables import conversations, sessions
 from convener.demo import evaluations, tools
 from convener.demo.chat import install_chat
+from convener.demo.deployments import install_deployment
 from convener.demo.analytics import install_analytics
 from convener.demo.knowledge import install_knowledge
 from convener.services import Services
@@ -55,6 +56,9 @@ class Script(ProtoModel):
     source: Source = Field(Source.LIVE, description="Recorded as the conversation's source.")
     entry_agent: str | None = Field(
         None, description="ID of the agent the session starts with; the app's root agent when unset."
+    )
+    deployment: str | None = Field(
+        None, description="ID of the deployment the session comes through (web); the draft when unset."
     )
     turns: list[list[SessionInput]] = Field(
         description="Each turn is one run_session call with these inputs. A toolResponse without an id "
@@ -148,6 +152,7 @@ def run_script(services: Services, script: Script) -> list[RunSessionResponse]:
     config = SessionConfig(
         session=f"{APP}/sessions/{script.id}",
         entry_agent=str(APP.child(AgentName, script.entry_agent)) if script.entry_agent else None,
+        deployment=str(APP.child(DeploymentName, script.deployment)) if script.deployment else None,
         source=script.source,
     )
     responses: list[RunSessionResponse] = []
@@ -192,6 +197,7 @@ def load_demo(services: Services, reissue_keys: bool = False) -> str:
     demo users keys (those of the last load while they work, new ones when ``reissue_keys``); a summary,
     one line for the app, one for the chat (with the keys), one each for knowledge and analytics."""
     imported = install_app(services)
+    install_deployment(services, APP)
     recorded = _recorded_turns(services)
     played = 0
     for script in scripts():

@@ -25,6 +25,7 @@ class Gate:
     own: OwnStore
     knowledge_roots: Roots
     analytics_roots: Roots
+    app_roots: Roots
     url_hosts: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     callables: tuple[str, ...] = ()
@@ -35,6 +36,7 @@ class Gate:
             own=OwnStore.of(settings.data_dir, settings.resolved_database_url),
             knowledge_roots=Roots.of(settings.knowledge_roots, "CONVENER_KNOWLEDGE_ROOTS", "convener knowledge ingest"),
             analytics_roots=Roots.of(settings.analytics_roots, "CONVENER_ANALYTICS_ROOTS", "convener data add-source"),
+            app_roots=Roots.of(settings.app_roots, "CONVENER_APP_ROOTS", "convener apps export/import"),
             url_hosts=settings.url_hosts,
             commands=settings.mcp_stdio_commands,
             callables=settings.python_callables,

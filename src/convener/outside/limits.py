@@ -42,6 +42,9 @@ YAML_ALIAS_NODES = limit(
 )
 
 APP_CONTENT_BYTES = limit("ces.app_content", 5_000_000, "bytes", "an app's YAML given to import_app or `apps import`")
+APP_ARCHIVE_BYTES = limit("ces.app_archive", 5_000_000, "bytes", "an app archive (zip) start_import_app reads, "
+                          "decoded from content or read from a path")
+APP_ARCHIVE_ENTRIES = limit("ces.app_archive.entries", 100, "entries", "files and folders in an app archive")
 OPENAPI_DOCUMENT_BYTES = limit(
     "ces.openapi_document", 2 * 1024 * 1024, "bytes", "an OpenAPI document, given inline or fetched from its URL"
 )

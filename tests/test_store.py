@@ -303,3 +303,30 @@ def test_sqlite_enforces_foreign_keys_and_uses_wal(tmp_path: Path) -> None:
             assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     finally:
         services.close()
+
+
+def test_a_transaction_that_defers_the_checkpoint_commits_and_leaves_the_connection_as_it_was(
+        tmp_path: Path) -> None:
+    """SQLite: ``transaction(checkpoint=False)`` commits as any transaction, leaves its pages in the
+    write-ahead log (no checkpoint at commit), and gives its pooled connection back with the autocheckpoint
+    threshold it had; ``checkpoint()`` then copies the log into the database file."""
+    database = Database(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        database.migrate()
+        database.checkpoint()
+        secret = b"x" * 32
+        with database.transaction(checkpoint=False) as connection:
+            for number in range(2000):  # more than the 1,000 pages at which a commit would checkpoint
+                connection.execute(insert(installation).values(key=f"k{number}", value=secret * 64))
+        with database.reading() as connection:
+            assert connection.scalar(select(text("count(*)")).select_from(installation)) >= 2000
+        with database.engine.connect() as connection:
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            assert driver.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        logged = (tmp_path / "store.db").stat().st_size
+        assert logged < len(secret) * 64 * 2000  # the rows are in the log, not yet in the file
+        database.checkpoint()
+        assert (tmp_path / "store.db").stat().st_size > len(secret) * 64 * 2000
+    finally:
+        database.dispose()

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
 from sqlalchemy import func, select
 
-from convener.chat.importing.writer import BATCH, ChatImporter, ImportProgress
+from convener.chat.ids import safe_id
+from convener.chat.importing.writer import BATCH, ChatImporter, ImportProgress, _attachments
+from convener.chat.models import ChatAttachmentMetadata
 from convener.chat.records import (
+    ImportedAttachment,
     ImportedConversation,
     ImportedMessage,
     ImportedUser,
@@ -175,3 +179,27 @@ def test_a_first_import_that_gives_a_message_twice_in_different_batches_stores_i
         total = connection.scalar(select(func.count()).select_from(messages))
     assert (summary.added, summary.updated, summary.unchanged) == (BATCH + 10, 1, 0)
     assert stored == ["message 3, edited"] and total == BATCH + 10
+
+
+def test_attachments_are_written_as_their_model_writes_them() -> None:
+    """The writer builds attachment metadata directly (per message, without the model's validation): the
+    same JSON as ``ChatAttachmentMetadata.to_json``, and a source the model does not know is refused."""
+    given = [
+        ImportedAttachment("report.pdf", "application/pdf", "UPLOADED_CONTENT", None, "F1"),
+        ImportedAttachment("Design doc", "application/vnd.google-apps.document", "DRIVE_FILE", "1AbC", None),
+        ImportedAttachment("sheet", "text/csv", "DRIVE_FILE", None, "F/3"),
+        ImportedAttachment("", "application/octet-stream", "UPLOADED_CONTENT", "ignored", "F4"),
+    ]
+    expected = [
+        ChatAttachmentMetadata(
+            attachment_id=f"spaces/S/messages/M/attachments/{safe_id(item.external_id or str(index))}",
+            filename=item.filename, mime_type=item.mime_type, source=item.source,
+            drive_file_id=item.drive_file_id if item.source == "DRIVE_FILE" else None,
+        ).to_json()
+        for index, item in enumerate(given)
+    ]
+    written = _attachments("S", "M", given)
+    assert written == expected
+    assert [list(entry) for entry in written] == [list(entry) for entry in expected]  # the keys' order too
+    with pytest.raises(ValueError):
+        _attachments("S", "M", [ImportedAttachment("x", source="ELSEWHERE")])  # type: ignore[arg-type]

@@ -456,6 +456,8 @@ SIMPLE_ATOMS = [
     ":tada:", ":+1:", ":+1::skin-tone-2:", ":thinking_face:", ":partyparrot:", ":coffee:", "12:30",
     ":", "::", ":smile", "*", "_", "~", "`", "*bold*", "_it_", "*two words*", "*x *", "**b**", "* ",
     "_snake_case_", "*a*b", "`code`", "`a*b<c>:d:`", "` pad `", "`&amp;`", "``", "```", "`x``y`", "~s~",
+    # bullets, and what only looks like one
+    "\n• ", "\n•  ", "\n•\t", "\n◦ ", "\n▪ ", "\n•", "\n- ", "\n* ", "\n • ", "• ", "\n• 1. ", "\n• \u00a0",
 ]
 
 
@@ -492,6 +494,7 @@ REAL_SLACK = [
     "ok :+1::skin-tone-2:\nwill do after lunch :coffee:",
     "In <#C0123> please read <https://docs.acme.example/plan|the plan> before the sync!",
     "Ping <@UNKNOWN|ben> about the *release notes*",
+    "Plan for <#C0123|general> today\n• ship `api.py` *today*\n• ping <@U012AB>\nThanks!",
 ]
 
 
@@ -504,5 +507,5 @@ def test_common_slack_messages_take_the_short_way(text: str) -> None:
 
 def test_the_short_way_leaves_what_it_cannot_write_to_the_full_reading() -> None:
     for text in ["<@U1> hi", "<#C1> hi", "see!<https://x.test|x>", "a:tada:", ":partyparrot:", "*a*b", "`x``y`",
-                 "> quoted <@U012AB>", "• item :tada:", "a &amp; b :tada:", "x <@U3>", "<https://x.test|a_b>"]:
+                 "> quoted <@U012AB>", "  • item :tada:", "- item :tada:", "a &amp; b :tada:", "x <@U3>", "<https://x.test|a_b>"]:
         assert _convert_simple_slack(text, HostileDirectory()) is None, text

@@ -198,6 +198,8 @@ _SIMPLE_START = re.compile(r"[<:*_`]")
 """Where a token of ``_SIMPLE_SLACK_TOKEN`` may start: found first, then matched there (scanning with the
 token pattern itself tries every alternative at every character, several times slower)."""
 _SIMPLE_PLAIN = _PLAIN_MARKUP_FREE["slack"]
+_SIMPLE_BULLETS = frozenset("•◦▪")
+"""Bullet markers ``_convert_simple_slack`` writes itself, at the start of a line (so at indent 0)."""
 _emoji = functools.lru_cache(maxsize=4096)(unicode_emoji)
 """``unicode_emoji`` remembered: a workspace writes the same few emoji codes over and over, and looking one
 up costs more than converting the rest of its message."""
@@ -215,9 +217,15 @@ def _convert_simple_slack(text: str, names: Names) -> Converted | None:
     linked = False
     plain = _SIMPLE_PLAIN.fullmatch
     find, match = _SIMPLE_START.search, _SIMPLE_SLACK_TOKEN.match
+    previous_bullet: bool | None = None
     for line in text.split("\n"):
         if not line or line[0].isspace() or line[-1].isspace():
             return None
+        # A bullet ("• item") at the line's start: its item is read as a line of its own (as ``_lines``
+        # does), written as a top-level list item.
+        bullet = line[0] in _SIMPLE_BULLETS and len(line) > 1 and line[1] in " \t"
+        if bullet:
+            line = line[2:].lstrip(" \t")
         out: list[str] = []
         words: list[str] = []
         position = 0
@@ -276,7 +284,10 @@ def _convert_simple_slack(text: str, names: Names) -> Converted | None:
         written = "".join(out)
         if written[0] in _PLAIN_FIRST or written[0].isspace() or written[-1].isspace():
             return None  # block syntax, or whitespace Markdown would drop, at an end of the line
-        markdown_lines.append(written)
+        if previous_bullet is not None and bullet != previous_bullet:
+            markdown_lines.append("")  # a list and a paragraph are kept apart by a blank line, as ``_blocks`` does
+        markdown_lines.append("- " + written if bullet else written)
+        previous_bullet = bullet
         plain_lines.append("".join(words))
     return Converted("\n".join(markdown_lines), "\n".join(plain_lines), tuple(dict.fromkeys(found)), linked)
 

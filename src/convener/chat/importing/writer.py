@@ -24,7 +24,7 @@ from sqlalchemy import Connection, delete, func, insert, select, text, update
 from convener.api.protojson import Timestamp
 from convener.chat import markdown
 from convener.chat.ids import safe_id
-from convener.chat.models import ChatAttachmentMetadata, ForwardedMetadata, QuotedMessageMetadata
+from convener.chat.models import AttachmentSource, ChatAttachmentMetadata, ForwardedMetadata, QuotedMessageMetadata
 from convener.chat.records import (
     ChatExport,
     ImportedAttachment,
@@ -41,6 +41,15 @@ from convener.store.database import Database
 from convener.store.upsert import upsert
 
 BATCH = 500
+_Row = tuple[Any, ...]
+"""A message's values in ``_ROW_COLUMNS``' order."""
+_ROW_COLUMNS = tuple(column.name for column in messages.c if column.name != "row_id")
+"""The message columns an import writes: every one but the row ID, in the table's order."""
+_MESSAGE_ID = _ROW_COLUMNS.index("message_id")
+_CREATE_TIME = _ROW_COLUMNS.index("create_time_us")
+_LISTED = _ROW_COLUMNS.index("listed")
+_JSON_FROM = _ROW_COLUMNS.index("attachments")
+assert _ROW_COLUMNS[_JSON_FROM:] == ("attachments", "reactions", "quote")  # what _record dumps
 _FTS_INSERT_TRIGGER = "chat_messages_fts_insert"
 """SQLite's trigger (made by migration 0005) that indexes an inserted message for full-text search."""
 MAX_KEPT_PROBLEMS = 1000
@@ -204,14 +213,19 @@ class ChatImporter:
         with self.database.reading() as connection:
             directory = _Directory(connection, export.source)
             known_spaces = _Spaces(connection, export.source)
-        self._import_users(export, directory, summary)
         total = export.conversation_count()
         written_to: set[str] = set()  # a reader may yield one conversation in several parts (Mattermost)
-        # One thread inserts each batch of new messages while this one reads and converts the next: the
-        # database's side of an insert (SQLite's steps, PostgreSQL's COPY) runs without the GIL.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-import-insert") as inserter:
-            self._import_conversations(export, progress, summary, directory, known_spaces, total, written_to,
-                                       inserter)
+        try:
+            self._import_users(export, directory, summary)
+            # One thread inserts each batch of new messages while this one reads and converts the next: the
+            # database's side of an insert (SQLite's steps, PostgreSQL's COPY) runs without the GIL.
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-import-insert") as inserter:
+                self._import_conversations(export, progress, summary, directory, known_spaces, total, written_to,
+                                           inserter)
+        finally:
+            # The import's commits left SQLite's write-ahead log to grow (its pages are copied once, here,
+            # not after each conversation).
+            self.database.checkpoint()
         return summary
 
     def _import_conversations(self, export: ChatExport, progress: Progress | None, summary: ImportSummary,
@@ -224,7 +238,7 @@ class ChatImporter:
                 self._tick(progress, summary, total, label, count)
 
             try:
-                with self.database.transaction() as connection:
+                with self.database.transaction(checkpoint=False) as connection:
                     written = _ConversationWriter(connection, export.source, directory, known_spaces,
                                                   inserter).write(conversation, tick)
             except MalformedConversation as error:
@@ -254,7 +268,7 @@ class ChatImporter:
     def _import_users(self, export: ChatExport, directory: _Directory, summary: ImportSummary) -> None:
         stream = iter(export.users(summary.report))
         while batch := list(itertools.islice(stream, BATCH)):
-            with self.database.transaction() as connection:
+            with self.database.transaction(checkpoint=False) as connection:
                 for user in batch:
                     _write_user(connection, export.source, directory, user)
             directory.commit()
@@ -362,7 +376,7 @@ class _ConversationWriter:
         while batch := list(itertools.islice(stream, BATCH)):
             rows, mentioned = zip(*(self._message_row(space_id, message) for message in batch), strict=True)
             self._write_messages(space_id, list(rows), list(mentioned), written, written_ids)
-            last_active = max([last_active, *(row["create_time_us"] for row in rows if row["listed"])])
+            last_active = max([last_active, *(row[_CREATE_TIME] for row in rows if row[_LISTED])])
             tick(written.total)
         if last_active:
             self.connection.execute(
@@ -426,30 +440,34 @@ class _ConversationWriter:
 
     # ------------------------------------------------------------------ messages
 
-    def _message_row(self, space_id: str, message: ImportedMessage) -> tuple[dict[str, Any], list[str]]:
+    def _message_row(self, space_id: str, message: ImportedMessage) -> tuple[_Row, list[str]]:
+        """The message's row, its values in ``_ROW_COLUMNS``' order (a tuple, not a dict: this runs per
+        message), and the users it mentions."""
         message_id = safe_id(message.external_id)
         private_viewer = self._user(message.private_viewer) if message.private_viewer else None
         listed = not message.system and message.delete_time is None and private_viewer is None
         text = markdown.convert(message.text, message.text_format, self.names)
-        row = {
-            "space_id": space_id,
-            "message_id": message_id,
-            "thread_id": safe_id(message.thread_external_id) if message.thread_external_id else None,
-            "threaded_reply": message.threaded_reply,
-            "sender_id": self._user(message.sender, message.sender_profile) if message.sender else None,
-            "create_time_us": message.create_time,
-            "last_update_time_us": message.last_update_time,
-            "delete_time_us": message.delete_time,
-            "private_viewer_id": private_viewer,
-            "system": message.system,
-            "listed": listed,
-            "has_link": text.has_link,
-            "body": text.markdown,
-            "search_text": text.plain_text,
-            "attachments": _attachments(space_id, message_id, message.attachments) or None,
-            "reactions": self._reactions(message.reactions) or None,
-            "quote": self._quote(space_id, message) if message.quote else None,
-        }
+        row = (
+            space_id,
+            message_id,
+            safe_id(message.thread_external_id) if message.thread_external_id else None,
+            message.threaded_reply,
+            self._user(message.sender, message.sender_profile) if message.sender else None,
+            message.create_time,
+            message.last_update_time,
+            message.delete_time,
+            private_viewer,
+            message.system,
+            listed,
+            text.has_link,
+            text.markdown,
+            text.plain_text,
+            _attachments(space_id, message_id, message.attachments) or None if message.attachments else None,
+            self._reactions(message.reactions) or None if message.reactions else None,
+            self._quote(space_id, message) if message.quote else None,
+        )
+        if not text.mentions:
+            return row, []
         mentioned = [user_id for ref in text.mentions
                      if (user_id := self.directory.resolve(ref)) is not None]
         return row, list(dict.fromkeys(mentioned))
@@ -458,22 +476,30 @@ class _ConversationWriter:
         return self.connection.scalar(select(messages.c.row_id).where(messages.c.space_id == space_id).limit(1)) \
             is not None
 
-    def _write_messages(self, space_id: str, rows: list[dict[str, Any]], mentioned: list[list[str]],
+    def _write_messages(self, space_id: str, rows: list[_Row], mentioned: list[list[str]],
                         counts: MessageCounts, written_ids: set[str] | None) -> None:
         """Upsert the rows that are new or differ from what is stored (with their mentions); count each.
         ``written_ids``: when the conversation had no message stored before this transaction, the IDs of
         those it wrote since (updated here); None otherwise."""
-        message_ids = [row["message_id"] for row in rows]
+        message_ids = [row[_MESSAGE_ID] for row in rows]
         if written_ids is not None and written_ids.isdisjoint(message_ids):
-            stored: dict[str, tuple[dict[str, Any], list[str]]] = {}
+            stored: dict[str, tuple[_Row, list[str]]] = {}
         else:
             stored = self._stored(space_id, message_ids)
         if written_ids is not None:
             written_ids.update(message_ids)
-        changed_rows: list[dict[str, Any]] = []
+        if not stored:
+            # Nothing of the batch is stored (a first import): all of it is new.
+            counts.added += len(rows)
+            if len(set(message_ids)) == len(rows):  # each once: plain bulk inserts, no upsert to plan per row
+                self._insert_new(rows, mentioned)
+            else:
+                self._upsert(rows, mentioned)
+            return
+        changed_rows: list[_Row] = []
         changed_mentions: list[list[str]] = []
         for row, users_mentioned in zip(rows, mentioned, strict=True):
-            before = stored.get(row["message_id"])
+            before = stored.get(row[_MESSAGE_ID])
             if before is not None and _same(before, row, users_mentioned):
                 counts.unchanged += 1
                 continue
@@ -485,14 +511,14 @@ class _ConversationWriter:
             changed_mentions.append(users_mentioned)
         if not changed_rows:
             return
-        fresh = [index for index, row in enumerate(changed_rows) if row["message_id"] not in stored]
-        if len(fresh) == len(changed_rows) and len({row["message_id"] for row in changed_rows}) == len(changed_rows):
-            # All new, each once (a first import): plain bulk inserts, no upsert to plan per row.
+        fresh = [index for index, row in enumerate(changed_rows) if row[_MESSAGE_ID] not in stored]
+        if len(fresh) == len(changed_rows) and len({row[_MESSAGE_ID] for row in changed_rows}) == len(changed_rows):
+            # All new, each once: plain bulk inserts, no upsert to plan per row.
             self._insert_new(changed_rows, changed_mentions)
             return
         self._upsert(changed_rows, changed_mentions)
 
-    def _insert_new(self, rows: list[dict[str, Any]], mentioned: list[list[str]]) -> None:
+    def _insert_new(self, rows: list[_Row], mentioned: list[list[str]]) -> None:
         """Insert messages not stored yet, and their mentions, in bulk through the driver: row IDs are taken
         beforehand (SQLite: after the largest, under the transaction's write lock; PostgreSQL: from the
         column's sequence), so nothing needs to come back. PostgreSQL copies the rows (``COPY``); its search
@@ -500,12 +526,12 @@ class _ConversationWriter:
         self._wait_for_insert()  # one batch in flight
         self._inserting = self._inserter.submit(self._insert_now, rows, mentioned)
 
-    def _insert_now(self, rows: list[dict[str, Any]], mentioned: list[list[str]]) -> None:
+    def _insert_now(self, rows: list[_Row], mentioned: list[list[str]]) -> None:
         """``_insert_new``'s work, on the inserter's thread: the connection is this thread's alone meanwhile."""
         connection = self._connection
         row_ids = self._new_row_ids(len(rows))
-        columns = [column.name for column in messages.c]
-        records = [_record(columns, row_id, row) for row_id, row in zip(row_ids, rows, strict=True)]
+        columns = ["row_id", *_ROW_COLUMNS]
+        records = [_record(row_id, row) for row_id, row in zip(row_ids, rows, strict=True)]
         pairs = [(row_id, user_id) for row_id, users_mentioned in zip(row_ids, mentioned, strict=True)
                  for user_id in users_mentioned]
         if self.dialect == "postgresql":
@@ -552,24 +578,26 @@ class _ConversationWriter:
         largest = int(self._connection.scalar(select(func.coalesce(func.max(messages.c.row_id), 0))) or 0)
         return list(range(largest + 1, largest + 1 + count))
 
-    def _upsert(self, changed_rows: list[dict[str, Any]], changed_mentions: list[list[str]]) -> None:
+    def _upsert(self, changed_rows: list[_Row], changed_mentions: list[list[str]]) -> None:
         """Write rows of which some are stored already (a re-import that changed them), with their mentions."""
-        columns = [name for name in changed_rows[0] if name not in ("space_id", "message_id")]
+        columns = [name for name in _ROW_COLUMNS if name not in ("space_id", "message_id")]
         # The row IDs come back from the upsert itself, in the rows' order: a second SELECT by message ID
         # is at the planner's mercy while a fresh table's statistics still say it is empty.
         statement = upsert(self.dialect, messages, ["space_id", "message_id"], columns).returning(
             messages.c.message_id, messages.c.row_id)
-        row_ids = {row.message_id: row.row_id for row in self.connection.execute(statement, changed_rows)}
-        ids = [row_ids[row["message_id"]] for row in changed_rows]
+        values = [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in changed_rows]
+        row_ids = {row.message_id: row.row_id for row in self.connection.execute(statement, values)}
+        ids = [row_ids[row[_MESSAGE_ID]] for row in changed_rows]
         self.connection.execute(delete(mentions).where(mentions.c.message_row_id.in_(ids)))
         pairs = [{"message_row_id": row_id, "user_id": user_id}
                  for row_id, users_mentioned in zip(ids, changed_mentions, strict=True) for user_id in users_mentioned]
         if pairs:
             self.connection.execute(upsert(self.dialect, mentions, ["message_row_id", "user_id"], []), pairs)
 
-    def _stored(self, space_id: str, message_ids: list[str]) -> dict[str, tuple[dict[str, Any], list[str]]]:
-        """The stored rows among ``message_ids`` with their mentioned users (sorted), by message ID."""
-        columns = [column for column in messages.c if column.name != "row_id"]
+    def _stored(self, space_id: str, message_ids: list[str]) -> dict[str, tuple[_Row, list[str]]]:
+        """The stored rows among ``message_ids`` (values in ``_ROW_COLUMNS``' order) with their mentioned
+        users (sorted), by message ID."""
+        columns = [messages.c[name] for name in _ROW_COLUMNS]
         found = self.connection.execute(
             select(messages.c.row_id, *columns)
             .where(messages.c.space_id == space_id, messages.c.message_id.in_(message_ids))
@@ -582,11 +610,7 @@ class _ConversationWriter:
             .where(mentions.c.message_row_id.in_([row.row_id for row in found]))
         ):
             mentioned.setdefault(row_id, []).append(user_id)
-        return {
-            row.message_id: ({column.name: getattr(row, column.name) for column in columns},
-                             sorted(mentioned.get(row.row_id, [])))
-            for row in found
-        }
+        return {row.message_id: (tuple(row)[1:], sorted(mentioned.get(row.row_id, []))) for row in found}
 
     def _reactions(self, reactions: Iterable[ImportedReaction]) -> list[dict[str, Any]]:
         """One entry per emoji (an export may list one emoji twice, e.g. per skin tone collapsed)."""
@@ -621,34 +645,39 @@ class _ConversationWriter:
         return metadata.to_json()
 
 
-def _same(stored: tuple[dict[str, Any], list[str]], row: dict[str, Any], mentioned: list[str]) -> bool:
+def _same(stored: tuple[_Row, list[str]], row: _Row, mentioned: list[str]) -> bool:
     """Whether writing ``row`` and its mentions would leave the stored message as it is."""
     columns, stored_mentions = stored
-    return all(columns[name] == value for name, value in row.items()) and stored_mentions == sorted(mentioned)
+    return columns == row and stored_mentions == sorted(mentioned)
 
 
 def _attachments(space_id: str, message_id: str, attachments: Iterable[ImportedAttachment]) -> list[dict[str, Any]]:
-    return [
-        ChatAttachmentMetadata(
-            attachment_id=f"spaces/{space_id}/messages/{message_id}/attachments/{safe_id(item.external_id or str(index))}",
-            filename=item.filename,
-            mime_type=item.mime_type,
-            source=item.source,
-            drive_file_id=item.drive_file_id if item.source == "DRIVE_FILE" else None,
-        ).to_json()
-        for index, item in enumerate(attachments)
-    ]
+    """Each attachment's ``ChatAttachmentMetadata`` in its JSON form, written directly: the same keys in the
+    same order as the model's ``to_json`` (a test compares them), without validating per attachment what the
+    reader's records already type."""
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(attachments):
+        source = AttachmentSource(item.source)  # as the model would: a source it does not know is an error
+        entry: dict[str, Any] = {
+            "attachmentId": f"spaces/{space_id}/messages/{message_id}/attachments/"
+                            f"{safe_id(item.external_id or str(index))}",
+        }
+        if item.filename is not None:
+            entry["filename"] = item.filename
+        if item.mime_type is not None:
+            entry["mimeType"] = item.mime_type
+        entry["source"] = source.value
+        if source is AttachmentSource.DRIVE_FILE and item.drive_file_id is not None:
+            entry["driveFileId"] = item.drive_file_id
+        out.append(entry)
+    return out
 
 
 
-_JSON_COLUMNS = frozenset({"attachments", "reactions", "quote"})
-
-
-def _record(columns: list[str], row_id: int, row: dict[str, Any]) -> tuple[Any, ...]:
-    """A message row as the driver takes it, in ``columns``' order: its JSON columns dumped (as
-    SQLAlchemy's JSON type would), the rest as they are. A list, not a generator: this runs per message."""
-    return tuple([row_id if name == "row_id" else _json(row[name]) if name in _JSON_COLUMNS else row[name]
-                  for name in columns])
+def _record(row_id: int, row: _Row) -> tuple[Any, ...]:
+    """A message row as the driver takes it, row ID first: its JSON columns (the last three) dumped, as
+    SQLAlchemy's JSON type would."""
+    return (row_id, *row[:_JSON_FROM], _json(row[_JSON_FROM]), _json(row[_JSON_FROM + 1]), _json(row[_JSON_FROM + 2]))
 
 
 def _json(value: Any) -> str:

@@ -468,7 +468,7 @@ def test_import_adk_criteria_option_wins_over_the_file_beside(store: Store) -> N
     (b'{"criteria": {"response_match_score": 0.8', "not JSON: Expecting ',' delimiter at line 1 column 42"),
     (b'{"criteria": {"response_match_score": 80}}', "criteria.response_match_score: the threshold 80 is outside"),
     (b'{"criteria": {"rouge": 0.8}}', "criteria.rouge: not a metric ADK knows"),
-    (b'{"x": "' + b"y" * (1024 * 1024) + b'"}', "larger than 1024 KB"),
+    (b'{"x": "' + b"y" * (1024 * 1024) + b'"}', "larger than 1 MB"),
 ], ids=["malformed", "out-of-range", "unknown-criterion", "huge"])
 def test_import_adk_rejects_a_bad_config_and_imports_nothing(store: Store, config: bytes, message: str) -> None:
     evalset = store.tmp_path / "orders.evalset.json"

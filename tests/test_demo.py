@@ -540,7 +540,9 @@ async def test_the_demo_changelog_shows_the_edits_that_made_it(loaded: Services,
     assert made[0] == ("Create", "App") and entries[0]["description"].startswith("App created by import_app: ")
     assert {d["name"] for d in entries[0]["dependentResources"]} >= {f"{PARENT}/agents/triage", f"{PARENT}/tools/lookup_order"}
     assert made.count(("Create", "Evaluation")) == 10 and made.count(("Create", "EvaluationDataset")) == 2
-    assert made.count(("Create", "EvaluationPersona")) == 2 and len(made) == 15
+    assert made.count(("Create", "EvaluationPersona")) == 2
+    # The version v1 and the web deployment pinned to it, made right after the app.
+    assert made[1:3] == [("Create", "AppVersion"), ("Create", "Deployment")] and len(made) == 17
     assert [entry["sequenceNumber"] for entry in entries] == [str(n) for n in range(1, len(entries) + 1)]
     assert {entry["author"] for entry in entries} == {"users/local"}
     # Each demo result ran on the draft, after the newest change made before it started.

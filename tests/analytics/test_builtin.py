@@ -37,6 +37,7 @@ from convener.chat.records import ImportedConversation, ImportedMessage, Importe
 from convener.config import Settings
 from convener.demo import evaluations
 from convener.demo.chat import import_chat
+from convener.demo.deployments import install_deployment
 from convener.demo.loader import APP, install_app, run_script, scripts
 from convener.services import Services
 from tests.chat.conftest import RecordsExport, micros, workspace
@@ -52,6 +53,7 @@ def load_demo_records(services: Services) -> None:
     """The ces and chat records ``convener serve --demo`` loads, by the demo loader's own steps (the
     knowledge and analytics parts of ``load_demo`` add nothing these tables show)."""
     install_app(services)
+    install_deployment(services, APP)
     for script in scripts():
         run_script(services, script)
     evaluations.install_evaluations(services, APP)

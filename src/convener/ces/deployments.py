@@ -43,10 +43,11 @@ class ChannelProfile(ProtoModel):
     profile_id: str | None = Field(None, description="ID of the channel profile.")
     channel_type: str | None = Field(None, description="UNKNOWN, WEB_UI, API, TWILIO, GOOGLE_TELEPHONY_PLATFORM, "
                                                         "CONTACT_CENTER_AS_A_SERVICE, FIVE9 or CONTACT_CENTER_INTEGRATION.")
-    persona_property: PersonaProperty | None = None
-    disable_dtmf: bool | None = None
-    disable_barge_in_control: bool | None = None
-    web_widget_config: WebWidgetConfig | None = None
+    persona_property: PersonaProperty | None = Field(None, description="The agent's persona on this channel.")
+    disable_dtmf: bool | None = Field(None, description="Whether DTMF (keypad) input is turned off.")
+    disable_barge_in_control: bool | None = Field(
+        None, description="Whether the user may not interrupt the agent while it speaks.")
+    web_widget_config: WebWidgetConfig | None = Field(None, description="The web widget's look, for WEB_UI.")
     noise_suppression_level: str | None = Field(None, description="low, moderate, high or very_high.")
 
 

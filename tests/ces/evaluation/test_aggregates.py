@@ -156,8 +156,10 @@ def test_upgrading_fills_the_aggregates_of_stored_results(empty_database_url: st
         run(source, run_count=2)
         expected = recomputed(source)["stored"]
         with source.database.reading() as connection:
+            # The app's row as revision 0008 had it: the changelog counters came with 0012.
             app_row = {key: value for key, value in connection.execute(select(apps).where(
-                apps.c.name == str(APP))).one()._mapping.items() if key != "id"}
+                apps.c.name == str(APP))).one()._mapping.items()
+                       if key not in ("id", "changelog_sequence", "changelog_time_us")}
             results = [{key: value for key, value in row._mapping.items() if key != "id"}
                        for row in connection.execute(select(evaluation_results)).all()]
     finally:

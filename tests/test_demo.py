@@ -440,7 +440,10 @@ async def test_a_changed_app_definition_is_imported_again(loaded: Services, clie
 
 @pytest.mark.slow
 def test_demo_cli_command_loads_then_changes_nothing_and_reissues_keys_when_asked(
-        database_url: str, tmp_path: Path) -> None:
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the command says of the app, the evaluations and the chat does not hang on semantic search, and
+    # loading the embedding model in this test process would cost most of its time.
+    monkeypatch.setenv("CONVENER_KNOWLEDGE_EMBEDDINGS", "off")
     runner = CliRunner()
     arguments = ["demo", "--database-url", database_url, "--data-dir", str(tmp_path / "cli")]
 

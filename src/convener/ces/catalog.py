@@ -266,9 +266,9 @@ class PartService(Generic[Part]):
         _, row = self._row(connection, name)
         return self.to_model(row, str(name))
 
-    def overwrite(self, connection: Connection, app_pk: int, name: AppChildName, body: dict[str, Any]) -> None:
-        """Replace a stored part's body in the caller's transaction (imports fill placeholders this way); the
-        caller records the change."""
+    def overwrite(self, connection: Connection, app_pk: int, name: AppChildName, body: dict[str, Any]) -> Part:
+        """Replace a stored part's body in the caller's transaction (imports fill placeholders this way), and
+        the part as stored now; the caller records the change."""
         now = Timestamp.now().to_micros()
         connection.execute(
             update(definitions)
@@ -276,6 +276,8 @@ class PartService(Generic[Part]):
                    definitions.c.resource_id == name.id)
             .values(body=body, update_time_us=now, etag=_etag(body, now), display_name=self._display_name(body))
         )
+        _, row = self._row(connection, name)
+        return self.to_model(row, str(name))
 
     def update(self, part: Part, update_mask: str | None, caller: Caller) -> Part:
         name = self.kind.name_type.parse(getattr(part, "name", None), f"{self.kind.singular}.name")

@@ -54,10 +54,20 @@ MAX_ATTEMPTS = 3
 # -- wire models (McpService.StartExportApp / StartImportApp) --------------------------------------------
 
 
-class StartExportAppRequest(ProtoModel):
-    project_id: str = Field(description="Required. The project of the app to export.")
-    location_id: str = Field(description="Required. The location of the app to export.")
-    app_id: str = Field(description="Required. The app to export.")
+class AppRequest(ProtoModel):
+    """The app a transfer starts from (export) or makes (import), named by its parts as Google's tools do."""
+
+    project_id: str = Field(description="Required. The app's project.")
+    location_id: str = Field(description="Required. The app's location.")
+    app_id: str = Field(description="Required. The app's ID.")
+
+    def app_name(self) -> AppName:
+        """The app's name, each part checked as an ID."""
+        return AppName(check_id(self.project_id, "projectId"), check_id(self.location_id, "locationId"),
+                       check_id(self.app_id, "appId"))
+
+
+class StartExportAppRequest(AppRequest):
     path: str | None = Field(None, description="Convener extension. Write the zip to this new file on the server "
                                                "(inside CONVENER_APP_ROOTS) instead of returning content.")
 
@@ -69,9 +79,7 @@ class ExportAppOperation(ProtoModel):
     error: Status | None = Field(None, description="Convener extension. Once done, why it failed.")
 
 
-class StartImportAppRequest(ProtoModel):
-    project_id: str = Field(description="Required. The project to import into.")
-    location_id: str = Field(description="Required. The location to import into.")
+class StartImportAppRequest(AppRequest):
     app_id: str = Field(description="Required. The ID of the app to create (or replace).")
     content: Bytes | None = Field(None, description="The zip start_export_app makes (or the YAML export_app "
                                                     "writes), base64. One of content and path.")
@@ -167,8 +175,7 @@ class AppTransfers:
     # -- starting ------------------------------------------------------------------------------------------
 
     def start_export(self, request: StartExportAppRequest, caller: Caller) -> Operation:
-        name = AppName(check_id(request.project_id, "projectId"), check_id(request.location_id, "locationId"),
-                       check_id(request.app_id, "appId"))
+        name = request.app_name()
         target = self._target(request.path) if request.path is not None else None
         with self.operations.database.transaction() as connection:
             self.bundles.apps.app_pk(connection, name)  # NOT_FOUND now rather than in the operation
@@ -180,8 +187,8 @@ class AppTransfers:
         return operation
 
     def start_import(self, request: StartImportAppRequest, caller: Caller) -> Operation:
-        parent = LocationName(check_id(request.project_id, "projectId"), check_id(request.location_id, "locationId"))
-        app_id = check_id(request.app_id, "appId")
+        name = request.app_name()
+        parent = LocationName(name.project, name.location)
         if (request.content is None) == (request.path is None):
             raise InvalidArgument("give exactly one of content and path")
         if request.content is not None:
@@ -198,11 +205,10 @@ class AppTransfers:
                     text = unpack(read_at_most(stream, "ces.app_archive", "path"), "path")
             except OSError as error:
                 raise FailedPrecondition(f"path {request.path[:200]!r} cannot be read ({type(error).__name__})") from None
-        name = AppName(parent.project, parent.location, app_id)
         with self.operations.database.transaction() as connection:
             operation = self.operations.start(connection, parent, caller, _metadata(name, "import", 0, 0))
             self.jobs.submit(connection, self.import_task, [ImportJob(
-                parent=str(parent), app_id=app_id, content=text, replace=bool(request.replace),
+                parent=str(parent), app_id=name.app, content=text, replace=bool(request.replace),
                 principal=caller.principal)], str(operation.name))
         self.jobs.submitted()
         return operation
@@ -249,7 +255,7 @@ class AppTransfers:
             if self.operations.is_done(connection, operation):
                 return  # finished before its worker could forget the job
         if attempt.number > MAX_ATTEMPTS:
-            self._finish(operation, attempt, error=Status(code=Code.ABORTED.value, message=(
+            self.operations.finish(operation, attempt, error=Status(code=Code.ABORTED.value, message=(
                 f"{kind} {operation} was interrupted {attempt.number - 1} times; start it again")))
             return
         last = 0.0
@@ -276,37 +282,19 @@ class AppTransfers:
             metadata = _metadata(app, kind, *reached)
             if self.operations.is_cancelled(operation):
                 metadata["cancelRequested"] = True  # as cancel_operation marked it
-            self._finish(operation, attempt, metadata, error=Status(
+            self.operations.finish(operation, attempt, metadata, error=Status(
                 code=Code.CANCELLED.value, message=f"{kind} of {app} was cancelled; nothing was {kind}ed"))
             return
         except ApiError as error:
-            self._finish(operation, attempt, _metadata(app, kind, *reached),
-                         error=Status(code=error.code.value, message=error.message))
+            self.operations.finish(operation, attempt, _metadata(app, kind, *reached),
+                                   error=Status(code=error.code.value, message=error.message))
             return
         except Exception as error:  # a bug: the operation still ends, saying so, rather than stay running
             logger.exception("%s %s failed", kind, operation)
-            self._finish(operation, attempt, error=Status(code=Code.INTERNAL.value, message=(
+            self.operations.finish(operation, attempt, error=Status(code=Code.INTERNAL.value, message=(
                 f"{kind} {operation} failed unexpectedly ({type(error).__name__}); see the server log")))
             return
-        self._finish(operation, attempt, _metadata(app, kind, reached[1], reached[1]), response=response)
-
-    def _finish(self, name: str, attempt: Attempt, metadata: dict[str, object] | None = None, *,
-                error: Status | None = None, response: dict[str, object] | None = None) -> None:
-        """Record the operation done, unless this attempt lost the job (then the one that took it over will)."""
-        if attempt.lost:
-            self.operations.publish(name, None)
-            return
-        changes: dict[str, object] = {"done": True}
-        if metadata is not None:
-            changes["metadata"] = metadata
-        if error is not None:
-            changes["error"] = error
-        if response is not None:
-            changes["response"] = response
-        with self.operations.database.transaction() as connection:
-            self.operations.record(connection, name, **changes)
-        self.operations.publish(name, None)
-        self.operations.notify()
+        self.operations.finish(operation, attempt, _metadata(app, kind, reached[1], reached[1]), response=response)
 
 
 def _write_new(path: Path, data: bytes) -> None:

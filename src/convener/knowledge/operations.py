@@ -93,7 +93,7 @@ class Ingests:
                 return  # finished before its worker could forget the job
         plan = job.plan()
         if attempt.number > MAX_ATTEMPTS:
-            self._finish(name, attempt, error=Status(code=Code.ABORTED.value, message=(
+            self.operations.finish(name, attempt, error=Status(code=Code.ABORTED.value, message=(
                 f"ingest {name} was interrupted {attempt.number - 1} times; run it again to resume")))
             return
         last = 0.0
@@ -111,39 +111,19 @@ class Ingests:
         try:
             summary = self.knowledge.ingest(plan, progress, attempt.should_stop)
         except ApiError as error:
-            self._finish(name, attempt, error=Status(code=error.code.value, message=error.message))
+            self.operations.finish(name, attempt, error=Status(code=error.code.value, message=error.message))
             return
         except Exception as error:  # a bug: the operation still ends, saying so, rather than stay running
             logger.exception("ingest %s failed", name)
-            self._finish(name, attempt, error=Status(code=Code.INTERNAL.value, message=(
+            self.operations.finish(name, attempt, error=Status(code=Code.INTERNAL.value, message=(
                 f"ingest {name} failed unexpectedly ({type(error).__name__}); see the server log")))
             return
         if attempt.should_stop():
-            self._finish(name, attempt, _metadata(plan, summary), error=Status(
+            self.operations.finish(name, attempt, _metadata(plan, summary), error=Status(
                 code=Code.CANCELLED.value, message=f"ingest {name} was cancelled; run it again to resume"))
         else:
-            self._finish(name, attempt, _metadata(plan, summary),
-                         response={"@type": RESPONSE_TYPE, **summary.to_json()})
-
-    def _finish(self, name: str, attempt: Attempt, metadata: dict[str, object] | None = None, *,
-                error: Status | None = None, response: dict[str, object] | None = None) -> None:
-        """Record the operation done, unless this attempt lost the job (then the one that took it over will)."""
-        if attempt.lost:
-            # The job goes on in another attempt: waiters here must read its progress from the store, not the
-            # last step this attempt published.
-            self.operations.publish(name, None)
-            return
-        changes: dict[str, object] = {"done": True}
-        if metadata is not None:
-            changes["metadata"] = metadata
-        if error is not None:
-            changes["error"] = error
-        if response is not None:
-            changes["response"] = response
-        with self.operations.database.transaction() as connection:
-            self.operations.record(connection, name, **changes)
-        self.operations.publish(name, None)
-        self.operations.notify()
+            self.operations.finish(name, attempt, _metadata(plan, summary),
+                                   response={"@type": RESPONSE_TYPE, **summary.to_json()})
 
 
 def _metadata(plan: IngestPlan, summary: IngestSummary | None) -> dict[str, object]:

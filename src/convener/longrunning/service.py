@@ -22,7 +22,8 @@ from convener.api.names import LocationName, ResourceName
 from convener.api.paging import PageTokens, resolve_page_size, split_page
 from convener.api.protojson import Duration, Timestamp
 from convener.auth.caller import Caller
-from convener.longrunning.models import Operation
+from convener.jobs.model import Attempt
+from convener.longrunning.models import Operation, Status
 from convener.longrunning.tables import operations
 from convener.store.database import AnyRow, Database
 
@@ -101,6 +102,25 @@ class OperationService:
             else:
                 self._live[name] = metadata
             self._changed.notify_all()
+
+    def finish(self, name: str, attempt: Attempt, metadata: dict[str, Any] | None = None, *,
+               error: Status | None = None, response: dict[str, Any] | None = None) -> None:
+        """Record a job's operation done, unless ``attempt`` lost the job: the attempt that took it over goes on
+        and records the end, and waiters here must read its progress from the store, not the last step this
+        attempt published."""
+        if not attempt.lost:
+            changes: dict[str, Any] = {"done": True}
+            if metadata is not None:
+                changes["metadata"] = metadata
+            if error is not None:
+                changes["error"] = error
+            if response is not None:
+                changes["response"] = response
+            with self.database.transaction() as connection:
+                self.record(connection, name, **changes)
+        self.publish(name, None)
+        if not attempt.lost:
+            self.notify()
 
     def is_cancelled(self, name: str) -> bool:
         """Whether cancelling the operation was asked, as the store says now (for work in any process)."""

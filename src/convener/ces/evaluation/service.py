@@ -359,9 +359,7 @@ class EvaluationService:
                 dataset_name = name.app_name.child(EvaluationDatasetName, dataset_id)
                 body = parts.bodies(EvaluationDatasetName.collection)[dataset_id]
                 body = {**body, "evaluations": [e for e in body.get("evaluations", []) if e != str(name)]}
-                self.datasets.overwrite(connection, app_pk, dataset_name, body)
-                datasets.append(self.datasets.to_model(self.datasets._row(connection, dataset_name)[1],
-                                                       str(dataset_name)))
+                datasets.append(self.datasets.overwrite(connection, app_pk, dataset_name, body))
             # The datasets it was taken out of changed with it: one change, one entry.
             self.evaluations.record(connection, app_pk, caller, Action.DELETE, name, before=removed,
                                     dependents=datasets)

@@ -180,7 +180,7 @@ def test_runs_a_run_and_the_comparison_of_two(workspace: Services, keys: Keys) -
     assert "semantic similarity: 0.00 → 4.00 (+4.00)" in " ".join(fixed[0].get_text(" ").split())
     assert not table.select("tr.delta-broke") and "<strong>1</strong> evaluation changed" in compared.text
     swapped = client.get(f"/console/{before}/compare", params={"with": after.rsplit("/", 1)[-1]})
-    assert len(BeautifulSoup(swapped.text, "html.parser").select("tr.delta-broke")) == 1
+    assert len(BeautifulSoup(swapped.text, "html.parser").select("tr.delta-fixed")) == 1  # the older is "before"
 
 
 def test_the_form_starts_a_run_and_lands_on_its_page(workspace: Services, keys: Keys) -> None:

@@ -697,9 +697,11 @@ class EvaluationPages:
             raise InvalidArgument("with: a run compared with itself changes nothing; pick another run")
         after = await self._call(viewer, "get_evaluation_run", {"name": name}, EvaluationRun)
         before = await self._call(viewer, "get_evaluation_run", {"name": other_name}, EvaluationRun)
+        if str(before.create_time or "") > str(after.create_time or ""):  # the older run is "before", either way
+            before, after = after, before
         names = await self._names(viewer, app_name)
-        results_after, cut_after = await self._all_results(viewer, app_name, name)
-        results_before, cut_before = await self._all_results(viewer, app_name, other_name)
+        results_after, cut_after = await self._all_results(viewer, app_name, after.name or "")
+        results_before, cut_before = await self._all_results(viewer, app_name, before.name or "")
         deltas = compare(before, after, results_before, results_after, names)
         return self.console.render(
             request, "evaluations_compare.html", viewer, app_name=app_name, name=name, before=run_row(before),

@@ -19,6 +19,7 @@ from convener import __version__
 from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
+from convener.console.evaluations import EvaluationPages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -56,6 +57,8 @@ def console_routes(services: Services) -> list[BaseRoute]:
         secure_cookies=False,
     )
 
+    evaluations = EvaluationPages(console)
+
     async def landing(request: Request) -> Response:
         viewer = await console.callers.viewer(request)
         return console.render(request, "landing.html", viewer, services=settings.services)
@@ -78,6 +81,12 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(APP, console.page(console.app)),
         Route(APP + "/conversations", console.page(console.conversations)),
         Route(APP + "/conversations/{conversation}", console.page(console.conversation)),
+        Route(APP + "/evaluations", console.page(evaluations.evaluations)),
+        Route(APP + "/evaluations/{evaluation}", console.page(evaluations.evaluation)),
+        Route(APP + "/evaluations/{evaluation}/results/{result}", console.page(evaluations.result)),
+        Route(APP + "/evaluationRuns", console.page(evaluations.runs), methods=["GET", "POST"]),
+        Route(APP + "/evaluationRuns/{run}", console.page(evaluations.run)),
+        Route(APP + "/evaluationRuns/{run}/compare", console.page(evaluations.comparison)),
         Route("/{rest:path}", not_found),
     ]
     return [

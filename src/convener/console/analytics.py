@@ -247,7 +247,8 @@ class AnalyticsPages:
         listed = await self.console.tools.call("list_accessible_data_agents", arguments, viewer.caller,
                                                ListDataAgentsResponse)
         return self.console.render(request, "analytics_agents.html", viewer, parent=parent,
-                                   agents=listed.data_agents or [], next_page=_page_link(request, listed.next_page_token))
+                                   agents=listed.data_agents or [],
+                                   next_page=_page_link(request, listed.next_page_token))
 
     async def _agent(self, request: Request, viewer: Viewer) -> tuple[str, DataAgent]:
         name = f"{_analytics_location(request)}/dataAgents/{request.path_params['agent']}"

@@ -20,6 +20,7 @@ from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
 from convener.console.evaluations import EvaluationPages
+from convener.console.analytics import AnalyticsPages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -28,6 +29,7 @@ from convener.services import Services
 HERE = Path(__file__).parent
 LOCATION = "/projects/{project}/locations/{location}"
 APP = LOCATION + "/apps/{app}"
+DATA_AGENT = LOCATION + "/dataAgents/{agent}"
 
 
 def templates() -> Environment:
@@ -70,6 +72,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
         viewer = await console.callers.viewer(request)
         return console.error_page(request, viewer, Code.NOT_FOUND, f"there is no console page at {request.url.path}")
 
+    analytics = AnalyticsPages(console)
     headers = [Middleware(ConsoleHeaders, server_host=settings.host)]
     pages = [
         Route("/", console.page(console.home)),
@@ -87,6 +90,13 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(APP + "/evaluationRuns", console.page(evaluations.runs), methods=["GET", "POST"]),
         Route(APP + "/evaluationRuns/{run}", console.page(evaluations.run)),
         Route(APP + "/evaluationRuns/{run}/compare", console.page(evaluations.comparison)),
+        Route(LOCATION + "/dataAgents", console.page(analytics.data_agents)),
+        Route(DATA_AGENT, console.page(analytics.data_agent)),
+        Route(DATA_AGENT + "/ask", console.page(analytics.ask), methods=["GET", "POST"]),
+        Route(LOCATION + "/conversations", console.page(analytics.conversations)),
+        Route(LOCATION + "/conversations/{conversation}", console.page(analytics.conversation)),
+        Route(LOCATION + "/sqlSources", console.page(analytics.sql_sources)),
+        Route(LOCATION + "/sqlSources/{source}", console.page(analytics.sql_source)),
         Route("/{rest:path}", not_found),
     ]
     return [

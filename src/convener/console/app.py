@@ -19,6 +19,7 @@ from convener import __version__
 from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
+from convener.console.chat import ChatPages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -67,6 +68,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
         viewer = await console.callers.viewer(request)
         return console.error_page(request, viewer, Code.NOT_FOUND, f"there is no console page at {request.url.path}")
 
+    chat = ChatPages(console)
     headers = [Middleware(ConsoleHeaders, server_host=settings.host)]
     pages = [
         Route("/", console.page(console.home)),
@@ -78,6 +80,10 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(APP, console.page(console.app)),
         Route(APP + "/conversations", console.page(console.conversations)),
         Route(APP + "/conversations/{conversation}", console.page(console.conversation)),
+        Route("/spaces", console.page(chat.spaces)),
+        Route("/spaces/-/messages", console.page(chat.search)),
+        Route("/spaces/{space}", console.page(chat.space)),
+        Route("/spaces/{space}/threads/{thread}", console.page(chat.thread)),
         Route("/{rest:path}", not_found),
     ]
     return [

@@ -20,6 +20,7 @@ from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
 from convener.console.chat import ChatPages
+from convener.console.knowledge import KnowledgePages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -69,6 +70,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
         return console.error_page(request, viewer, Code.NOT_FOUND, f"there is no console page at {request.url.path}")
 
     chat = ChatPages(console)
+    knowledge = KnowledgePages(console)
     headers = [Middleware(ConsoleHeaders, server_host=settings.host)]
     pages = [
         Route("/", console.page(console.home)),
@@ -84,6 +86,11 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route("/spaces/-/messages", console.page(chat.search)),
         Route("/spaces/{space}", console.page(chat.space)),
         Route("/spaces/{space}/threads/{thread}", console.page(chat.thread)),
+        Route("/dataSources", console.page(knowledge.data_sources)),
+        Route("/dataSources/{name}", console.page(knowledge.data_source)),
+        Route("/documents", console.page(knowledge.search)),
+        Route("/documents/{path:path}", console.page(knowledge.document)),
+        Route("/answer", console.page(knowledge.answer)),
         Route("/{rest:path}", not_found),
     ]
     return [

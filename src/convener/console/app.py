@@ -21,6 +21,7 @@ from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
 from convener.console.chat import ChatPages
 from convener.console.knowledge import KnowledgePages
+from convener.console.operations import OperationPages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -71,6 +72,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
 
     chat = ChatPages(console)
     knowledge = KnowledgePages(console)
+    operations = OperationPages(console)
     headers = [Middleware(ConsoleHeaders, server_host=settings.host)]
     pages = [
         Route("/", console.page(console.home)),
@@ -91,6 +93,9 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route("/documents", console.page(knowledge.search)),
         Route("/documents/{path:path}", console.page(knowledge.document)),
         Route("/answer", console.page(knowledge.answer)),
+        Route(LOCATION + "/operations", console.page(operations.operations)),
+        Route(LOCATION + "/operations/{operation}:cancel", console.page(operations.cancel), methods=["POST"]),
+        Route(LOCATION + "/operations/{operation}", console.page(operations.operation)),
         Route("/{rest:path}", not_found),
     ]
     return [

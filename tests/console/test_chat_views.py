@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from bs4 import BeautifulSoup
-from starlette.testclient import TestClient
 
 from convener.auth.keys import ApiKeys
 from convener.chat.models import SendMessageRequest

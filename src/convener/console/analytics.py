@@ -39,7 +39,7 @@ from convener.analytics.models import (
 )
 from convener.api.errors import ApiError, Code, NotFound
 from convener.console.access import Viewer
-from convener.console.views import Console, _location, _page_link
+from convener.console.views import Console, location_of, page_link
 from convener.edge.errors import HTTP_STATUS
 
 ROWS_SHOWN = 50
@@ -225,7 +225,7 @@ def context_of(agent: DataAgent) -> tuple[str, Context | None]:
 
 def _analytics_location(request: Request) -> str:
     """The location of the request, which must be the one data agents live in."""
-    location = _location(request)
+    location = location_of(request)
     if location != PARENT:
         raise NotFound(f"data agents, their conversations and SQL sources live in {PARENT}, not {location}")
     return location
@@ -248,7 +248,7 @@ class AnalyticsPages:
                                                ListDataAgentsResponse)
         return self.console.render(request, "analytics_agents.html", viewer, parent=parent,
                                    agents=listed.data_agents or [],
-                                   next_page=_page_link(request, listed.next_page_token))
+                                   next_page=page_link(request, listed.next_page_token))
 
     async def _agent(self, request: Request, viewer: Viewer) -> tuple[str, DataAgent]:
         name = f"{_analytics_location(request)}/dataAgents/{request.path_params['agent']}"
@@ -307,8 +307,8 @@ class AnalyticsPages:
                                                ListConversationsResponse)
         return self.console.render(request, "analytics_conversations.html", viewer, parent=parent, agent=agent,
                                    conversations=listed.conversations or [],
-                                   next_page=_page_link(request, listed.next_page_token),
-                                   first_page=_page_link(request, "") if request.query_params.get("pageToken") else "")
+                                   next_page=page_link(request, listed.next_page_token),
+                                   first_page=page_link(request, "") if request.query_params.get("pageToken") else "")
 
     async def conversation(self, request: Request, viewer: Viewer) -> Response:
         name = f"{_analytics_location(request)}/conversations/{request.path_params['conversation']}"
@@ -319,8 +319,8 @@ class AnalyticsPages:
                                                ListConversationMessagesResponse)
         shown = await anyio.to_thread.run_sync(message_views, listed.messages or [])
         return self.console.render(request, "analytics_conversation.html", viewer, name=name, shown=shown,
-                                   next_page=_page_link(request, listed.next_page_token),
-                                   first_page=_page_link(request, "") if request.query_params.get("pageToken") else "")
+                                   next_page=page_link(request, listed.next_page_token),
+                                   first_page=page_link(request, "") if request.query_params.get("pageToken") else "")
 
     async def sql_sources(self, request: Request, viewer: Viewer) -> Response:
         parent = _analytics_location(request)

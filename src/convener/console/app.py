@@ -19,8 +19,11 @@ from convener import __version__
 from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
-from convener.console.evaluations import EvaluationPages
 from convener.console.analytics import AnalyticsPages
+from convener.console.evaluations import EvaluationPages
+from convener.console.chat import ChatPages
+from convener.console.knowledge import KnowledgePages
+from convener.console.operations import OperationPages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -58,8 +61,8 @@ def console_routes(services: Services) -> list[BaseRoute]:
         # SameSite=Strict cookies, and the proxy may add Secure.
         secure_cookies=False,
     )
-
-    evaluations = EvaluationPages(console)
+    evaluations, analytics = EvaluationPages(console), AnalyticsPages(console)
+    chat, knowledge, operations = ChatPages(console), KnowledgePages(console), OperationPages(console)
 
     async def landing(request: Request) -> Response:
         viewer = await console.callers.viewer(request)
@@ -72,7 +75,6 @@ def console_routes(services: Services) -> list[BaseRoute]:
         viewer = await console.callers.viewer(request)
         return console.error_page(request, viewer, Code.NOT_FOUND, f"there is no console page at {request.url.path}")
 
-    analytics = AnalyticsPages(console)
     headers = [Middleware(ConsoleHeaders, server_host=settings.host)]
     pages = [
         Route("/", console.page(console.home)),
@@ -97,6 +99,18 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(LOCATION + "/conversations/{conversation}", console.page(analytics.conversation)),
         Route(LOCATION + "/sqlSources", console.page(analytics.sql_sources)),
         Route(LOCATION + "/sqlSources/{source}", console.page(analytics.sql_source)),
+        Route("/spaces", console.page(chat.spaces)),
+        Route("/spaces/-/messages", console.page(chat.search)),
+        Route("/spaces/{space}", console.page(chat.space)),
+        Route("/spaces/{space}/threads/{thread}", console.page(chat.thread)),
+        Route("/dataSources", console.page(knowledge.data_sources)),
+        Route("/dataSources/{name}", console.page(knowledge.data_source)),
+        Route("/documents", console.page(knowledge.search)),
+        Route("/documents/{path:path}", console.page(knowledge.document)),
+        Route("/answer", console.page(knowledge.answer)),
+        Route(LOCATION + "/operations", console.page(operations.operations)),
+        Route(LOCATION + "/operations/{operation}:cancel", console.page(operations.cancel), methods=["POST"]),
+        Route(LOCATION + "/operations/{operation}", console.page(operations.operation)),
         Route("/{rest:path}", not_found),
     ]
     return [

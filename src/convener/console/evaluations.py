@@ -37,7 +37,7 @@ from convener.ces.part_tools import part_messages
 from convener.ces.models import AgentTransfer, App, Message, ToolCall, ToolResponse
 from convener.console.access import Viewer
 from convener.console.present import pretty
-from convener.console.views import Console, _location, _page_link
+from convener.console.views import Console, location_of, page_link
 from convener.longrunning.models import Operation
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$", re.IGNORECASE)
@@ -524,7 +524,7 @@ def compare(before: EvaluationRun, after: EvaluationRun, before_results: list[Ev
 
 
 def _app(request: Request) -> str:
-    return f"{_location(request)}/apps/{request.path_params['app']}"
+    return f"{location_of(request)}/apps/{request.path_params['app']}"
 
 
 def _id(value: str, what: str) -> str:
@@ -577,8 +577,8 @@ class EvaluationPages:
             request, "evaluations_list.html", viewer, app=app, app_name=app_name, rows=rows,
             datasets=datasets.evaluation_datasets or [], dataset=dataset, choices=choices,
             trend_width=TREND_WIDTH, trend_height=TREND_HEIGHT,
-            next_page=_page_link(request, listed.next_page_token),
-            first_page=_page_link(request, "") if request.query_params.get("pageToken") else "")
+            next_page=page_link(request, listed.next_page_token),
+            first_page=page_link(request, "") if request.query_params.get("pageToken") else "")
 
     async def evaluation(self, request: Request, viewer: Viewer) -> Response:
         app_name = _app(request)
@@ -646,8 +646,8 @@ class EvaluationPages:
         return self.console.render(
             request, "evaluations_runs.html", viewer, app=app, app_name=app_name,
             runs=[run_row(run) for run in listed.evaluation_runs or []],
-            next_page=_page_link(request, listed.next_page_token),
-            first_page=_page_link(request, "") if request.query_params.get("pageToken") else "")
+            next_page=page_link(request, listed.next_page_token),
+            first_page=page_link(request, "") if request.query_params.get("pageToken") else "")
 
     async def run(self, request: Request, viewer: Viewer) -> Response:
         app_name = _app(request)
@@ -667,8 +667,8 @@ class EvaluationPages:
             results=[result_row(result, names) for result in listed.evaluation_results or []],
             summaries=summaries, others=[run_row(o) for o in others.evaluation_runs or [] if o.name != name],
             running=row.state == "RUNNING",
-            next_page=_page_link(request, listed.next_page_token),
-            first_page=_page_link(request, "") if request.query_params.get("pageToken") else "")
+            next_page=page_link(request, listed.next_page_token),
+            first_page=page_link(request, "") if request.query_params.get("pageToken") else "")
 
     async def _all_results(self, viewer: Viewer, app_name: str, run: str) -> tuple[list[EvaluationResult], bool]:
         results: list[EvaluationResult] = []

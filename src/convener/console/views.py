@@ -189,21 +189,21 @@ class Console:
         return RedirectResponse(f"/console/{location}/apps", status_code=303)
 
     async def apps(self, request: Request, viewer: Viewer) -> Response:
-        parent = _location(request)
+        parent = location_of(request)
         arguments: dict[str, Any] = {"parent": parent}
         if token := request.query_params.get("pageToken"):
             arguments["pageToken"] = token
         listed = await self.tools.call("list_apps", arguments, viewer.caller, ListAppsResponse)
         return self.render(request, "apps.html", viewer, parent=parent, apps=listed.apps or [],
-                           next_page=_page_link(request, listed.next_page_token))
+                           next_page=page_link(request, listed.next_page_token))
 
     async def app(self, request: Request, viewer: Viewer) -> Response:
-        name = f"{_location(request)}/apps/{request.path_params['app']}"
+        name = f"{location_of(request)}/apps/{request.path_params['app']}"
         app = await self.tools.call("get_app", {"name": name}, viewer.caller, App)
         return self.render(request, "app.html", viewer, app=app, name=name)
 
     async def conversations(self, request: Request, viewer: Viewer) -> Response:
-        parent = f"{_location(request)}/apps/{request.path_params['app']}"
+        parent = f"{location_of(request)}/apps/{request.path_params['app']}"
         query = request.query_params
         filter_text = query.get("filter", "")
         sources = [source for source in query.getlist("sources") if source in LISTED_SOURCES]
@@ -230,14 +230,14 @@ class Console:
             position = int(found.group(1)) if found and "filter" in error.message else -1
         else:
             rows = [ConversationRow.model_validate_json(body.text) for body in listed.conversations or []]
-            next_page = _page_link(request, listed.next_page_token)
+            next_page = page_link(request, listed.next_page_token)
         return self.render(request, "conversations.html", viewer, status=400 if problem else 200, app=app,
                            parent=parent, rows=rows, filter_text=filter_text, sources=sources,
                            all_sources=LISTED_SOURCES, problem=problem, position=position, next_page=next_page,
-                           first_page=_page_link(request, "") if query.get("pageToken") else "")
+                           first_page=page_link(request, "") if query.get("pageToken") else "")
 
     async def conversation(self, request: Request, viewer: Viewer) -> Response:
-        app_name = f"{_location(request)}/apps/{request.path_params['app']}"
+        app_name = f"{location_of(request)}/apps/{request.path_params['app']}"
         name = f"{app_name}/conversations/{request.path_params['conversation']}"
         started = time.perf_counter()
         conversation = await self.tools.call("get_conversation", {"name": name}, viewer.caller, Conversation)
@@ -247,11 +247,11 @@ class Console:
         return response
 
 
-def _location(request: Request) -> str:
+def location_of(request: Request) -> str:
     return f"projects/{request.path_params['project']}/locations/{request.path_params['location']}"
 
 
-def _page_link(request: Request, token: str | None) -> str:
+def page_link(request: Request, token: str | None) -> str:
     """This page's URL at page ``token`` (the first page when empty); no link when the token is None."""
     if token is None:
         return ""

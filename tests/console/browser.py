@@ -91,3 +91,24 @@ def wait_for_url(driver: Any, predicate: Any, seconds: float = 15) -> None:
 
     WebDriverWait(driver, seconds).until(lambda d: predicate(d.current_url)
                                          and d.execute_script("return document.readyState") == "complete")
+
+
+def sign_in(driver: Any, base_url: str, key: str, start: str = "/console/", *, check: bool = True) -> None:
+    """Sign in with ``key`` through the form ``start`` leads to (the sign-in page, or a page that asks for it);
+    ``check`` then asserts nothing ran (a browser without JavaScript has nothing to ask)."""
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(base_url + start)
+    driver.find_element(By.ID, "key").send_keys(key)
+    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for_url(driver, lambda url: "/console/sign-in" not in url)
+    if check:
+        assert_nothing_ran(driver)
+
+
+def assert_fits(driver: Any, where: str) -> None:
+    """The page is no wider than the window: nothing scrolls sideways on a phone."""
+    overflow = driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, (where, overflow)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from convener.auth.keys import ApiKeys
 from convener.services import Services
 from tests.conftest import BACKENDS, demo_services
+from tests.console.browser import chromium
 from tests.console.recorded import hostile_conversation, record
 
 
@@ -33,3 +35,10 @@ def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Servic
 def keys(workspace: Services) -> Keys:
     issued = ApiKeys(workspace.database)
     return Keys(admin=issued.create("users/alice")[1], chat_only=issued.create("users/ben", ("chat",))[1])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for a module's browser tests."""
+    with chromium() as driver:
+        yield driver

@@ -11,8 +11,15 @@ import pytest
 
 from convener.auth.keys import ApiKeys
 from tests.conftest import demo_services, serving
-from tests.console.browser import assert_nothing_ran, chromium, require_browser, wait_for_url
-from tests.console.test_browser import Site, sign_in
+from tests.console.browser import (
+    assert_fits,
+    assert_nothing_ran,
+    chromium,
+    require_browser,
+    sign_in,
+    wait_for_url,
+)
+from tests.console.test_browser import Site
 
 pytestmark = pytest.mark.slow
 LOCATION = "projects/convener/locations/global"
@@ -30,12 +37,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             yield Site(url, admin, chat_only)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
 def submit(driver: Any, button: Any) -> None:
     """Click a form's button and wait for the page it posts to (a click does not wait for navigation)."""
     from selenium.webdriver.common.by import By
@@ -51,7 +52,7 @@ def submit(driver: Any, button: Any) -> None:
 def test_ask_the_demo_agent_see_the_chart_and_follow_up(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.admin)
+    sign_in(browser, site.url, site.admin)
     browser.find_element(By.CSS_SELECTOR, f'a[href="/console/{LOCATION}/dataAgents"]').click()
     wait_for_url(browser, lambda url: url.endswith(f"/console/{LOCATION}/dataAgents"))
     browser.find_element(By.CSS_SELECTOR, f'a[href="/console/{AGENT}"]').click()
@@ -92,7 +93,7 @@ def test_ask_the_demo_agent_see_the_chart_and_follow_up(browser: Any, site: Site
 def test_a_hostile_question_is_text_and_nothing_runs(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.admin)
+    sign_in(browser, site.url, site.admin)
     browser.get(f"{site.url}/console/{AGENT}/ask")
     hostile = "<script>alert('pwned')</script><img src=x onerror=alert('img')>"
     browser.find_element(By.ID, "question").send_keys(hostile)
@@ -106,7 +107,7 @@ def test_a_hostile_question_is_text_and_nothing_runs(browser: Any, site: Site) -
 def test_a_chat_only_key_is_denied(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.chat_only)
+    sign_in(browser, site.url, site.chat_only)
     browser.get(f"{site.url}/console/{AGENT}")
     text = browser.find_element(By.TAG_NAME, "main").text
     assert "PERMISSION_DENIED" in text and "Glossary" not in text
@@ -117,10 +118,7 @@ def test_analytics_pages_read_without_javascript_and_fit_a_phone(site: Site) -> 
     from selenium.webdriver.common.by import By
 
     with chromium(width=390, height=844, javascript=False) as phone:
-        phone.get(site.url + "/console/sign-in")
-        phone.find_element(By.ID, "key").send_keys(site.admin)
-        phone.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        wait_for_url(phone, lambda url: "/console/sign-in" not in url)
+        sign_in(phone, site.url, site.admin, "/console/sign-in", check=False)
         phone.get(f"{site.url}/console/{AGENT}/ask")
         phone.find_element(By.ID, "question").send_keys(QUESTION)
         submit(phone, phone.find_element(By.CSS_SELECTOR, "form.ask button[type=submit]"))
@@ -129,6 +127,4 @@ def test_analytics_pages_read_without_javascript_and_fit_a_phone(site: Site) -> 
             if path is not None:
                 phone.get(site.url + path)
             assert phone.find_element(By.TAG_NAME, "h1").text
-            overflow = phone.execute_script(
-                "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-            assert overflow <= 0, (path, overflow)
+            assert_fits(phone, path)

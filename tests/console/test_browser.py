@@ -16,7 +16,14 @@ import pytest
 from convener.auth.keys import ApiKeys
 from convener.services import Services
 from tests.conftest import demo_services, serving
-from tests.console.browser import assert_nothing_ran, chromium, require_browser, wait_for_url
+from tests.console.browser import (
+    assert_fits,
+    assert_nothing_ran,
+    chromium,
+    require_browser,
+    sign_in,
+    wait_for_url,
+)
 from tests.console.recorded import APP, HOSTILE_ID, hostile_conversation, record
 
 pytestmark = pytest.mark.slow
@@ -54,28 +61,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             yield Site(url, admin, chat_only)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
-def sign_in(driver: Any, site: Site, key: str, start: str = "/console/") -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.delete_all_cookies()
-    driver.get(site.url + start)
-    assert "/console/sign-in" in driver.current_url
-    driver.find_element(By.ID, "key").send_keys(key)
-    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    wait_for_url(driver, lambda url: "/console/sign-in" not in url)
-    assert_nothing_ran(driver)
-
-
 def test_sign_in_and_walk_to_a_conversation_and_its_trace(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.admin, start=f"/console/{APP}")
+    sign_in(browser, site.url, site.admin, start=f"/console/{APP}")
     assert browser.current_url == f"{site.url}/console/{APP}"  # back where the sign-in began
     browser.get(site.url + "/console/")
     shoot(browser, "home")
@@ -112,7 +101,7 @@ def test_sign_in_and_walk_to_a_conversation_and_its_trace(browser: Any, site: Si
 def test_a_filter_error_is_shown_beside_the_box(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.admin)
+    sign_in(browser, site.url, site.admin)
     browser.get(f"{site.url}/console/{APP}/conversations")
     browser.find_element(By.ID, "filter").send_keys("turnCount >> 2")
     browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
@@ -128,7 +117,7 @@ def test_a_filter_error_is_shown_beside_the_box(browser: Any, site: Site) -> Non
 def test_hostile_content_is_shown_as_text_and_nothing_runs(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.admin)
+    sign_in(browser, site.url, site.admin)
     browser.get(f"{site.url}/console/{APP}/conversations/{HOSTILE_ID}")
     text = browser.find_element(By.TAG_NAME, "main").text
     assert "<script>alert('pwned')</script>" in text
@@ -151,7 +140,7 @@ def test_hostile_content_is_shown_as_text_and_nothing_runs(browser: Any, site: S
 def test_a_chat_only_key_sees_no_agent_data(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, site.chat_only)
+    sign_in(browser, site.url, site.chat_only)
     assert "users/ben" in browser.find_element(By.CSS_SELECTOR, ".principal").text
     assert not browser.find_elements(By.LINK_TEXT, "projects/demo/locations/global")
     for path in (f"/console/{APP}/conversations", f"/console/{APP}/conversations/demo-001"):
@@ -169,16 +158,10 @@ def test_pages_read_without_javascript_and_fit_a_phone(site: Site) -> None:
     from selenium.webdriver.common.by import By
 
     with chromium(width=390, height=844, javascript=False) as phone:
-        sign_in_without_script = site.url + "/console/sign-in"
-        phone.get(sign_in_without_script)
-        phone.find_element(By.ID, "key").send_keys(site.admin)
-        phone.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        wait_for_url(phone, lambda url: "/console/sign-in" not in url)
+        sign_in(phone, site.url, site.admin, "/console/sign-in", check=False)
         for path in ("/console/", f"/console/{APP}/conversations", f"/console/{APP}/conversations/demo-001"):
             phone.get(site.url + path)
             assert phone.find_element(By.TAG_NAME, "h1").text
-            overflow = phone.execute_script(
-                "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-            assert overflow <= 0, (path, overflow)
+            assert_fits(phone, path)
         assert "Where is my order" in phone.find_element(By.TAG_NAME, "main").text
         shoot(phone, "conversation-phone")

@@ -16,7 +16,14 @@ from convener.auth.keys import ApiKeys
 from convener.chat.models import SendMessageRequest
 from convener.services import Services
 from tests.conftest import demo_services, serving
-from tests.console.browser import assert_nothing_ran, chromium, require_browser, wait_for_url
+from tests.console.browser import (
+    assert_fits,
+    assert_nothing_ran,
+    chromium,
+    require_browser,
+    sign_in,
+    wait_for_url,
+)
 from tests.console.test_chat_views import GENERAL, HOSTILE, SUPPORT
 
 pytestmark = pytest.mark.slow
@@ -51,23 +58,6 @@ def _running_operation(services: Services, caller: Caller) -> str:
     return operation.name
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
-def sign_in(driver: Any, site: Site) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.delete_all_cookies()
-    driver.get(site.url + "/console/")
-    driver.find_element(By.ID, "key").send_keys(site.ana)
-    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    wait_for_url(driver, lambda url: "/console/sign-in" not in url)
-    assert_nothing_ran(driver)
-
-
 def no_dangerous_links(driver: Any) -> None:
     from selenium.webdriver.common.by import By
 
@@ -79,7 +69,7 @@ def no_dangerous_links(driver: Any) -> None:
 def test_chat_a_space_a_thread_and_search(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site)
+    sign_in(browser, site.url, site.ana)
     browser.find_element(By.LINK_TEXT, "Your conversations").click()
     wait_for_url(browser, lambda url: url.endswith("/console/spaces"))
     names = [link.text for link in browser.find_elements(By.CSS_SELECTOR, "table.spaces tbody td > a")]
@@ -120,7 +110,7 @@ def test_chat_a_space_a_thread_and_search(browser: Any, site: Site) -> None:
 def test_knowledge_ask_and_follow_a_reference(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site)
+    sign_in(browser, site.url, site.ana)
     browser.find_element(By.LINK_TEXT, "ask a question").click()
     wait_for_url(browser, lambda url: url.endswith("/console/answer"))
     browser.find_element(By.ID, "query").send_keys("How do I sign in to the console?")
@@ -139,7 +129,7 @@ def test_knowledge_ask_and_follow_a_reference(browser: Any, site: Site) -> None:
 def test_operations_list_and_cancel(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site)
+    sign_in(browser, site.url, site.ana)
     browser.find_element(By.PARTIAL_LINK_TEXT, "the operations of").click()
     wait_for_url(browser, lambda url: url.endswith(f"/console/{LOCATION}/operations"))
     row = browser.find_element(By.CSS_SELECTOR, f'table.operations a[href="/console/{site.operation}"]')
@@ -158,16 +148,11 @@ def test_the_pages_read_without_javascript_and_fit_a_phone(site: Site) -> None:
     from selenium.webdriver.common.by import By
 
     with chromium(width=390, height=844, javascript=False) as phone:
-        phone.get(site.url + "/console/sign-in")
-        phone.find_element(By.ID, "key").send_keys(site.ana)
-        phone.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        wait_for_url(phone, lambda url: "/console/sign-in" not in url)
+        sign_in(phone, site.url, site.ana, "/console/sign-in", check=False)
         for path in ("/console/spaces", f"/console/{SUPPORT}", f"/console/{GENERAL}",
                      "/console/spaces/-/messages?keywords=refund", "/console/dataSources",
                      "/console/answer?query=How+do+I+sign+in", "/console/documents?query=console",
                      f"/console/{LOCATION}/operations", f"/console/{site.operation}"):
             phone.get(site.url + path)
             assert phone.find_element(By.TAG_NAME, "h1").text, path
-            overflow = phone.execute_script(
-                "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-            assert overflow <= 0, (path, overflow)
+            assert_fits(phone, path)

@@ -11,7 +11,14 @@ import pytest
 
 from convener.auth.keys import ApiKeys
 from tests.conftest import demo_services, serving
-from tests.console.browser import assert_nothing_ran, chromium, require_browser, wait_for_url
+from tests.console.browser import (
+    assert_fits,
+    assert_nothing_ran,
+    chromium,
+    require_browser,
+    sign_in,
+    wait_for_url,
+)
 from tests.console.recorded import APP, SCRIPT
 from tests.console.test_evaluations_views import HOSTILE_EVALUATION, fix_and_rerun, hostile_evaluation
 
@@ -38,28 +45,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             yield Site(url, admin, before, after, hostile)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
-def sign_in(driver: Any, site: Site, start: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.delete_all_cookies()
-    driver.get(site.url + start)
-    driver.find_element(By.ID, "key").send_keys(site.admin)
-    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    wait_for_url(driver, lambda url: "/console/sign-in" not in url)
-    assert_nothing_ran(driver)
-
-
 def test_walk_from_evaluations_to_a_failed_result_its_run_and_a_comparison(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    sign_in(browser, site, f"/console/{APP}")
+    sign_in(browser, site.url, site.admin, f"/console/{APP}")
     browser.find_element(By.PARTIAL_LINK_TEXT, "Evaluations").click()
     wait_for_url(browser, lambda url: url.endswith(f"/console/{APP}/evaluations"))
     assert browser.find_elements(By.CSS_SELECTOR, "svg.trend rect")
@@ -96,7 +86,7 @@ def test_walk_from_evaluations_to_a_failed_result_its_run_and_a_comparison(brows
 def test_hostile_text_in_an_evaluation_stays_text(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, site, f"/console/{APP}/evaluations/{HOSTILE_EVALUATION}")
+    sign_in(browser, site.url, site.admin, f"/console/{APP}/evaluations/{HOSTILE_EVALUATION}")
     for path in (f"/console/{APP}/evaluations", f"/console/{APP}/evaluations/{HOSTILE_EVALUATION}",
                  f"/console/{site.hostile_result}"):
         browser.get(site.url + path)
@@ -109,10 +99,7 @@ def test_evaluation_pages_read_without_javascript_and_fit_a_phone(site: Site) ->
     from selenium.webdriver.common.by import By
 
     with chromium(width=390, height=844, javascript=False) as phone:
-        phone.get(site.url + "/console/sign-in")
-        phone.find_element(By.ID, "key").send_keys(site.admin)
-        phone.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        wait_for_url(phone, lambda url: "/console/sign-in" not in url)
+        sign_in(phone, site.url, site.admin, "/console/sign-in", check=False)
         phone.get(f"{site.url}/console/{APP}/evaluations/cancelled-order-status")
         result = phone.find_element(By.CSS_SELECTOR, "ol.results-list a").get_attribute("href")
         for path in (f"/console/{APP}/evaluations", f"/console/{APP}/evaluations/cancelled-order-status",
@@ -120,6 +107,4 @@ def test_evaluation_pages_read_without_javascript_and_fit_a_phone(site: Site) ->
                      f"/console/{site.after}/compare?with={site.before.rsplit('/', 1)[-1]}"):
             phone.get(site.url + path)
             assert phone.find_element(By.TAG_NAME, "h1").text
-            overflow = phone.execute_script(
-                "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-            assert overflow <= 0, (path, overflow)
+            assert_fits(phone, path)

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from markupsafe import Markup
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from convener.api.errors import ApiError, Code, describe_validation
+from convener.api.errors import Code
 from convener.chat.models import (
     ChatAttachmentMetadata,
     ChatMessage,
@@ -189,16 +188,10 @@ class ChatPages:
         messages: list[MessageView] = []
         problem, next_page = "", ""
         if asked:
-            try:
-                found = await self.console.tools.call("search_messages", arguments, viewer.caller,
-                                                      SearchMessagesResponse)
-            except ApiError as error:
-                if error.code not in (Code.INVALID_ARGUMENT, Code.UNIMPLEMENTED):
-                    raise
-                problem = f"{error.code.name}: {error.message}"
-            except ValidationError as error:
-                problem = f"INVALID_ARGUMENT: {describe_validation(error)}"
-            else:
+            found, problem = await self.console.call_for_form("search_messages", arguments, viewer,
+                                                              SearchMessagesResponse,
+                                                              (Code.INVALID_ARGUMENT, Code.UNIMPLEMENTED))
+            if found is not None:
                 messages = [message_view(message) for message in found.messages or []]
                 next_page = page_link(request, found.next_page_token)
         return self.console.render(

@@ -7,7 +7,6 @@ are what the templates lay out, built from the wire models by pure functions."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from convener.api.errors import InvalidArgument, NotFound
+from convener.api.names import check_id
 from convener.api.protojson import Duration, ProtoModel
 from convener.ces.evaluation.models import (
     AggregatedMetrics,
@@ -35,12 +35,11 @@ from convener.ces.evaluation.requests import (
 from convener.ces.names import EvaluationDatasetName
 from convener.ces.part_tools import part_messages
 from convener.ces.models import AgentTransfer, App, Message, ToolCall, ToolResponse
-from convener.console.access import Viewer
+from convener.console.access import Resp, Viewer
 from convener.console.present import pretty
-from convener.console.views import Console, location_of, page_link
+from convener.console.views import Console, location_of, page_link, with_paging
 from convener.longrunning.models import Operation
 
-_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$", re.IGNORECASE)
 TREND_WIDTH = 200
 """The SVG user units the trend chart of an evaluation's last ten results is drawn in."""
 TREND_HEIGHT = 60
@@ -527,26 +526,11 @@ def _app(request: Request) -> str:
     return f"{location_of(request)}/apps/{request.path_params['app']}"
 
 
-def _id(value: str, what: str) -> str:
-    if not _ID.match(value):
-        raise InvalidArgument(f"{what}: {value[:80]!r} is not a resource ID")
-    return value
-
-
-def _paging(request: Request, arguments: dict[str, Any]) -> dict[str, Any]:
-    query = request.query_params
-    if token := query.get("pageToken"):
-        arguments["pageToken"] = token
-    if size := query.get("pageSize"):
-        arguments["pageSize"] = int(size) if size.isdigit() and len(size) < 10 else size  # the tool says what is wrong
-    return arguments
-
-
 @dataclass
 class EvaluationPages:
     console: Console
 
-    async def _call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Any]) -> Any:
+    async def _call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Resp]) -> Resp:
         return await self.console.tools.call(tool, arguments, viewer.caller, response)
 
     async def _names(self, viewer: Viewer, app: str) -> dict[str, str]:
@@ -559,16 +543,15 @@ class EvaluationPages:
         """The app's datasets (the first 100): the tool's own response class, read into a typed one."""
         answered = await self._call(viewer, "list_evaluation_datasets", {"parent": app, "pageSize": 100},
                                     DATASETS_RESPONSE)
-        return ListDatasetsResponse(evaluation_datasets=answered.evaluation_datasets,
-                                    next_page_token=answered.next_page_token)
+        return ListDatasetsResponse.model_validate(answered, from_attributes=True)
 
     async def evaluations(self, request: Request, viewer: Viewer) -> Response:
         app_name = _app(request)
         app = await self._call(viewer, "get_app", {"name": app_name}, App)
         dataset = request.query_params.get("dataset", "")
-        arguments = _paging(request, {"parent": app_name, "lastTenResults": True})
+        arguments = with_paging(request, {"parent": app_name, "lastTenResults": True})
         if dataset:
-            arguments["evaluationFilter"] = f'evaluation_datasets:"{app_name}/evaluationDatasets/{_id(dataset, "dataset")}"'
+            arguments["evaluationFilter"] = f'evaluation_datasets:"{app_name}/evaluationDatasets/{check_id(dataset, "dataset")}"'
         listed = await self._call(viewer, "list_evaluations", arguments, ListEvaluationsResponse)
         datasets = await self._datasets(viewer, app_name)
         rows = [evaluation_row(evaluation) for evaluation in listed.evaluations or []]
@@ -641,7 +624,7 @@ class EvaluationPages:
             return await self.start(request, viewer)
         app_name = _app(request)
         app = await self._call(viewer, "get_app", {"name": app_name}, App)
-        listed = await self._call(viewer, "list_evaluation_runs", _paging(request, {"parent": app_name}),
+        listed = await self._call(viewer, "list_evaluation_runs", with_paging(request, {"parent": app_name}),
                                   ListEvaluationRunsResponse)
         return self.console.render(
             request, "evaluations_runs.html", viewer, app=app, app_name=app_name,
@@ -653,7 +636,7 @@ class EvaluationPages:
         app_name = _app(request)
         name = f"{app_name}/evaluationRuns/{request.path_params['run']}"
         run = await self._call(viewer, "get_evaluation_run", {"name": name}, EvaluationRun)
-        arguments = _paging(request, {"parent": f"{app_name}/evaluations/-",
+        arguments = with_paging(request, {"parent": f"{app_name}/evaluations/-",
                                       "filter": f'evaluation_run = "{name}"'})
         listed = await self._call(viewer, "list_evaluation_results", arguments, ListEvaluationResultsResponse)
         names = await self._names(viewer, app_name)
@@ -692,7 +675,7 @@ class EvaluationPages:
         other = request.query_params.get("with", "")
         if not other:
             raise InvalidArgument("with: name the run to compare with (?with=<run ID>)")
-        other_name = f"{app_name}/evaluationRuns/{_id(short(other), 'with')}"
+        other_name = f"{app_name}/evaluationRuns/{check_id(short(other), 'with')}"
         if other_name == name:
             raise InvalidArgument("with: a run compared with itself changes nothing; pick another run")
         after = await self._call(viewer, "get_evaluation_run", {"name": name}, EvaluationRun)
@@ -718,13 +701,13 @@ class EvaluationPages:
         kind, _, target_id = target.partition(":")
         arguments: dict[str, Any] = {"app": app_name}
         if kind == "dataset":
-            arguments["evaluationDataset"] = f"{app_name}/evaluationDatasets/{_id(target_id, 'target')}"
+            arguments["evaluationDataset"] = f"{app_name}/evaluationDatasets/{check_id(target_id, 'target')}"
         elif kind == "evaluation":
-            arguments["evaluations"] = [f"{app_name}/evaluations/{_id(target_id, 'target')}"]
+            arguments["evaluations"] = [f"{app_name}/evaluations/{check_id(target_id, 'target')}"]
         else:
             raise InvalidArgument("target: pick a dataset or an evaluation to run")
         if version := form.get("appVersion", "").strip():
-            arguments["appVersion"] = f"{app_name}/versions/{_id(short(version), 'appVersion')}"
+            arguments["appVersion"] = f"{app_name}/versions/{check_id(short(version), 'appVersion')}"
         if count := form.get("runCount", "").strip():
             if not count.isdigit() or len(count) > 4:
                 raise InvalidArgument(f"runCount: {count[:20]!r} is not a whole number")

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from convener.api.errors import ApiError, Code, NotFound, describe_validation
+from convener.api.errors import NotFound
 from convener.console.access import Viewer
 from convener.console.markup import markdown_html
-from convener.console.views import Console, page_link
+from convener.console.views import Console, page_link, with_paging
 from convener.knowledge.models import (
     AnswerQueryResponse,
     DataSource,
@@ -118,23 +117,14 @@ class KnowledgePages:
             arguments["filter"] = f"{scoped} AND ({filter_text})" if filter_text else scoped
         elif filter_text:
             arguments["filter"] = filter_text
-        if size := query.get("pageSize"):
-            arguments["pageSize"] = int(size) if size.isdigit() and len(size) < 10 else size
-        if token := query.get("pageToken"):
-            arguments["pageToken"] = token
+        with_paging(request, arguments)
+        size, token = query.get("pageSize", ""), query.get("pageToken", "")
         chunks: list[ChunkView] = []
         problem, next_page = "", ""
         if text or filter_text or size or token:
-            try:
-                found = await self.console.tools.call("search_documents", arguments, viewer.caller,
-                                                      SearchDocumentsResponse)
-            except ApiError as error:
-                if error.code is not Code.INVALID_ARGUMENT:
-                    raise
-                problem = f"{error.code.name}: {error.message}"
-            except ValidationError as error:
-                problem = f"INVALID_ARGUMENT: {describe_validation(error)}"
-            else:
+            found, problem = await self.console.call_for_form("search_documents", arguments, viewer,
+                                                              SearchDocumentsResponse)
+            if found is not None:
                 chunks = [chunk_view(chunk) for chunk in found.results or []]
                 next_page = page_link(request, found.next_page_token)
         documents = list(dict.fromkeys((chunk.document, chunk.title) for chunk in chunks))
@@ -160,15 +150,8 @@ class KnowledgePages:
         cited: list[CitedSentence] = []
         problem = ""
         if "query" in request.query_params:
-            try:
-                answer = await self.console.tools.call("answer_query", {"query": text, "includeCitations": True},
-                                                       viewer.caller, AnswerQueryResponse)
-            except ApiError as error:
-                if error.code is not Code.INVALID_ARGUMENT:
-                    raise
-                problem = f"{error.code.name}: {error.message}"
-            except ValidationError as error:
-                problem = f"INVALID_ARGUMENT: {describe_validation(error)}"
+            answer, problem = await self.console.call_for_form(
+                "answer_query", {"query": text, "includeCitations": True}, viewer, AnswerQueryResponse)
         if answer is not None and answer.references:
             names = list(dict.fromkeys(answer.references))[:MAX_REFERENCES]
             got = await self.console.tools.call("get_documents", {"names": names}, viewer.caller,

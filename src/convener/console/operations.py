@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from convener.api.errors import Code
 from convener.ces.requests import Empty
 from convener.console.access import Viewer
-from convener.console.views import Console, location_of, page_link
+from convener.console.views import Console, location_of, page_link, with_paging
 from convener.longrunning.models import ListOperationsResponse, Operation
 
 FILTERS = (("", "All"), ("done=false", "Running"), ("done=true", "Done"))
@@ -80,10 +80,7 @@ class OperationPages:
         filter_text = query.get("filter", "")
         if filter_text:
             arguments["filter"] = filter_text
-        if size := query.get("pageSize"):
-            arguments["pageSize"] = int(size) if size.isdigit() and len(size) < 10 else size
-        if token := query.get("pageToken"):
-            arguments["pageToken"] = token
+        with_paging(request, arguments)
         listed = await self.console.tools.call("list_operations", arguments, viewer.caller, ListOperationsResponse)
         return self.console.render(
             request, "operations_list.html", viewer, location=location,

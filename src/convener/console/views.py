@@ -23,7 +23,7 @@ from convener.api.protojson import ProtoModel, Timestamp
 from convener.auth.keys import ApiKeys, key_fingerprint
 from convener.ces.models import App, Conversation, InputType, Source
 from convener.ces.requests import ListAppsResponse, ListConversationsResponse
-from convener.console.access import Callers, ConsoleTools, Viewer
+from convener.console.access import Callers, ConsoleTools, Resp, Viewer
 from convener.console.present import WATERFALL_WIDTH, turn_views
 from convener.console.security import (
     CSRF_COOKIE,
@@ -117,6 +117,20 @@ class Console:
                 return self.error_page(request, viewer, Code.INVALID_ARGUMENT, describe_validation(error))
 
         return endpoint
+
+    async def call_for_form(self, name: str, arguments: dict[str, Any], viewer: Viewer, response: type[Resp],
+                            shown: tuple[Code, ...] = (Code.INVALID_ARGUMENT,)) -> tuple[Resp | None, str]:
+        """A tool's answer to what a page's form asked, or no answer and the problem to show beside the form:
+        an error of a kind in ``shown`` (one the caller fixes by changing the form) or arguments the tool's
+        request model refused. Any other error is the page's error."""
+        try:
+            return await self.tools.call(name, arguments, viewer.caller, response), ""
+        except ApiError as error:
+            if error.code not in shown:
+                raise
+            return None, f"{error.code.name}: {error.message}"
+        except ValidationError as error:
+            return None, f"INVALID_ARGUMENT: {describe_validation(error)}"
 
     async def _form(self, request: Request) -> dict[str, str]:
         """A urlencoded form, read up to its limit (HTTP 413 past it)."""
@@ -212,10 +226,7 @@ class Console:
             arguments["filter"] = filter_text
         if sources:
             arguments["sources"] = sources
-        if token := query.get("pageToken"):
-            arguments["pageToken"] = token
-        if size := query.get("pageSize"):
-            arguments["pageSize"] = int(size) if size.isdigit() and len(size) < 10 else size  # the tool says what is wrong
+        with_paging(request, arguments)
         app = await self.tools.call("get_app", {"name": parent}, viewer.caller, App)
         problem, position = "", -1
         rows: list[ConversationRow] = []
@@ -249,6 +260,17 @@ class Console:
 
 def location_of(request: Request) -> str:
     return f"projects/{request.path_params['project']}/locations/{request.path_params['location']}"
+
+
+def with_paging(request: Request, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A list tool's ``arguments`` with the page's ``pageToken`` and ``pageSize`` from its query, as given: a
+    size that is not a number reaches the tool as text, and the tool says what is wrong with it."""
+    query = request.query_params
+    if token := query.get("pageToken"):
+        arguments["pageToken"] = token
+    if size := query.get("pageSize"):
+        arguments["pageSize"] = int(size) if size.isdigit() and len(size) < 10 else size
+    return arguments
 
 
 def page_link(request: Request, token: str | None) -> str:

@@ -97,6 +97,11 @@ def test_sign_in_and_walk_to_a_conversation_and_its_trace(browser: Any, site: Si
     assert_nothing_ran(browser)
     shoot(browser, "conversation")
 
+    browser.find_element(By.CSS_SELECTOR, "form.generate button[type=submit]").click()
+    wait_for_url(browser, lambda url: f"/console/{APP}/evaluations/" in url)
+    assert "lookup_order" in browser.find_element(By.TAG_NAME, "main").text  # demo-001's tool call, expected
+    assert_nothing_ran(browser)
+
 
 def test_a_filter_error_is_shown_beside_the_box(browser: Any, site: Site) -> None:
     from selenium.webdriver.common.by import By

@@ -257,3 +257,32 @@ def test_hostile_text_in_an_evaluation_and_its_result_stays_text(workspace: Serv
         assert_markup_is_ours(page.text)
     text = BeautifulSoup(client.get(f"/console/{result}").text, "html.parser").get_text()
     assert f"Where is {SCRIPT}?" in text and HTML in text and '"order_id": "<script>' in text
+
+
+def test_a_conversation_becomes_a_golden_evaluation_from_its_page(workspace: Services, keys: Keys) -> None:
+    client = signed_in(workspace, keys.admin)
+    page = client.get(f"/console/{APP}/conversations/demo-004").text
+    action = f"/console/{APP}/conversations/demo-004:generateEvaluation"
+    assert f'action="{action}"' in page
+    token = csrf(client, f"/console/{APP}/conversations/demo-004")
+    assert client.post(action, data={"csrf_token": ""}).status_code == 403
+    assert client.post(action, data={"csrf_token": token}, headers={"origin": "http://elsewhere.test"}).status_code == 403
+
+    made = client.post(action, data={"csrf_token": token})
+
+    assert made.status_code == 303
+    evaluation = made.headers["location"].removeprefix("/console/")
+    assert evaluation.startswith(f"{APP}/evaluations/")
+    shown = client.get(made.headers["location"])
+    assert shown.status_code == 200
+    # The conversation's refund steps are the golden's expectations.
+    assert "check_refund_eligibility" in shown.text and "create_refund" in shown.text
+    for conversation, status, code in (("nope", 404, "NOT_FOUND"), ("bad%20id", 400, "INVALID_ARGUMENT"),
+                                       ("<script>", 400, "INVALID_ARGUMENT")):
+        answer = client.post(f"/console/{APP}/conversations/{conversation}:generateEvaluation",
+                             data={"csrf_token": token})
+        assert answer.status_code == status and code in answer.text and "<script>" not in answer.text, conversation
+    chat_only = signed_in(workspace, keys.chat_only)
+    assert 'generateEvaluation' not in chat_only.get(f"/console/{APP}/conversations/demo-004").text
+    refused = chat_only.post(action, data={"csrf_token": csrf(chat_only, "/console/")})
+    assert refused.status_code == 403 and "PERMISSION_DENIED" in refused.text

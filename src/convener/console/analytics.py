@@ -266,7 +266,7 @@ class AnalyticsPages:
     async def ask(self, request: Request, viewer: Viewer) -> Response:
         """GET: the question box (``?question=`` fills it in). POST: asks, and shows the answer's messages."""
         if request.method == "POST":
-            form = await self.console._checked_form(request)
+            form = await self.console.checked_form(request)
             if isinstance(form, Response):
                 return form
         else:

@@ -85,6 +85,8 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(LOCATION + "/apps", console.page(console.apps)),
         Route(APP, console.page(console.app)),
         Route(APP + "/conversations", console.page(console.conversations)),
+        Route(APP + "/conversations/{conversation}:generateEvaluation", console.page(evaluations.generate),
+              methods=["POST"]),
         Route(APP + "/conversations/{conversation}", console.page(console.conversation)),
         Route(APP + "/evaluations", console.page(evaluations.evaluations)),
         Route(APP + "/evaluations/{evaluation}", console.page(evaluations.evaluation)),

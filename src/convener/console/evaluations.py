@@ -691,9 +691,19 @@ class EvaluationPages:
             after=run_row(after), deltas=deltas, cut=cut_after or cut_before,
             changed=sum(1 for delta in deltas if delta.changed in ("broke", "fixed")))
 
+    async def generate(self, request: Request, viewer: Viewer) -> Response:
+        """The conversation page's button: a golden evaluation made from the conversation (its inputs the steps,
+        what the agent did the expectations), then to the new evaluation's page."""
+        form = await self.console.checked_form(request)
+        if isinstance(form, Response):
+            return form
+        conversation = f"{_app(request)}/conversations/{check_id(request.path_params['conversation'], 'conversation')}"
+        evaluation = await self._call(viewer, "generate_evaluation", {"conversation": conversation}, Evaluation)
+        return RedirectResponse(f"/console/{evaluation.name}", status_code=303)
+
     async def start(self, request: Request, viewer: Viewer) -> Response:
         """The evaluations page's form: run a dataset or an evaluation, then to the new run's page."""
-        form = await self.console._checked_form(request)
+        form = await self.console.checked_form(request)
         if isinstance(form, Response):
             return form
         app_name = _app(request)

@@ -1,7 +1,7 @@
 """The console's operations pages: a location's long-running operations (``list_operations``, paged, the
 caller's own as the tool lists them) with their state and progress read from their metadata, one operation
 (``get_operation``: metadata, error, response), and its Cancel button (a POST with the CSRF token, through
-``Console._checked_form``, calling ``cancel_operation``).
+``Console.checked_form``, calling ``cancel_operation``).
 
 URLs mirror the names: ``/console/projects/{p}/locations/{l}/operations``, ``…/operations/{id}``, and
 ``…/operations/{id}:cancel`` (the REST method's URL) for the form."""
@@ -96,7 +96,7 @@ class OperationPages:
                                    may_cancel=self.console.tools.may_call("cancel_operation", viewer.caller))
 
     async def cancel(self, request: Request, viewer: Viewer) -> Response:
-        form = await self.console._checked_form(request)
+        form = await self.console.checked_form(request)
         if isinstance(form, Response):
             return form
         name = f"{location_of(request)}/operations/{request.path_params['operation']}"

@@ -145,7 +145,7 @@ class Console:
         fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True, max_num_fields=20)
         return {name: values[0] for name, values in fields.items()}
 
-    async def _checked_form(self, request: Request) -> dict[str, str] | Response:
+    async def checked_form(self, request: Request) -> dict[str, str] | Response:
         """The form of a POST that writes, or the response refusing it: too large, another site's, or without a
         valid CSRF token."""
         origin = request.headers.get("origin")
@@ -170,7 +170,7 @@ class Console:
         viewer = await self.callers.viewer(request)
         if request.method == "GET":
             return self.render(request, "sign_in.html", viewer, next_path=next_path, problem="")
-        form = await self._checked_form(request)
+        form = await self.checked_form(request)
         if isinstance(form, Response):
             return form
         next_path = _safe_next(form.get("next"))
@@ -185,7 +185,7 @@ class Console:
         return response
 
     async def sign_out(self, request: Request) -> Response:
-        form = await self._checked_form(request)
+        form = await self.checked_form(request)
         if isinstance(form, Response):
             return form
         response = RedirectResponse("/console/sign-in", status_code=303)

@@ -8,6 +8,7 @@ import re
 
 from bs4 import BeautifulSoup
 
+from convener import __version__
 from convener.auth.caller import LOCAL_USER
 from convener.ces.definitions import Agent, AgentToolset, Guardrail, Toolset
 from convener.services import Services
@@ -96,6 +97,7 @@ def test_each_kind_of_part_has_its_page_and_the_links_between_them_resolve(works
     shown = soup(client.get(f"/console/{version[0]}").text)
     assert "first published" in shown.get_text() and "Created" in shown.get_text()
     assert "Agents in this version" in shown.get_text() and "Triage" in shown.get_text()
+    assert f"Convener {__version__} " in shown.select_one("footer").get_text()  # the page's names shadow no global
     triage = client.get(f"/console/{APP}/agents/triage").text
     assert links(triage, rf"{APP}/agents/\w+")  # its child agents
 

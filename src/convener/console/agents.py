@@ -242,7 +242,7 @@ class AgentPages:
         contents = [] if snapshot is None else [
             (kind, [row(part) for part in getattr(snapshot, kind.collection) or []])
             for kind in (AGENTS, TOOLS, TOOLSETS, GUARDRAILS)]
-        return self.console.render(request, "agents_version.html", viewer, app=_app(request), version=version,
+        return self.console.render(request, "agents_version.html", viewer, app=_app(request), app_version=version,
                                    name=version.name or "", contents=[item for item in contents if item[1]])
 
     async def deployment(self, request: Request, viewer: Viewer) -> Response:
@@ -250,5 +250,5 @@ class AgentPages:
         draft = short(deployment.app_version) == "-"
         return self.console.render(request, "agents_deployment.html", viewer, app=_app(request),
                                    deployment=deployment, name=deployment.name or "", draft=draft,
-                                   version=version_label(deployment.app_version),
+                                   runs=version_label(deployment.app_version),
                                    profile=_json(deployment.channel_profile))

@@ -19,6 +19,7 @@ from convener import __version__
 from convener.api.errors import Code
 from convener.auth.keys import ApiKeys
 from convener.console.access import Callers, ConsoleTools
+from convener.console.agents import AGENTS, DEPLOYMENTS, GUARDRAILS, TOOLS, TOOLSETS, VERSIONS, AgentPages
 from convener.console.analytics import AnalyticsPages
 from convener.console.evaluations import EvaluationPages
 from convener.console.chat import ChatPages
@@ -61,7 +62,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
         # SameSite=Strict cookies, and the proxy may add Secure.
         secure_cookies=False,
     )
-    evaluations, analytics = EvaluationPages(console), AnalyticsPages(console)
+    evaluations, analytics, parts = EvaluationPages(console), AnalyticsPages(console), AgentPages(console)
     chat, knowledge, operations = ChatPages(console), KnowledgePages(console), OperationPages(console)
 
     async def landing(request: Request) -> Response:
@@ -94,6 +95,18 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(APP + "/evaluationRuns", console.page(evaluations.runs), methods=["GET", "POST"]),
         Route(APP + "/evaluationRuns/{run}", console.page(evaluations.run)),
         Route(APP + "/evaluationRuns/{run}/compare", console.page(evaluations.comparison)),
+        Route(APP + "/agents", console.page(parts.collection(AGENTS))),
+        Route(APP + "/agents/{agent}", console.page(parts.agent)),
+        Route(APP + "/tools", console.page(parts.collection(TOOLS))),
+        Route(APP + "/tools/{tool}", console.page(parts.tool)),
+        Route(APP + "/toolsets", console.page(parts.collection(TOOLSETS))),
+        Route(APP + "/toolsets/{toolset}", console.page(parts.toolset)),
+        Route(APP + "/guardrails", console.page(parts.collection(GUARDRAILS))),
+        Route(APP + "/guardrails/{guardrail}", console.page(parts.guardrail)),
+        Route(APP + "/versions", console.page(parts.collection(VERSIONS))),
+        Route(APP + "/versions/{version}", console.page(parts.version)),
+        Route(APP + "/deployments", console.page(parts.collection(DEPLOYMENTS))),
+        Route(APP + "/deployments/{deployment}", console.page(parts.deployment)),
         Route(LOCATION + "/dataAgents", console.page(analytics.data_agents)),
         Route(DATA_AGENT, console.page(analytics.data_agent)),
         Route(DATA_AGENT + "/ask", console.page(analytics.ask), methods=["GET", "POST"]),

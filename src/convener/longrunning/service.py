@@ -108,19 +108,20 @@ class OperationService:
         """Record a job's operation done, unless ``attempt`` lost the job: the attempt that took it over goes on
         and records the end, and waiters here must read its progress from the store, not the last step this
         attempt published."""
-        if not attempt.lost:
-            changes: dict[str, Any] = {"done": True}
-            if metadata is not None:
-                changes["metadata"] = metadata
-            if error is not None:
-                changes["error"] = error
-            if response is not None:
-                changes["response"] = response
-            with self.database.transaction() as connection:
-                self.record(connection, name, **changes)
+        if attempt.lost:
+            self.publish(name, None)
+            return
+        changes: dict[str, Any] = {"done": True}
+        if metadata is not None:
+            changes["metadata"] = metadata
+        if error is not None:
+            changes["error"] = error
+        if response is not None:
+            changes["response"] = response
+        with self.database.transaction() as connection:
+            self.record(connection, name, **changes)
         self.publish(name, None)
-        if not attempt.lost:
-            self.notify()
+        self.notify()
 
     def is_cancelled(self, name: str) -> bool:
         """Whether cancelling the operation was asked, as the store says now (for work in any process)."""

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from convener.auth.caller import LOCAL_USER
+from convener.ces.client_answers import shape
 from convener.ces.definitions import AppVersion
-from convener.ces.terminal import shape
 from convener.cli import app as cli
 from convener.config import Settings
 from convener.demo import APP

@@ -14,15 +14,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from convener.api.errors import ApiError
+from convener.api.errors import ApiError, InvalidArgument
 from convener.auth.caller import LOCAL_USER
+from convener.ces.client_answers import answer_shape, read_answer
 from convener.ces.definitions import AppSnapshot, ClientFunction, Tool
 from convener.ces.models import ToolCall
 from convener.ces.names import AppName
 from convener.ces.requests import GetAppRequest
-from convener.ces.runtime.failures import ToolFailure
-from convener.ces.runtime.toolbox import as_response
-from convener.ces.schemas import jsonschema_problem
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.services import Services
 
@@ -32,25 +30,6 @@ HELP = "Type a message. /event NAME sends an event, /vars {\"k\": 1} sets variab
 def _short(value: Any, limit: int = 160) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def shape(schema: dict[str, Any]) -> str:
-    """A JSON Schema as a one-line sketch of the value it wants: ``{"verified": boolean, "method": "a" | "b"}``."""
-    if "enum" in schema:
-        return " | ".join(json.dumps(value, ensure_ascii=False) for value in schema["enum"])
-    kind = schema.get("type")
-    kinds = [kind] if isinstance(kind, str) else [k for k in kind or () if k != "null"]
-    if "object" in kinds and "properties" in schema:
-        required = set(schema.get("required") or ())
-        # By name: PostgreSQL's JSONB keeps no key order, and the prompt must read the same on either store.
-        fields = (f"{json.dumps(name)}{'' if name in required else '?'}: {shape(child)}"
-                  for name, child in sorted(schema["properties"].items()))
-        return "{" + ", ".join(fields) + "}"
-    if "array" in kinds and "items" in schema:
-        return f"[{shape(schema['items'])}, …]"
-    if "anyOf" in schema:
-        return " | ".join(shape(child) for child in schema["anyOf"])
-    return " | ".join(kinds) or "any JSON"
 
 
 class Chat:
@@ -146,30 +125,13 @@ class Chat:
         """Ask for the client tool's response until it is JSON of the declared shape (or CES's envelope)."""
         name = call.display_name or "tool"
         declared = self._declared(call)
-        response = declared.response if declared is not None else None
-        schema = response.to_json_schema() if response is not None else None
-        if schema is not None:
-            self.show(f"  {name} answers {shape(schema)}")
+        if sketch := answer_shape(declared):
+            self.show(f"  {name} answers {sketch}")
         while True:
-            text = self.ask(f"  answer for {name} (JSON; empty for {{}}): ").strip()
-            if not text:
-                return {}
             try:
-                value = json.loads(text)
-            except ValueError:
-                self.show("  that is not JSON")
-                continue
-            enveloped = isinstance(value, dict) and bool({"output", "error"} & value.keys())
-            if response is not None and schema is not None and not enveloped:
-                problem = jsonschema_problem(value, response)
-                if problem is not None:
-                    self.show(f"  that is not what {name} answers ({problem}); expected {shape(schema)}, "
-                              f"or {{\"error\": \"…\"}}")
-                    continue
-            try:
-                return as_response(value)
-            except ToolFailure as failure:
-                self.show(f"  {failure.message}")
+                return read_answer(self.ask(f"  answer for {name} (JSON; empty for {{}}): "), name, declared)
+            except InvalidArgument as problem:
+                self.show(f"  {problem.message}")
 
     def _happenings(self, messages: list[Any], waiting: set[str | None]) -> None:
         """The agents' side of the turn in the order it happened: replies, tool calls and their

@@ -48,6 +48,8 @@ class ConsoleTools:
         if found is None:
             return False
         service, spec = found
+        if self._read_only and not spec.read_only:
+            return False  # the call would be refused: no button for it
         return caller.may_use(service) and caller.has_any(service, spec.scopes)
 
     async def call(self, name: str, arguments: dict[str, Any], caller: Caller, response: type[Resp]) -> Resp:

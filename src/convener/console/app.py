@@ -25,6 +25,7 @@ from convener.console.evaluations import EvaluationPages
 from convener.console.chat import ChatPages
 from convener.console.knowledge import KnowledgePages
 from convener.console.operations import OperationPages
+from convener.console.playground import PlaygroundPages
 from convener.console.present import pretty, when
 from convener.console.security import ConsoleHeaders, Signer
 from convener.console.views import Console
@@ -64,6 +65,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
     )
     evaluations, analytics, parts = EvaluationPages(console), AnalyticsPages(console), AgentPages(console)
     chat, knowledge, operations = ChatPages(console), KnowledgePages(console), OperationPages(console)
+    playground = PlaygroundPages(console)
 
     async def landing(request: Request) -> Response:
         viewer = await console.callers.viewer(request)
@@ -107,6 +109,8 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(APP + "/versions/{version}", console.page(parts.version)),
         Route(APP + "/deployments", console.page(parts.collection(DEPLOYMENTS))),
         Route(APP + "/deployments/{deployment}", console.page(parts.deployment)),
+        Route(APP + "/playground", console.page(playground.start), methods=["GET", "POST"]),
+        Route(APP + "/playground/{session}", console.page(playground.session), methods=["GET", "POST"]),
         Route(LOCATION + "/dataAgents", console.page(analytics.data_agents)),
         Route(DATA_AGENT, console.page(analytics.data_agent)),
         Route(DATA_AGENT + "/ask", console.page(analytics.ask), methods=["GET", "POST"]),

@@ -1,0 +1,233 @@
+"""The playground: talk to an app in the browser, one ``run_session`` call a form.
+
+A session's page is its recorded conversation (the same transcript and waterfall as a conversation's page),
+the client tool calls its last turn left waiting, each with a box for the answer, and a box for the next
+message. Every turn goes through the ``run_session`` tool as the signed-in caller, so the session is recorded
+like any other; nothing of the session lives in the page: a reload, another tab or another browser shows
+the same state, read back from the store.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from convener.api.errors import ApiError, Code, InvalidArgument
+from convener.api.names import check_id
+from convener.ces.client_answers import answer_shape, read_answer
+from convener.ces.definitions import AppSnapshot, AppVersion, ClientFunction, Tool
+from convener.ces.models import App, Conversation, ToolCall
+from convener.ces.session_models import RunSessionResponse
+from convener.console.access import Viewer
+from convener.console.agents import AGENTS, DEPLOYMENTS, VERSIONS, PartKind, Row, row, version_label
+from convener.console.present import WATERFALL_WIDTH, pretty, turn_views
+from convener.console.views import Console, location_of
+
+MAX_ANSWERED = 8
+"""Client tool calls a page answers at once (each is two form fields; a form holds at most 20)."""
+CHOICES = 100
+"""Agents, versions and deployments offered on the start form."""
+SHOWN_PROBLEMS = (Code.INVALID_ARGUMENT, Code.FAILED_PRECONDITION, Code.ABORTED, Code.NOT_FOUND)
+"""Errors of a turn that the person fixes from the page (a typo, an ended session, a turn run twice at once,
+an agent or version gone): shown above the message box, with what they typed kept."""
+
+
+@dataclass(frozen=True)
+class WaitingCall:
+    """A client tool call of the session's last turn that no response has answered yet."""
+
+    id: str
+    name: str
+    tool: str
+    args: str
+    shape: str
+    """A sketch of the answer the tool declares (``{"verified": boolean, …}``); empty when it declares none."""
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What a new session may start on: the app's agents, versions and deployments."""
+
+    agents: list[Row]
+    versions: list[Row]
+    deployments: list[Row]
+
+
+def _app(request: Request) -> str:
+    return f"{location_of(request)}/apps/{request.path_params['app']}"
+
+
+def waiting_calls(conversation: Conversation) -> list[ToolCall]:
+    """The tool calls of the last turn without a response in that turn: a server tool's response is recorded in
+    the turn that called it, so these are the calls the client must answer."""
+    if not conversation.turns:
+        return []
+    calls: list[ToolCall] = []
+    answered: set[str] = set()
+    for message in conversation.turns[-1].messages or ():
+        for chunk in message.chunks or ():
+            if chunk.tool_call is not None and chunk.tool_call.id:
+                calls.append(chunk.tool_call)
+            elif chunk.tool_response is not None and chunk.tool_response.id:
+                answered.add(chunk.tool_response.id)
+    return [call for call in calls if call.id not in answered]
+
+
+def ended(conversation: Conversation) -> bool:
+    """Whether the session's last turn ended it (the runtime marks the turn's root span)."""
+    if not conversation.turns:
+        return False
+    root = conversation.turns[-1].root_span
+    return root is not None and bool((root.attributes or {}).get("endSession"))
+
+
+@dataclass
+class PlaygroundPages:
+    console: Console
+
+    async def _call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Any]) -> Any:
+        return await self.console.tools.call(tool, arguments, viewer.caller, response)
+
+    # --- starting a session ----------------------------------------------------------------------------------
+
+    async def start(self, request: Request, viewer: Viewer) -> Response:
+        """GET: the form that starts a session; POST: its first turn, then to the session's page."""
+        app_name = _app(request)
+        app = await self._call(viewer, "get_app", {"name": app_name}, App)
+        fields = {"text": "", "entryAgent": "", "appVersion": "", "deployment": ""}
+        problem = ""
+        if request.method == "POST":
+            form = await self.console.checked_form(request)
+            if isinstance(form, Response):
+                return form
+            fields = {key: form.get(key, "").strip() for key in fields}
+            session = f"pg-{secrets.token_hex(6)}"
+            config: dict[str, Any] = {"session": f"{app_name}/sessions/{session}"}
+            for key, collection in (("entryAgent", "agents"), ("appVersion", "versions"),
+                                    ("deployment", "deployments")):
+                if fields[key]:
+                    config[key] = f"{app_name}/{collection}/{check_id(fields[key], key)}"
+            answer, problem = await self._turn(viewer, config, fields["text"])
+            if answer is not None:
+                return self._to_turn(app_name, session, answer)
+        choices = await self._choices(viewer, app_name)
+        return self.console.render(request, "playground_start.html", viewer, status=400 if problem else 200,
+                                   app=app, app_name=app_name, choices=choices, fields=fields, problem=problem)
+
+    async def _choices(self, viewer: Viewer, app_name: str) -> Choices:
+        async def rows(kind: PartKind[Any]) -> list[Row]:
+            listed = await self._call(viewer, kind.list_tool, {"parent": app_name, "pageSize": CHOICES}, kind.listed)
+            return [row(part) for part in getattr(listed, kind.field) or []]
+
+        return Choices(agents=await rows(AGENTS), versions=await rows(VERSIONS), deployments=await rows(DEPLOYMENTS))
+
+    # --- a session -------------------------------------------------------------------------------------------
+
+    async def session(self, request: Request, viewer: Viewer) -> Response:
+        """GET: the session so far and the boxes for the next turn; POST: that turn, then back here."""
+        app_name = _app(request)
+        session = check_id(request.path_params["session"], "session")
+        text, problem = "", ""
+        if request.method == "POST":
+            form = await self.console.checked_form(request)
+            if isinstance(form, Response):
+                return form
+            text = form.get("text", "")
+            config = {"session": f"{app_name}/sessions/{session}"}
+            calls = [(form.get(f"call-{index}", ""), form.get(f"answer-{index}", ""))
+                     for index in range(MAX_ANSWERED) if f"call-{index}" in form]
+            if calls:
+                answer, problem = await self._answers(viewer, app_name, session, config, calls)
+            else:
+                answer, problem = await self._turn(viewer, config, text)
+            if answer is not None:
+                return self._to_turn(app_name, session, answer)
+        return await self._page(request, viewer, app_name, session, text, problem)
+
+    async def _page(self, request: Request, viewer: Viewer, app_name: str, session: str, text: str,
+                    problem: str) -> Response:
+        app = await self._call(viewer, "get_app", {"name": app_name}, App)
+        conversation = await self._conversation(viewer, app_name, session)
+        waiting = [await self._waiting(viewer, conversation, call)
+                   for call in waiting_calls(conversation)[:MAX_ANSWERED]]
+        return self.console.render(
+            request, "playground.html", viewer, status=400 if problem else 200, app=app, app_name=app_name,
+            session=session, name=f"{app_name}/sessions/{session}", conversation=conversation,
+            recorded=bool(conversation.turns), turns=turn_views(conversation), bar_width=WATERFALL_WIDTH,
+            waiting=waiting, ended=ended(conversation), text=text, problem=problem,
+            version=version_label(conversation.app_version) if conversation.app_version else "the draft")
+
+    async def _conversation(self, viewer: Viewer, app_name: str, session: str) -> Conversation:
+        """The session's recording; an empty one before its first turn (the page then starts it)."""
+        try:
+            conversation: Conversation = await self._call(
+                viewer, "get_conversation", {"name": f"{app_name}/conversations/{session}"}, Conversation)
+        except ApiError as error:
+            if error.code is not Code.NOT_FOUND:
+                raise
+            return Conversation()
+        return conversation
+
+    async def _waiting(self, viewer: Viewer, conversation: Conversation, call: ToolCall) -> WaitingCall:
+        declared = await self._declared(viewer, conversation, call)
+        return WaitingCall(id=call.id or "", name=call.display_name or (call.tool or "tool").rsplit("/", 1)[-1],
+                           tool=call.tool or "", args=pretty(call.args or {}), shape=answer_shape(declared))
+
+    async def _declared(self, viewer: Viewer, conversation: Conversation, call: ToolCall) -> ClientFunction | None:
+        """The client function a call is to, as the version the session runs declares it (the draft's when it
+        runs the draft); None when it is gone, and any JSON is then taken."""
+        if not call.tool:
+            return None
+        try:
+            if conversation.app_version and not conversation.app_version.endswith("/-"):
+                version: AppVersion = await self._call(viewer, "get_app_version",
+                                                       {"name": conversation.app_version}, AppVersion)
+                snapshot = version.snapshot or AppSnapshot()
+                tool = next((t for t in snapshot.tools or () if t.name == call.tool), None)
+            else:
+                tool = await self._call(viewer, "get_tool", {"name": call.tool}, Tool)
+        except ApiError:
+            return None
+        return tool.client_function if tool is not None else None
+
+    # --- running a turn --------------------------------------------------------------------------------------
+
+    async def _turn(self, viewer: Viewer, config: dict[str, Any], text: str) -> tuple[RunSessionResponse | None, str]:
+        if not text.strip():
+            return None, "INVALID_ARGUMENT: type a message first"
+        response, problem = await self.console.call_for_form(
+            "run_session", {"config": config, "inputs": [{"text": text}]}, viewer, RunSessionResponse, SHOWN_PROBLEMS)
+        return response, problem
+
+    async def _answers(self, viewer: Viewer, app_name: str, session: str, config: dict[str, Any],
+                       calls: list[tuple[str, str]]) -> tuple[RunSessionResponse | None, str]:
+        """One turn answering the waiting client tool calls with what was typed for each, read against the
+        answer each tool declares."""
+        conversation = await self._conversation(viewer, app_name, session)
+        waiting = {call.id: call for call in waiting_calls(conversation)}
+        responses = []
+        for call_id, typed in calls:
+            call = waiting.get(call_id)
+            if call is None:
+                return None, ("FAILED_PRECONDITION: that tool call is no longer waiting for an answer "
+                              "(answered in another tab?); the page now shows what is")
+            name = call.display_name or "the tool"
+            try:
+                response = read_answer(typed, name, await self._declared(viewer, conversation, call))
+            except InvalidArgument as error:
+                return None, f"INVALID_ARGUMENT: {name}: {error.message}"
+            responses.append({"id": call_id, "displayName": call.display_name, "response": response})
+        return await self.console.call_for_form(
+            "run_session", {"config": config, "inputs": [{"toolResponses": {"toolResponses": responses}}]},
+            viewer, RunSessionResponse, SHOWN_PROBLEMS)
+
+    @staticmethod
+    def _to_turn(app_name: str, session: str, answer: RunSessionResponse) -> Response:
+        """After a turn, to the session's page at that turn (the browser scrolls to what just happened)."""
+        turn = max((output.turn_index or 0 for output in answer.outputs or ()), default=0)
+        anchor = f"#turn-{turn}" if turn else "#next"
+        return RedirectResponse(f"/console/{app_name}/playground/{session}{anchor}", status_code=303)

@@ -1,6 +1,7 @@
-"""The agents pages in a real headless Chromium: from an app to its agents, an agent, one of its tools, the
-app's versions and a version; hostile text in an agent stays text; the pages read without JavaScript at a
-phone's width."""
+"""The agents pages and the playground in a real headless Chromium: from an app to its agents, an agent, one of
+its tools, the app's versions and a version; a playground session that answers a client tool call in the page;
+hostile text in an agent or a message stays text; the pages read (and the playground talks) without JavaScript
+at a phone's width."""
 
 from __future__ import annotations
 
@@ -85,6 +86,50 @@ def test_hostile_text_in_an_agent_stays_text(browser: Any, site: Site) -> None:
         assert_nothing_ran(browser)
 
 
+def talk(driver: Any, text: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    box = driver.find_element(By.ID, "text")
+    box.clear()
+    box.send_keys(text)
+    box.find_element(By.XPATH, "ancestor::form//button[@type='submit']").click()
+
+
+def test_talk_in_the_playground_and_answer_the_client_tool(browser: Any, site: Site) -> None:
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site.url, site.admin, f"/console/{APP}")
+    browser.find_element(By.LINK_TEXT, "Playground").click()
+    wait_for_url(browser, lambda url: url.endswith(f"/console/{APP}/playground"))
+    talk(browser, f"I'd like a refund for order AC-1010 {SCRIPT}")
+    wait_for_url(browser, lambda url: "/playground/pg-" in url and url.endswith("#turn-1"))
+    main = browser.find_element(By.TAG_NAME, "main").text
+    assert "Waiting for your client" in main and "confirm_identity" in main and SCRIPT in main
+    assert browser.find_elements(By.CSS_SELECTOR, "main script") == []
+    assert_nothing_ran(browser)
+
+    answer = browser.find_element(By.ID, "answer-0")
+    answer.send_keys('{"verified": "yes"}')
+    answer.find_element(By.XPATH, "ancestor::form//button[@type='submit']").click()
+    refused = browser.find_element(By.CSS_SELECTOR, "#next .error").text
+    assert "that is not what confirm_identity answers" in refused
+    assert_nothing_ran(browser, 400)
+    answer = browser.find_element(By.ID, "answer-0")
+    answer.clear()
+    answer.send_keys('{"verified": true, "method": "fingerprint"}')
+    answer.find_element(By.XPATH, "ancestor::form//button[@type='submit']").click()
+    wait_for_url(browser, lambda url: url.endswith("#turn-2"))
+    assert "Refund RF-1010 of $16.00" in browser.find_element(By.ID, "turn-2").text
+    assert browser.find_elements(By.ID, "answer-0") == []
+    assert_nothing_ran(browser)
+
+    session = browser.current_url.split("/playground/", 1)[1].split("#", 1)[0]
+    browser.find_element(By.LINK_TEXT, f"conversation {session}").click()
+    wait_for_url(browser, lambda url: url.endswith(f"/conversations/{session}"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "section.turn")) == 2
+    assert_nothing_ran(browser)
+
+
 def test_agents_pages_read_without_javascript_and_fit_a_phone(site: Site) -> None:
     from selenium.webdriver.common.by import By
 
@@ -97,3 +142,9 @@ def test_agents_pages_read_without_javascript_and_fit_a_phone(site: Site) -> Non
             phone.get(site.url + path)
             assert phone.find_element(By.TAG_NAME, "h1").text, path
             assert_fits(phone, path)
+        phone.get(f"{site.url}/console/{APP}/playground")
+        assert_fits(phone, "the playground's start")
+        talk(phone, "where is order AC-1001")
+        wait_for_url(phone, lambda url: "/playground/pg-" in url)
+        assert "Order AC-1001" in phone.find_element(By.ID, "turn-1").text
+        assert_fits(phone, "a playground session")

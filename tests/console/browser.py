@@ -112,3 +112,20 @@ def assert_fits(driver: Any, where: str) -> None:
     overflow = driver.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, (where, overflow)
+
+
+SHOTS = os.environ.get("CONVENER_SCREENSHOTS")
+"""A folder: the browser tests then save the pages docs/console.md shows (``CONVENER_SCREENSHOTS=docs``)."""
+
+
+def shoot(driver: Any, name: str) -> None:
+    """Save the whole page as docs' ``console-<name>.png`` when screenshots were asked for."""
+    if not SHOTS:
+        return
+    width = driver.execute_script("return window.innerWidth")
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(driver.get_window_size()["width"], min(height + 140, 2400))
+    Path(SHOTS).mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(Path(SHOTS) / f"console-{name}.png"))
+    driver.set_window_size(driver.get_window_size()["width"], 900)
+    assert width > 0

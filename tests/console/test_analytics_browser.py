@@ -16,6 +16,7 @@ from tests.console.browser import (
     assert_nothing_ran,
     chromium,
     require_browser,
+    shoot,
     sign_in,
     wait_for_url,
 )
@@ -73,6 +74,7 @@ def test_ask_the_demo_agent_see_the_chart_and_follow_up(browser: Any, site: Site
     assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", chart) > 0
     assert chart.size["width"] > 0
     assert_nothing_ran(browser)
+    shoot(browser, "analytics-ask")
 
     suggestion = browser.find_element(By.CSS_SELECTOR, "li.said-followups form.suggestion button")
     follow_up = suggestion.text

@@ -6,9 +6,7 @@ chat-only key sees no agent data, that pages read without JavaScript and fit a p
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,26 +19,13 @@ from tests.console.browser import (
     assert_nothing_ran,
     chromium,
     require_browser,
+    shoot,
     sign_in,
     wait_for_url,
 )
 from tests.console.recorded import APP, HOSTILE_ID, hostile_conversation, record
 
 pytestmark = pytest.mark.slow
-SHOTS = os.environ.get("CONVENER_SCREENSHOTS")
-
-
-def shoot(driver: Any, name: str) -> None:
-    """Save the whole page as docs' ``console-<name>.png`` when screenshots were asked for."""
-    if not SHOTS:
-        return
-    width = driver.execute_script("return window.innerWidth")
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(driver.get_window_size()["width"], min(height + 140, 2400))
-    Path(SHOTS).mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(Path(SHOTS) / f"console-{name}.png"))
-    driver.set_window_size(driver.get_window_size()["width"], 900)
-    assert width > 0
 
 
 class Site:

@@ -21,6 +21,7 @@ from tests.console.browser import (
     assert_nothing_ran,
     chromium,
     require_browser,
+    shoot,
     sign_in,
     wait_for_url,
 )
@@ -82,6 +83,7 @@ def test_chat_a_space_a_thread_and_search(browser: Any, site: Site) -> None:
     assert "<script>alert('chat')</script>" in main and "[click me](javascript:alert('link'))" in main
     no_dangerous_links(browser)
     assert_nothing_ran(browser)
+    shoot(browser, "chat-space")
 
     browser.get(f"{site.url}/console/{SUPPORT}")
     thread = browser.find_element(By.CSS_SELECTOR, "section.chat-thread .replies a")
@@ -119,6 +121,7 @@ def test_knowledge_ask_and_follow_a_reference(browser: Any, site: Site) -> None:
     assert browser.find_element(By.CSS_SELECTOR, "section.answer").text
     assert browser.find_elements(By.CSS_SELECTOR, "section.citations blockquote.passage")
     assert_nothing_ran(browser)
+    shoot(browser, "knowledge-answer")
     browser.find_element(By.CSS_SELECTOR, "section.references a").click()
     wait_for_url(browser, lambda url: "/console/documents/" in url)
     assert browser.find_element(By.CSS_SELECTOR, "article.document").text
@@ -134,6 +137,7 @@ def test_operations_list_and_cancel(browser: Any, site: Site) -> None:
     wait_for_url(browser, lambda url: url.endswith(f"/console/{LOCATION}/operations"))
     row = browser.find_element(By.CSS_SELECTOR, f'table.operations a[href="/console/{site.operation}"]')
     assert_nothing_ran(browser)
+    shoot(browser, "operations")
     row.click()
     wait_for_url(browser, lambda url: url.endswith(f"/console/{site.operation}"))
     assert "1 of 4 finished" in browser.find_element(By.CSS_SELECTOR, ".facts").text

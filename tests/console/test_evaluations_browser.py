@@ -16,6 +16,7 @@ from tests.console.browser import (
     assert_nothing_ran,
     chromium,
     require_browser,
+    shoot,
     sign_in,
     wait_for_url,
 )
@@ -54,6 +55,7 @@ def test_walk_from_evaluations_to_a_failed_result_its_run_and_a_comparison(brows
     wait_for_url(browser, lambda url: url.endswith(f"/console/{APP}/evaluations"))
     assert browser.find_elements(By.CSS_SELECTOR, "svg.trend rect")
     assert_nothing_ran(browser)
+    shoot(browser, "evaluations")
 
     browser.find_element(By.LINK_TEXT, "Refund amount (fails)").click()
     wait_for_url(browser, lambda url: url.endswith(f"/console/{APP}/evaluations/refund-amount-wrong"))
@@ -69,6 +71,7 @@ def test_walk_from_evaluations_to_a_failed_result_its_run_and_a_comparison(brows
     assert failed.find_element(By.CSS_SELECTOR, "td.actual").text.strip()
     assert "Offline judge" in failed.text
     assert_nothing_ran(browser)
+    shoot(browser, "evaluation-result")
 
     browser.find_element(By.XPATH, "//dt[normalize-space()='Run']/following-sibling::dd[1]/a").click()
     wait_for_url(browser, lambda url: url.endswith(f"/console/{site.after}"))  # the newest result's run
@@ -80,6 +83,31 @@ def test_walk_from_evaluations_to_a_failed_result_its_run_and_a_comparison(brows
     wait_for_url(browser, lambda url: "/compare?with=" in url)
     fixed = browser.find_elements(By.CSS_SELECTOR, "tr.delta-fixed")
     assert len(fixed) == 1 and "cancelled" in fixed[0].text
+    assert_nothing_ran(browser)
+    shoot(browser, "run-compare")
+
+
+def test_run_the_regression_dataset_watch_it_finish_and_compare_it(browser: Any, site: Site) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    sign_in(browser, site.url, site.admin, f"/console/{APP}/evaluations")
+    Select(browser.find_element(By.ID, "target")).select_by_value("dataset:regression")
+    browser.find_element(By.ID, "displayName").send_keys("From the browser")
+    browser.find_element(By.CSS_SELECTOR, "form.run-form button[type=submit]").click()
+    wait_for_url(browser, lambda url: f"/console/{APP}/evaluationRuns/" in url and "compare" not in url)
+    run = browser.current_url.removeprefix(site.url + "/console/")
+    # The page reloads itself every two seconds while the run is RUNNING (console.js).
+    wait_for_url(browser, lambda url: bool(browser.find_elements(By.CSS_SELECTOR, "h1 .state-completed")), 60)
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("From the browser")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "table.results tbody tr")) == 7
+    assert_nothing_ran(browser)
+    shoot(browser, "run")
+
+    Select(browser.find_element(By.ID, "with")).select_by_value(site.after.rsplit("/", 1)[-1])
+    browser.find_element(By.CSS_SELECTOR, "form.compare-form button[type=submit]").click()
+    wait_for_url(browser, lambda url: url.endswith(f"/console/{run}/compare?with={site.after.rsplit('/', 1)[-1]}"))
+    assert browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
     assert_nothing_ran(browser)
 
 

@@ -112,7 +112,7 @@ def test_a_session_runs_the_version_it_started_on(workspace: Services, keys: Key
     session = start(alice, "where is order AC-1001", appVersion="v1")
     assert recorded(workspace, session).app_version == f"{APP}/versions/v1"
     page = alice.get(f"{PLAYGROUND}/{session}").text
-    assert "<dd>v1" in page
+    assert "<dt>Runs</dt><dd>v1" in page and "Convener the draft" not in page
     assert say(alice, session, text="thanks").status_code == 303
     assert recorded(workspace, session).app_version == f"{APP}/versions/v1"
 

@@ -159,7 +159,7 @@ class PlaygroundPages:
             session=session, name=f"{app_name}/sessions/{session}", conversation=conversation,
             recorded=bool(conversation.turns), turns=turn_views(conversation), bar_width=WATERFALL_WIDTH,
             waiting=waiting, ended=ended(conversation), text=text, problem=problem,
-            version=version_label(conversation.app_version) if conversation.app_version else "the draft")
+            runs_on=version_label(conversation.app_version) if conversation.app_version else "the draft")
 
     async def _conversation(self, viewer: Viewer, app_name: str, session: str) -> Conversation:
         """The session's recording; an empty one before its first turn (the page then starts it)."""

@@ -66,6 +66,7 @@ def test_ask_the_demo_agent_see_the_chart_and_follow_up(browser: Any, site: Site
     browser.find_element(By.ID, "question").send_keys(QUESTION)
     submit(browser, browser.find_element(By.CSS_SELECTOR, "form.ask button[type=submit]"))
     browser.find_element(By.CSS_SELECTOR, "li.said-final")  # the answer is on the page
+    assert browser.find_elements(By.CSS_SELECTOR, "ol.steps li.step")  # and the steps that led to it
     assert 'AVG("Horsepower")' in browser.find_element(By.CSS_SELECTOR, "li.said-sql pre").text
     rows = browser.find_elements(By.CSS_SELECTOR, "li.said-rows tbody tr")
     assert [row.find_element(By.TAG_NAME, "td").text for row in rows] == ["Europe", "Japan", "USA"]

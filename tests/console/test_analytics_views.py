@@ -137,6 +137,23 @@ def test_ask_shows_sql_rows_chart_answer_and_follow_ups(workspace: Services, key
     assert page(viewed.text).select_one("li.said-chart img")["src"].startswith(prefix)
 
 
+def test_the_answer_streams_each_step_as_the_agent_reports_it(workspace: Services, keys: Keys) -> None:
+    client = signed_in(workspace, keys.admin)
+    token = token_of(client.get(f"/console/{AGENT}/ask").text)
+    with client.stream("POST", f"/console/{AGENT}/ask", data={"csrf_token": token, "question": QUESTION}) as answer:
+        assert answer.status_code == 200
+        chunks = [chunk.decode() for chunk in answer.iter_bytes() if chunk]
+    # The head leaves before any step, each step in a piece of its own, the answer last.
+    assert "Working on" in chunks[0] and "said-final" not in chunks[0]
+    html = "".join(chunks)
+    steps = [li.get_text() for li in page(html).select("ol.steps > li.step")]
+    assert steps[0] == "question received" and "data.generatedSql" in steps and "text.FINAL_RESPONSE" in steps
+    assert len(chunks) >= len(steps) + 2
+    assert html.index('class="steps"') < html.index("said-final")
+    assert html.count("<html") == 1 and html.rstrip().endswith("</html>")
+    assert "Content-Security-Policy".lower() in answer.headers
+
+
 def test_rows_past_the_bound_are_counted_not_shown() -> None:
     result = DataResult.model_validate({
         "schema": {"fields": [{"name": "n", "type": "INTEGER"}]},

@@ -7,6 +7,9 @@ exactly what the same key sees over MCP, and there is no second path to the stor
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -52,9 +55,8 @@ class ConsoleTools:
             return False  # the call would be refused: no button for it
         return caller.may_use(service) and caller.has_any(service, spec.scopes)
 
-    async def call(self, name: str, arguments: dict[str, Any], caller: Caller, response: type[Resp]) -> Resp:
-        """The tool ``name``'s answer to ``arguments`` (its wire form, camelCase), as ``caller``; ApiErrors
-        (and pydantic's ValidationError for bad arguments) propagate for the view to show."""
+    def _prepared(self, name: str, arguments: dict[str, Any], caller: Caller) -> tuple[ToolSpec[Any, Any], Any]:
+        """The tool ``name`` and its parsed request, once the caller may call it here."""
         found = self._specs.get(name)
         if found is None:
             raise NotFound(f"this server does not serve {name} (is its service enabled?)")
@@ -62,11 +64,50 @@ class ConsoleTools:
         authorize(spec, service, caller)
         if self._read_only and not spec.read_only:
             raise PermissionDenied(f"{name} changes data, and this server serves read-only tools alone")
-        request = parse_arguments(spec, arguments)
-        result = await anyio.to_thread.run_sync(spec.handler, request, caller)
-        if not isinstance(result, response):
-            raise TypeError(f"{name} answered {type(result).__name__}, not {response.__name__}")
-        return result
+        return spec, parse_arguments(spec, arguments)
+
+    async def call(self, name: str, arguments: dict[str, Any], caller: Caller, response: type[Resp]) -> Resp:
+        """The tool ``name``'s answer to ``arguments`` (its wire form, camelCase), as ``caller``; ApiErrors
+        (and pydantic's ValidationError for bad arguments) propagate for the view to show."""
+        spec, request = self._prepared(name, arguments, caller)
+        return _answer(name, await anyio.to_thread.run_sync(spec.handler, request, caller), response)
+
+    async def call_reporting(self, name: str, arguments: dict[str, Any], caller: Caller,
+                             response: type[Resp]) -> AsyncIterator[str | Resp]:
+        """As ``call``, but first each progress message the tool reports as it works (the text an MCP client
+        gets as a progress notification), the moment it is reported; then the answer, last. An error before
+        the first report is raised by the first ``anext``, so a page can still answer with its status."""
+        spec, request = self._prepared(name, arguments, caller)
+        handler = spec.progress_handler
+        if handler is None:
+            yield _answer(name, await anyio.to_thread.run_sync(spec.handler, request, caller), response)
+            return
+        # The work runs on a thread of its own and only ever puts into an unbounded queue, so a browser that
+        # reads slowly (or leaves) never holds it up; the answer is recorded whether or not it is read.
+        events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+
+        def work() -> None:
+            try:
+                events.put(("answer", handler(request, caller, lambda done, total, text: events.put(("report", text or "")))))
+            except BaseException as error:  # noqa: BLE001 - handed to the page, which shows or re-raises it
+                events.put(("error", error))
+
+        threading.Thread(target=work, name=f"console-{name}", daemon=True).start()
+        while True:
+            kind, value = await anyio.to_thread.run_sync(events.get)
+            if kind == "report":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                yield _answer(name, value, response)
+                return
+
+
+def _answer(name: str, result: Any, response: type[Resp]) -> Resp:
+    if not isinstance(result, response):
+        raise TypeError(f"{name} answered {type(result).__name__}, not {response.__name__}")
+    return result
 
 
 class Callers:

@@ -11,14 +11,16 @@ name, are listed under the same location (``…/sqlSources/{name}``). Every page
 from __future__ import annotations
 
 import base64
+import html
+import logging
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from convener.analytics import charts
 from convener.analytics.agents import PARENT
@@ -42,7 +44,11 @@ from convener.console.access import Viewer
 from convener.console.views import Console, location_of, page_link
 from convener.edge.errors import HTTP_STATUS
 
+logger = logging.getLogger(__name__)
+
 ROWS_SHOWN = 50
+ANSWER_MARK = "<!--answer-->"
+"""Where the ask page's streamed head ends and the rest, rendered once the answer is in, begins."""
 """Rows of a result shown on the page; the rest are counted (the tool returns them all)."""
 SAMPLE_PREFIX = "sample:"
 
@@ -264,36 +270,65 @@ class AnalyticsPages:
                                    context=context, references=references)
 
     async def ask(self, request: Request, viewer: Viewer) -> Response:
-        """GET: the question box (``?question=`` fills it in). POST: asks, and shows the answer's messages."""
-        if request.method == "POST":
-            form = await self.console.checked_form(request)
-            if isinstance(form, Response):
-                return form
-        else:
-            form = {}
+        """GET: the question box (``?question=`` fills it in). POST: asks, and streams the page: what the
+        agent has made so far, step by step as it works, then the answer's messages."""
+        if request.method == "GET":
+            name, agent = await self._agent(request, viewer)
+            return self._ask_page(request, viewer, name, agent, request.query_params.get("question", ""), "")
+        form = await self.console.checked_form(request)
+        if isinstance(form, Response):
+            return form
         name, agent = await self._agent(request, viewer)
-        question = form.get("question", request.query_params.get("question", ""))
-        conversation = form.get("conversation", "")
-        shown: list[Shown] = []
+        question, conversation = form.get("question", ""), form.get("conversation", "")
+        arguments: dict[str, Any] = {"data_agent_id": name, "user_query_with_context": question}
+        if conversation:
+            arguments["conversation_id"] = conversation
+        events = self.console.tools.call_reporting("ask_data_agent", arguments, viewer.caller, AskResponse)
+        try:
+            first = await anext(events)
+        except ApiError as error:  # refused before any work: the page answers with the error's status
+            if error.code in (Code.PERMISSION_DENIED, Code.UNAUTHENTICATED):
+                raise
+            return self._ask_page(request, viewer, name, agent, question, conversation,
+                                  problem=f"{error.code.name}: {error.message}", status=HTTP_STATUS[error.code])
+        return StreamingResponse(self._streamed(request, viewer, name, agent, question, conversation, first, events),
+                                 media_type="text/html; charset=utf-8")
+
+    async def _streamed(self, request: Request, viewer: Viewer, name: str, agent: DataAgent, question: str,
+                        conversation: str, first: str | AskResponse,
+                        events: AsyncIterator[str | AskResponse]) -> AsyncIterator[str]:
+        """The page up to its answer, a line for each step as the agent reports it, then the page rendered
+        with the answer (or the error that stopped it) from the same point on."""
+        head = self._ask_page(request, viewer, name, agent, "", conversation, asked=question, working=True)
+        yield bytes(head.body).decode().split(ANSWER_MARK, 1)[0]
+        yield '<ol class="steps" aria-label="Steps, as the agent made them">'
+        event: str | AskResponse = first
         problem = ""
-        status = 200
-        if request.method == "POST":
-            arguments: dict[str, Any] = {"data_agent_id": name, "user_query_with_context": question}
-            if conversation:
-                arguments["conversation_id"] = conversation
-            try:
-                answer = await self.console.tools.call("ask_data_agent", arguments, viewer.caller, AskResponse)
-            except ApiError as error:
-                if error.code in (Code.PERMISSION_DENIED, Code.UNAUTHENTICATED):
-                    raise
-                problem, status = f"{error.code.name}: {error.message}", HTTP_STATUS[error.code]
-            else:
-                shown = await anyio.to_thread.run_sync(message_views, answer.messages or [])
-                conversation = answer.conversation or conversation
+        try:
+            while isinstance(event, str):
+                yield f'<li class="step small muted">{html.escape(event)}</li>'
+                event = await anext(events)
+        except ApiError as error:
+            problem = f"{error.code.name}: {error.message}"
+        except Exception:  # the page's status has left already: say so in it, the log has the rest
+            logger.exception("asking %s failed after it started", name)
+            problem = "INTERNAL: the answer failed while it was being made; the server's log says why"
+        yield "</ol>"
+        if isinstance(event, AskResponse):
+            shown = await anyio.to_thread.run_sync(message_views, event.messages or [])
+            page = self._ask_page(request, viewer, name, agent, "", event.conversation or conversation,
+                                  shown=shown, asked=question)
+        else:
+            page = self._ask_page(request, viewer, name, agent, question, conversation, problem=problem)
+        yield bytes(page.body).decode().split(ANSWER_MARK, 1)[1]
+
+    def _ask_page(self, request: Request, viewer: Viewer, name: str, agent: DataAgent, question: str,
+                  conversation: str, *, shown: Sequence[Shown] = (), asked: str = "", problem: str = "",
+                  status: int = 200, working: bool = False) -> Response:
         return self.console.render(request, "analytics_ask.html", viewer, status=status, name=name, agent=agent,
-                                   question="" if shown else question, asked=question if shown else "",
-                                   conversation=conversation, conversation_id=_id(conversation), shown=shown,
-                                   problem=problem)
+                                   question=question, asked=asked, conversation=conversation,
+                                   conversation_id=_id(conversation), shown=list(shown), problem=problem,
+                                   answer_mark=ANSWER_MARK, working=working)
 
     async def conversations(self, request: Request, viewer: Viewer) -> Response:
         parent = _analytics_location(request)

@@ -21,9 +21,10 @@ from mcp import Client
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from convener.auth.caller import Caller
+from convener.auth.caller import LOCAL_USER, Caller
 from convener.auth.keys import ApiKeys
 from convener.ces.runtime.toolbox import as_response
+from convener.ces.session_models import RunSessionRequest
 from convener.chat.tables import links, memberships, messages, spaces, users
 from convener.cli import app as cli
 from convener.config import Settings
@@ -236,6 +237,17 @@ async def test_a_new_session_refunds_after_the_client_tool(loaded: Services, cli
     assert call["tool"] == f"{PARENT}/tools/confirm_identity"
     assert call["args"] == {"order_id": "AC-1010", "amount": 16.0}
     assert any("Refund RF-1010 of $16.00" in o.get("text", "") for o in done["outputs"])
+
+
+def test_a_turn_reports_what_happens_as_it_happens(loaded: Services) -> None:
+    heard: list[tuple[float, float | None, str | None]] = []
+    request = RunSessionRequest.model_validate({"config": {"session": f"{PARENT}/sessions/heard"},
+                                                "inputs": [{"text": "where is order AC-1001"}]})
+
+    loaded.runtime.sessions.run(request, LOCAL_USER, lambda done, total, text: heard.append((done, total, text)))
+
+    assert heard == [(1.0, None, "transferred to Orders"), (2.0, None, "tool call lookup_order"),
+                     (3.0, None, "tool response lookup_order"), (4.0, None, "variables updated: last_order")]
 
 
 def test_the_demo_app_names_only_registered_callables() -> None:

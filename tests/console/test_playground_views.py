@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 from sqlalchemy import func, select
+from httpx import Response
 from starlette.testclient import TestClient
 
 from convener.auth.caller import LOCAL_USER
@@ -22,7 +23,7 @@ from tests.console.recorded import APP, SCRIPT
 from tests.console.test_views import TOKEN, browser, signed_in
 
 PLAYGROUND = f"/console/{APP}/playground"
-SESSION = re.compile(rf"^{re.escape(PLAYGROUND)}/(pg-[0-9a-f]{{12}})#turn-(\d+)$")
+START = re.compile(rf'<form method="post" action="{re.escape(PLAYGROUND)}/(pg-[0-9a-f]{{12}})#next"')
 
 
 def token_of(client: TestClient, path: str) -> str:
@@ -31,18 +32,26 @@ def token_of(client: TestClient, path: str) -> str:
     return found.group(1)
 
 
+def start_form(client: TestClient) -> tuple[str, str]:
+    """The start form's session ID (new on every load) and CSRF token."""
+    form = client.get(PLAYGROUND).text
+    found = START.search(form)
+    token = TOKEN.search(form)
+    assert found and token, form[-2000:]
+    return found.group(1), token.group(1)
+
+
 def start(client: TestClient, text: str, **choices: str) -> str:
-    """A new session from the start form; its ID."""
-    answer = client.post(PLAYGROUND, data={"csrf_token": token_of(client, PLAYGROUND), "text": text, **choices})
-    assert answer.status_code == 303, answer.text[:2000]
-    found = SESSION.match(answer.headers["location"])
-    assert found and found.group(2) == "1", answer.headers["location"]
-    return found.group(1)
+    """A new session from the start form, its first turn run; its ID."""
+    session, token = start_form(client)
+    answer = client.post(f"{PLAYGROUND}/{session}", data={"csrf_token": token, "text": text, **choices})
+    assert answer.status_code == 200 and 'id="turn-1"' in answer.text, answer.text[-2000:]
+    return session
 
 
-def say(client: TestClient, session: str, **fields: str) -> TestClient:
+def say(client: TestClient, session: str, **fields: str) -> Response:
     path = f"{PLAYGROUND}/{session}"
-    return client.post(path, data={"csrf_token": token_of(client, path), **fields})  # type: ignore[return-value]
+    return client.post(path, data={"csrf_token": token_of(client, path), **fields})
 
 
 def stored(services: Services) -> tuple[int, int]:
@@ -73,9 +82,28 @@ def test_a_session_shows_each_turn_and_is_recorded_like_any_other(workspace: Ser
     assert conversation.turn_count == 1 and conversation.app_version is None
 
     again = say(alice, session, text="and order AC-1002?")
-    assert again.status_code == 303 and again.headers["location"].endswith(f"{session}#turn-2")
+    assert again.status_code == 200 and 'id="turn-2"' in again.text and 'id="turn-1"' in again.text
     assert recorded(workspace, session).turn_count == 2
     assert 'id="turn-2"' in alice.get(f"{PLAYGROUND}/{session}").text
+
+
+def test_a_turn_streams_what_happens_as_it_happens(workspace: Services, keys: Keys) -> None:
+    alice = signed_in(workspace, keys.admin)
+    session = start(alice, "hello")
+    path = f"{PLAYGROUND}/{session}"
+    with alice.stream("POST", path, data={"csrf_token": token_of(alice, path),
+                                          "text": "where is order AC-1001"}) as answer:
+        assert answer.status_code == 200
+        chunks = [chunk.decode() for chunk in answer.iter_bytes() if chunk]
+    # The turns so far leave first; then one piece for each thing that happened; the new turn last.
+    assert 'id="turn-1"' in chunks[0] and 'id="turn-2"' not in chunks[0] and "where is order AC-1001" in chunks[0]
+    html = "".join(chunks)
+    steps = [step.strip() for step in re.findall(r'<li class="step small muted">([^<]*)</li>', html)]
+    assert steps == ["transferred to Orders", "tool call lookup_order", "tool response lookup_order",
+                     "variables updated: last_order"]
+    assert len(chunks) >= len(steps) + 2
+    assert html.index('class="steps"') < html.index('id="turn-2"') < html.index('id="next"')
+    assert html.count("<html") == 1 and html.rstrip().endswith("</html>")
 
 
 def test_a_client_tool_call_is_answered_in_the_page_in_the_shape_it_declares(workspace: Services, keys: Keys) -> None:
@@ -99,7 +127,8 @@ def test_a_client_tool_call_is_answered_in_the_page_in_the_shape_it_declares(wor
     assert stale.status_code == 400 and "no longer waiting" in stale.text
 
     answered = say(alice, session, **{"call-0": call_id, "answer-0": '{"verified": true, "method": "face"}'})
-    assert answered.status_code == 303 and answered.headers["location"].endswith("#turn-2")
+    assert answered.status_code == 200 and "tool call create_refund" in answered.text
+    assert "Refund RF-1010 of $16.00" in answered.text and "Waiting for your client" not in answered.text
     page = alice.get(f"{PLAYGROUND}/{session}").text
     assert "Refund RF-1010 of $16.00" in page and "Waiting for your client" not in page
     user_side = recorded(workspace, session).turns[1].messages[0].chunks  # type: ignore[index]
@@ -113,7 +142,7 @@ def test_a_session_runs_the_version_it_started_on(workspace: Services, keys: Key
     assert recorded(workspace, session).app_version == f"{APP}/versions/v1"
     page = alice.get(f"{PLAYGROUND}/{session}").text
     assert "<dt>Runs</dt><dd>v1" in page and "Convener the draft" not in page
-    assert say(alice, session, text="thanks").status_code == 303
+    assert say(alice, session, text="thanks").status_code == 200
     assert recorded(workspace, session).app_version == f"{APP}/versions/v1"
 
 
@@ -136,10 +165,15 @@ def test_a_bad_start_is_refused_with_its_reason_and_starts_nothing(workspace: Se
                                                                      fields: dict[str, str], complaint: str) -> None:
     alice = signed_in(workspace, keys.admin)
     before = stored(workspace)
-    refused = alice.post(PLAYGROUND, data={"csrf_token": token_of(alice, PLAYGROUND), **fields})
-    assert refused.status_code in (400, 404, 429) and complaint in refused.text, refused.text[-3000:]
+    session, token = start_form(alice)
+    refused = alice.post(f"{PLAYGROUND}/{session}", data={"csrf_token": token, **fields})
+    assert refused.status_code in (400, 429) and complaint in refused.text, refused.text[-3000:]
     assert "Traceback" not in refused.text
     assert stored(workspace) == before
+    if refused.status_code == 400:  # the page keeps the start's choices for the next try
+        for key in ("entryAgent", "appVersion", "deployment"):
+            if fields.get(key) and "/" not in fields[key]:
+                assert f'name="{key}" value="{fields[key]}"' in refused.text
 
 
 def test_a_bad_session_name_is_an_invalid_argument(workspace: Services, keys: Keys) -> None:
@@ -164,12 +198,13 @@ def test_writes_need_the_form_token_the_service_scope_and_a_writable_server(work
     ben = signed_in(workspace, keys.chat_only)
     for path in (PLAYGROUND, f"{PLAYGROUND}/{session}"):
         assert ben.get(path).status_code == 403, path
-    assert ben.post(PLAYGROUND, data={"csrf_token": token_of(ben, "/console/"), "text": "hi"}).status_code == 403
+    assert ben.post(f"{PLAYGROUND}/{session}", data={"csrf_token": token_of(ben, "/console/"),
+                                                       "text": "hi"}).status_code == 403
 
     read_only = browser(replace(workspace, settings=workspace.settings.model_copy(update={"read_only": True})))
     read_only.headers["authorization"] = f"Bearer {keys.admin}"
     assert f'href="{PLAYGROUND}"' not in read_only.get(f"/console/{APP}").text
-    refused = read_only.post(f"{PLAYGROUND}/{session}", data={"csrf_token": token_of(read_only, PLAYGROUND),
+    refused = read_only.post(f"{PLAYGROUND}/{session}", data={"csrf_token": token_of(read_only, f"/console/{APP}"),
                                                               "text": "again"})
     assert refused.status_code == 403 and "read-only" in refused.text
     assert recorded(workspace, session).turn_count == 1

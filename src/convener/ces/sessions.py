@@ -22,7 +22,7 @@ from convener.auth.caller import Caller
 from convener.ces.apps import AppService
 from convener.ces.conversations import ConversationService
 from convener.ces.deployments import resolve_deployment
-from convener.ces.models import Conversation, Message, Source, Turn
+from convener.ces.models import Chunk, Conversation, Message, Source, Turn
 from convener.ces.names import AgentName, SessionName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
@@ -67,6 +67,38 @@ def _check_input_sizes(inputs: Sequence[SessionInput]) -> None:
                 )
 
 
+Report = Callable[[float, float | None, str | None], None]
+"""Progress as a tool reports it: how many so far, of how many (None: unknown), and what happened."""
+
+
+def happening(chunk: Chunk) -> str | None:
+    """What a chunk of the agents' side says happened, in a few words; None for a text reply, which a guardrail
+    or callback may still take back before the turn ends (the turn's outputs carry the replies that stand)."""
+    if chunk.tool_call is not None:
+        return f"tool call {chunk.tool_call.display_name or chunk.tool_call.tool or ''}".rstrip()
+    if chunk.tool_response is not None:
+        return f"tool response {chunk.tool_response.display_name or chunk.tool_response.tool or ''}".rstrip()
+    if chunk.agent_transfer is not None:
+        return f"transferred to {chunk.agent_transfer.display_name or chunk.agent_transfer.target_agent}"
+    if chunk.updated_variables is not None:
+        return "variables updated: " + ", ".join(sorted(chunk.updated_variables))
+    if chunk.payload is not None:
+        return "payload"
+    return None
+
+
+def _reporting(report: Report) -> Callable[[Chunk], None]:
+    count = 0
+
+    def observe(chunk: Chunk) -> None:
+        nonlocal count
+        if (said := happening(chunk)) is not None:
+            count += 1
+            report(float(count), None, said)
+
+    return observe
+
+
 class SessionService:
     def __init__(self, database: Database, settings: Settings, apps: AppService, conversations: ConversationService,
                  versions: VersionService, provider: Callable[[], ModelProvider | None]) -> None:
@@ -78,13 +110,16 @@ class SessionService:
         self.provider = provider
         self.drafts = DraftBlueprints()
 
-    def run(self, request: RunSessionRequest, caller: Caller) -> RunSessionResponse:
-        record = self.run_turn(request, caller)
+    def run(self, request: RunSessionRequest, caller: Caller, report: Report | None = None) -> RunSessionResponse:
+        """The turn's outputs; ``report``, when given, hears of each tool call, tool response, transfer and
+        variable update the moment it happens (MCP progress notifications; the console's playground)."""
+        record = self.run_turn(request, caller, observe=_reporting(report) if report is not None else None)
         if record.failure is not None:
             raise _error(record.failure.code, record.failure.message)
         return RunSessionResponse(outputs=record.outputs)
 
-    def run_turn(self, request: RunSessionRequest, caller: Caller, fakes: ToolFakes | None = None) -> TurnRecord:
+    def run_turn(self, request: RunSessionRequest, caller: Caller, fakes: ToolFakes | None = None,
+                 observe: Callable[[Chunk], None] | None = None) -> TurnRecord:
         """Run and record one turn; an agent's failure is in the record (the turn is recorded all the same).
         ``fakes`` (evaluations) answers tool calls instead of the tools."""
         config = request.config
@@ -105,7 +140,7 @@ class SessionService:
             raise FailedPrecondition(f"session {name} has ended; start a new session")
         history: Sequence[Message] = recorded if recorded is not None else list(config.historical_contexts or ())
         record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history,
-                            fakes).run(request.inputs)
+                            fakes, observe).run(request.inputs)
         with self.database.transaction() as connection:
             self._save(connection, app_pk, name, row, blueprint, deployment, record)
             self._record(connection, app_pk, name, blueprint, record, config, deployment)

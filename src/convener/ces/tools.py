@@ -163,8 +163,9 @@ def ces_tools(apps: AppService, conversations: ConversationService, runtime: Run
         "SessionInputs (text, dtmf, audio, toolResponses, image, blob, variables, event). Returns the agent's "
         "outputs: text, client tool calls to answer with toolResponses, payloads, endSession, and on the last "
         "output diagnosticInfo with the turn's messages (agent transfers, updated variables) and span tree. "
-        "Every turn is recorded in the conversation of the same ID.",
-        RunSessionRequest, RunSessionResponse, RUNS, runtime.sessions.run,
+        "Every turn is recorded in the conversation of the same ID. With a progressToken, each tool call, tool "
+        "response, transfer and variable update is sent as a progress notification as it happens.",
+        RunSessionRequest, RunSessionResponse, RUNS, runtime.sessions.run, progress_handler=runtime.sessions.run,
     ))
     return registry
 

@@ -11,10 +11,8 @@ name, are listed under the same location (``…/sqlSources/{name}``). Every page
 from __future__ import annotations
 
 import base64
-import html
-import logging
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,14 +39,10 @@ from convener.analytics.models import (
 )
 from convener.api.errors import ApiError, Code, NotFound
 from convener.console.access import Viewer
-from convener.console.views import Console, location_of, page_link
+from convener.console.views import STEPS_MARK, Console, location_of, page_link, streamed_steps
 from convener.edge.errors import HTTP_STATUS
 
-logger = logging.getLogger(__name__)
-
 ROWS_SHOWN = 50
-ANSWER_MARK = "<!--answer-->"
-"""Where the ask page's streamed head ends and the rest, rendered once the answer is in, begins."""
 """Rows of a result shown on the page; the rest are counted (the tool returns them all)."""
 SAMPLE_PREFIX = "sample:"
 
@@ -291,36 +285,16 @@ class AnalyticsPages:
                 raise
             return self._ask_page(request, viewer, name, agent, question, conversation,
                                   problem=f"{error.code.name}: {error.message}", status=HTTP_STATUS[error.code])
-        return StreamingResponse(self._streamed(request, viewer, name, agent, question, conversation, first, events),
-                                 media_type="text/html; charset=utf-8")
-
-    async def _streamed(self, request: Request, viewer: Viewer, name: str, agent: DataAgent, question: str,
-                        conversation: str, first: str | AskResponse,
-                        events: AsyncIterator[str | AskResponse]) -> AsyncIterator[str]:
-        """The page up to its answer, a line for each step as the agent reports it, then the page rendered
-        with the answer (or the error that stopped it) from the same point on."""
         head = self._ask_page(request, viewer, name, agent, "", conversation, asked=question, working=True)
-        yield bytes(head.body).decode().split(ANSWER_MARK, 1)[0]
-        yield '<ol class="steps" aria-label="Steps, as the agent made them">'
-        event: str | AskResponse = first
-        problem = ""
-        try:
-            while isinstance(event, str):
-                yield f'<li class="step small muted">{html.escape(event)}</li>'
-                event = await anext(events)
-        except ApiError as error:
-            problem = f"{error.code.name}: {error.message}"
-        except Exception:  # the page's status has left already: say so in it, the log has the rest
-            logger.exception("asking %s failed after it started", name)
-            problem = "INTERNAL: the answer failed while it was being made; the server's log says why"
-        yield "</ol>"
-        if isinstance(event, AskResponse):
-            shown = await anyio.to_thread.run_sync(message_views, event.messages or [])
-            page = self._ask_page(request, viewer, name, agent, "", event.conversation or conversation,
+
+        async def finish(answer: AskResponse | None, problem: str) -> Response:
+            if answer is None:
+                return self._ask_page(request, viewer, name, agent, question, conversation, problem=problem)
+            shown = await anyio.to_thread.run_sync(message_views, answer.messages or [])
+            return self._ask_page(request, viewer, name, agent, "", answer.conversation or conversation,
                                   shown=shown, asked=question)
-        else:
-            page = self._ask_page(request, viewer, name, agent, question, conversation, problem=problem)
-        yield bytes(page.body).decode().split(ANSWER_MARK, 1)[1]
+
+        return StreamingResponse(streamed_steps(head, first, events, finish), media_type="text/html; charset=utf-8")
 
     def _ask_page(self, request: Request, viewer: Viewer, name: str, agent: DataAgent, question: str,
                   conversation: str, *, shown: Sequence[Shown] = (), asked: str = "", problem: str = "",
@@ -328,7 +302,7 @@ class AnalyticsPages:
         return self.console.render(request, "analytics_ask.html", viewer, status=status, name=name, agent=agent,
                                    question=question, asked=asked, conversation=conversation,
                                    conversation_id=_id(conversation), shown=list(shown), problem=problem,
-                                   answer_mark=ANSWER_MARK, working=working)
+                                   steps_mark=STEPS_MARK, working=working)
 
     async def conversations(self, request: Request, viewer: Viewer) -> Response:
         parent = _analytics_location(request)

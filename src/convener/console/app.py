@@ -109,7 +109,7 @@ def console_routes(services: Services) -> list[BaseRoute]:
         Route(APP + "/versions/{version}", console.page(parts.version)),
         Route(APP + "/deployments", console.page(parts.collection(DEPLOYMENTS))),
         Route(APP + "/deployments/{deployment}", console.page(parts.deployment)),
-        Route(APP + "/playground", console.page(playground.start), methods=["GET", "POST"]),
+        Route(APP + "/playground", console.page(playground.start)),
         Route(APP + "/playground/{session}", console.page(playground.session), methods=["GET", "POST"]),
         Route(LOCATION + "/dataAgents", console.page(analytics.data_agents)),
         Route(DATA_AGENT, console.page(analytics.data_agent)),

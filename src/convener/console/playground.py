@@ -13,10 +13,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response, StreamingResponse
 
-from convener.api.errors import ApiError, Code, InvalidArgument
+from convener.api.errors import ApiError, Code, FailedPrecondition, InvalidArgument, describe_validation
 from convener.api.names import check_id
 from convener.ces.client_answers import answer_shape, read_answer
 from convener.ces.definitions import AppSnapshot, AppVersion, ClientFunction, Tool
@@ -25,8 +26,10 @@ from convener.ces.session_models import RunSessionResponse
 from convener.console.access import Viewer
 from convener.console.agents import AGENTS, DEPLOYMENTS, VERSIONS, PartKind, Row, row, version_label
 from convener.console.present import WATERFALL_WIDTH, pretty, turn_views
-from convener.console.views import Console, location_of
+from convener.console.views import STEPS_MARK, Console, location_of, streamed_steps
 
+START_CHOICES = ("entryAgent", "appVersion", "deployment")
+"""The start form's fields: config of a session's first turn (a started session keeps what it started with)."""
 MAX_ANSWERED = 8
 """Client tool calls a page answers at once (each is two form fields; a form holds at most 20)."""
 CHOICES = 100
@@ -92,31 +95,14 @@ class PlaygroundPages:
     async def _call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Any]) -> Any:
         return await self.console.tools.call(tool, arguments, viewer.caller, response)
 
-    # --- starting a session ----------------------------------------------------------------------------------
-
     async def start(self, request: Request, viewer: Viewer) -> Response:
-        """GET: the form that starts a session; POST: its first turn, then to the session's page."""
+        """The form that starts a session: what it runs, the agent it starts with, its first message. It posts
+        to a new session's page, whose first turn starts the session with those choices."""
         app_name = _app(request)
         app = await self._call(viewer, "get_app", {"name": app_name}, App)
-        fields = {"text": "", "entryAgent": "", "appVersion": "", "deployment": ""}
-        problem = ""
-        if request.method == "POST":
-            form = await self.console.checked_form(request)
-            if isinstance(form, Response):
-                return form
-            fields = {key: form.get(key, "").strip() for key in fields}
-            session = f"pg-{secrets.token_hex(6)}"
-            config: dict[str, Any] = {"session": f"{app_name}/sessions/{session}"}
-            for key, collection in (("entryAgent", "agents"), ("appVersion", "versions"),
-                                    ("deployment", "deployments")):
-                if fields[key]:
-                    config[key] = f"{app_name}/{collection}/{check_id(fields[key], key)}"
-            answer, problem = await self._turn(viewer, config, fields["text"])
-            if answer is not None:
-                return self._to_turn(app_name, session, answer)
-        choices = await self._choices(viewer, app_name)
-        return self.console.render(request, "playground_start.html", viewer, status=400 if problem else 200,
-                                   app=app, app_name=app_name, choices=choices, fields=fields, problem=problem)
+        return self.console.render(request, "playground_start.html", viewer, app=app, app_name=app_name,
+                                   choices=await self._choices(viewer, app_name),
+                                   session=f"pg-{secrets.token_hex(6)}")
 
     async def _choices(self, viewer: Viewer, app_name: str) -> Choices:
         async def rows(kind: PartKind[Any]) -> list[Row]:
@@ -125,40 +111,71 @@ class PlaygroundPages:
 
         return Choices(agents=await rows(AGENTS), versions=await rows(VERSIONS), deployments=await rows(DEPLOYMENTS))
 
-    # --- a session -------------------------------------------------------------------------------------------
-
     async def session(self, request: Request, viewer: Viewer) -> Response:
-        """GET: the session so far and the boxes for the next turn; POST: that turn, then back here."""
+        """GET: the session so far and the boxes for the next turn. POST: that turn, the page streamed while it
+        runs: the turns so far, each tool call, response, transfer and variable update as it happens, then
+        the turn as recorded and the boxes for the next."""
         app_name = _app(request)
         session = check_id(request.path_params["session"], "session")
-        text, problem = "", ""
-        if request.method == "POST":
-            form = await self.console.checked_form(request)
-            if isinstance(form, Response):
-                return form
-            text = form.get("text", "")
-            config = {"session": f"{app_name}/sessions/{session}"}
-            calls = [(form.get(f"call-{index}", ""), form.get(f"answer-{index}", ""))
-                     for index in range(MAX_ANSWERED) if f"call-{index}" in form]
-            if calls:
-                answer, problem = await self._answers(viewer, app_name, session, config, calls)
-            else:
-                answer, problem = await self._turn(viewer, config, text)
-            if answer is not None:
-                return self._to_turn(app_name, session, answer)
-        return await self._page(request, viewer, app_name, session, text, problem)
-
-    async def _page(self, request: Request, viewer: Viewer, app_name: str, session: str, text: str,
-                    problem: str) -> Response:
-        app = await self._call(viewer, "get_app", {"name": app_name}, App)
         conversation = await self._conversation(viewer, app_name, session)
-        waiting = [await self._waiting(viewer, conversation, call)
-                   for call in waiting_calls(conversation)[:MAX_ANSWERED]]
+        if request.method == "GET":
+            return await self._page(request, viewer, app_name, session, conversation)
+        form = await self.console.checked_form(request)
+        if isinstance(form, Response):
+            return form
+        text = form.get("text", "")
+        config = self._config(app_name, session, {} if conversation.turns else form)
+        calls = [(form.get(f"call-{index}", ""), form.get(f"answer-{index}", ""))
+                 for index in range(MAX_ANSWERED) if f"call-{index}" in form]
+        try:
+            inputs = await self._answers(viewer, conversation, calls) if calls else [{"text": _message(text)}]
+            events = self.console.tools.call_reporting("run_session", {"config": config, "inputs": inputs},
+                                                       viewer.caller, RunSessionResponse)
+            first = await anext(events)
+        except ApiError as error:  # refused before the turn ran: the page, with the problem and what was typed
+            if error.code not in SHOWN_PROBLEMS:
+                raise
+            return await self._page(request, viewer, app_name, session, conversation, text=text, kept=form,
+                                    problem=f"{error.code.name}: {error.message}")
+        except ValidationError as error:
+            return await self._page(request, viewer, app_name, session, conversation, text=text, kept=form,
+                                    problem=f"INVALID_ARGUMENT: {describe_validation(error)}")
+        sent = text if not calls else "your client's answer"
+        head = await self._page(request, viewer, app_name, session, conversation, sent=sent, working=True)
+
+        async def finish(answer: RunSessionResponse | None, problem: str) -> Response:
+            after = await self._conversation(viewer, app_name, session)
+            return await self._page(request, viewer, app_name, session, after, kept=form, problem=problem,
+                                    text="" if answer is not None else text,
+                                    shown_before=len(conversation.turns or ()))
+
+        return StreamingResponse(streamed_steps(head, first, events, finish), media_type="text/html; charset=utf-8")
+
+    @staticmethod
+    def _config(app_name: str, session: str, form: dict[str, str]) -> dict[str, Any]:
+        """The session's config: its name, and on the start form's post the choices it starts with."""
+        config: dict[str, Any] = {"session": f"{app_name}/sessions/{session}"}
+        for key, collection in zip(START_CHOICES, ("agents", "versions", "deployments"), strict=True):
+            if chosen := form.get(key, "").strip():
+                config[key] = f"{app_name}/{collection}/{check_id(chosen, key)}"
+        return config
+
+    async def _page(self, request: Request, viewer: Viewer, app_name: str, session: str,
+                    conversation: Conversation, *, text: str = "", problem: str = "", sent: str = "",
+                    working: bool = False, shown_before: int | None = None,
+                    kept: dict[str, str] | None = None) -> Response:
+        """The session's page; ``kept``: the form just sent, whose start choices a session not yet started
+        keeps for the next try."""
+        app = await self._call(viewer, "get_app", {"name": app_name}, App)
+        waiting = [] if working else [await self._waiting(viewer, conversation, call)
+                                      for call in waiting_calls(conversation)[:MAX_ANSWERED]]
+        turns = turn_views(conversation)
         return self.console.render(
             request, "playground.html", viewer, status=400 if problem else 200, app=app, app_name=app_name,
-            session=session, name=f"{app_name}/sessions/{session}", conversation=conversation,
-            recorded=bool(conversation.turns), turns=turn_views(conversation), bar_width=WATERFALL_WIDTH,
-            waiting=waiting, ended=ended(conversation), text=text, problem=problem,
+            session=session, conversation=conversation, recorded=bool(conversation.turns), turns=turns,
+            shown_before=len(turns) if shown_before is None else shown_before, bar_width=WATERFALL_WIDTH,
+            waiting=waiting, ended=ended(conversation), text=text, problem=problem, sent=sent, working=working,
+            steps_mark=STEPS_MARK, start_choices={key: (kept or {}).get(key, "") for key in START_CHOICES},
             runs_on=version_label(conversation.app_version) if conversation.app_version else "the draft")
 
     async def _conversation(self, viewer: Viewer, app_name: str, session: str) -> Conversation:
@@ -194,40 +211,27 @@ class PlaygroundPages:
             return None
         return tool.client_function if tool is not None else None
 
-    # --- running a turn --------------------------------------------------------------------------------------
-
-    async def _turn(self, viewer: Viewer, config: dict[str, Any], text: str) -> tuple[RunSessionResponse | None, str]:
-        if not text.strip():
-            return None, "INVALID_ARGUMENT: type a message first"
-        response, problem = await self.console.call_for_form(
-            "run_session", {"config": config, "inputs": [{"text": text}]}, viewer, RunSessionResponse, SHOWN_PROBLEMS)
-        return response, problem
-
-    async def _answers(self, viewer: Viewer, app_name: str, session: str, config: dict[str, Any],
-                       calls: list[tuple[str, str]]) -> tuple[RunSessionResponse | None, str]:
-        """One turn answering the waiting client tool calls with what was typed for each, read against the
+    async def _answers(self, viewer: Viewer, conversation: Conversation,
+                       calls: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The input answering the waiting client tool calls with what was typed for each, read against the
         answer each tool declares."""
-        conversation = await self._conversation(viewer, app_name, session)
         waiting = {call.id: call for call in waiting_calls(conversation)}
         responses = []
         for call_id, typed in calls:
             call = waiting.get(call_id)
             if call is None:
-                return None, ("FAILED_PRECONDITION: that tool call is no longer waiting for an answer "
-                              "(answered in another tab?); the page now shows what is")
+                raise FailedPrecondition("that tool call is no longer waiting for an answer (answered in another "
+                                         "tab?); the page now shows what is")
             name = call.display_name or "the tool"
             try:
                 response = read_answer(typed, name, await self._declared(viewer, conversation, call))
             except InvalidArgument as error:
-                return None, f"INVALID_ARGUMENT: {name}: {error.message}"
+                raise InvalidArgument(f"{name}: {error.message}") from None
             responses.append({"id": call_id, "displayName": call.display_name, "response": response})
-        return await self.console.call_for_form(
-            "run_session", {"config": config, "inputs": [{"toolResponses": {"toolResponses": responses}}]},
-            viewer, RunSessionResponse, SHOWN_PROBLEMS)
+        return [{"toolResponses": {"toolResponses": responses}}]
 
-    @staticmethod
-    def _to_turn(app_name: str, session: str, answer: RunSessionResponse) -> Response:
-        """After a turn, to the session's page at that turn (the browser scrolls to what just happened)."""
-        turn = max((output.turn_index or 0 for output in answer.outputs or ()), default=0)
-        anchor = f"#turn-{turn}" if turn else "#next"
-        return RedirectResponse(f"/console/{app_name}/playground/{session}{anchor}", status_code=303)
+
+def _message(text: str) -> str:
+    if not text.strip():
+        raise InvalidArgument("type a message first")
+    return text

@@ -4,10 +4,11 @@ HTTP status Google's mapping gives its code."""
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -256,6 +257,34 @@ class Console:
                                app_name=app_name, turns=turn_views(conversation), bar_width=WATERFALL_WIDTH)
         response.headers["server-timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
+
+
+STEPS_MARK = "<!--steps-->"
+"""Where a streamed page's head ends: its steps follow, then the rest of the page once the work is done."""
+
+
+async def streamed_steps(head: Response, first: str | Resp, events: AsyncIterator[str | Resp],
+                         finish: Callable[[Resp | None, str], Awaitable[Response]]) -> AsyncIterator[str]:
+    """A page streamed around a tool's work, as ``ConsoleTools.call_reporting`` yields it: ``head`` up to its
+    mark, a line for each step the moment the tool reports it, then the page ``finish`` renders from the answer
+    (or from None and the problem that stopped the work) from its mark on. One HTML response, so the browser
+    draws each step as it comes with no script."""
+    yield bytes(head.body).decode().split(STEPS_MARK, 1)[0]
+    yield '<ol class="steps" aria-label="What happened, as it happened">'
+    event = first
+    problem = ""
+    try:
+        while isinstance(event, str):
+            yield f'<li class="step small muted">{html.escape(event)}</li>'
+            event = await anext(events)
+    except ApiError as error:
+        problem = f"{error.code.name}: {error.message}"
+    except Exception:  # the status has left already: the page says so, the log has the rest
+        logger.exception("a streamed page's work failed")
+        problem = "INTERNAL: the work failed after it started; the server's log says why"
+    yield "</ol>"
+    rest = await finish(None if isinstance(event, str) else event, problem)
+    yield bytes(rest.body).decode().split(STEPS_MARK, 1)[1]
 
 
 def location_of(request: Request) -> str:

@@ -105,6 +105,13 @@ class TurnContext:
     chunks: list[Chunk] = field(default_factory=list)
     """The agent side of this turn, in order."""
     outputs: list[SessionOutput] = field(default_factory=list)
+    observe: Callable[[Chunk], None] | None = None
+    """Told of each chunk as the agent side of the turn records it (a session's live progress)."""
+
+    def _add(self, chunk: Chunk) -> None:
+        self.chunks.append(chunk)
+        if self.observe is not None:
+            self.observe(chunk)
 
     @property
     def variables(self) -> dict[str, Any]:
@@ -122,20 +129,20 @@ class TurnContext:
     # -- what the agent says and does ------------------------------------------------------------
 
     def say(self, text: str) -> None:
-        self.chunks.append(Chunk(text=text))
+        self._add(Chunk(text=text))
         self.outputs.append(SessionOutput(text=text))
 
     def send_payload(self, payload: dict[str, Any]) -> None:
-        self.chunks.append(Chunk(payload=payload))
+        self._add(Chunk(payload=payload))
         self.outputs.append(SessionOutput(payload=payload))
 
     def set_variables(self, values: dict[str, Any]) -> None:
         if values:
             self.variables.update(values)
-            self.chunks.append(Chunk(updated_variables=values))
+            self._add(Chunk(updated_variables=values))
 
     def transfer(self, agent_id: str) -> None:
-        self.chunks.append(Chunk(agent_transfer=AgentTransfer(
+        self._add(Chunk(agent_transfer=AgentTransfer(
             target_agent=self.blueprint.agent_name(agent_id), display_name=self.blueprint.display_name(agent_id),
         )))
 
@@ -146,7 +153,7 @@ class TurnContext:
             return None
         args, response = self.call_tool(agent_id, ref, args)
         call = self.record_call(agent_id, ref, args, call_id, None, pending=False)
-        self.chunks.append(Chunk(tool_response=self.toolbox.tool_response(call, response)))
+        self._add(Chunk(tool_response=self.toolbox.tool_response(call, response)))
         return response
 
     def call_tool(self, agent_id: str, ref: ToolRef, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -217,9 +224,9 @@ class TurnContext:
                     response: dict[str, Any] | None, *, pending: bool = True) -> ToolCall:
         """Record a call (and its response, when it ran); a client call without one goes to the client."""
         call = self.toolbox.tool_call(ref, args, call_id, self.blueprint.display_name(agent_id))
-        self.chunks.append(Chunk(tool_call=call))
+        self._add(Chunk(tool_call=call))
         if response is not None:
-            self.chunks.append(Chunk(tool_response=self.toolbox.tool_response(call, response)))
+            self._add(Chunk(tool_response=self.toolbox.tool_response(call, response)))
         elif pending:
             self.outputs.append(SessionOutput(tool_calls=ToolCalls(tool_calls=[call])))
             waiting: dict[str, Any] = self.state.setdefault("pending", {})

@@ -9,7 +9,7 @@ the agent's messages and the span tree).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,13 +49,14 @@ class TurnRecord:
 
 class TurnRunner:
     def __init__(self, blueprint: Blueprint, settings: Settings, provider: ModelProvider | None, session: str,
-                 state: dict[str, Any], history: Sequence[Message], fakes: ToolFakes | None = None) -> None:
+                 state: dict[str, Any], history: Sequence[Message], fakes: ToolFakes | None = None,
+                 observe: Callable[[Chunk], None] | None = None) -> None:
         self.started = Timestamp.now()
         self.state = state
         self.turn_index = int(state.get("turns", 0)) + 1
         trace = Trace("TURN", {"session": session, "turnIndex": self.turn_index})
         self.ctx = TurnContext(blueprint, settings, provider, trace, Toolbox(blueprint, settings, trace, fakes),
-                               session, state, history)
+                               session, state, history, observe=observe)
         self.user: list[Chunk] = []
 
     def run(self, inputs: list[SessionInput]) -> TurnRecord:

@@ -86,9 +86,12 @@ class ConsoleTools:
         # reads slowly (or leaves) never holds it up; the answer is recorded whether or not it is read.
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
 
+        def report(done: float, total: float | None, text: str | None) -> None:
+            events.put(("report", text or ""))
+
         def work() -> None:
             try:
-                events.put(("answer", handler(request, caller, lambda done, total, text: events.put(("report", text or "")))))
+                events.put(("answer", handler(request, caller, report)))
             except BaseException as error:  # noqa: BLE001 - handed to the page, which shows or re-raises it
                 events.put(("error", error))
 

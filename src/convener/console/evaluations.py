@@ -49,6 +49,9 @@ COMPARED_RESULTS = 10
 """The most results of each evaluation in each run that a comparison reads for its metrics (an evaluation run
 100 times in both has its metrics from its newest 10 in each; its verdicts and pass rates from the runs'
 summaries, which count every result)."""
+RESULTS_SHOWN = 20
+"""An evaluation's results its page lists at a time unless ``pageSize`` says otherwise (each is read whole by
+``list_evaluation_results``; the trend above already shows the last ten)."""
 SHOWN_EVALUATIONS = 50
 """Evaluations a run's page (its summaries) and a comparison show at a time: each one shown costs a
 ``get_evaluation`` for its display name."""
@@ -621,8 +624,9 @@ class EvaluationPages:
                 definition.append((index + 1, steps))
         # Its results a page at a time, newest first, with the tool's keyset tokens: an evaluation run ten
         # thousand times lists no more than a page of them.
-        listed = await self._call(viewer, "list_evaluation_results", with_paging(request, {"parent": name}),
-                                  ListEvaluationResultsResponse)
+        arguments = with_paging(request, {"parent": name})
+        arguments.setdefault("pageSize", RESULTS_SHOWN)
+        listed = await self._call(viewer, "list_evaluation_results", arguments, ListEvaluationResultsResponse)
         return self.console.render(
             request, "evaluations_evaluation.html", viewer, evaluation=evaluation, name=name, app_name=app_name,
             row=row, definition=definition, metrics=version_metrics(evaluation.aggregated_metrics),

@@ -43,6 +43,7 @@ bench: $(VENV)/.embeddings $(ADK_VENV)/.installed
 	$(BIN)/python benchmarks/analytics.py
 	$(BIN)/python benchmarks/analytics_independent.py --set tuning
 	$(BIN)/python benchmarks/startup.py
+	$(BIN)/python benchmarks/console.py
 
 # The first install takes a minute or two: pip prints each package as it goes, so it is seen working.
 $(VENV)/.installed: pyproject.toml

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from convener.auth.keys import ApiKeys
+from convener.console.present import TURNS_PER_PAGE
 from convener.services import Services
 from tests.conftest import demo_services, serving
 from tests.console.browser import (
@@ -23,7 +24,7 @@ from tests.console.browser import (
     sign_in,
     wait_for_url,
 )
-from tests.console.recorded import APP, HOSTILE_ID, hostile_conversation, record
+from tests.console.recorded import APP, HOSTILE_ID, hostile_conversation, long_conversation, record
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     require_browser()
     with demo_services("sqlite", tmp_path_factory.mktemp("console-browser")) as services:
-        record(services, hostile_conversation())
+        record(services, hostile_conversation(), long_conversation("long", TURNS_PER_PAGE + 20))
         keys = ApiKeys(services.database)
         admin, chat_only = keys.create("users/alice")[1], keys.create("users/ben", ("chat",))[1]
         with serving(services) as url:
@@ -125,6 +126,24 @@ def test_hostile_content_is_shown_as_text_and_nothing_runs(browser: Any, site: S
     assert "alert('img')" in browser.find_element(By.CSS_SELECTOR, ".exchange.response.failed pre").text
     assert_nothing_ran(browser)
     shoot(browser, "hostile")
+
+
+def test_a_link_to_a_turn_lands_on_the_page_that_holds_it(browser: Any, site: Site) -> None:
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site.url, site.admin)
+    later = TURNS_PER_PAGE + 7
+    # A bare anchor, as in a link written by hand: the page holding the turn is opened, at the turn.
+    browser.get(f"{site.url}/console/{APP}/conversations/long#turn-{later}")
+    wait_for_url(browser, lambda url: url.endswith(f"?turn={later}#turn-{later}"))
+    sections = browser.find_elements(By.CSS_SELECTOR, "section.turn")
+    assert sections[0].get_attribute("id") == f"turn-{TURNS_PER_PAGE + 1}"
+    assert browser.find_element(By.ID, f"turn-{later}").is_displayed()
+    # The index's link to a turn of the first page goes there, and to the turn.
+    browser.find_element(By.CSS_SELECTOR, 'nav.turn-index a[href="?turn=3#turn-3"]').click()
+    wait_for_url(browser, lambda url: url.endswith("?turn=3#turn-3"))
+    assert browser.find_elements(By.CSS_SELECTOR, "section.turn")[0].get_attribute("id") == "turn-1"
+    assert_nothing_ran(browser)
 
 
 def test_a_chat_only_key_sees_no_agent_data(browser: Any, site: Site) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 from bs4 import BeautifulSoup
 
 from convener.auth.caller import LOCAL_USER
 from convener.ces.evaluation.models import Evaluation, EvaluationRunState
 from convener.ces.evaluation.requests import ListEvaluationRunsRequest, RunEvaluationRequest
+from convener.console import evaluations as pages
 from convener.services import Services
 from tests.console.conftest import Keys
 from tests.console.recorded import APP, HTML, SCRIPT
@@ -123,6 +125,30 @@ def test_an_evaluation_shows_its_definition_metrics_and_last_results(workspace: 
     assert len(set(links(scenario, rf"{APP}/evaluations/scenario-change-address/results/\w+"))) == 5
 
 
+def test_an_evaluations_results_page_with_the_tools_tokens(workspace: Services, keys: Keys) -> None:
+    client = signed_in(workspace, keys.admin)
+    path = f"/console/{APP}/evaluations/scenario-change-address"
+
+    def listed(html: str) -> list[str]:
+        return [link["href"] for link in BeautifulSoup(html, "html.parser").select("table.results tbody td:first-child a")]
+
+    every = listed(client.get(path).text)
+    assert len(every) == 5  # the scenario ran five times
+    seen: list[str] = []
+    page = client.get(path, params={"pageSize": "2"}).text
+    while True:
+        seen += listed(page)
+        found = re.search(r'href="([^"]+)" rel="next"', page)
+        if found is None:
+            break
+        assert found.group(1).endswith("#results")  # the next page opens at its results
+        page = client.get(found.group(1).replace("&amp;", "&")).text
+        assert "« First page" in page
+    assert seen == every  # newest first, each once
+    forged = client.get(path, params={"pageToken": "AAAA"})
+    assert forged.status_code == 400 and "INVALID_ARGUMENT" in forged.text
+
+
 def test_a_failed_result_shows_expected_against_actual_and_the_judges_reasons(workspace: Services,
                                                                              keys: Keys) -> None:
     client = signed_in(workspace, keys.admin)
@@ -159,7 +185,8 @@ def test_a_scenario_result_shows_milestones_rubrics_and_the_user_goal(workspace:
     assert "update_delivery_address" in document.select_one("table.checks").get_text()
 
 
-def test_runs_a_run_and_the_comparison_of_two(workspace: Services, keys: Keys) -> None:
+def test_runs_a_run_and_the_comparison_of_two(workspace: Services, keys: Keys,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     before, after = fix_and_rerun(workspace)
     client = signed_in(workspace, keys.admin)
     runs = client.get(f"/console/{APP}/evaluationRuns")
@@ -181,6 +208,33 @@ def test_runs_a_run_and_the_comparison_of_two(workspace: Services, keys: Keys) -
     assert not table.select("tr.delta-broke") and "<strong>1</strong> evaluation changed" in compared.text
     swapped = client.get(f"/console/{before}/compare", params={"with": after.rsplit("/", 1)[-1]})
     assert len(BeautifulSoup(swapped.text, "html.parser").select("tr.delta-fixed")) == 1  # the older is "before"
+
+    # A run's evaluations, and a comparison's, a few at a time, each shown with its display name.
+    monkeypatch.setattr(pages, "SHOWN_EVALUATIONS", 3)
+    summaries = [row.get_text(" ", strip=True) for row in document.select("table.summaries tbody tr")]
+    assert len(summaries) == 7
+    shown: list[str] = []
+    path = f"/console/{after}"
+    while path:
+        page = BeautifulSoup(client.get(path).text, "html.parser")
+        shown += [row.get_text(" ", strip=True) for row in page.select("table.summaries tbody tr")]
+        following = page.select_one('nav[aria-label="Pages of evaluations"] a[rel="next"]')
+        path = str(following["href"]) if following else ""
+        assert not following or "evaluationsAfter=" in path
+    assert shown == summaries
+    deltas: list[str] = []
+    for number in (1, 2, 3):
+        page = BeautifulSoup(client.get(f"/console/{after}/compare", params={
+            "with": before.rsplit("/", 1)[-1], "page": str(number)}).text, "html.parser")
+        rows = page.select("tr.delta")
+        assert len(rows) == (3 if number < 3 else 1)
+        deltas += [row.select_one("td").get_text(strip=True) for row in rows]
+        assert bool(page.select_one('a[rel="next"]')) == (number < 3)
+    assert len(set(deltas)) == 7 and "cancelled" in deltas[0].lower()  # the changed one first
+    assert "<strong>1</strong> evaluation changed" in compared.text
+    for bad in ("0", "4", "x"):
+        refused = client.get(f"/console/{after}/compare", params={"with": before.rsplit("/", 1)[-1], "page": bad})
+        assert refused.status_code == 400 and "INVALID_ARGUMENT: page:" in refused.text
 
 
 def test_the_form_starts_a_run_and_lands_on_its_page(workspace: Services, keys: Keys) -> None:

@@ -10,11 +10,12 @@ from bs4 import BeautifulSoup
 from starlette.testclient import TestClient
 
 from convener.auth.keys import ApiKeys
+from convener.console.present import TURNS_PER_PAGE
 from convener.console.security import CONTENT_SECURITY_POLICY, SESSION_SECONDS, Signer
 from convener.server import build_app
 from convener.services import Services
 from tests.console.conftest import Keys
-from tests.console.recorded import APP, HOSTILE_ID
+from tests.console.recorded import APP, HOSTILE_ID, long_conversation, record
 
 LOCATION = "projects/demo/locations/global"
 TOKEN = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
@@ -242,6 +243,43 @@ def test_a_conversation_shows_its_transcript_and_waterfall(workspace: Services, 
         assert f"span kind-{kind}" in page.text
     assert "server-timing" in page.headers
     assert client.get(f"/console/{APP}/conversations/nope").status_code == 404
+
+
+def test_a_long_conversation_shows_its_turns_a_page_at_a_time(workspace: Services, keys: Keys) -> None:
+    turns = TURNS_PER_PAGE * 2 + 30
+    record(workspace, long_conversation("long", turns))
+    client = signed_in(workspace, keys.admin)
+    path = f"/console/{APP}/conversations/long"
+
+    def shown(page: str) -> list[str]:
+        return [section["id"] for section in BeautifulSoup(page, "html.parser").select("section.turn")]
+
+    first = client.get(path).text
+    assert shown(first) == [f"turn-{index}" for index in range(1, TURNS_PER_PAGE + 1)]
+    assert f"<dt>Turns</dt><dd>{turns}</dd>" in first
+    # The index links to every turn: here by its anchor, elsewhere by the page that holds it.
+    index = BeautifulSoup(first, "html.parser").select_one("nav.turn-index")
+    assert index is not None and index["data-turn-pages"] == str(TURNS_PER_PAGE)
+    links = [link["href"] for link in index.find_all("a")]
+    assert len(links) == turns
+    assert links[0] == "#turn-1" and links[TURNS_PER_PAGE - 1] == f"#turn-{TURNS_PER_PAGE}"
+    later = TURNS_PER_PAGE + 17
+    assert links[later - 1] == f"?turn={later}#turn-{later}"
+    assert 'rel="prev"' not in first and f'href="?turn={TURNS_PER_PAGE + 1}" rel="next"' in first
+
+    middle = client.get(f"{path}?turn={later}").text
+    assert shown(middle) == [f"turn-{index}" for index in range(TURNS_PER_PAGE + 1, 2 * TURNS_PER_PAGE + 1)]
+    assert 'href="?turn=1" rel="prev"' in middle and f'href="?turn={2 * TURNS_PER_PAGE + 1}" rel="next"' in middle
+    assert f'<a href="#turn-{later}">' in middle and '<a href="?turn=1#turn-1">' in middle
+    last = client.get(f"{path}?turn={turns}").text
+    assert shown(last) == [f"turn-{index}" for index in range(2 * TURNS_PER_PAGE + 1, turns + 1)]
+    assert 'rel="next"' not in last
+    for bad in ("0", str(turns + 1), "x", "-1", "1e3"):
+        refused = client.get(path, params={"turn": bad})
+        assert refused.status_code == 400 and "INVALID_ARGUMENT: turn:" in refused.text, bad
+    # A conversation of one page has neither pages nor the marker the script looks for.
+    short = client.get(f"/console/{APP}/conversations/demo-001").text
+    assert "data-turn-pages" not in short and "turn-pages" not in short
 
 
 def test_hostile_content_is_text_and_every_chunk_kind_is_shown(workspace: Services, keys: Keys) -> None:

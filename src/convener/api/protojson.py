@@ -32,9 +32,10 @@ _MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 
 # Matched with fullmatch and ASCII digits only: "$" admits a trailing newline and "\d" any script's digits.
 _RFC3339 = re.compile(
-    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})[Tt](?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.(?P<frac>[0-9]{1,9}))?"
-    r"(?P<tz>[Zz]|[+-][0-9]{2}:[0-9]{2})"
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?"
+    r"(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))"
 )
+_EPOCH_DAY = datetime(1970, 1, 1).toordinal()
 _DURATION = re.compile(r"(?P<sign>-)?(?P<seconds>[0-9]{1,12})(?:\.(?P<frac>[0-9]{1,9}))?s")
 _MAX_DURATION_SECONDS = 315_576_000_000  # 10,000 years, the proto's bound
 _INT64 = range(-(2**63), 2**63)
@@ -63,13 +64,19 @@ class Timestamp:
         match = _RFC3339.fullmatch(text)
         if match is None:
             raise ValueError(f'"{_clip(text)}" is not an RFC 3339 timestamp such as "2014-10-02T15:01:23Z"')
-        tz = match["tz"].upper()
+        year, month, day, hour, minute, second, frac, sign, tz_hours, tz_minutes = match.groups()
+        # Whole seconds from the day's ordinal and the clock, not by datetime arithmetic: every span of a
+        # recorded conversation has two timestamps, and this was half the time of reading one.
         try:
-            wall = datetime.fromisoformat(f"{match['date']}T{match['time']}{'+00:00' if tz == 'Z' else tz}")
+            wall = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+            offset = 0 if sign is None else int(tz_hours) * 3600 + int(tz_minutes) * 60
+            if offset >= 86_400:
+                raise ValueError("offset out of range")
         except ValueError:
             raise ValueError(f'"{_clip(text)}" is not a valid date and time') from None
-        seconds = (wall - _EPOCH.replace(tzinfo=UTC)) // timedelta(seconds=1)
-        nanos = int((match["frac"] or "").ljust(9, "0"))
+        seconds = (wall.toordinal() - _EPOCH_DAY) * 86_400 + wall.hour * 3600 + wall.minute * 60 + wall.second
+        seconds += -offset if sign == "+" else offset
+        nanos = int(frac.ljust(9, "0")) if frac else 0
         if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
             raise ValueError(f'"{_clip(text)}" is outside 0001-01-01 to 9999-12-31')
         return cls(seconds, nanos)

@@ -7,8 +7,10 @@ are what the templates lay out, built from the wire models by pure functions."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -43,8 +45,16 @@ from convener.longrunning.models import Operation
 TREND_WIDTH = 200
 """The SVG user units the trend chart of an evaluation's last ten results is drawn in."""
 TREND_HEIGHT = 60
-COMPARED_RESULTS = 2000
-"""The most results of each run a comparison reads (in pages of 500)."""
+COMPARED_RESULTS = 10
+"""The most results of each evaluation in each run that a comparison reads for its metrics (an evaluation run
+100 times in both has its metrics from its newest 10 in each; its verdicts and pass rates from the runs'
+summaries, which count every result)."""
+RESULTS_SHOWN = 20
+"""An evaluation's results its page lists at a time unless ``pageSize`` says otherwise (each is read whole by
+``list_evaluation_results``; the trend above already shows the last ten)."""
+SHOWN_EVALUATIONS = 50
+"""Evaluations a run's page (its summaries) and a comparison show at a time: each one shown costs a
+``get_evaluation`` for its display name."""
 
 
 class ListDatasetsResponse(ProtoModel):
@@ -186,6 +196,9 @@ class ResultRow:
     state: str
     persona: str
     created: str
+    run: str = ""
+    """The run's ID."""
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -441,7 +454,8 @@ def result_row(result: EvaluationResult, names: dict[str, str]) -> ResultRow:
                      names.get(evaluation, ""), _outcome(result.evaluation_status),
                      result.execution_state.value if result.execution_state else "",
                      result.persona.display_name or short(result.persona.name) if result.persona else "",
-                     str(result.create_time or ""))
+                     str(result.create_time or ""), short(result.evaluation_run),
+                     result.app_version_display_name or short(result.app_version) or "draft")
 
 
 def _status(passed: int, failed: int, errors: int) -> str:
@@ -472,8 +486,10 @@ def _means(results: list[EvaluationResult]) -> dict[str, float]:
 
 
 def compare(before: EvaluationRun, after: EvaluationRun, before_results: list[EvaluationResult],
-            after_results: list[EvaluationResult], names: dict[str, str]) -> list[Delta]:
-    """Per evaluation of either run: its status and pass rate in each, whether it flipped, metric deltas."""
+            after_results: list[EvaluationResult], names: dict[str, str],
+            only: Iterable[str] | None = None) -> list[Delta]:
+    """Per evaluation of either run (or of ``only`` those): its status and pass rate in each, whether it
+    flipped, metric deltas."""
     summaries_a = before.evaluation_run_summaries or {}
     summaries_b = after.evaluation_run_summaries or {}
 
@@ -485,7 +501,8 @@ def compare(before: EvaluationRun, after: EvaluationRun, before_results: list[Ev
 
     results_a, results_b = grouped(before_results), grouped(after_results)
     deltas = []
-    for evaluation in sorted(set(summaries_a) | set(summaries_b)):
+    compared = set(summaries_a) | set(summaries_b)
+    for evaluation in sorted(compared if only is None else compared & set(only)):
         a, b = summaries_a.get(evaluation), summaries_b.get(evaluation)
         status_a = _status(a.passed_count or 0, a.failed_count or 0, a.error_count or 0) if a else ""
         status_b = _status(b.passed_count or 0, b.failed_count or 0, b.error_count or 0) if b else ""
@@ -522,6 +539,19 @@ def compare(before: EvaluationRun, after: EvaluationRun, before_results: list[Ev
 # --- the pages -----------------------------------------------------------------------------------------------
 
 
+def _with_query(request: Request, key: str, value: str) -> str:
+    """This page's URL with ``key`` set to ``value`` (left out when empty), its other parameters kept."""
+    kept = [(name, text) for name, text in request.query_params.multi_items() if name != key]
+    if value:
+        kept.append((key, value))
+    return f"{request.url.path}?{urlencode(kept)}" if kept else request.url.path
+
+
+def _at_results(link: str) -> str:
+    """A link to another page of an evaluation's results, scrolled to them."""
+    return f"{link}#results" if link else ""
+
+
 def _app(request: Request) -> str:
     return f"{location_of(request)}/apps/{request.path_params['app']}"
 
@@ -533,11 +563,17 @@ class EvaluationPages:
     async def _call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Resp]) -> Resp:
         return await self.console.tools.call(tool, arguments, viewer.caller, response)
 
-    async def _names(self, viewer: Viewer, app: str) -> dict[str, str]:
-        """Display names of the app's evaluations, by resource name (the first 500)."""
-        listed = await self._call(viewer, "list_evaluations", {"parent": app, "pageSize": 500},
-                                  ListEvaluationsResponse)
-        return {e.name or "": e.display_name or "" for e in listed.evaluations or []}
+    async def _names(self, viewer: Viewer, evaluations: Iterable[str]) -> dict[str, str]:
+        """Display names of the evaluations a page shows, by resource name ("" for one deleted since). Only
+        those: listing the app's evaluations instead gave each its aggregates and newest results, a second
+        for 500 of them, whatever the page showed."""
+        names: dict[str, str] = {}
+        for name in sorted(set(evaluations)):
+            try:
+                names[name] = (await self._call(viewer, "get_evaluation", {"name": name}, Evaluation)).display_name or ""
+            except NotFound:
+                names[name] = ""
+        return names
 
     async def _datasets(self, viewer: Viewer, app: str) -> ListDatasetsResponse:
         """The app's datasets (the first 100): the tool's own response class, read into a typed one."""
@@ -586,10 +622,18 @@ class EvaluationPages:
                             part for part in (check.expected.title, check.note) if part),
                             text=check.expected.text, json=check.expected.json)))
                 definition.append((index + 1, steps))
+        # Its results a page at a time, newest first, with the tool's keyset tokens: an evaluation run ten
+        # thousand times lists no more than a page of them.
+        arguments = with_paging(request, {"parent": name})
+        arguments.setdefault("pageSize", RESULTS_SHOWN)
+        listed = await self._call(viewer, "list_evaluation_results", arguments, ListEvaluationResultsResponse)
         return self.console.render(
             request, "evaluations_evaluation.html", viewer, evaluation=evaluation, name=name, app_name=app_name,
             row=row, definition=definition, metrics=version_metrics(evaluation.aggregated_metrics),
-            trend_width=TREND_WIDTH, trend_height=TREND_HEIGHT)
+            trend_width=TREND_WIDTH, trend_height=TREND_HEIGHT,
+            results=[result_row(result, {}) for result in listed.evaluation_results or []],
+            next_page=_at_results(page_link(request, listed.next_page_token)),
+            first_page=_at_results(page_link(request, "")) if request.query_params.get("pageToken") else "")
 
     async def result(self, request: Request, viewer: Viewer) -> Response:
         app_name = _app(request)
@@ -639,35 +683,37 @@ class EvaluationPages:
         arguments = with_paging(request, {"parent": f"{app_name}/evaluations/-",
                                       "filter": f'evaluation_run = "{name}"'})
         listed = await self._call(viewer, "list_evaluation_results", arguments, ListEvaluationResultsResponse)
-        names = await self._names(viewer, app_name)
         others = await self._call(viewer, "list_evaluation_runs", {"parent": app_name, "pageSize": 50},
                                   ListEvaluationRunsResponse)
-        summaries = sorted(((short(key), key, names.get(key, ""), value.passed_count or 0, value.failed_count or 0,
-                             value.error_count or 0) for key, value in (run.evaluation_run_summaries or {}).items()))
+        # The run's summaries by evaluation ID, SHOWN_EVALUATIONS at a time after ?evaluationsAfter=<ID>.
+        after = request.query_params.get("evaluationsAfter", "")
+        every = sorted((short(key), key, value) for key, value in (run.evaluation_run_summaries or {}).items())
+        following = [summary for summary in every if summary[0] > after]
+        shown = following[:SHOWN_EVALUATIONS]
+        results = listed.evaluation_results or []
+        names = await self._names(viewer, [key for _, key, _ in shown] +
+                                  [(result.name or "").split("/results/")[0] for result in results])
+        summaries = [(id_, key, names.get(key, ""), value.passed_count or 0, value.failed_count or 0,
+                      value.error_count or 0) for id_, key, value in shown]
         row = run_row(run)
         return self.console.render(
             request, "evaluations_run.html", viewer, run=run, row=row, name=name, app_name=app_name,
-            results=[result_row(result, names) for result in listed.evaluation_results or []],
+            results=[result_row(result, names) for result in results],
             summaries=summaries, others=[run_row(o) for o in others.evaluation_runs or [] if o.name != name],
+            summaries_total=len(every),
+            summaries_next=_with_query(request, "evaluationsAfter", shown[-1][0])
+            if len(following) > SHOWN_EVALUATIONS else "",
+            summaries_first=_with_query(request, "evaluationsAfter", "") if after else "",
             running=row.state == "RUNNING",
             next_page=page_link(request, listed.next_page_token),
             first_page=page_link(request, "") if request.query_params.get("pageToken") else "")
 
-    async def _all_results(self, viewer: Viewer, app_name: str, run: str) -> tuple[list[EvaluationResult], bool]:
-        results: list[EvaluationResult] = []
-        token = ""
-        while True:
-            arguments: dict[str, Any] = {"parent": f"{app_name}/evaluations/-", "pageSize": 500,
-                                         "filter": f'evaluation_run = "{run}"'}
-            if token:
-                arguments["pageToken"] = token
-            listed = await self._call(viewer, "list_evaluation_results", arguments, ListEvaluationResultsResponse)
-            results += listed.evaluation_results or []
-            token = listed.next_page_token or ""
-            if not token:
-                return results, False
-            if len(results) >= COMPARED_RESULTS:
-                return results, True
+    async def _results_of(self, viewer: Viewer, evaluation: str, run: str) -> tuple[list[EvaluationResult], bool]:
+        """The newest COMPARED_RESULTS results of ``evaluation`` in ``run``, and whether it has more."""
+        listed = await self._call(viewer, "list_evaluation_results", {
+            "parent": evaluation, "pageSize": COMPARED_RESULTS, "filter": f'evaluation_run = "{run}"'},
+            ListEvaluationResultsResponse)
+        return listed.evaluation_results or [], bool(listed.next_page_token)
 
     async def comparison(self, request: Request, viewer: Viewer) -> Response:
         app_name = _app(request)
@@ -682,14 +728,31 @@ class EvaluationPages:
         before = await self._call(viewer, "get_evaluation_run", {"name": other_name}, EvaluationRun)
         if str(before.create_time or "") > str(after.create_time or ""):  # the older run is "before", either way
             before, after = after, before
-        names = await self._names(viewer, app_name)
-        results_after, cut_after = await self._all_results(viewer, app_name, after.name or "")
-        results_before, cut_before = await self._all_results(viewer, app_name, before.name or "")
-        deltas = compare(before, after, results_before, results_after, names)
+        # Verdicts of every evaluation of either run from their summaries; SHOWN_EVALUATIONS at a time (?page=N)
+        # with their names and metrics, read from their own results in each run.
+        deltas = compare(before, after, [], [], {})
+        asked = request.query_params.get("page", "1")
+        pages = max(1, -(-len(deltas) // SHOWN_EVALUATIONS))
+        if not asked.isdigit() or len(asked) > 9 or not 1 <= int(asked) <= pages:
+            raise InvalidArgument(f"page: {asked[:20]!r} is not a page of this comparison (it has {pages})")
+        page = int(asked)
+        shown = [delta.evaluation_name for delta in deltas[(page - 1) * SHOWN_EVALUATIONS:page * SHOWN_EVALUATIONS]]
+        results_before: list[EvaluationResult] = []
+        results_after: list[EvaluationResult] = []
+        cut = False
+        for evaluation in shown:
+            for run, results in ((before, results_before), (after, results_after)):
+                read, more = await self._results_of(viewer, evaluation, run.name or "")
+                results += read
+                cut = cut or more
+        names = await self._names(viewer, shown)
         return self.console.render(
             request, "evaluations_compare.html", viewer, app_name=app_name, name=name, before=run_row(before),
-            after=run_row(after), deltas=deltas, cut=cut_after or cut_before,
-            changed=sum(1 for delta in deltas if delta.changed in ("broke", "fixed")))
+            after=run_row(after), deltas=compare(before, after, results_before, results_after, names, shown),
+            cut=cut, compared=len(deltas), most_results=COMPARED_RESULTS,
+            changed=sum(1 for delta in deltas if delta.changed in ("broke", "fixed")),
+            previous_page=_with_query(request, "page", str(page - 1)) if page > 1 else "",
+            next_page=_with_query(request, "page", str(page + 1)) if page < pages else "")
 
     async def generate(self, request: Request, viewer: Viewer) -> Response:
         """The conversation page's button: a golden evaluation made from the conversation (its inputs the steps,

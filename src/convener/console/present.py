@@ -19,6 +19,11 @@ AUDIO_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/mpeg", "audio/ogg", 
                          "audio/mp4", "audio/aac"})
 WATERFALL_WIDTH = 1000
 """The SVG user units a waterfall bar is drawn in (the bar's box scales to the column's width)."""
+TURNS_PER_PAGE = 100
+"""Turns a conversation's page shows at a time: a 500-turn conversation drawn whole was 1.6 MB of HTML and most
+of the page's time; the turn index links to every turn, whichever page holds it."""
+DEEPEST_INDENT = 6
+"""Span depths past this are indented as this one (the stylesheet's ``depth-0`` … ``depth-6``)."""
 
 
 class Kind(StrEnum):
@@ -54,6 +59,8 @@ class Piece:
 @dataclass(frozen=True)
 class MessageView:
     role: str
+    role_class: str
+    """The role as a CSS class suffix."""
     time: str
     """Time of day, to the millisecond (the page's header has the date)."""
     timestamp: str
@@ -75,6 +82,19 @@ class SpanRow:
     details: str
     """The span's other attributes as JSON, for the row's disclosure."""
 
+    # Formatted here rather than by the template's filters, which cost more than the rest of a row.
+    @property
+    def indent(self) -> int:
+        return min(self.depth, DEEPEST_INDENT)
+
+    @property
+    def duration_text(self) -> str:
+        return f"{self.duration_ms:.1f}"
+
+    @property
+    def offset_text(self) -> str:
+        return f"{self.offset_ms:.1f}"
+
 
 @dataclass(frozen=True)
 class TurnView:
@@ -82,6 +102,52 @@ class TurnView:
     messages: list[MessageView]
     spans: list[SpanRow]
     duration_ms: float
+
+    @property
+    def duration_text(self) -> str:
+        return f"{self.duration_ms:.1f}" if self.duration_ms else ""
+
+
+@dataclass(frozen=True)
+class TurnPage:
+    """The turns one page of a conversation shows (numbered from 1), and where the others are."""
+
+    first: int
+    last: int
+    count: int
+    """Turns in the whole conversation."""
+    size: int = TURNS_PER_PAGE
+
+    @classmethod
+    def holding(cls, turn: int, count: int, size: int = TURNS_PER_PAGE) -> TurnPage:
+        """The page that holds turn ``turn`` (1 to ``count``) of a conversation of ``count`` turns."""
+        first = (turn - 1) // size * size + 1
+        return cls(first, min(first + size - 1, count), count, size)
+
+    def holds(self, turn: int) -> bool:
+        return self.first <= turn <= self.last
+
+    def link(self, turn: int) -> str:
+        """A link to turn ``turn`` from this page: its anchor here, else the page that holds it and its anchor."""
+        return f"#turn-{turn}" if self.holds(turn) else f"?turn={turn}#turn-{turn}"
+
+    @property
+    def paged(self) -> bool:
+        return self.count > self.size
+
+    def pages(self) -> list[tuple[int, int]]:
+        """(first, last) turn of every page of the conversation."""
+        return [(first, min(first + self.size - 1, self.count)) for first in range(1, self.count + 1, self.size)]
+
+    @property
+    def previous(self) -> int:
+        """First turn of the page before, or 0 on the first page."""
+        return max(self.first - self.size, 1) if self.first > 1 else 0
+
+    @property
+    def next(self) -> int:
+        """First turn of the page after, or 0 on the last page."""
+        return self.last + 1 if self.last < self.count else 0
 
 
 SHORT_JSON_CHARS = 100
@@ -164,7 +230,8 @@ def _piece(chunk: Chunk) -> Piece | None:
 def message_view(message: Message) -> MessageView:
     pieces = [piece for chunk in message.chunks or [] if (piece := _piece(chunk)) is not None]
     stamp = str(message.event_time) if message.event_time else ""
-    return MessageView(message.role or "", stamp[11:23].rstrip("Z"), stamp, pieces)
+    role = message.role or ""
+    return MessageView(role, role.lower().replace(" ", "-"), stamp[11:23].rstrip("Z"), stamp, pieces)
 
 
 def _micros(span: Span) -> tuple[int, int]:
@@ -230,12 +297,21 @@ def waterfall(root: Span | None) -> tuple[list[SpanRow], float]:
     return rows, (end - origin) / 1000
 
 
-def turn_views(conversation: Conversation) -> list[TurnView]:
-    """The conversation's turns; a conversation recorded with messages alone shows them as one turn."""
+def turn_count(conversation: Conversation) -> int:
+    """The turns the page numbers: a conversation recorded with messages alone shows them as one turn."""
+    if conversation.turns:
+        return len(conversation.turns)
+    return 1 if conversation.messages else 0
+
+
+def turn_views(conversation: Conversation, first: int = 1, last: int | None = None) -> list[TurnView]:
+    """The conversation's turns ``first`` to ``last`` (numbered from 1; to the end when None)."""
+    recorded = conversation.turns or []
+    if not recorded and conversation.messages:
+        return [TurnView(1, [message_view(m) for m in conversation.messages], [], 0.0)] if first <= 1 else []
     turns: list[TurnView] = []
-    for index, turn in enumerate(conversation.turns or []):
+    for index in range(max(first, 1) - 1, len(recorded) if last is None else min(last, len(recorded))):
+        turn = recorded[index]
         spans, duration = waterfall(turn.root_span)
         turns.append(TurnView(index + 1, [message_view(m) for m in turn.messages or []], spans, duration))
-    if not turns and conversation.messages:
-        turns.append(TurnView(1, [message_view(m) for m in conversation.messages], [], 0.0))
     return turns

@@ -18,14 +18,14 @@ from pydantic import ConfigDict, ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from convener.api.errors import ApiError, Code, describe_validation
+from convener.api.errors import ApiError, Code, InvalidArgument, describe_validation
 from convener.api.names import LocationName
 from convener.api.protojson import ProtoModel, Timestamp
 from convener.auth.keys import ApiKeys, key_fingerprint
 from convener.ces.models import App, Conversation, InputType, Source
 from convener.ces.requests import ListAppsResponse, ListConversationsResponse
 from convener.console.access import Callers, ConsoleTools, Resp, Viewer
-from convener.console.present import WATERFALL_WIDTH, turn_views
+from convener.console.present import WATERFALL_WIDTH, TurnPage, turn_count, turn_views
 from convener.console.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -253,10 +253,23 @@ class Console:
         name = f"{app_name}/conversations/{request.path_params['conversation']}"
         started = time.perf_counter()
         conversation = await self.tools.call("get_conversation", {"name": name}, viewer.caller, Conversation)
+        count = turn_count(conversation)
+        shown = TurnPage.holding(_turn_asked(request.query_params.get("turn"), count), count)
         response = self.render(request, "conversation.html", viewer, conversation=conversation, name=name,
-                               app_name=app_name, turns=turn_views(conversation), bar_width=WATERFALL_WIDTH)
+                               app_name=app_name, turns=turn_views(conversation, shown.first, shown.last),
+                               shown=shown, bar_width=WATERFALL_WIDTH)
         response.headers["server-timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
+
+
+def _turn_asked(text: str | None, count: int) -> int:
+    """The turn a conversation's page is asked to show (``?turn=N``: the page holding it), 1 when not asked."""
+    if text is None:
+        return 1
+    if not text.isdigit() or len(text) > 9 or not 1 <= int(text) <= max(count, 1):
+        turns = f"its turns are 1 to {count}" if count else "it has no turns"
+        raise InvalidArgument(f"turn: {text[:20]!r} is not a turn of this conversation ({turns})")
+    return int(text)
 
 
 STEPS_MARK = "<!--steps-->"

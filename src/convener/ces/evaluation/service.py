@@ -713,6 +713,15 @@ class EvaluationService:
             raise NotFound(f"evaluation result {name} does not exist")
         return row
 
+    def display_names(self, app_text: str, evaluation_ids: Sequence[str], caller: Caller) -> dict[str, str]:
+        """The display names of the app's evaluations among ``evaluation_ids`` (those that exist), by ID, in one
+        reading: a run's summary shows each, and reading every evaluation whole cost a transaction apiece."""
+        app = AppName.parse(app_text, "app")
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, app)
+            rows = _evaluation_rows(connection, app_pk, evaluation_ids)
+        return {evaluation_id: str(row.body.get("displayName") or "") for evaluation_id, row in rows.items()}
+
     def list_results(self, request: ListEvaluationResultsRequest,
                      caller: Caller) -> tuple[list[EvaluationResult], str | None]:
         every = request.parent.endswith("/evaluations/-")
@@ -724,7 +733,7 @@ class EvaluationService:
                  "orderBy": request.order_by or ""}
         with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, app)
-            statement = select(evaluation_results).where(evaluation_results.c.app_pk == app_pk)
+            statement = select(*_LISTED_RESULT_COLUMNS).where(evaluation_results.c.app_pk == app_pk)
             if not every:
                 evaluation = EvaluationName.parse(request.parent, "parent")
                 if not AppParts(connection, app_pk, app).exists(EvaluationName.collection, evaluation.id):
@@ -840,6 +849,9 @@ def _dataset_filter(text: str) -> list[str]:
         datasets.append(match.group(1))
     return datasets
 
+
+_LISTED_RESULT_COLUMNS = tuple(column for column in evaluation_results.c if column.name != "plan")
+"""A listed result's row without its plan (the whole evaluation it played), which the page does not show."""
 
 _IN_BATCH = 500
 """IDs per ``IN`` list when a run reads its evaluations: one statement for many, within every engine's limits."""

@@ -18,7 +18,8 @@ The evalset: ``--evaluations`` eval cases of one invocation each, "Where is my o
   run, warmed up on ``--warmup`` cases in the same process. It stores nothing. It runs in ``.venv-adk`` (its
   dependencies pin openai<3, which Convener cannot use), as a subprocess.
 - **Whole process**: ``convener eval run`` over the imported evaluations, as a fresh process, against
-  ``python benchmarks/adk/run_adk.py`` over the evalset, imports included.
+  ``python benchmarks/adk/run_adk.py`` over the evalset, imports included (both with their modules'
+  bytecode compiled, as pip leaves an installed package).
 - **list_evaluations**: the time of a page of ``--list-evaluations`` evaluations with 10 and with 1,000
   completed results each (copies of a played result, their aggregates built as migration 0010 builds them):
   the page should cost the same.
@@ -124,7 +125,15 @@ def play(services: Services, names: list[str]) -> None:
 
 
 def convener_process(data: Path, url: str, names: list[str]) -> float:
-    """Seconds of a fresh ``convener eval run`` process over the imported evaluations."""
+    """Seconds of a fresh ``convener eval run`` process over the imported evaluations.
+
+    Convener's modules are byte-compiled first, as pip compiles an installed package's (ADK's venv has its
+    bytecode): an editable checkout run with PYTHONDONTWRITEBYTECODE would compile every module at every start."""
+    import compileall
+
+    import convener
+
+    compileall.compile_dir(str(Path(convener.__file__).parent), quiet=2)
     command = [sys.executable, "-c", "from convener.cli import main; main()", "eval", "run", "--app", str(APP),
                "--data-dir", str(data), "--database-url", url]
     for name in names:

@@ -506,9 +506,11 @@ def _wait_for_run(services: Services, operation: Operation) -> Operation:
 
     from convener.auth.caller import LOCAL_USER
 
+    # Not drawn when stderr is no terminal: a transient bar shows nothing there, and redrawing it ten times a
+    # second cost a run of quick evaluations a twentieth of its CPU.
     with Progress(
         TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),
-        TimeElapsedColumn(), console=err, transient=True,
+        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
     ) as progress:
         task = progress.add_task("evaluating", total=None, tally="")
 
@@ -533,7 +535,7 @@ def _run_summaries(service: EvaluationService, app_name: AppName, run: Evaluatio
     from convener.ces.evaluation.junit import summarise
     from convener.ces.evaluation.models import EvaluationResult
     from convener.ces.evaluation.requests import ListEvaluationResultsRequest
-    from convener.ces.names import EvaluationName, EvaluationResultName
+    from convener.ces.names import EvaluationResultName
 
     results: list[EvaluationResult] = []
     token: str | None = None
@@ -546,23 +548,20 @@ def _run_summaries(service: EvaluationService, app_name: AppName, run: Evaluatio
             break
     order = {name: index for index, name in enumerate(run.evaluation_results or [])}
     results.sort(key=lambda result: order.get(result.name or "", len(order)))
-    display_names: dict[str, str] = {}
     repetitions: dict[str, int] = {}
     counts = Counter(EvaluationResultName.parse(result.name or "").evaluation for result in results)
+    try:
+        display_names = service.display_names(str(app_name), sorted(counts), LOCAL_USER)
+    except NotFound:  # the app was deleted since the run started
+        display_names = {}
     summaries = []
     for result in results:
         parsed = EvaluationResultName.parse(result.name or "")
         repeated = counts[parsed.evaluation] > 1  # a golden run once beside scenarios run five times: no "#1"
-        evaluation = str(parsed.app_name.child(EvaluationName, parsed.evaluation))
-        if evaluation not in display_names:
-            try:
-                display_names[evaluation] = service.evaluations.get(evaluation, LOCAL_USER).display_name or ""
-            except NotFound:  # deleted since the run started
-                display_names[evaluation] = ""
-            display_names[evaluation] = display_names[evaluation] or evaluation.rsplit("/", 1)[-1]
-        repetitions[evaluation] = repetitions.get(evaluation, 0) + 1
-        label = f" #{repetitions[evaluation]}" if repeated else ""
-        summaries.append(summarise(result, display_names[evaluation] + label))
+        repetitions[parsed.evaluation] = repetitions.get(parsed.evaluation, 0) + 1
+        label = f" #{repetitions[parsed.evaluation]}" if repeated else ""
+        # An evaluation deleted since the run started, or without a display name, is shown by its ID.
+        summaries.append(summarise(result, (display_names.get(parsed.evaluation) or parsed.evaluation) + label))
     return summaries
 
 

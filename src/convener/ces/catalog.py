@@ -54,15 +54,23 @@ _PART_EXISTS = select(definitions.c.id).where(
 class AppParts:
     """A read view of one app's stored parts, for checking references while a definition is written."""
 
-    def __init__(self, connection: Connection, app_pk: int, app: AppName) -> None:
+    def __init__(self, connection: Connection, app_pk: int, app: AppName, *, unchanging: bool = False) -> None:
         self.connection = connection
         self.app_pk = app_pk
         self.app = app
+        self._seen: dict[tuple[str, str], bool] | None = {} if unchanging else None
+        """``unchanging``: the caller writes no part while it uses this view, so each answer is read once (a run
+        checks the same few references of each of its evaluations)."""
 
     def exists(self, collection: str, resource_id: str) -> bool:
+        key = (collection, resource_id)
+        if self._seen is not None and key in self._seen:
+            return self._seen[key]
         found = self.connection.scalar(_PART_EXISTS, {"app_pk": self.app_pk, "collection": collection,
-                                                      "resource_id": resource_id})
-        return found is not None
+                                                      "resource_id": resource_id}) is not None
+        if self._seen is not None:
+            self._seen[key] = found
+        return found
 
     def bodies(self, collection: str) -> dict[str, dict[str, Any]]:
         """Every part of a collection by ID. Used for whole-app questions (agent cycles, snapshots)."""

@@ -33,8 +33,7 @@ _CLAIMABLE: dict[tuple[frozenset[str] | None, bool], Select[tuple[int, int]]] = 
 _TAKE = update(jobs).where(
     jobs.c.id == bindparam("pk"), jobs.c.attempts == bindparam("seen_attempts"), jobs.c.lease_until_us < bindparam("now"),
 ).values(worker=bindparam("worker"), attempts=bindparam("attempts"), lease_until_us=bindparam("lease_until_us"),
-         since_us=bindparam("since_us"))
-_JOB = select(jobs).where(jobs.c.id == bindparam("pk"))
+         since_us=bindparam("since_us")).returning(*jobs.c)
 _FINISH = delete(jobs).where(jobs.c.id == bindparam("pk"), jobs.c.worker == bindparam("worker"),
                              jobs.c.attempts == bindparam("attempts"))
 
@@ -71,6 +70,10 @@ class LeaseEngine:
              stopping: threading.Event) -> None:
         # The attempts this worker runs, by job and attempt: a worker may hold a job again after losing it.
         held: dict[tuple[int, int], tuple[ClaimedJob, Attempt]] = {}
+        # Jobs this worker finished, by job and attempt, deleted in the transaction of its next claim (or when it
+        # stops): a transaction a job fewer. One the worker dies holding is taken again after its lease, and finds
+        # its work recorded, as a job finished a moment before its worker died always could.
+        done: list[tuple[int, int]] = []
         lock = threading.Lock()
         free = threading.Semaphore(concurrency)
 
@@ -88,7 +91,8 @@ class LeaseEngine:
                 if given_back:
                     self._give_back(claimed, worker)
                 else:
-                    self._finish(claimed, worker)
+                    with lock:
+                        done.append((int(claimed.id), claimed.attempt))
                 free.release()
                 self.wake()
 
@@ -102,7 +106,11 @@ class LeaseEngine:
                 if not free.acquire(timeout=self.poll_seconds):
                     continue
                 try:
-                    claimed = self._claim(worker, queues, peek=peek)
+                    with lock:
+                        forgetting = list(done)
+                    claimed = self._claim(worker, queues, peek=peek, finished=forgetting)
+                    with lock:  # forgotten: the claim's transaction committed
+                        del done[:len(forgetting)]
                     peek = claimed is None
                 except Exception:  # the store is away for a moment (restarting, locked): try again shortly
                     logger.exception("could not look for jobs")
@@ -117,7 +125,8 @@ class LeaseEngine:
                 with lock:
                     held[(int(claimed.id), claimed.attempt)] = (claimed, attempt)
                 pool.submit(run, claimed, attempt)
-        finished.set()  # the pool has waited for the running jobs: nothing is left to renew
+        self._finish(worker, done)  # the pool has waited for the running jobs
+        finished.set()  # nothing is left to renew
         renewing.join()
 
     @staticmethod
@@ -137,35 +146,45 @@ class LeaseEngine:
         _CLAIMABLE[key] = statement
         return statement
 
-    def _claim(self, worker: str, queues: frozenset[str] | None, *, peek: bool = True) -> ClaimedJob | None:
+    def _claim(self, worker: str, queues: frozenset[str] | None, *, peek: bool = True,
+               finished: Sequence[tuple[int, int]] = ()) -> ClaimedJob | None:
+        """Claim the oldest claimable job, deleting first the ``finished`` ones (job, attempt) this worker holds."""
         # An idle worker (``peek``) looks first in a snapshot, which takes no lock: polling SQLite must not take the
         # write lock every half second. One that has just found a job goes straight on: there are likely more, and
         # the look would cost a transaction per job.
-        if peek:
+        if peek and not finished:
             with self.database.reading() as connection:
                 if connection.execute(self._claimable(queues, locking=False), {"now": _now_us()}).first() is None:
                     return None
         with self.database.transaction() as connection:
+            if finished:
+                self._forget(connection, worker, finished)
             now = _now_us()
             found = connection.execute(self._claimable(queues, locking=True), {"now": now}).first()
             if found is None:
                 return None
-            claimed = connection.execute(_TAKE, {
+            row = connection.execute(_TAKE, {
                 "pk": found.id, "seen_attempts": found.attempts, "now": now, "worker": worker,
-                "attempts": found.attempts + 1, "lease_until_us": now + self.lease_us, "since_us": now}).rowcount
-            if not claimed:
+                "attempts": found.attempts + 1, "lease_until_us": now + self.lease_us, "since_us": now}).first()
+            if row is None:
                 return None
-            row = connection.execute(_JOB, {"pk": found.id}).one()
         return ClaimedJob(id=str(row.id), job=QueuedJob(task=row.task, queue=row.queue, operation=row.operation,
                                                        payload=dict(row.payload)), attempt=row.attempts)
 
-    def _finish(self, claimed: ClaimedJob, worker: str) -> None:
-        """Forget a finished job, unless another worker took it over meanwhile (then it is theirs to finish)."""
+    def _finish(self, worker: str, finished: Sequence[tuple[int, int]]) -> None:
+        """Forget finished jobs now (see ``_forget``)."""
+        if not finished:
+            return
         try:
             with self.database.transaction() as connection:
-                connection.execute(_FINISH, {"pk": int(claimed.id), "worker": worker, "attempts": claimed.attempt})
-        except Exception:  # left in place, it is taken again once its lease lapses, and finds nothing to do
-            logger.exception("could not finish job %s", claimed.id)
+                self._forget(connection, worker, finished)
+        except Exception:  # left in place, they are taken again once their leases lapse, and find nothing to do
+            logger.exception("could not finish jobs %s", ", ".join(str(pk) for pk, _ in finished))
+
+    @staticmethod
+    def _forget(connection: Connection, worker: str, finished: Sequence[tuple[int, int]]) -> None:
+        """Delete finished jobs (job, attempt), unless another worker took one over meanwhile (then it is theirs)."""
+        connection.execute(_FINISH, [{"pk": pk, "worker": worker, "attempts": attempt} for pk, attempt in finished])
 
     def _give_back(self, claimed: ClaimedJob, worker: str) -> None:
         """Queue again a job this worker cannot run, after a lease's pause, with the attempt it never made undone."""

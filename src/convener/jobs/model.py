@@ -55,6 +55,13 @@ class Attempt:
                 self.stop("its operation was cancelled")
         return self._stop.is_set()
 
+    def saw(self, cancelled: bool) -> None:
+        """The operation's cancellation as just read by the task (in a transaction of its own): ``should_stop``
+        need not read it again for CANCEL_CHECK_SECONDS."""
+        self._asked = time.monotonic()
+        if cancelled:
+            self.stop("its operation was cancelled")
+
     def stop(self, reason: str) -> None:
         if not self._stop.is_set():
             self.reason = reason

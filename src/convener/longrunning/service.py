@@ -81,6 +81,13 @@ class OperationService:
         connection.execute(update(operations).where(operations.c.id == row.id).values(
             body=body, done=bool(body.get("done"))))
 
+    def change_metadata(self, connection: Connection, name: str,
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Rewrite the stored operation's metadata from what it holds now, in the caller's transaction."""
+        row = self._row(connection, OperationName.parse(name))
+        body = {**row.body, "metadata": change(dict(row.body.get("metadata") or {}))}
+        connection.execute(update(operations).where(operations.c.id == row.id).values(body=body))
+
     def notify(self) -> None:
         """Wake the callers waiting in ``wait`` after a change was committed."""
         with self._changed:

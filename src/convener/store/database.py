@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,8 @@ from convener.store.schema import installation
 AnyRow: TypeAlias = "Row[Any, Any]"  # SQLAlchemy 2.1 types rows by their columns; ours are read by name
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+BUSY_TIMEOUT_SECONDS = 10.0
+"""SQLite: how long a write waits for the lock before it fails."""
 
 
 def newest_revision() -> str:
@@ -56,7 +59,7 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
     # Filters' wildcard matches are LIKE; make them case-sensitive as on PostgreSQL.
     cursor.execute("PRAGMA case_sensitive_like=ON")
     cursor.close()
@@ -67,9 +70,15 @@ def _begin_sqlite(connection: Connection) -> None:
     # at its first write, that another writer got there first (SQLite would fail it, not wait).
     # Read-only transactions begin DEFERRED and run beside writers (WAL), and are made read-only in
     # fact (query_only), so a write slipped into a read path fails at once instead of taking the lock
-    # from inside a snapshot. The flag is set at every begin, so a pooled connection carries nothing over.
+    # from inside a snapshot. The flag is set at a begin whenever it differs from what the driver's connection
+    # last had (remembered in its ``info``, which lives as long as it does), so a pooled connection carries
+    # nothing over, and a run of transactions of one kind pays no statement for it.
     mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-    connection.exec_driver_sql(f"PRAGMA query_only={'ON' if mode == 'DEFERRED' else 'OFF'}")
+    query_only = mode == "DEFERRED"
+    info = connection.connection.info
+    if info.get("query_only") is not query_only:
+        connection.exec_driver_sql(f"PRAGMA query_only={'ON' if query_only else 'OFF'}")
+        info["query_only"] = query_only
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
@@ -83,6 +92,7 @@ class Database:
         self.engine: Engine = create_engine(
             self.url, pool_pre_ping=self.dialect != "sqlite", json_deserializer=_load_json
         )
+        self._write_lock = threading.RLock()
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _tune_sqlite)
             event.listen(self.engine, "begin", _begin_sqlite)
@@ -121,10 +131,35 @@ class Database:
         commits many large transactions in a row passes it and calls ``checkpoint()`` once at the end: the
         pages its transactions rewrote (the same index pages, again and again) are copied once, not after
         every commit. Atomicity and durability are those of any commit."""
-        if checkpoint or self.dialect != "sqlite":
+        if self.dialect != "sqlite":
             with self.engine.begin() as connection:
                 yield connection
             return
+        with self._writing():
+            if checkpoint:
+                with self.engine.begin() as connection:
+                    yield connection
+                return
+            with self._uncheckpointed() as connection:
+                yield connection
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """SQLite: the threads of this process take the write lock in turn, waking as soon as it is free.
+
+        SQLite's own wait for a lock another connection holds sleeps in steps (1, 2, 5, 10 ms, ...), longer than
+        most of our transactions; threads of one process queue here instead, and meet SQLite's wait only for
+        other processes. After ``BUSY_TIMEOUT_SECONDS`` a thread goes on to SQLite's wait, as before, so a
+        transaction waiting on another thread's fails as it would have, never hangs."""
+        acquired = self._write_lock.acquire(timeout=BUSY_TIMEOUT_SECONDS)
+        try:
+            yield
+        finally:
+            if acquired:
+                self._write_lock.release()
+
+    @contextmanager
+    def _uncheckpointed(self) -> Iterator[Connection]:
         with self.engine.connect() as connection:
             # On the driver's connection: through SQLAlchemy, a statement would begin the transaction first.
             driver = connection.connection.driver_connection
@@ -153,9 +188,11 @@ class Database:
 
         Every path that only reads uses this, never ``transaction()``: on SQLite a transaction holds the
         write lock, and a read behind a long import would wait for it (and fail after busy_timeout)."""
-        with self.engine.connect().execution_options(sqlite_begin="DEFERRED") as connection, connection.begin():
-            if self.dialect != "sqlite":
-                connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        # PostgreSQL: the driver begins the transaction with its isolation level and READ ONLY, in the BEGIN it
+        # sends anyway (a SET TRANSACTION after it cost each reading a round trip); the pool resets both.
+        options: dict[str, Any] = {"sqlite_begin": "DEFERRED"} if self.dialect == "sqlite" else {
+            "isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+        with self.engine.connect().execution_options(**options) as connection, connection.begin():
             yield connection
 
     def installation_secret(self, key: str = "page_token_secret") -> bytes:

@@ -39,6 +39,7 @@ from typing import Any
 
 from convener.api.errors import InvalidArgument
 from convener.api.json_text import load_json_text
+from convener.ces.evaluation import porter
 from convener.ces.evaluation.adk import json_kind
 from convener.ces.evaluation.models import (
     Evaluation,
@@ -484,22 +485,16 @@ def result_of(expectation: EvaluationExpectation, criterion: AdkCriterion, expec
 
 
 # ROUGE-1 as rouge_score computes it for ADK's RougeEvaluator: its Unicode-aware tokenizer in front of
-# rouge_score's default one with the Porter stemmer (words longer than 3 characters stemmed).
+# rouge_score's default one with the Porter stemmer (words longer than 3 characters stemmed), NLTK's as ported in
+# ``porter``.
 
 _NON_ALPHANUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    from nltk.stem import porter  # type: ignore[import-untyped]
-
-    return porter.PorterStemmer()
-
-
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return str(_stemmer().stem(word))
+    return porter.stem(word)
 
 
 def _ascii_tokens(text: str) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import Connection, bindparam, func, select, update
 
@@ -76,13 +76,14 @@ _RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluatio
 _RUN_LOCKED = select(*RUN_STATE).where(evaluation_runs.c.app_pk == bindparam("app_pk"),
                                        evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
 _RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
-_HOLDER_LOCKED = select(evaluation_results.c.execution_state, evaluation_results.c.attempts).where(
-    evaluation_results.c.id == bindparam("pk")).with_for_update()
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body")).returning(
     *evaluation_results.c)
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
+_STORE_HELD = _STORE.where(evaluation_results.c.execution_state == ExecutionState.RUNNING.value,
+                           evaluation_results.c.attempts == bindparam("attempt"))
+"""Stores a played result only while the attempt that claimed it still holds it."""
 _COUNTS: dict[frozenset[str], Any] = {}
 """Run count updates by the counts they change (a handful of combinations), returning the run's counts after."""
 
@@ -164,7 +165,7 @@ class RunExecutor:
         lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
         nothing, so each result's outcome is recorded exactly once.
         """
-        claimed = self._claim(job.result, attempt.number)
+        claimed = self._claim(job.result, attempt)
         if claimed is None:
             return
         row, caller = claimed
@@ -195,35 +196,39 @@ class RunExecutor:
             # The run first, then the result, as every writer of both (see ``_locked``); which run the claimed row
             # belongs to does not change.
             run = connection.execute(_RUN_LOCKED, {"app_pk": row.app_pk, "run_id": _run_id(row.evaluation_run)}).first()
-            holder = connection.execute(_HOLDER_LOCKED, {"pk": row.id}).first()
-            if run is None or holder is None:
+            if run is None:
                 return  # deleted meanwhile
-            if holder.execution_state != ExecutionState.RUNNING.value or holder.attempts != attempt:
-                return  # cancelled meanwhile, or taken over by a later attempt
-            # Still held by this attempt, so the row is as the claim left it (only the holder writes a RUNNING
-            # result): its body need not be read again.
-            settled = self._store(connection, row, state, outcome=outcome, error=error)
+            # Stored only if still held by this attempt (not deleted, cancelled or taken over by a later attempt
+            # meanwhile), and then the row is as the claim left it (only the holder writes a RUNNING result): its
+            # body need not be read again.
+            settled = self._store(connection, row, state, outcome=outcome, error=error, attempt=attempt)
+            if settled is None:
+                return
             recorded = self._settle(connection, row.app_pk, run.run_id, [settled])
         if recorded:  # waiters read the operation: wake them only when it changed
             self.operations.notify()
 
-    def _claim(self, result_pk: int, attempt: int) -> tuple[AnyRow, Caller] | None:
+    def _claim(self, result_pk: int, attempt: Attempt) -> tuple[AnyRow, Caller] | None:
         """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
-        was cancelled (then it is CANCELLED) or it has settled."""
+        was cancelled (then it is CANCELLED) or it has settled. The attempt sees its operation's cancellation as
+        the claim read it: its first question whether to stop needs no transaction of its own."""
         with self.database.transaction() as connection:
             locked = self._locked(connection, result_pk)
             if locked is None:
                 return None
             row, run = locked
-            if row.attempts >= attempt or row.execution_state not in CLAIMABLE:
+            if row.attempts >= attempt.number or row.execution_state not in CLAIMABLE:
                 return None
             if run.cancel_requested:
                 settled = self._store(connection, row, ExecutionState.CANCELLED)
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
+            # The operation is cancelled before its run is (``cancel``, after the operation's commit).
+            cancelled = self.operations.cancel_requested(connection, run.operation)
             row = connection.execute(_CLAIM, {
-                "pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": attempt,
+                "pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": attempt.number,
                 "body": {**row.body, "executionState": ExecutionState.RUNNING.value}}).one()
+        attempt.saw(cancelled)
         return row, Caller(run.initiated_by)
 
     @staticmethod
@@ -305,15 +310,30 @@ class RunExecutor:
 
     # -- storing ---------------------------------------------------------------------------------------
 
+    @overload
     @staticmethod
     def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
-               error: EvaluationErrorInfo | None = None) -> Settled:
+               error: EvaluationErrorInfo | None = None, attempt: None = None) -> Settled: ...
+
+    @overload
+    @staticmethod
+    def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+               error: EvaluationErrorInfo | None = None, attempt: int) -> Settled | None: ...
+
+    @staticmethod
+    def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+               error: EvaluationErrorInfo | None = None, attempt: int | None = None) -> Settled | None:
+        """Store the result's final state; with ``attempt``, only if that attempt still holds it (None if not)."""
         body = {**row.body, **(outcome or {}), "executionState": state.value}
         if error is not None:
             body["errorInfo"] = error.to_json()
             body["error"] = Status(code=13, message=error.error_message).to_json()
         status = str(body.get("evaluationStatus", ""))
-        connection.execute(_STORE, {"pk": row.id, "state": state.value, "status": status, "body": body})
+        values = {"pk": row.id, "state": state.value, "status": status, "body": body}
+        if attempt is None:
+            connection.execute(_STORE, values)
+        elif not connection.execute(_STORE_HELD, {**values, "attempt": attempt}).rowcount:
+            return None
         if state == ExecutionState.COMPLETED:  # only completed results count in the evaluation's metrics
             aggregates.result_completed(connection, row.app_pk, row.evaluation_id, body,
                                         (row.create_time_us, row.result_id))
@@ -354,11 +374,20 @@ class RunExecutor:
         finished = run.pending_count <= 0
         if not finished and finished_count // step == (finished_count - len(settled)) // step:
             return False
+        if not finished:
+            # The metadata as operation_metadata wrote it when the run started, with the progress and cancellation
+            # of now: the run's body (which lists every result) need not be read for it.
+            counts = run
+
+            def progressed(metadata: dict[str, Any]) -> dict[str, Any]:
+                total = int((metadata.get("progress") or {}).get("totalCount") or 0)
+                return {**metadata, "cancelRequested": counts.cancel_requested,
+                        "progress": _progress(counts, total).to_json()}
+
+            self.operations.change_metadata(connection, run.operation, progressed)
+            return True
         run = connection.execute(select(evaluation_runs).where(evaluation_runs.c.id == run.id)).one()
         model = run_model(run)
-        if not finished:
-            self.operations.record(connection, run.operation, metadata=operation_metadata(model, run.cancel_requested))
-            return True
         if run.cancel_requested and run.cancelled_count:
             state = EvaluationRunState.CANCELLED
         elif run.error_count and not run.completed_count:
@@ -406,9 +435,13 @@ def run_model(row: AnyRow) -> EvaluationRun:
     """An EvaluationRun as it stands: its stored body with the state and counts of its row."""
     model = EvaluationRun.model_validate(row.body)
     total = (model.progress.total_count if model.progress else None) or 0
-    progress = EvaluationRunProgress(total_count=total, failed_count=row.failed_count, error_count=row.error_count,
-                                     completed_count=row.completed_count, passed_count=row.passed_count)
-    return model.model_copy(update={"progress": progress, "state": EvaluationRunState(row.state)})
+    return model.model_copy(update={"progress": _progress(row, total), "state": EvaluationRunState(row.state)})
+
+
+def _progress(row: AnyRow, total: int) -> EvaluationRunProgress:
+    """A run's progress from the counts of its row."""
+    return EvaluationRunProgress(total_count=total, failed_count=row.failed_count, error_count=row.error_count,
+                                 completed_count=row.completed_count, passed_count=row.passed_count)
 
 
 def _sessions(name: EvaluationResultName, row: AnyRow) -> str:

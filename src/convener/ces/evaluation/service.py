@@ -447,14 +447,19 @@ class EvaluationService:
         run_name = app.child(EvaluationRunName, run_id)
         with self.database.transaction() as connection:
             app_pk = self.apps.app_pk(connection, app)
-            parts = AppParts(connection, app_pk, app)
+            # The run writes no part of the app: each reference its evaluations make is checked once.
+            parts = AppParts(connection, app_pk, app, unchanging=True)
             names, dataset = self._run_members(connection, parts, request)
             version_name, version_display = self._version(connection, parts, request.app_version)
             # A run of the draft names the change it ran after, so a regression leads to the change that made it.
             changed = None if version_name else latest_changelog(connection, app_pk, app,
                                                                  self.apps.changes.retention_days)
-            evaluations = [self.evaluations.to_model(self.evaluations._row(connection, name)[1], str(name))
-                           for name in names]
+            rows_by_id = _evaluation_rows(connection, app_pk, [name.id for name in names])
+            evaluations = []
+            for name in names:
+                if name.id not in rows_by_id:
+                    raise NotFound(f"evaluation {name} does not exist")
+                evaluations.append(self.evaluations.to_model(rows_by_id[name.id], str(name)))
             choices = _Choices.of(self._evaluation_settings(connection, parts), config, request.golden_run_method)
             for evaluation in evaluations:
                 problems = missing_references(evaluation, EvaluationName.parse(evaluation.name), parts)
@@ -568,11 +573,18 @@ class EvaluationService:
                 raise FailedPrecondition(f"evaluation dataset {dataset} has no evaluations")
             return names, (str(dataset), str(body.get("displayName") or dataset.id))
         names = []
+        wanted = []
+        for value in request.evaluations or ():
+            try:
+                wanted.append(EvaluationName.parse(value).id)
+            except InvalidArgument:
+                pass  # reported in order below
+        existing = _evaluation_ids(connection, parts.app_pk, wanted)
         for index, value in enumerate(request.evaluations or ()):
             name = EvaluationName.parse(value, f"evaluations[{index}]")
             if name.app_name != parts.app:
                 raise InvalidArgument(f"evaluations[{index}]: {value} is not in the app {parts.app}")
-            if not parts.exists(EvaluationName.collection, name.id):
+            if name.id not in existing:
                 raise NotFound(f"evaluation {name} does not exist")
             if name not in names:
                 names.append(name)
@@ -701,6 +713,15 @@ class EvaluationService:
             raise NotFound(f"evaluation result {name} does not exist")
         return row
 
+    def display_names(self, app_text: str, evaluation_ids: Sequence[str], caller: Caller) -> dict[str, str]:
+        """The display names of the app's evaluations among ``evaluation_ids`` (those that exist), by ID, in one
+        reading: a run's summary shows each, and reading every evaluation whole cost a transaction apiece."""
+        app = AppName.parse(app_text, "app")
+        with self.database.reading() as connection:
+            app_pk = self.apps.app_pk(connection, app)
+            rows = _evaluation_rows(connection, app_pk, evaluation_ids)
+        return {evaluation_id: str(row.body.get("displayName") or "") for evaluation_id, row in rows.items()}
+
     def list_results(self, request: ListEvaluationResultsRequest,
                      caller: Caller) -> tuple[list[EvaluationResult], str | None]:
         every = request.parent.endswith("/evaluations/-")
@@ -712,7 +733,7 @@ class EvaluationService:
                  "orderBy": request.order_by or ""}
         with self.database.reading() as connection:
             app_pk = self.apps.app_pk(connection, app)
-            statement = select(evaluation_results).where(evaluation_results.c.app_pk == app_pk)
+            statement = select(*_LISTED_RESULT_COLUMNS).where(evaluation_results.c.app_pk == app_pk)
             if not every:
                 evaluation = EvaluationName.parse(request.parent, "parent")
                 if not AppParts(connection, app_pk, app).exists(EvaluationName.collection, evaluation.id):
@@ -827,3 +848,33 @@ def _dataset_filter(text: str) -> list[str]:
                 "(several joined with OR)")
         datasets.append(match.group(1))
     return datasets
+
+
+_LISTED_RESULT_COLUMNS = tuple(column for column in evaluation_results.c if column.name != "plan")
+"""A listed result's row without its plan (the whole evaluation it played), which the page does not show."""
+
+_IN_BATCH = 500
+"""IDs per ``IN`` list when a run reads its evaluations: one statement for many, within every engine's limits."""
+
+
+def _evaluation_rows(connection: Connection, app_pk: int, ids: Sequence[str]) -> dict[str, AnyRow]:
+    """The stored evaluations of the app among ``ids``, by ID, in a statement per ``_IN_BATCH`` of them."""
+    found: dict[str, AnyRow] = {}
+    unique = sorted(set(ids))
+    for start in range(0, len(unique), _IN_BATCH):
+        for row in connection.execute(select(definitions).where(
+                definitions.c.app_pk == app_pk, definitions.c.collection == EvaluationName.collection,
+                definitions.c.resource_id.in_(unique[start:start + _IN_BATCH]))):
+            found[row.resource_id] = row
+    return found
+
+
+def _evaluation_ids(connection: Connection, app_pk: int, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` name an evaluation of the app."""
+    found: set[str] = set()
+    unique = sorted(set(ids))
+    for start in range(0, len(unique), _IN_BATCH):
+        found.update(connection.scalars(select(definitions.c.resource_id).where(
+            definitions.c.app_pk == app_pk, definitions.c.collection == EvaluationName.collection,
+            definitions.c.resource_id.in_(unique[start:start + _IN_BATCH]))))
+    return found

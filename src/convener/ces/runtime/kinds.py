@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -231,9 +232,19 @@ class LlmKind:
 # -- playbook ----------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=256)
+_COMPILING = threading.Lock()
+
+
 def _playbook(definition_json: str) -> playbooks.Playbook:
-    """Compiled once per definition: a session's every turn runs the same definition."""
+    """Compiled once per definition: a session's every turn runs the same definition. One thread compiles at a
+    time: compiling checks every pattern (tens of ms), and the threads of a worker starting the same agent's
+    turns together would each compile it."""
+    with _COMPILING:
+        return _compiled(definition_json)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(definition_json: str) -> playbooks.Playbook:
     definition = playbooks.PlaybookDefinition.parse(json.loads(definition_json), "agent.playbookAgent")
     return playbooks.Playbook(definition)
 

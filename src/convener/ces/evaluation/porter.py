@@ -1,10 +1,12 @@
 """The Porter stemmer exactly as NLTK's ``PorterStemmer()`` stems (its default mode, NLTK_EXTENSIONS).
 
-rouge_score stems with it for ADK's ``response_match_score`` (ROUGE-1), so our ROUGE must stem the same way. This
-is a port of ``nltk/stem/porter.py`` (NLTK 3.10, Apache License 2.0; Porter, "An algorithm for suffix stripping",
-1980, with Martin Porter's and NLTK's extensions), keeping that mode only: importing it from NLTK costs seconds of
-every ``convener eval run`` (``nltk/__init__`` imports scipy and scikit-learn when they are installed) for a
-couple of hundred lines of suffix rules. tests/ces/evaluation/test_porter.py holds it to NLTK's, word for word.
+rouge_score stems with it for ADK's ``response_match_score`` (ROUGE-1), so our ROUGE must stem the same way.
+This is an implementation of its own of Porter's rules ("An algorithm for suffix stripping", 1980, with the
+conditions *v*, *d, *o as the paper writes them) and of the departures that mode makes from them (Martin
+Porter's later changes and NLTK's own, e.g. its table of irregular forms). NLTK is not imported:
+``nltk/__init__`` imports scipy and scikit-learn when they are installed, which cost seconds of every
+``convener eval run`` for a couple of hundred lines of suffix rules. tests/ces/evaluation/test_porter.py holds
+it to NLTK's output word for word (NLTK stays a development dependency for that).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from convener.auth.caller import Caller
 from convener.knowledge.ingest import IngestPlan
 from convener.services import Services
 from tests.console.conftest import Keys
@@ -89,6 +90,28 @@ def test_hostile_markdown_in_a_document_stays_text(workspace: Services, tmp_path
         assert "[click me](javascript:alert('link'))" in main.text
         assert main.select("script, img, b, iframe") == []
         assert not any(str(a.get("href", "")).lower().startswith(("javascript:", "data:")) for a in main.select("a"))
+
+
+def test_a_data_source_shows_its_ingests_with_the_files_not_indexed(workspace: Services, tmp_path: Path) -> None:
+    folder = tmp_path / "mixed-docs"
+    folder.mkdir()
+    (folder / "fine.md").write_text("# Fine\n\nA page that reads well.\n", encoding="utf-8")
+    (folder / "<b onmouseover=alert(1)>x.md").write_bytes(b"\x00\x01 binary \xff\xfe")
+    location = workspace.knowledge.check_readable(folder, remote=False)
+    alice_key = key(workspace, "users/alice")
+    operation = workspace.ingests.ingest(IngestPlan.make(location, None, "mixed", False), Caller("users/alice"))
+    assert operation.done
+    alice = signed_in(workspace, alice_key)
+    page = soup(alice.get("/console/dataSources/mixed").text)
+    (row,) = page.select("section.ingests tbody tr")
+    assert row.select_one("a")["href"] == f"/console/{operation.name}"
+    assert "succeeded" in row.text and "1 file not indexed" in row.text
+    problem = row.select_one("details.problems li")
+    assert problem.select_one("code").text == "<b onmouseover=alert(1)>x.md"
+    assert page.select("main script, main b") == []
+    assert "None of your recent operations" in soup(alice.get(f"/console/dataSources/{SOURCE}").text).text
+    ben = signed_in(workspace, key(workspace, "users/ben"))  # another user's ingests are not theirs to see
+    assert soup(ben.get("/console/dataSources/mixed").text).select("section.ingests tbody tr") == []
 
 
 def test_a_key_without_the_knowledge_scope_is_refused(workspace: Services, keys: Keys) -> None:

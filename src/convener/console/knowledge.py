@@ -19,6 +19,7 @@ from starlette.responses import Response
 from convener.api.errors import NotFound
 from convener.console.access import Viewer
 from convener.console.markup import markdown_html
+from convener.console.operations import OperationView, operation_view
 from convener.console.views import Console, page_link, with_paging
 from convener.knowledge.models import (
     AnswerQueryResponse,
@@ -26,12 +27,36 @@ from convener.knowledge.models import (
     Document,
     DocumentChunk,
     GetDocumentsResponse,
+    IngestProblem,
+    IngestSummary,
     ListDataSourcesResponse,
     SearchDocumentsResponse,
 )
+from convener.knowledge.operations import LOCATION as INGESTS
+from convener.longrunning.models import ListOperationsResponse, Operation
 
 MAX_REFERENCES = 20
 """get_documents' limit: the ask page reads at most this many cited documents for their passages."""
+INGESTS_READ = 50
+"""Operations read for a data source's page, newest first, to find its ingests among them."""
+PROBLEMS_SHOWN = 20
+"""An ingest's problems listed on the page (its operation's page has them all)."""
+
+
+@dataclass(frozen=True)
+class IngestView:
+    """An ingest into a data source: its operation's state and progress, and the files it could not read."""
+
+    operation: OperationView
+    problems: list[IngestProblem]
+    more_problems: int
+
+
+def ingest_view(operation: Operation) -> IngestView:
+    progress = (operation.metadata or {}).get("progress")
+    summary = IngestSummary.model_validate(progress) if isinstance(progress, dict) else IngestSummary()
+    problems = summary.problems or []
+    return IngestView(operation_view(operation), problems[:PROBLEMS_SHOWN], max(len(problems) - PROBLEMS_SHOWN, 0))
 
 
 @dataclass(frozen=True)
@@ -102,12 +127,23 @@ class KnowledgePages:
         source = next((found for found in await self._data_sources(viewer) if found.name == name), None)
         if source is None:
             raise NotFound(f"there is no data source {name}")
-        return await self._search(request, viewer, source)
+        return await self._search(request, viewer, source, await self._ingests(viewer, name))
+
+    async def _ingests(self, viewer: Viewer, source: str) -> list[IngestView]:
+        """The caller's ingests into ``source`` among their newest ``INGESTS_READ`` operations (the operations
+        tool filters on ``done`` alone, so this reads one bounded page and picks; the operations page has all)."""
+        if not self.console.tools.may_call("list_operations", viewer.caller):
+            return []
+        listed = await self.console.tools.call("list_operations", {"name": str(INGESTS), "pageSize": INGESTS_READ},
+                                               viewer.caller, ListOperationsResponse)
+        return [ingest_view(operation) for operation in listed.operations or []
+                if (operation.metadata or {}).get("dataSource") == source]
 
     async def search(self, request: Request, viewer: Viewer) -> Response:
         return await self._search(request, viewer, None)
 
-    async def _search(self, request: Request, viewer: Viewer, source: DataSource | None) -> Response:
+    async def _search(self, request: Request, viewer: Viewer, source: DataSource | None,
+                      ingests: list[IngestView] | None = None) -> Response:
         query = request.query_params
         text = query.get("query", "").strip()
         filter_text = query.get("filter", "").strip()
@@ -131,8 +167,8 @@ class KnowledgePages:
         return self.console.render(
             request, "knowledge_search.html", viewer, status=400 if problem else 200, source=source,
             query_text=text, filter_text=filter_text, page_size=size or "", asked=bool(text), chunks=chunks,
-            documents=documents, problem=problem, next_page=next_page,
-            first_page=page_link(request, "") if token else "")
+            documents=documents, problem=problem, next_page=next_page, ingests=ingests or [],
+            operations=f"/console/{INGESTS}/operations", first_page=page_link(request, "") if token else "")
 
     async def document(self, request: Request, viewer: Viewer) -> Response:
         name = f"documents/{request.path_params['path']}"

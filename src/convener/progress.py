@@ -26,6 +26,10 @@ from convener.outside.limits import PROGRESS_WAITING
 
 logger = logging.getLogger(__name__)
 
+Report = Callable[[float, float | None, str | None], None]
+"""``report(progress, total, message)``: progress as a tool reports it from its worker thread (how many so far,
+of how many, None when unknown, and what happened); an MCP progress notification if the caller asked for them."""
+
 Notify = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
 """Sends one MCP progress notification (``ctx.session.report_progress``); a no-op for a call without a token."""
 

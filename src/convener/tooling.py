@@ -30,13 +30,11 @@ from convener.api.protojson import ProtoModel, check_storable_json
 from convener.api.tool_schemas import INPUT_SHAPE, SchemaShape, compact, size_of
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.outside.request_sizes import check_request_size
-from convener.progress import Notify, ProgressRelay
+from convener.progress import Notify, ProgressRelay, Report
 from convener.toolsets import EVERYTHING, TOOLSETS, Selection
 
 logger = logging.getLogger(__name__)
 
-Report = Callable[[float, float | None, str | None], None]
-"""``report(progress, total, message)``: an MCP progress notification, if the caller asked for them."""
 
 @runtime_checkable
 class HasAttachments(Protocol):

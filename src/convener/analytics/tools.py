@@ -31,7 +31,8 @@ from convener.analytics.models import (
 from convener.analytics.pipeline import Emit, Table, datasource_of
 from convener.analytics.service import AnalyticsService
 from convener.auth.caller import Caller
-from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, Report, ToolRegistry, ToolSpec
+from convener.progress import Report
+from convener.tooling import CREATES, DELETES, READ_ONLY, UPDATES, ToolRegistry, ToolSpec
 
 ADMIN = ("analytics.admin",)
 ASKS = CREATES.model_copy(update={"destructive_hint": False, "idempotent_hint": False})

@@ -10,6 +10,7 @@ unchanged) and serializes to the stored JSON as it is.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Generic, TypeVar, get_args
 
 from pydantic import GetCoreSchemaHandler
@@ -18,6 +19,9 @@ from pydantic_core import PydanticCustomError, core_schema
 from convener.api.protojson import ProtoModel, wire_integer
 
 M = TypeVar("M", bound=ProtoModel)
+
+_LONG_INTEGER = re.compile(r"\d{16}")
+"""Sixteen digits in a row: maybe an integer past 2**53, which only a double can have been (``wire_integer``)."""
 
 class StoredBody(Generic[M]):
     """The proto3 JSON text of a ``kind``, as stored after it was validated: trusted, served without parsing.
@@ -50,7 +54,13 @@ class StoredBody(Generic[M]):
         return value
 
     def parse(self) -> M:
-        """The model itself, for code that works on its fields (validates again: not for hot paths)."""
+        """The model itself, for code that works on its fields (validates again). Pydantic's JSON parser reads
+        the text straight (decoding it into Python objects first cost as much again: a 500-turn conversation,
+        79 ms against 61 ms), unless it may hold a number PostgreSQL's JSONB printed as a long integer (1e23 as
+        100000000000000000000000): those are read back as the doubles they were, the slower way. Sixteen digits
+        inside a string only cost that speed."""
+        if _LONG_INTEGER.search(self.text) is None:
+            return self.kind.model_validate_json(self.text)
         return self.kind.model_validate(self.to_json())
 
     @classmethod

@@ -33,6 +33,7 @@ from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
 from convener.outside.limits import RUN_SESSION_DTMF, RUN_SESSION_TEXT
+from convener.progress import Report
 from convener.store.database import AnyRow, Database
 
 MAX_INPUTS = 100
@@ -65,10 +66,6 @@ def _check_input_sizes(inputs: Sequence[SessionInput]) -> None:
                 raise InvalidArgument(
                     f"inputs[{index}].{field} is {len(value)} characters long: at most {maximum} ({limit_name})"
                 )
-
-
-Report = Callable[[float, float | None, str | None], None]
-"""Progress as a tool reports it: how many so far, of how many (None: unknown), and what happened."""
 
 
 def happening(chunk: Chunk) -> str | None:

@@ -45,7 +45,6 @@ class WaitingCall:
 
     id: str
     name: str
-    tool: str
     args: str
     shape: str
     """A sketch of the answer the tool declares (``{"verified": boolean, …}``); empty when it declares none."""
@@ -118,8 +117,9 @@ class PlaygroundPages:
         app_name = _app(request)
         session = check_id(request.path_params["session"], "session")
         conversation = await self._conversation(viewer, app_name, session)
+        app = await self._call(viewer, "get_app", {"name": app_name}, App)
         if request.method == "GET":
-            return await self._page(request, viewer, app_name, session, conversation)
+            return await self._page(request, viewer, app, session, conversation)
         form = await self.console.checked_form(request)
         if isinstance(form, Response):
             return form
@@ -135,17 +135,17 @@ class PlaygroundPages:
         except ApiError as error:  # refused before the turn ran: the page, with the problem and what was typed
             if error.code not in SHOWN_PROBLEMS:
                 raise
-            return await self._page(request, viewer, app_name, session, conversation, text=text, kept=form,
+            return await self._page(request, viewer, app, session, conversation, text=text, kept=form,
                                     problem=f"{error.code.name}: {error.message}")
         except ValidationError as error:
-            return await self._page(request, viewer, app_name, session, conversation, text=text, kept=form,
+            return await self._page(request, viewer, app, session, conversation, text=text, kept=form,
                                     problem=f"INVALID_ARGUMENT: {describe_validation(error)}")
         sent = text if not calls else "your client's answer"
-        head = await self._page(request, viewer, app_name, session, conversation, sent=sent, working=True)
+        head = await self._page(request, viewer, app, session, conversation, sent=sent, working=True)
 
         async def finish(answer: RunSessionResponse | None, problem: str) -> Response:
             after = await self._conversation(viewer, app_name, session)
-            return await self._page(request, viewer, app_name, session, after, kept=form, problem=problem,
+            return await self._page(request, viewer, app, session, after, kept=form, problem=problem,
                                     text="" if answer is not None else text,
                                     shown_before=len(conversation.turns or ()))
 
@@ -160,14 +160,15 @@ class PlaygroundPages:
                 config[key] = f"{app_name}/{collection}/{check_id(chosen, key)}"
         return config
 
-    async def _page(self, request: Request, viewer: Viewer, app_name: str, session: str,
+    async def _page(self, request: Request, viewer: Viewer, app: App, session: str,
                     conversation: Conversation, *, text: str = "", problem: str = "", sent: str = "",
                     working: bool = False, shown_before: int | None = None,
                     kept: dict[str, str] | None = None) -> Response:
         """The session's page; ``kept``: the form just sent, whose start choices a session not yet started
         keeps for the next try."""
-        app = await self._call(viewer, "get_app", {"name": app_name}, App)
-        waiting = [] if working else [await self._waiting(viewer, conversation, call)
+        app_name = app.name or ""
+        declared = _Declared(self, viewer, conversation)
+        waiting = [] if working else [await self._waiting(declared, call)
                                       for call in waiting_calls(conversation)[:MAX_ANSWERED]]
         turns = turn_views(conversation)
         return self.console.render(
@@ -189,33 +190,17 @@ class PlaygroundPages:
             return Conversation()
         return conversation
 
-    async def _waiting(self, viewer: Viewer, conversation: Conversation, call: ToolCall) -> WaitingCall:
-        declared = await self._declared(viewer, conversation, call)
+    @staticmethod
+    async def _waiting(declared: "_Declared", call: ToolCall) -> WaitingCall:
         return WaitingCall(id=call.id or "", name=call.display_name or (call.tool or "tool").rsplit("/", 1)[-1],
-                           tool=call.tool or "", args=pretty(call.args or {}), shape=answer_shape(declared))
-
-    async def _declared(self, viewer: Viewer, conversation: Conversation, call: ToolCall) -> ClientFunction | None:
-        """The client function a call is to, as the version the session runs declares it (the draft's when it
-        runs the draft); None when it is gone, and any JSON is then taken."""
-        if not call.tool:
-            return None
-        try:
-            if conversation.app_version and not conversation.app_version.endswith("/-"):
-                version: AppVersion = await self._call(viewer, "get_app_version",
-                                                       {"name": conversation.app_version}, AppVersion)
-                snapshot = version.snapshot or AppSnapshot()
-                tool = next((t for t in snapshot.tools or () if t.name == call.tool), None)
-            else:
-                tool = await self._call(viewer, "get_tool", {"name": call.tool}, Tool)
-        except ApiError:
-            return None
-        return tool.client_function if tool is not None else None
+                           args=pretty(call.args or {}), shape=answer_shape(await declared(call)))
 
     async def _answers(self, viewer: Viewer, conversation: Conversation,
                        calls: list[tuple[str, str]]) -> list[dict[str, Any]]:
         """The input answering the waiting client tool calls with what was typed for each, read against the
         answer each tool declares."""
         waiting = {call.id: call for call in waiting_calls(conversation)}
+        declared = _Declared(self, viewer, conversation)
         responses = []
         for call_id, typed in calls:
             call = waiting.get(call_id)
@@ -224,11 +209,40 @@ class PlaygroundPages:
                                          "tab?); the page now shows what is")
             name = call.display_name or "the tool"
             try:
-                response = read_answer(typed, name, await self._declared(viewer, conversation, call))
+                response = read_answer(typed, name, await declared(call))
             except InvalidArgument as error:
                 raise InvalidArgument(f"{name}: {error.message}") from None
             responses.append({"id": call_id, "displayName": call.display_name, "response": response})
         return [{"toolResponses": {"toolResponses": responses}}]
+
+
+@dataclass
+class _Declared:
+    """The client function a call is to, as the version the session runs declares it (the draft's when it runs
+    the draft); None when it is gone, and any JSON is then taken. The version is read once for all the calls of
+    a request."""
+
+    pages: PlaygroundPages
+    viewer: Viewer
+    conversation: Conversation
+    _snapshot: AppSnapshot | None = None
+
+    async def __call__(self, call: ToolCall) -> ClientFunction | None:
+        if not call.tool:
+            return None
+        version = self.conversation.app_version
+        try:
+            if version and not version.endswith("/-"):
+                if self._snapshot is None:
+                    read: AppVersion = await self.pages._call(self.viewer, "get_app_version", {"name": version},
+                                                              AppVersion)
+                    self._snapshot = read.snapshot or AppSnapshot()
+                tool = next((t for t in self._snapshot.tools or () if t.name == call.tool), None)
+            else:
+                tool = await self.pages._call(self.viewer, "get_tool", {"name": call.tool}, Tool)
+        except ApiError:
+            return None
+        return tool.client_function if tool is not None else None
 
 
 def _message(text: str) -> str:

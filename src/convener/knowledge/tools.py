@@ -24,7 +24,8 @@ from convener.knowledge.models import (
 from convener.knowledge.operations import Ingests
 from convener.knowledge.service import KnowledgeService
 from convener.longrunning.models import Operation
-from convener.tooling import CREATES, DELETES, READ_ONLY, Report, ToolRegistry, ToolSpec
+from convener.progress import Report
+from convener.tooling import CREATES, DELETES, READ_ONLY, ToolRegistry, ToolSpec
 
 ADMIN = ("knowledge.admin",)
 

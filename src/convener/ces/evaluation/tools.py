@@ -44,7 +44,8 @@ from convener.longrunning.models import (
     WaitOperationRequest,
 )
 from convener.longrunning.service import OperationService
-from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, Report, ToolGroup, ToolSpec
+from convener.progress import Report
+from convener.tooling import CREATES, DELETES, READ_ONLY, RUNS, UPDATES, ToolGroup, ToolSpec
 
 # get_evaluation as seed 001 annotates it: read-only, not destructive, idempotent, closed world.
 EVALUATION_ABOUT = ("a golden evaluation (turns of user inputs and the expectations on what the agent does) or a "

@@ -68,18 +68,19 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
 def _begin_sqlite(connection: Connection) -> None:
     # IMMEDIATE takes the write lock at once: a transaction that reads and then writes cannot find,
     # at its first write, that another writer got there first (SQLite would fail it, not wait).
-    # Read-only transactions begin DEFERRED and run beside writers (WAL), and are made read-only in
-    # fact (query_only), so a write slipped into a read path fails at once instead of taking the lock
-    # from inside a snapshot. The flag is set at a begin whenever it differs from what the driver's connection
-    # last had (remembered in its ``info``, which lives as long as it does), so a pooled connection carries
-    # nothing over, and a run of transactions of one kind pays no statement for it.
-    mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-    query_only = mode == "DEFERRED"
-    info = connection.connection.info
-    if info.get("query_only") is not query_only:
-        connection.exec_driver_sql(f"PRAGMA query_only={'ON' if query_only else 'OFF'}")
-        info["query_only"] = query_only
-    connection.exec_driver_sql(f"BEGIN {mode}")
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _tune_sqlite_reader(dbapi_connection: Any, record: Any) -> None:
+    # A reading connection is read-only in fact (query_only), for as long as it lives: a write slipped into a read
+    # path fails at once instead of taking the lock from inside a snapshot.
+    _tune_sqlite(dbapi_connection, record)
+    dbapi_connection.execute("PRAGMA query_only=ON")
+
+
+def _begin_sqlite_reading(connection: Connection) -> None:
+    # DEFERRED: a reading runs beside writers (WAL) on the snapshot its first read takes.
+    connection.exec_driver_sql("BEGIN DEFERRED")
 
 
 class Database:
@@ -93,9 +94,16 @@ class Database:
             self.url, pool_pre_ping=self.dialect != "sqlite", json_deserializer=_load_json
         )
         self._write_lock = threading.RLock()
+        self._reading_engine = self.engine
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _tune_sqlite)
             event.listen(self.engine, "begin", _begin_sqlite)
+            # Readings have a pool of their own, of read-only connections: one pool for both had to switch a
+            # connection's query_only at most transactions of a run that alternates readings and writes
+            # (two statements of the 31 a golden evaluation ran).
+            self._reading_engine = create_engine(self.url, json_deserializer=_load_json)
+            event.listen(self._reading_engine, "connect", _tune_sqlite_reader)
+            event.listen(self._reading_engine, "begin", _begin_sqlite_reading)
 
     def migrate(self, revision: str = "head") -> None:
         """Bring the schema to ``revision``, the newest by default (a no-op when it is there).
@@ -190,9 +198,12 @@ class Database:
         write lock, and a read behind a long import would wait for it (and fail after busy_timeout)."""
         # PostgreSQL: the driver begins the transaction with its isolation level and READ ONLY, in the BEGIN it
         # sends anyway (a SET TRANSACTION after it cost each reading a round trip); the pool resets both.
-        options: dict[str, Any] = {"sqlite_begin": "DEFERRED"} if self.dialect == "sqlite" else {
-            "isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
-        with self.engine.connect().execution_options(**options) as connection, connection.begin():
+        if self.dialect == "sqlite":
+            with self._reading_engine.begin() as connection:
+                yield connection
+            return
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ",
+                                                     postgresql_readonly=True) as connection, connection.begin():
             yield connection
 
     def installation_secret(self, key: str = "page_token_secret") -> bytes:
@@ -211,3 +222,5 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._reading_engine is not self.engine:
+            self._reading_engine.dispose()

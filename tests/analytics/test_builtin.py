@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from sqlalchemy import Table, event, func, insert, select
+from sqlalchemy import Table, func, insert, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from convener.analytics import builtin
@@ -40,6 +40,7 @@ from convener.demo.chat import import_chat
 from convener.demo.deployments import install_deployment
 from convener.demo.loader import APP, install_app, run_script, scripts
 from convener.services import Services
+from tests.stores import listening
 from tests.chat.conftest import RecordsExport, micros, workspace
 from tests.conftest import BACKENDS, private_database
 
@@ -289,11 +290,8 @@ def test_row_cap_keeps_the_newest_rows(demo: Services) -> None:
     def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         statements.append(statement)
 
-    event.listen(demo.database.engine, "before_cursor_execute", record)
-    try:
+    with listening(demo.database, "before_cursor_execute", record):
         connection, loaded = copy(demo, Caller("users/ana"), row_cap=5)
-    finally:
-        event.remove(demo.database.engine, "before_cursor_execute", record)
 
     assert loaded == {"apps": 1, "conversations": 5, "evaluation_runs": 1, "evaluation_results": 5,
                       "chat_spaces": 4, "chat_messages": 5}

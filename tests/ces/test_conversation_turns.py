@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from convener.api.errors import AlreadyExists, NotFound
 from convener.api.protojson import Timestamp
@@ -24,6 +24,7 @@ from convener.ces.requests import DeleteConversationRequest, GetConversationRequ
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.ces.tables import conversation_turns, conversations
 from convener.services import Services
+from tests.stores import listening
 
 APP = AppName("p", "l", "a")
 
@@ -78,11 +79,8 @@ def statements(services: Services) -> Iterator[list[str]]:
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         seen.append(statement)
 
-    event.listen(services.database.engine, "before_cursor_execute", record)
-    try:
+    with listening(services.database, "before_cursor_execute", record):
         yield seen
-    finally:
-        event.remove(services.database.engine, "before_cursor_execute", record)
 
 
 # --- assembly ---------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event
 
 from convener.api.errors import InvalidArgument
 from convener.auth.caller import LOCAL_USER
@@ -23,6 +22,7 @@ from convener.services import Services
 from convener.store.database import Database
 from tests.conftest import empty_database
 from tests.knowledge.conftest import BASE_URL, name_of
+from tests.stores import listening
 
 QUERIES = ["install quill on linux", "quill's backup", "doesn't start", "it's the server's port", "backup restore", "log level debug", "storage quota gigabytes",
            "certificate upgrade connections", "quill", "brew homebrew upgrade", "data folder server"]
@@ -225,7 +225,11 @@ def test_a_warm_search_touches_no_connection(services: Services, docs: Path) -> 
     _fresh_index(knowledge, check_interval=3600.0)
     knowledge.ingest(IngestPlan.make(docs, BASE_URL))
     checkouts: list[object] = []
-    event.listen(services.database.engine, "checkout", lambda *args: checkouts.append(args))
+    with listening(services.database, "checkout", lambda *args: checkouts.append(args)):
+        _warm_searches(knowledge, checkouts)
+
+
+def _warm_searches(knowledge: KnowledgeService, checkouts: list[object]) -> None:
     filtered = 'data_source = "docs.quill.example" AND NOT uri : "faq"'
     first = [_search(knowledge, "quill backup install"), _search(knowledge, "quota", filter_text=filtered)]
     assert checkouts  # the index was built, the words tokenized

@@ -122,6 +122,10 @@ class PlayResult(Payload):
 
     result: int
     """The result's row; what it plays is the plan stored with it when the run started."""
+    app_pk: int | None = None
+    run_id: str | None = None
+    """The run the result belongs to (its app's row and ID), so that the claim need not look it up; None in a job
+    queued before jobs said so."""
 
 
 class RunExecutor:
@@ -136,9 +140,12 @@ class RunExecutor:
         self.task = Task(name="ces.play_evaluation_result", queue="evaluations", payload=PlayResult, run=self.play)
         jobs.register(self.task)
 
-    def submit(self, connection: Connection, result_pks: Sequence[int], operation: str) -> None:
-        """Queue a job per result, in the transaction that creates them; ``jobs.submitted()`` after the commit."""
-        self.jobs.submit(connection, self.task, (PlayResult(result=pk) for pk in result_pks), operation)
+    def submit(self, connection: Connection, app_pk: int, run_id: str, result_pks: Sequence[int],
+               operation: str) -> None:
+        """Queue a job per result of the run, in the transaction that creates them; ``jobs.submitted()`` after the
+        commit."""
+        self.jobs.submit(connection, self.task, (PlayResult(result=pk, app_pk=app_pk, run_id=run_id)
+                                                 for pk in result_pks), operation)
 
     def cancel(self, operation: str) -> None:
         """Cancel the run of an operation: its queued results are not run; running ones stop at their next turn."""
@@ -165,7 +172,7 @@ class RunExecutor:
         lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
         nothing, so each result's outcome is recorded exactly once.
         """
-        claimed = self._claim(job.result, attempt)
+        claimed = self._claim(job, attempt)
         if claimed is None:
             return
         row, caller = claimed
@@ -208,12 +215,12 @@ class RunExecutor:
         if recorded:  # waiters read the operation: wake them only when it changed
             self.operations.notify()
 
-    def _claim(self, result_pk: int, attempt: Attempt) -> tuple[AnyRow, Caller] | None:
+    def _claim(self, job: PlayResult, attempt: Attempt) -> tuple[AnyRow, Caller] | None:
         """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
         was cancelled (then it is CANCELLED) or it has settled. The attempt sees its operation's cancellation as
         the claim read it: its first question whether to stop needs no transaction of its own."""
         with self.database.transaction() as connection:
-            locked = self._locked(connection, result_pk)
+            locked = self._locked(connection, job)
             if locked is None:
                 return None
             row, run = locked
@@ -232,15 +239,18 @@ class RunExecutor:
         return row, Caller(run.initiated_by)
 
     @staticmethod
-    def _locked(connection: Connection, result_pk: int) -> tuple[AnyRow, AnyRow] | None:
-        """A result and its run as they are now, locked until the transaction ends: the run first, then the result,
-        the order every writer of both takes (``cancel`` too), so two writers wait for each other, never deadlock,
-        and neither decides on a state the other has just changed."""
-        found = connection.execute(_RESULT_RUN, {"pk": result_pk}).first()
-        if found is None:
-            return None
-        run = connection.execute(_RUN_LOCKED, {"app_pk": found.app_pk, "run_id": _run_id(found.evaluation_run)}).first()
-        row = connection.execute(_RESULT_LOCKED, {"pk": result_pk}).first()
+    def _locked(connection: Connection, job: PlayResult) -> tuple[AnyRow, AnyRow] | None:
+        """A job's result and its run as they are now, locked until the transaction ends: the run first, then the
+        result, the order every writer of both takes (``cancel`` too), so two writers wait for each other, never
+        deadlock, and neither decides on a state the other has just changed."""
+        app_pk, run_id = job.app_pk, job.run_id
+        if app_pk is None or run_id is None:  # a job that does not say: its result does
+            found = connection.execute(_RESULT_RUN, {"pk": job.result}).first()
+            if found is None:
+                return None
+            app_pk, run_id = found.app_pk, _run_id(found.evaluation_run)
+        run = connection.execute(_RUN_LOCKED, {"app_pk": app_pk, "run_id": run_id}).first()
+        row = connection.execute(_RESULT_LOCKED, {"pk": job.result}).first()
         return None if run is None or row is None else (row, run)
 
     def _outcome(self, row: AnyRow, caller: Caller, stop: ShouldStop) -> dict[str, Any]:

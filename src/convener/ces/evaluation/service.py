@@ -533,7 +533,7 @@ class EvaluationService:
             pks = connection.execute(select(evaluation_results.c.id).where(
                 evaluation_results.c.app_pk == app_pk, evaluation_results.c.evaluation_run == str(run_name),
             ).order_by(evaluation_results.c.create_time_us, evaluation_results.c.id)).scalars().all()
-            self.executor.submit(connection, pks, operation.name or "")
+            self.executor.submit(connection, app_pk, run_id, pks, operation.name or "")
         self.executor.jobs.submitted()
         return operation
 

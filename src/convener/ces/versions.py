@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, and_, bindparam, select
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.names import check_id
@@ -37,11 +37,13 @@ BLUEPRINT_COLLECTIONS = (AgentName.collection, ToolName.collection, ToolsetName.
 """What a draft's Blueprint is made of (besides the app's row): only these parts' etags key it, not the app's
 evaluations, datasets or versions, which can be many and do not change how a turn runs."""
 # Built once: every turn reads them, and building and keying a statement costs more CPU than SQLite takes to run it.
-_APP_ETAG = select(apps.c.etag).where(apps.c.id == bindparam("app_pk"))
-_PART_ETAGS = (select(definitions.c.collection, definitions.c.resource_id, definitions.c.etag)
-               .where(definitions.c.app_pk == bindparam("app_pk"),
-                      definitions.c.collection.in_(BLUEPRINT_COLLECTIONS))
-               .order_by(definitions.c.collection, definitions.c.resource_id))
+_DRAFT_ETAGS = (select(apps.c.etag, definitions.c.collection, definitions.c.resource_id, definitions.c.etag)
+                .select_from(apps.outerjoin(definitions, and_(definitions.c.app_pk == apps.c.id,
+                                                              definitions.c.collection.in_(BLUEPRINT_COLLECTIONS))))
+                .where(apps.c.id == bindparam("app_pk"))
+                .order_by(definitions.c.collection, definitions.c.resource_id))
+"""The app's etag beside each of its blueprint parts' (one row with no part when it has none): what the draft's
+Blueprint was built from, in one statement."""
 
 
 class KeptBlueprints:
@@ -75,9 +77,7 @@ class DraftBlueprints:
         self.kept = KeptBlueprints(size)
 
     def get(self, connection: Connection, app_pk: int, app: AppName) -> Blueprint:
-        app_etag = connection.scalar(_APP_ETAG, {"app_pk": app_pk})
-        part_etags = connection.execute(_PART_ETAGS, {"app_pk": app_pk}).all()
-        key = (app_pk, app_etag, tuple(tuple(row) for row in part_etags))
+        key = (app_pk, tuple(tuple(row) for row in connection.execute(_DRAFT_ETAGS, {"app_pk": app_pk})))
         return self.kept.get(key, lambda: draft_blueprint(connection, app_pk, app))
 
 

@@ -199,11 +199,12 @@ class RunExecutor:
     def _record(self, row: AnyRow, attempt: int, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
                 error: EvaluationErrorInfo | None = None) -> None:
         """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
+        run_id = _run_id(row.evaluation_run)
         with self.database.transaction() as connection:
             # The run first, then the result, as every writer of both (see ``_locked``); which run the claimed row
             # belongs to does not change.
-            run = connection.execute(_RUN_LOCKED, {"app_pk": row.app_pk, "run_id": _run_id(row.evaluation_run)}).first()
-            if run is None:
+            if self.database.locks_rows and connection.execute(
+                    _RUN_LOCKED, {"app_pk": row.app_pk, "run_id": run_id}).first() is None:
                 return  # deleted meanwhile
             # Stored only if still held by this attempt (not deleted, cancelled or taken over by a later attempt
             # meanwhile), and then the row is as the claim left it (only the holder writes a RUNNING result): its
@@ -211,7 +212,7 @@ class RunExecutor:
             settled = self._store(connection, row, state, outcome=outcome, error=error, attempt=attempt)
             if settled is None:
                 return
-            recorded = self._settle(connection, row.app_pk, run.run_id, [settled])
+            recorded = self._settle(connection, row.app_pk, run_id, [settled])
         if recorded:  # waiters read the operation: wake them only when it changed
             self.operations.notify()
 

@@ -7,22 +7,29 @@ exactly what the same key sees over MCP, and there is no second path to the stor
 
 from __future__ import annotations
 
-import queue
+import logging
+import math
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 from starlette.requests import Request
 
-from convener.api.errors import NotFound, PermissionDenied
+from convener.api.errors import NotFound, PermissionDenied, ResourceExhausted
 from convener.api.protojson import ProtoModel
 from convener.auth.caller import ANONYMOUS, Caller
 from convener.auth.http import is_loopback
 from convener.auth.keys import ApiKeys
 from convener.console.security import SESSION_COOKIE, Signer
+from convener.outside.limits import CONSOLE_STREAMS
 from convener.tooling import ToolRegistry, ToolSpec, authorize, parse_arguments
+
+logger = logging.getLogger(__name__)
 
 Resp = TypeVar("Resp", bound=ProtoModel)
 
@@ -44,6 +51,7 @@ class ConsoleTools:
             name: (service, spec) for service, registry in registries.items() for name, spec in registry.tools.items()
         }
         self._read_only = read_only
+        self._streams = threading.BoundedSemaphore(CONSOLE_STREAMS)
 
     def may_call(self, name: str, caller: Caller) -> bool:
         """Whether a link to what ``name`` shows is worth drawing for ``caller``."""
@@ -82,29 +90,43 @@ class ConsoleTools:
         if handler is None:
             yield _answer(name, await anyio.to_thread.run_sync(spec.handler, request, caller), response)
             return
-        # The work runs on a thread of its own and only ever puts into an unbounded queue, so a browser that
-        # reads slowly (or leaves) never holds it up; the answer is recorded whether or not it is read.
-        events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        # The work runs on a thread of its own and hands each event to the event loop, never to the browser: one
+        # that reads slowly (or leaves) never holds it up, and the answer is recorded whether or not it is read.
+        # The page waits on the loop, not on a worker thread: streams left open cannot use up the threads every
+        # tool call runs on. At most CONSOLE_STREAMS run at once; one more is refused before it starts.
+        if not self._streams.acquire(blocking=False):
+            raise ResourceExhausted(f"{CONSOLE_STREAMS} console pages are already running work in this server "
+                                    f"(console.streams); try again when one has finished")
+        token = anyio.lowlevel.current_token()
+        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
+
+        def put(kind: str, value: Any) -> None:
+            try:
+                anyio.from_thread.run_sync(send.send_nowait, (kind, value), token=token)
+            except Exception:  # noqa: BLE001 - the page left, or the loop is gone: nobody is left to show it to
+                logger.debug("console %s event dropped", name, exc_info=True)
 
         def report(done: float, total: float | None, text: str | None) -> None:
-            events.put(("report", text or ""))
+            put("report", text or "")
 
         def work() -> None:
             try:
-                events.put(("answer", handler(request, caller, report)))
+                put("answer", handler(request, caller, report))
             except BaseException as error:  # noqa: BLE001 - handed to the page, which shows or re-raises it
-                events.put(("error", error))
+                put("error", error)
+            finally:
+                self._streams.release()
 
         threading.Thread(target=work, name=f"console-{name}", daemon=True).start()
-        while True:
-            kind, value = await anyio.to_thread.run_sync(events.get)
-            if kind == "report":
-                yield value
-            elif kind == "error":
-                raise value
-            else:
-                yield _answer(name, value, response)
-                return
+        with send, receive:  # closed by the page, when it has the answer or leaves: later events are dropped
+            async for kind, value in receive:
+                if kind == "report":
+                    yield value
+                elif kind == "error":
+                    raise value
+                else:
+                    yield _answer(name, value, response)
+                    return
 
 
 def _answer(name: str, result: Any, response: type[Resp]) -> Resp:

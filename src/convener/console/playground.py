@@ -34,9 +34,11 @@ MAX_ANSWERED = 8
 """Client tool calls a page answers at once (each is two form fields; a form holds at most 20)."""
 CHOICES = 100
 """Agents, versions and deployments offered on the start form."""
-SHOWN_PROBLEMS = (Code.INVALID_ARGUMENT, Code.FAILED_PRECONDITION, Code.ABORTED, Code.NOT_FOUND)
+SHOWN_PROBLEMS = (Code.INVALID_ARGUMENT, Code.FAILED_PRECONDITION, Code.ABORTED, Code.NOT_FOUND,
+                  Code.RESOURCE_EXHAUSTED)
 """Errors of a turn that the person fixes from the page (a typo, an ended session, a turn run twice at once,
-an agent or version gone): shown above the message box, with what they typed kept."""
+an agent or version gone, too many pages running work at once): shown above the message box, with what they
+typed kept."""
 
 
 @dataclass(frozen=True)

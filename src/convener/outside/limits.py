@@ -151,6 +151,12 @@ ANALYTICS_RUNNING = limit("analytics.queries.running", 4, "queries", "data agent
                           "server, counting interrupted ones still stopping; more wait, up to their deadline")
 
 
+# --- the console ------------------------------------------------------------------------------------------
+
+CONSOLE_STREAMS = limit("console.streams", 8, "pages", "console pages running a tool's work while they stream it "
+                        "(a playground turn, a data agent's answer) at once in one server; one more is refused")
+
+
 # --- the gate: what a caller names outside the store -----------------------------------------------------
 
 GATE_PATH = limit("outside.path", 4096, "characters", "a file or folder path a caller names (Linux's own maximum)")

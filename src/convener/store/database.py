@@ -101,9 +101,11 @@ class Database:
             # IMMEDIATE takes the write lock at once: a transaction that reads and then writes cannot find, at its
             # first write, that another writer got there first (SQLite would fail it, not wait).
             _begin_sqlite_with(self.engine, "BEGIN IMMEDIATE")
+        if self.dialect == "sqlite" and parsed.database not in (None, "", ":memory:"):
             # Readings have a pool of their own, of read-only connections: one pool for both had to switch a
             # connection's query_only at most transactions of a run that alternates readings and writes
-            # (two statements of the 31 a golden evaluation ran).
+            # (two statements of the 31 a golden evaluation ran). (A database in memory is one connection's:
+            # there, readings share the writers' engine.)
             self._reading_engine = create_engine(self.url, json_deserializer=_load_json)
             event.listen(self._reading_engine, "connect", _tune_sqlite_reader)
             # DEFERRED: a reading runs beside writers (WAL) on the snapshot its first read takes.

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from backends import add_arguments, each_backend, median_ms, postgres_reachable
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from convener.auth.caller import Caller
 from convener.chat.importing import ChatImporter, ImportProgress
@@ -464,11 +464,8 @@ def captured(services: Services) -> Iterator[list[tuple[str, Any]]]:
         if "FROM chat_messages" in statement:
             seen.append((statement, parameters))
 
-    event.listen(services.database.engine, "before_cursor_execute", listen)
-    try:
+    with services.database.listening("before_cursor_execute", listen):
         yield seen
-    finally:
-        event.remove(services.database.engine, "before_cursor_execute", listen)
 
 
 def explain(services: Services, statement: str, parameters: Any, driver: bool = False) -> list[str]:

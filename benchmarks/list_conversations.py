@@ -39,7 +39,7 @@ from typing import Any
 import anyio
 from backends import add_arguments, each_backend
 from mcp import Client
-from sqlalchemy import bindparam, event, insert, text
+from sqlalchemy import bindparam, insert, text
 
 from convener.api.protojson import Timestamp
 from convener.auth.caller import LOCAL_USER
@@ -177,11 +177,8 @@ def explained(services: Services) -> Iterator[list[str]]:
         if "FROM ces_conversations" in statement:
             seen.append((statement, parameters))
 
-    event.listen(services.database.engine, "before_cursor_execute", listen)
-    try:
+    with services.database.listening("before_cursor_execute", listen):
         yield plan
-    finally:
-        event.remove(services.database.engine, "before_cursor_execute", listen)
     prefix = "EXPLAIN QUERY PLAN " if services.database.dialect == "sqlite" else "EXPLAIN (ANALYZE, BUFFERS) "
     with services.database.transaction() as connection:
         plan.extend(f"    {row[-1]}" for row in connection.exec_driver_sql(prefix + seen[-1][0], seen[-1][1]))

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, update
+from sqlalchemy import Engine, create_engine, update
 from sqlalchemy.engine import make_url
 
 from convener.analytics.tables import sql_sources
@@ -28,20 +28,6 @@ from convener.services import Services
 from convener.store.database import Database, normalise_url
 
 Prepare = Callable[[Services], str]
-
-
-@contextmanager
-def listening(database: Database, name: str, listener: Callable[..., None], *, remove: bool = True) -> Iterator[None]:
-    """``listener`` on the SQLAlchemy event ``name`` of every engine of the store (SQLite reads from a second
-    one) meanwhile; ``remove=False`` leaves it listening after (it must then be inert by itself)."""
-    for engine in database.engines:
-        event.listen(engine, name, listener)
-    try:
-        yield
-    finally:
-        if remove:
-            for engine in database.engines:
-                event.remove(engine, name, listener)
 """What fills a template besides the schema, run once on the template's services; what it returns is kept."""
 
 STORE_FILE = "convener.db"

@@ -40,7 +40,6 @@ from convener.demo.chat import import_chat
 from convener.demo.deployments import install_deployment
 from convener.demo.loader import APP, install_app, run_script, scripts
 from convener.services import Services
-from tests.stores import listening
 from tests.chat.conftest import RecordsExport, micros, workspace
 from tests.conftest import BACKENDS, private_database
 
@@ -290,7 +289,7 @@ def test_row_cap_keeps_the_newest_rows(demo: Services) -> None:
     def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         statements.append(statement)
 
-    with listening(demo.database, "before_cursor_execute", record):
+    with demo.database.listening("before_cursor_execute", record):
         connection, loaded = copy(demo, Caller("users/ana"), row_cap=5)
 
     assert loaded == {"apps": 1, "conversations": 5, "evaluation_runs": 1, "evaluation_results": 5,

@@ -24,7 +24,6 @@ from convener.ces.requests import DeleteConversationRequest, GetConversationRequ
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.ces.tables import conversation_turns, conversations
 from convener.services import Services
-from tests.stores import listening
 
 APP = AppName("p", "l", "a")
 
@@ -79,7 +78,7 @@ def statements(services: Services) -> Iterator[list[str]]:
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         seen.append(statement)
 
-    with listening(services.database, "before_cursor_execute", record):
+    with services.database.listening("before_cursor_execute", record):
         yield seen
 
 

@@ -22,7 +22,6 @@ from convener.services import Services
 from convener.store.database import Database
 from tests.conftest import empty_database
 from tests.knowledge.conftest import BASE_URL, name_of
-from tests.stores import listening
 
 QUERIES = ["install quill on linux", "quill's backup", "doesn't start", "it's the server's port", "backup restore", "log level debug", "storage quota gigabytes",
            "certificate upgrade connections", "quill", "brew homebrew upgrade", "data folder server"]
@@ -225,7 +224,7 @@ def test_a_warm_search_touches_no_connection(services: Services, docs: Path) -> 
     _fresh_index(knowledge, check_interval=3600.0)
     knowledge.ingest(IngestPlan.make(docs, BASE_URL))
     checkouts: list[object] = []
-    with listening(services.database, "checkout", lambda *args: checkouts.append(args)):
+    with services.database.listening("checkout", lambda *args: checkouts.append(args)):
         _warm_searches(knowledge, checkouts)
 
 

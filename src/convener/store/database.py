@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -122,6 +122,18 @@ class Database:
         """Every engine the store's connections come from (on SQLite, a second one for readings): what an observer
         of every statement listens on."""
         return (self.engine,) if self._reading_engine is self.engine else (self.engine, self._reading_engine)
+
+    @contextmanager
+    def listening(self, name: str, listener: Callable[..., Any]) -> Iterator[None]:
+        """``listener`` on SQLAlchemy's event ``name`` of every engine of the store meanwhile: how a benchmark or
+        a test watches the statements a path runs."""
+        for engine in self.engines:
+            event.listen(engine, name, listener)
+        try:
+            yield
+        finally:
+            for engine in self.engines:
+                event.remove(engine, name, listener)
 
     def migrate(self, revision: str = "head") -> None:
         """Bring the schema to ``revision``, the newest by default (a no-op when it is there).

@@ -88,6 +88,7 @@ def _services(settings: Settings, api_error_exit: int = 1) -> Iterator[Services]
         services = Services.open(settings)
     except ApiError as error:  # e.g. CONVENER_JOBS=procrastinate on a SQLite store
         raise _fail(error.code.name, error.message, 2) from None
+    _start_up_done()
     try:
         yield services
     except ApiError as error:
@@ -1016,9 +1017,30 @@ def data_agents(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> N
 
 
 def main() -> None:
+    global _starting
+    # Start-up (parsing the command, importing what it uses, opening the store) makes objects that live as long
+    # as the process: the collector's passes over them, a fifteenth of `eval run`'s start-up, free nothing. It is
+    # paused until the store is open (``_start_up_done``).
+    gc.disable()
+    _starting = True
     try:
         app()
     finally:
         # The command is done: the interpreter's collections at exit would walk every object its modules made
         # (a tenth of a second after `eval run`) before freeing them; frozen, they are freed without the walk.
         gc.freeze()
+        _start_up_done()
+
+
+_starting = False
+"""Whether ``main`` paused the collector for start-up (never when the app is invoked otherwise, as in tests)."""
+
+
+def _start_up_done() -> None:
+    """The collector runs again, over what the command makes from now on: what start-up made is frozen, so that
+    no full collection walks it again."""
+    global _starting
+    if _starting:
+        _starting = False
+        gc.freeze()
+        gc.enable()

@@ -504,15 +504,21 @@ def _all_evaluations(service: EvaluationService, app_name: AppName) -> list[str]
 
 def _wait_for_run(services: Services, operation: Operation) -> Operation:
     """Wait for the run's operation to finish, showing its progress (finished of total) on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from convener.auth.caller import LOCAL_USER
 
     # Not drawn when stderr is no terminal: a transient bar shows nothing there, and redrawing it ten times a
-    # second cost a run of quick evaluations a twentieth of its CPU.
+    # second cost a run of quick evaluations a twentieth of its CPU (and importing rich's progress display a
+    # hundredth of a second more).
+    if not err.is_terminal:
+        while not operation.done:
+            operation = services.runtime.operations.wait(operation.name or "", "600s", LOCAL_USER)
+        return operation
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),
-        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
+        TimeElapsedColumn(), console=err, transient=True,
     ) as progress:
         task = progress.add_task("evaluating", total=None, tally="")
 

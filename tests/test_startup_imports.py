@@ -27,11 +27,11 @@ HEAVY = ("sqlalchemy", "alembic", "pydantic_settings", "openai", "mcp", "mcp_typ
          "duckdb", "numpy", "sqlglot", "convener.config", "convener.services", "convener.store", "convener.server",
          "convener.ces", "convener.chat", "convener.knowledge", "convener.analytics", "convener.llm", "httpx", "httpx2",
          "yaml", "convener.ces.checks", "convener.ces.bundles", "convener.ces.transfers", "convener.ces.runtime.openapi",
-         "convener.ces.runtime.mcp_toolset")
-# What writing or moving app definitions needs, and calling OpenAPI or MCP tools or remote agents: playing
-# evaluations of an app with none of those needs none of it.
+         "convener.ces.runtime.mcp_toolset", "anyio", "rich.progress")
+# What writing or moving app definitions needs, calling OpenAPI or MCP tools or remote agents, relaying progress
+# to an MCP client or drawing it on a terminal: playing evaluations of an app with none of those needs none of it.
 NOT_FOR_PLAYING = {"httpx", "httpx2", "yaml", "convener.ces.checks", "convener.ces.bundles", "convener.ces.transfers",
-                   "convener.ces.runtime.openapi", "convener.ces.runtime.mcp_toolset"}
+                   "convener.ces.runtime.openapi", "convener.ces.runtime.mcp_toolset", "anyio", "rich.progress"}
 APP = "projects/nowhere/locations/global/apps/none"
 
 # Runs the command as ``python -m convener`` does, then prints the HEAVY modules it imported.

@@ -25,7 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # Modules that cost from a tenth of a second to over a second to import, or that belong to one service alone.
 HEAVY = ("sqlalchemy", "alembic", "pydantic_settings", "openai", "mcp", "mcp_types", "starlette", "uvicorn", "bs4",
          "duckdb", "numpy", "sqlglot", "convener.config", "convener.services", "convener.store", "convener.server",
-         "convener.ces", "convener.chat", "convener.knowledge", "convener.analytics", "convener.llm")
+         "convener.ces", "convener.chat", "convener.knowledge", "convener.analytics", "convener.llm", "httpx", "httpx2",
+         "yaml", "convener.ces.checks", "convener.ces.bundles", "convener.ces.transfers", "convener.ces.runtime.openapi",
+         "convener.ces.runtime.mcp_toolset", "anyio", "rich.progress")
+# What writing or moving app definitions needs, calling OpenAPI or MCP tools or remote agents, relaying progress
+# to an MCP client or drawing it on a terminal: playing evaluations of an app with none of those needs none of it.
+NOT_FOR_PLAYING = {"httpx", "httpx2", "yaml", "convener.ces.checks", "convener.ces.bundles", "convener.ces.transfers",
+                   "convener.ces.runtime.openapi", "convener.ces.runtime.mcp_toolset", "anyio", "rich.progress"}
 APP = "projects/nowhere/locations/global/apps/none"
 
 # Runs the command as ``python -m convener`` does, then prints the HEAVY modules it imported.
@@ -72,6 +78,30 @@ def test_eval_run_imports_no_server_chat_analytics_or_model_client(tmp_path: Pat
     assert "convener.ces" in found
     assert not found & {"openai", "mcp", "mcp_types", "duckdb", "sqlglot", "convener.server", "convener.chat",
                         "convener.analytics"}
+
+
+def test_playing_a_golden_evaluation_imports_no_definition_checks_bundles_or_http_clients(tmp_path: Path) -> None:
+    from convener.auth.caller import LOCAL_USER
+    from convener.ces.evaluation.models import Evaluation
+    from convener.config import Settings
+    from convener.demo.loader import APP as DEMO, install_app
+    from convener.services import Services
+
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    try:
+        install_app(services)
+        orders = f"{DEMO}/agents/orders"
+        golden = Evaluation.model_validate({"displayName": "Order status", "golden": {"turns": [{"steps": [
+            {"userInput": {"text": "What's the status of order AC-1001?"}},
+            {"expectation": {"agentTransfer": {"targetAgent": orders}}},
+            {"expectation": {"toolCall": {"tool": f"{DEMO}/tools/lookup_order", "args": {"order_id": "AC-1001"}}}},
+        ]}]}})
+        services.runtime.evaluations.create_evaluation(str(DEMO), "status", golden, LOCAL_USER)
+    finally:
+        services.close()
+    found = imported(["eval", "run", "--app", str(DEMO), "--evaluation", "status"], tmp_path)
+    assert {"convener.ces", "sqlalchemy"} <= found  # the command reached the store and played the run
+    assert not found & NOT_FOR_PLAYING
 
 
 def test_terminal_chat_imports_no_analytics_knowledge_or_server(tmp_path: Path) -> None:

@@ -17,12 +17,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
-
-import anyio
-import anyio.from_thread
+from typing import TYPE_CHECKING, Any
 
 from convener.outside.limits import PROGRESS_WAITING
+
+# anyio is imported by the relay, which runs on the server's event loop: the work that reports progress (a
+# session, an evaluation run, a command that prints its own) needs only ``Report``.
+if TYPE_CHECKING:
+    import anyio
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,8 @@ class ProgressRelay:
                 self._waiting.append(update)
             wake, self._wake = self._wake, None
         if wake is not None:
+            import anyio.from_thread
+
             try:
                 anyio.from_thread.run_sync(wake.set)
             except Exception:  # noqa: BLE001 - the loop is gone (shutting down): nothing will be sent anyway
@@ -84,6 +88,8 @@ class ProgressRelay:
             wake.set()
 
     async def run(self) -> None:
+        import anyio
+
         while True:
             wake: anyio.Event | None = None
             with self._lock:

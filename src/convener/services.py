@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
+from convener.built_once import BuiltOnce
 from convener.config import Settings
 from convener.jobs.model import ClaimedJob, Unrunnable
 from convener.jobs.queue import Jobs
@@ -75,23 +76,14 @@ class Services:
     settings: Settings
     database: Database
     tokens: PageTokens
-    _built: dict[str, Any] = field(init=False, default_factory=dict)
-    # Re-entrant: building a service builds those it needs (the runtime needs the job queue); one lock so that
-    # a worker thread building services for a job and a request building them never make two of one service.
-    _building: threading.RLock = field(init=False, default_factory=threading.RLock)
+    # Building a service builds those it needs (the runtime needs the job queue).
+    _built: BuiltOnce = field(init=False, default_factory=BuiltOnce)
     _provider: ModelProvider | None = field(init=False, default=None)
     _provider_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def _once(self, name: str, build: Callable[[], Built]) -> Built:
         """The service ``name``, built by ``build`` on first use."""
-        try:
-            return cast(Built, self._built[name])
-        except KeyError:
-            pass
-        with self._building:
-            if name not in self._built:
-                self._built[name] = build()
-            return cast(Built, self._built[name])
+        return self._built.get(name, build)
 
     @property
     def apps(self) -> AppService:
@@ -139,14 +131,14 @@ class Services:
 
     def _enlist_tasks(self) -> None:
         """Build the services that define tasks, so that this process's workers know every task."""
-        self.runtime  # noqa: B018 (built for the tasks it registers)
+        self.runtime.enlist_tasks()
         self.ingests  # noqa: B018
 
     @property
     def runtime(self) -> Runtime:
         from convener.ces.runtime_services import Runtime
 
-        return self._once("runtime", lambda: Runtime.build(
+        return self._once("runtime", lambda: Runtime(
             self.database, self.tokens, self.settings, self.apps, self.conversations, self.provider,
             self.operations, self.jobs, self.gate))
 
@@ -241,7 +233,7 @@ class Services:
 
     def close(self) -> None:
         # Not under the building lock: stopping the job queue waits for a worker thread that may be building.
-        built = dict(self._built)
+        built = self._built.snapshot()
         if "jobs" in built:
             built["jobs"].close()
         if "analytics" in built:

@@ -243,6 +243,14 @@ class ProtoModel(BaseModel):
         return copied
 
 
+class CallMessage(ProtoModel):
+    """Base of a method's request and response messages. Each is validated once per call of its method and is
+    part of no other message, so its validator is built on its first call: a command builds those of the methods
+    it calls, not those of every method of the services it imports."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 @functools.cache
 def _schema_of(model: type[ProtoModel]) -> str:
     return json.dumps(model.model_json_schema(by_alias=True, mode="validation"))

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import inspect
 import re
-import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from convener.api.errors import InvalidArgument
 from convener.api.protojson import Duration
@@ -32,9 +31,10 @@ from convener.ces.definitions import (
 )
 from convener.ces.names import AgentName, AppChildName, GuardrailName, ToolName, ToolsetName
 from convener.ces.runtime import content_filter
-from convener.ces.runtime.mcp_toolset import McpEndpoint, check_endpoint
+from convener.ces.runtime.mcp_toolset import check_endpoint, endpoint_of
 from convener.ces.runtime.openapi import parse_operation
 from convener.ces.runtime.playbook import PlaybookDefinition
+from convener.ces.runtime.signatures import parameters_of
 from convener.ces.schemas import check_json_schema
 from convener.config import Settings
 from convener.outside.callables import load_callable
@@ -88,28 +88,6 @@ def _cycle_through(agent_id: str, children: list[str], graph: dict[str, list[str
         seen.add(current)
         stack.extend((child, [*path, child]) for child in graph.get(current, ()))
     return None
-
-
-def parameters_of(function: Callable[..., Any], field: str) -> dict[str, Any]:
-    """A JSON Schema for a Python function's keyword parameters, from its type annotations."""
-    try:
-        hints = typing.get_type_hints(function)
-    except Exception:  # noqa: BLE001 - unresolvable annotations fall back to untyped parameters
-        hints = {}
-    fields: dict[str, Any] = {}
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        annotation = hints.get(parameter.name, Any)
-        default = ... if parameter.default is parameter.empty else parameter.default
-        fields[parameter.name] = (annotation, default)
-    try:
-        model: type[BaseModel] = create_model(f"{getattr(function, '__name__', 'tool')}_parameters", **fields)
-        schema: dict[str, Any] = model.model_json_schema()
-    except Exception as error:  # noqa: BLE001 - a signature pydantic cannot describe is the definer's problem
-        raise InvalidArgument(f"{field}: cannot derive parameters from the signature: {error}"[:300]) from None
-    schema.pop("title", None)
-    return schema
 
 
 class Checks:
@@ -273,15 +251,6 @@ def _check_action(action: TriggerAction, owner: AppChildName, parts: AppParts) -
             raise InvalidArgument(f"{field}: {value} is not in the app {owner.app_name}")
         if not parts.exists("agents", agent.id):
             raise InvalidArgument(f"{field}: agent {value} does not exist")
-
-
-def endpoint_of(spec: McpToolset) -> McpEndpoint:
-    return McpEndpoint(
-        server_address=spec.server_address,
-        command=spec.command,
-        args=tuple(spec.args or ()),
-        headers=dict(spec.custom_headers or {}),
-    )
 
 
 def tool_display_name(tool: Tool) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from convener.api.protojson import ProtoModel
+from convener.api.protojson import CallMessage
 from convener.api.stored import StoredBody
 from convener.ces.definitions import AppVersion
 from convener.ces.models import App, Conversation, PageSize, PageToken, Source
@@ -12,7 +12,7 @@ from convener.ces.models import App, Conversation, PageSize, PageToken, Source
 FILTER_DESCRIPTION = "AIP-160 filter, e.g. 'turnCount > 2 AND inputTypes:INPUT_TYPE_TEXT'. See https://google.aip.dev/160."
 
 
-class ListConversationsRequest(ProtoModel):
+class ListConversationsRequest(CallMessage):
     parent: str = Field(description="Required. The app to list conversations from: projects/{project}/locations/{location}/apps/{app}")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -25,94 +25,94 @@ class ListConversationsRequest(ProtoModel):
     )
 
 
-class ListConversationsResponse(ProtoModel):
+class ListConversationsResponse(CallMessage):
     conversations: list[StoredBody[Conversation]] | None = None
     """Served as stored: each body was validated when it was written."""
     next_page_token: str | None = Field(None, description="Absent when there are no more pages.")
 
 
-class GetConversationRequest(ProtoModel):
+class GetConversationRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/conversations/{conversation}")
     source: Source | None = Field(None, description="Optional. The source the conversation is expected to have.")
 
 
-class DeleteConversationRequest(ProtoModel):
+class DeleteConversationRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/conversations/{conversation}")
 
 
-class Empty(ProtoModel):
+class Empty(CallMessage):
     """google.protobuf.Empty."""
 
 
-class CreateAppRequest(ProtoModel):
+class CreateAppRequest(CallMessage):
     parent: str = Field(description="Required. projects/{project}/locations/{location}")
     app_id: str | None = Field(None, description="ID of the new app; generated when unset.")
     app: App = Field(description="Required. The app to create; name and output-only fields are ignored.")
 
 
-class GetAppRequest(ProtoModel):
+class GetAppRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
 
 
-class ListAppsRequest(ProtoModel):
+class ListAppsRequest(CallMessage):
     parent: str = Field(description="Required. projects/{project}/locations/{location}")
     page_size: PageSize = None
     page_token: PageToken = None
     filter: str | None = Field(None, description="AIP-160 filter over displayName, createTime, updateTime.")
 
 
-class ListAppsResponse(ProtoModel):
+class ListAppsResponse(CallMessage):
     apps: list[App] | None = None
     next_page_token: str | None = None
 
 
-class UpdateAppRequest(ProtoModel):
+class UpdateAppRequest(CallMessage):
     app: App = Field(description="Required. The app with its name set and the fields to change.")
     update_mask: str | None = Field(
         None, description='Comma-separated fields to update, e.g. "displayName,description"; unset or "*" updates all.'
     )
 
 
-class DeleteAppRequest(ProtoModel):
+class DeleteAppRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     etag: str | None = Field(None, description="If set, must match the app's current etag.")
 
 
-class CreateAppVersionRequest(ProtoModel):
+class CreateAppVersionRequest(CallMessage):
     parent: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     app_version_id: str | None = Field(None, description="ID of the new version; generated when unset.")
     app_version: AppVersion = Field(description="Required. displayName and description; the snapshot is taken now.")
 
 
-class GetAppVersionRequest(ProtoModel):
+class GetAppVersionRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/versions/{version}")
 
 
-class ListAppVersionsRequest(ProtoModel):
+class ListAppVersionsRequest(CallMessage):
     parent: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     page_size: PageSize = None
     page_token: PageToken = None
 
 
-class ListAppVersionsResponse(ProtoModel):
+class ListAppVersionsResponse(CallMessage):
     app_versions: list[AppVersion] | None = None
     next_page_token: str | None = None
 
 
-class DeleteAppVersionRequest(ProtoModel):
+class DeleteAppVersionRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/versions/{version}")
     etag: str | None = Field(None, description="If set, must match the version's etag.")
 
 
-class ExportAppRequest(ProtoModel):
+class ExportAppRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
 
 
-class ExportAppResponse(ProtoModel):
+class ExportAppResponse(CallMessage):
     app_content: str | None = Field(None, description="The app, agents, tools and toolsets as YAML.")
 
 
-class ImportAppRequest(ProtoModel):
+class ImportAppRequest(CallMessage):
     parent: str = Field(description="Required. projects/{project}/locations/{location}")
     app_id: str | None = Field(None, description="ID of the app to write; the file's id when unset.")
     app_content: str = Field(description="Required. YAML as export_app writes it.")

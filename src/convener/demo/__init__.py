@@ -12,6 +12,20 @@ message no Slack export can hold) and issues keys for two of its people, ana and
 
 from __future__ import annotations
 
-from convener.demo.loader import APP, load_demo
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["APP", "load_demo"]
+
+# The loader (and the chat, knowledge and analytics services it fills) is imported when first asked for, not
+# with this package: the package is also the home of the demo's python tools, which every process that runs
+# a python tool imports (``convener.outside.callables`` registers them), and which need none of it.
+if TYPE_CHECKING:
+    from convener.demo.loader import APP, load_demo
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name in __all__:
+            from convener.demo import loader
+
+            return getattr(loader, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from convener.api.protojson import ProtoModel
+from convener.api.protojson import CallMessage
 from convener.ces.evaluation.models import (
     Evaluation,
     EvaluationConfig,
@@ -22,13 +22,13 @@ ORDER_BY = ('"update_time" (the default, newest first), "create_time" (newest fi
             '" desc"/" asc" may follow.')
 
 
-class GetEvaluationRequest(ProtoModel):
+class GetEvaluationRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/evaluations/{evaluation}")
     last_ten_results: bool | None = Field(
         None, description="Convener extension: also return lastTenResults, as list_evaluations does.")
 
 
-class ListEvaluationsRequest(ProtoModel):
+class ListEvaluationsRequest(CallMessage):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -42,19 +42,19 @@ class ListEvaluationsRequest(ProtoModel):
     last_ten_results: bool | None = Field(None, description="Return each evaluation's last ten results, newest first.")
 
 
-class ListEvaluationsResponse(ProtoModel):
+class ListEvaluationsResponse(CallMessage):
     evaluations: list[Evaluation] | None = None
     next_page_token: str | None = None
 
 
-class DeleteEvaluationRequest(ProtoModel):
+class DeleteEvaluationRequest(CallMessage):
     name: str = Field(description="Required. The evaluation to delete, with its results.")
     force: bool | None = Field(
         None, description="Also remove it from the datasets that list it; otherwise such an evaluation is not deleted.")
     etag: str | None = Field(None, description="If set, must match the evaluation's current etag.")
 
 
-class GenerateEvaluationRequest(ProtoModel):
+class GenerateEvaluationRequest(CallMessage):
     conversation: str = Field(
         description="Required. projects/{project}/locations/{location}/apps/{app}/conversations/{conversation}")
     evaluation_id: str | None = Field(None, description="Convener extension: ID of the new evaluation.")
@@ -62,7 +62,7 @@ class GenerateEvaluationRequest(ProtoModel):
         None, description="Convener extension: its displayName; by default derived from the conversation.")
 
 
-class RunEvaluationRequest(ProtoModel):
+class RunEvaluationRequest(CallMessage):
     app: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     evaluations: list[str] | None = Field(None, description="Evaluations to run (…/evaluations/{evaluation}).")
     evaluation_dataset: str | None = Field(None, description="A dataset whose evaluations to run, instead.")
@@ -78,7 +78,7 @@ class RunEvaluationRequest(ProtoModel):
     generate_latency_report: bool | None = Field(None, description="Accepted; latencies are always on results.")
 
 
-class SimulateScenarioRequest(ProtoModel):
+class SimulateScenarioRequest(CallMessage):
     app: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     scenario: Scenario = Field(description="Required. The scenario to simulate, as in create_evaluation: task, "
                                            "userFacts, maxTurns, milestones, rubrics, scenarioExpectations, ….")
@@ -86,7 +86,7 @@ class SimulateScenarioRequest(ProtoModel):
     app_version: str | None = Field(None, description="…/versions/{version} to run; the draft when unset.")
 
 
-class SimulateScenarioResponse(ProtoModel):
+class SimulateScenarioResponse(CallMessage):
     conversation: str | None = Field(None, description="The recorded conversation (source SIMULATOR).")
     ended_by: str | None = Field(None, description="Why the conversation ended.")
     turn_count: int | None = Field(None, description="How many turns were simulated.")
@@ -97,11 +97,11 @@ class SimulateScenarioResponse(ProtoModel):
     scenario_result: ScenarioResult | None = Field(None, description="The score, field for field as in a run.")
 
 
-class GetEvaluationRunRequest(ProtoModel):
+class GetEvaluationRunRequest(CallMessage):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/evaluationRuns/{evaluationRun}")
 
 
-class ListEvaluationRunsRequest(ProtoModel):
+class ListEvaluationRunsRequest(CallMessage):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -109,20 +109,20 @@ class ListEvaluationRunsRequest(ProtoModel):
     order_by: str | None = Field(None, description='"create_time" (the default, newest first) or "name".')
 
 
-class ListEvaluationRunsResponse(ProtoModel):
+class ListEvaluationRunsResponse(CallMessage):
     evaluation_runs: list[EvaluationRun] | None = None
     next_page_token: str | None = None
 
 
-class DeleteEvaluationRunRequest(ProtoModel):
+class DeleteEvaluationRunRequest(CallMessage):
     name: str = Field(description="Required. A finished run to delete, with its results.")
 
 
-class GetEvaluationResultRequest(ProtoModel):
+class GetEvaluationResultRequest(CallMessage):
     name: str = Field(description="Required. …/apps/{app}/evaluations/{evaluation}/results/{result}")
 
 
-class ListEvaluationResultsRequest(ProtoModel):
+class ListEvaluationResultsRequest(CallMessage):
     parent: str = Field(description="Required. …/apps/{app}/evaluations/{evaluation}, or …/evaluations/- for all.")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -132,16 +132,16 @@ class ListEvaluationResultsRequest(ProtoModel):
     order_by: str | None = Field(None, description='"create_time" (the default, newest first).')
 
 
-class ListEvaluationResultsResponse(ProtoModel):
+class ListEvaluationResultsResponse(CallMessage):
     evaluation_results: list[EvaluationResult] | None = None
     next_page_token: str | None = None
 
 
-class DeleteEvaluationResultRequest(ProtoModel):
+class DeleteEvaluationResultRequest(CallMessage):
     name: str = Field(description="Required. …/apps/{app}/evaluations/{evaluation}/results/{result}")
 
 
-class ImportAdkRequest(ProtoModel):
+class ImportAdkRequest(CallMessage):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     content: str = Field(description="Required. An ADK *.evalset.json or *.test.json file's text.")
     source: str | None = Field(None, description="The file's name, noted on the evaluations.")
@@ -151,7 +151,7 @@ class ImportAdkRequest(ProtoModel):
                           "response_match_score 0.8.")
 
 
-class ImportAdkResponse(ProtoModel):
+class ImportAdkResponse(CallMessage):
     evaluations: list[Evaluation] | None = None
     warnings: list[str] | None = Field(
         None, description="The criteria that were not applied (e.g. those needing a model judge when none is "

@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import httpx
 from pydantic import Field, ValidationError
 
 from convener.api.errors import ApiError, describe_validation
@@ -385,6 +384,8 @@ class ProtocolKind:
 
 
 def _post(ctx: TurnContext, agent: Agent, request: dict[str, Any]) -> Any:
+    import httpx  # imported by the first remote agent's turn: apps of other kinds never need it
+
     assert agent.remote_agent is not None
     spec = agent.remote_agent
     timeout = spec.timeout.seconds() if spec.timeout else DEFAULT_AGENT_TIMEOUT

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.types import CallToolResult, ContentBlock
 
+    from convener.ces.definitions import McpToolset
+
 T = TypeVar("T")
 
 TOOL_LIST_TTL = 30.0
@@ -91,6 +93,16 @@ class McpEndpoint:
             host = parts.netloc.rpartition("@")[2]
             return _clip(f"{parts.scheme}://{host}{parts.path}", 120)
         return _clip(PurePath(self.command or "").name or "the command", 80)
+
+
+def endpoint_of(spec: McpToolset) -> McpEndpoint:
+    """The server a toolset's definition names."""
+    return McpEndpoint(
+        server_address=spec.server_address,
+        command=spec.command,
+        args=tuple(spec.args or ()),
+        headers=dict(spec.custom_headers or {}),
+    )
 
 
 @dataclass(frozen=True)

@@ -12,21 +12,26 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from convener.api.errors import ApiError
-from convener.ces.checks import endpoint_of, parameters_of
 from convener.ces.definitions import Agent, Tool, Toolset
 from convener.ces.models import ToolCall, ToolResponse, ToolsetTool
-from convener.ces.runtime import mcp_toolset
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.entrypoints import call_with_deadline
 from convener.ces.runtime.failures import ToolFailure
-from convener.ces.runtime.openapi import OpenApiOperation, call_operation, parse_operation
+from convener.ces.runtime.signatures import parameters_of
 from convener.ces.runtime.tracing import Trace
 from convener.config import Settings
 from convener.outside.callables import load_callable
 from convener.llm.base import ToolDeclaration
+
+# The OpenAPI and MCP clients (httpx, yaml, anyio) are imported when an agent offers or calls such a tool, not
+# with this module: agents of Python functions alone, and evaluations that answer tool calls from their mocks,
+# never need them.
+if TYPE_CHECKING:
+    from convener.ces.runtime.mcp_toolset import McpEndpoint
+    from convener.ces.runtime.openapi import OpenApiOperation
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MAX_RESPONSE_CHARS = 200_000
@@ -79,6 +84,8 @@ def as_response(value: Any) -> dict[str, Any]:
 @functools.lru_cache(maxsize=128)
 def _operation_of(schema: str, name: str | None, url: str | None, hosts: tuple[str, ...]) -> OpenApiOperation:
     """An OpenAPI tool's operation, parsed (and, for a document given by URL, fetched) once, not per call."""
+    from convener.ces.runtime.openapi import parse_operation
+
     return parse_operation(schema, name=name, url=url, field="tool.openApiTool.openApiSchema", allowed_hosts=hosts)
 
 
@@ -135,6 +142,8 @@ class Toolbox:
             toolset = self.blueprint.toolsets.get(toolset_id)
             if toolset is None or toolset.mcp_toolset is None:
                 continue
+            from convener.ces.runtime import mcp_toolset
+
             try:
                 remote = mcp_toolset.list_tools(self._endpoint(toolset), timeout=self._timeout(toolset))
             except (ToolFailure, ApiError):
@@ -223,6 +232,8 @@ class Toolbox:
 
     def _execute(self, ref: ToolRef, args: dict[str, Any]) -> dict[str, Any]:
         if ref.toolset:
+            from convener.ces.runtime import mcp_toolset
+
             toolset = self.blueprint.toolsets.get(ref.toolset)
             if toolset is None or toolset.mcp_toolset is None:
                 raise ToolFailure(f"toolset {ref.toolset} does not exist", code="NOT_FOUND")
@@ -236,14 +247,18 @@ class Toolbox:
             function = self._function(tool)
             return as_response(call_with_deadline(lambda: function(**args), timeout, f"tool {ref.tool}"))
         if tool.open_api_tool is not None:
+            from convener.ces.runtime.openapi import call_operation
+
             return call_operation(self._operation(tool), args, timeout=timeout,
                                   allowed_hosts=self.settings.url_hosts)
         raise ToolFailure(f"tool {ref.tool} is not run by the server", code="FAILED_PRECONDITION")
 
-    def _endpoint(self, toolset: Toolset) -> mcp_toolset.McpEndpoint:
+    def _endpoint(self, toolset: Toolset) -> McpEndpoint:
         """The toolset's server, checked again now: the operator may have withdrawn a stdio command since."""
+        from convener.ces.runtime import mcp_toolset
+
         assert toolset.mcp_toolset is not None
-        endpoint = endpoint_of(toolset.mcp_toolset)
+        endpoint = mcp_toolset.endpoint_of(toolset.mcp_toolset)
         mcp_toolset.check_endpoint(endpoint, self.settings, "toolset.mcpToolset")
         return endpoint
 

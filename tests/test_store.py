@@ -21,8 +21,10 @@ from convener.chat.tables import FULL_TEXT_OBJECTS as CHAT_FULL_TEXT
 from convener.knowledge.tables import FULL_TEXT_OBJECTS as KNOWLEDGE_FULL_TEXT
 from convener.config import Settings
 from convener.services import Services
+from convener.store import database as database_module
 from convener.store.database import Database
 from convener.store.schema import Json, installation, metadata
+from tests.conftest import POSTGRES_URL
 
 EXPECTED_TABLES = {"installation", "api_keys", "ces_apps", "ces_conversations", "ces_conversation_turns", "ces_definitions",
                    "ces_sessions", "ces_evaluation_runs", "ces_evaluation_results", "ces_evaluation_aggregates", "ces_changelogs",
@@ -328,5 +330,33 @@ def test_a_transaction_that_defers_the_checkpoint_commits_and_leaves_the_connect
         assert logged < len(secret) * 64 * 2000  # the rows are in the log, not yet in the file
         database.checkpoint()
         assert (tmp_path / "store.db").stat().st_size > len(secret) * 64 * 2000
+    finally:
+        database.dispose()
+
+
+@pytest.mark.skipif(not POSTGRES_URL, reason="PostgreSQL is not configured (CONVENER_TEST_DATABASE_URL)")
+def test_a_postgresql_connection_is_pinged_only_after_idling_and_replaced_when_its_server_side_is_gone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    database = Database(POSTGRES_URL or "")
+    pings: list[object] = []
+    real_ping = database.engine.dialect.do_ping
+    monkeypatch.setattr(database.engine.dialect, "do_ping", lambda connection: pings.append(connection)
+                        or real_ping(connection))
+    try:
+        with database.reading() as connection:
+            first = connection.scalar(text("SELECT pg_backend_pid()"))
+        with database.transaction() as connection:  # used a moment ago: no round trip to ask
+            assert connection.scalar(text("SELECT pg_backend_pid()")) == first
+        assert pings == []
+        admin = Database(POSTGRES_URL or "")
+        try:  # its server side ends (a restart, a timeout)
+            with admin.transaction() as other:
+                assert other.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": first}) is True
+        finally:
+            admin.dispose()
+        monkeypatch.setattr(database_module, "IDLE_PING_SECONDS", 0.0)  # as if it had idled that long
+        with database.reading() as connection:  # the dead one is found out and replaced before it is used
+            assert connection.scalar(text("SELECT pg_backend_pid()")) != first
+        assert len(pings) >= 1
     finally:
         database.dispose()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any, TypeAlias
 
 from sqlalchemy import Connection, Engine, Row, create_engine, event, insert, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError
 
 from convener.api.protojson import wire_integer
 from convener.store.schema import installation
@@ -84,6 +85,31 @@ def _tune_sqlite_reader(dbapi_connection: Any, record: Any) -> None:
     dbapi_connection.execute("PRAGMA query_only=ON")
 
 
+IDLE_PING_SECONDS = 5.0
+"""A pooled PostgreSQL connection idle this long is pinged before it is handed out."""
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Hand out a pooled connection only once it answers, if it sat idle long enough to have lost its server
+    (restarted, or a network timeout). SQLAlchemy's ``pool_pre_ping`` pings at every checkout: a round trip more
+    for each of the several transactions of a tool call or an evaluation, for connections used a moment ago. A
+    connection whose ping fails is replaced (the pool retries with a fresh one)."""
+
+    @event.listens_for(engine, "checkin")
+    def idle_since(dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < IDLE_PING_SECONDS:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as error:  # noqa: BLE001 - any failure: the connection is not to be used
+            raise DisconnectionError(f"a pooled connection did not answer: {error}") from error
+
+
 class Database:
     def __init__(self, url: str) -> None:
         self.url = normalise_url(url)
@@ -91,9 +117,9 @@ class Database:
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite" and parsed.database not in (None, "", ":memory:"):
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        self.engine: Engine = create_engine(
-            self.url, pool_pre_ping=self.dialect != "sqlite", json_deserializer=_load_json
-        )
+        self.engine: Engine = create_engine(self.url, json_deserializer=_load_json)
+        if self.dialect != "sqlite":
+            _ping_when_idle(self.engine)
         self._write_lock = threading.RLock()
         self._reading_engine = self.engine
         if self.dialect == "sqlite":

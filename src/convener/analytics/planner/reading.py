@@ -791,6 +791,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.top = reading.top or 1
     reading.order_measure = column.name
     reading.descending = latest
+    if named is not None and reading.norm(named.start - 1) in ("which", "what"):
+        reading.ties = False  # "on which date was the earliest egg": the date itself, once
 
 
 def _names_time(reading: _Reading, index: int) -> bool:

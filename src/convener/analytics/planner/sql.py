@@ -462,7 +462,9 @@ def _with_ties(select: exp.Select, order: exp.Ordered, limit: int) -> exp.Select
     cutoff = select.copy().select(value.copy(), append=False, copy=False)
     cutoff = cutoff.order_by(order.copy(), copy=False).limit(1, copy=False).offset(limit - 1, copy=False)
     compare = exp.GTE if order.args.get("desc") else exp.LTE
-    condition = compare(this=value.copy(), expression=exp.Subquery(this=cutoff))
+    # Fewer rows than ``limit``: no cut-off value, and every row is kept.
+    condition = exp.or_(compare(this=value.copy(), expression=exp.Subquery(this=cutoff)),
+                        exp.Is(this=exp.Subquery(this=cutoff.copy()), expression=exp.Null()))
     if select.args.get("group"):
         return select.having(condition, copy=False).order_by(order.copy(), copy=False)
     return select.where(condition, copy=False).order_by(order.copy(), copy=False)

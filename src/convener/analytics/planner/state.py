@@ -73,7 +73,9 @@ class _Reading:
     scope: _Scope | None = None
     share_split: int | None = None
     share_conditions: list[_Filter] = field(default_factory=list)
-    ties: bool = False
+    ties: bool = True
+    """A ranking keeps the rows tied with its last ("the four lightest penguins" when two weigh the same):
+    cutting a tie at random would present an arbitrary row as the answer."""
     ratio: tuple[_Filter, _Filter] | None = None
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
     shown: list[str] = field(default_factory=list)

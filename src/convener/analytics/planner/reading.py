@@ -3,6 +3,7 @@ the mentions the catalog found."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 from sqlglot import exp
@@ -47,7 +48,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_LOW,
     _UNITS,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, stem
 
 
@@ -326,6 +327,26 @@ def _read_values(reading: _Reading) -> None:
         reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
 
 
+_TRUTH_WORDS = {"true": True, "false": False, "yes": True, "no": False}
+
+
+def _read_truth_words(reading: _Reading) -> None:
+    """"clutch_completion false", "whose returned is true": a true/false column named with the truth value
+    it must have, which the column's mention (read as "is true") then says."""
+    for mention in list(reading.mentions):
+        if not mention.is_value or reading.column(mention.target.column).type != BOOLEAN:
+            continue
+        at = mention.end
+        while reading.norm(at) in ("is", "was", "=", "equals") and reading.free(at):
+            at += 1
+        if reading.norm(at) not in _TRUTH_WORDS or not reading.free(at):
+            continue
+        truth = _TRUTH_WORDS[reading.norm(at)] == (mention.target.value == "true")
+        target = replace(mention.target, value="true" if truth else "false")
+        reading.mentions[reading.mentions.index(mention)] = _Mention(mention.start, at + 1, target, mention.source,
+                                                                     mention.ambiguous)
+
+
 def _drop_named_column(reading: _Reading, value: _Mention) -> None:
     """"Turbo-jet engines", "Dream island": the column a value belongs to, named right after it, is said by
     the value (even where the word could also name another column, as "engines" could)."""
@@ -424,6 +445,7 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 reading.mentions.remove(mention)
                 reading.used.update(range(mention.start, mention.end))
                 _note_term(reading, mention)
+                _read_key_bucket(reading, mention)
                 # "by species and island": each column joined by "and" is a key too
                 while reading.norm(mention.end) == "and" and reading.free(mention.end):
                     following = reading.mention_at(mention.end + 1)
@@ -437,6 +459,16 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index = mention.end
             continue
         index = after
+
+
+def _read_key_bucket(reading: _Reading, key: _Mention) -> None:
+    """"for each egg year", "per flight month": a date column named as a key, then a time bucket word, is
+    that column cut into the bucket (not grouped by its own days)."""
+    if reading.column(key.target.column).type not in TIME_TYPES or not reading.free(key.end) \
+            or reading.norm(key.end) not in _BUCKETS or reading.bucket not in (None, _BUCKETS[reading.norm(key.end)]):
+        return
+    reading.bucket = _BUCKETS[reading.norm(key.end)]
+    reading.used.add(key.end)
 
 
 def _is_order_measure(reading: _Reading, mention: _Mention, marker: tuple[str, ...]) -> bool:
@@ -820,6 +852,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_signs(reading)
     _read_missing(reading)
     _read_shown(reading)
+    _read_truth_words(reading)
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))

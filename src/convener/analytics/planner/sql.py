@@ -220,7 +220,7 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
                       order_word: str) -> tuple[_Query, str, str]:
     """The N best groups by their aggregate (or count), ranked by the value column's position."""
     if reading.measures:
-        reading.measures = [(column, agg or _top_default(reading)) for column, agg in reading.measures]
+        reading.measures = [(column, agg or _top_default(reading, descending)) for column, agg in reading.measures]
     keys = _keys(reading, dialect)
     values = _values(reading, dialect)
     first_value: exp.Expr = exp.Literal.number(len(keys) + 1)
@@ -235,12 +235,13 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
                          f"{_value_words(reading)}, {order_word} first")
 
 
-def _top_default(reading: _Reading) -> str:
-    """"Which variety has the most yield" sums; "which symbol has the highest price" takes the maximum."""
+def _top_default(reading: _Reading, descending: bool) -> str:
+    """"Which variety has the most yield" sums; "which symbol has the highest price" takes the maximum and
+    "which island had the earliest egg date" the minimum: the group ranked first holds the extreme row."""
     words = {token.norm for token in reading.tokens}
     if words & {"most", "least"}:
         return SUM
-    return MIN if words & {"lowest", "smallest", "minimum"} else MAX
+    return MIN if not descending or words & {"lowest", "smallest", "minimum"} else MAX
 
 
 def _value_words(reading: _Reading) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import plan_question
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 
 NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"), ColumnInfo("island", "STRING", samples=("North", "South")),
@@ -48,3 +48,68 @@ def test_a_date_key_named_with_a_bucket_word_is_cut_into_that_bucket(data: duckd
 def test_a_true_false_column_named_with_its_value(data: duckdb.DuckDBPyConnection, question: str,
                                                   expected: int) -> None:
     assert ask(data, question) == [(expected,)]
+
+
+# --- Two relationships to one table: the question's words of direction pick the one joined ---------------
+
+TRIPS = TableInfo("trips", (ColumnInfo("trip_id", "INTEGER"), ColumnInfo("start_station", "STRING",
+                                                                          "Station the trip left from"),
+                            ColumnInfo("end_station", "STRING", "Destination station of the trip"),
+                            ColumnInfo("minutes", "INTEGER")),
+                  description="One row per trip.")
+STATIONS = TableInfo("stations", (ColumnInfo("code", "STRING"), ColumnInfo("name", "STRING"),
+                                  ColumnInfo("elevation_feet", "INTEGER", "Elevation in feet")),
+                     description="One row per station.")
+BOTH_ENDS = (Relationship("trips", ("start_station",), "stations", ("code",)),
+             Relationship("trips", ("end_station",), "stations", ("code",)))
+STATION_NAMES = {"code": ["HI", "LO"], "name": ["Hill Top", "Low Park"],
+                 "start_station": ["HI", "LO"], "end_station": ["HI", "LO"]}
+
+
+@pytest.fixture(scope="module")
+def trips() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE trips (trip_id INTEGER, start_station VARCHAR, end_station VARCHAR, "
+                       "minutes INTEGER)")
+    connection.execute("CREATE TABLE stations (code VARCHAR, name VARCHAR, elevation_feet INTEGER)")
+    connection.execute("INSERT INTO trips VALUES (1, 'HI', 'LO', 10), (2, 'HI', 'LO', 20), (3, 'LO', 'HI', 30)")
+    connection.execute("INSERT INTO stations VALUES ('HI', 'Hill Top', 900), ('LO', 'Low Park', 10)")
+    yield connection
+    connection.close()
+
+
+def plan_trip(question: str) -> Plan:
+    return plan_question(question, [TRIPS, STATIONS], values_of=lambda _, column: STATION_NAMES.get(column, []),
+                         relationships=BOTH_ENDS)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trips went to Low Park?", 2), ("How many trips left from Low Park?", 1),
+    ("How many trips arrived at stations above 500 feet?", 1),
+    ("How many trips whose destination station is Hill Top?", 1),
+])
+def test_words_of_direction_pick_the_relationship(trips: duckdb.DuckDBPyConnection, question: str,
+                                                 expected: int) -> None:
+    made = plan_trip(question)
+    assert trips.execute(made.sql).fetchall() == [(expected,)], made.sql
+    assert "joined by trips." in made.explanation  # which end was taken is said
+
+
+def test_without_a_word_of_direction_neither_relationship_is_guessed() -> None:
+    with pytest.raises(NoPlan):
+        plan_trip("How many trips involve Hill Top?")
+
+
+def test_a_key_named_by_its_end_stays_the_key(trips: duckdb.DuckDBPyConnection) -> None:
+    made = plan_trip("Average minutes by start station")
+    assert sorted(trips.execute(made.sql).fetchall()) == [("HI", 15.0), ("LO", 30.0)]
+
+
+def test_a_tied_ranking_over_a_joined_column_joins_in_its_cut_off_too(trips: duckdb.DuckDBPyConnection) -> None:
+    made = plan_trip("What is the name of the station that received the most trips?")
+    assert trips.execute(made.sql).fetchall() == [("Low Park", 2)], made.sql
+
+
+def test_a_word_inside_a_value_is_not_a_ranking(trips: duckdb.DuckDBPyConnection) -> None:
+    made = plan_trip("How many trips left from Hill Top?")  # "Top" is part of the station's name
+    assert trips.execute(made.sql).fetchall() == [(2,)], made.sql

@@ -71,8 +71,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                                                                                    for name in names))]
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])
-    scope, mentions = _scope(table, everything, relationships, candidates)
-    reading = _read(scope.table, tokens, mentions, used, bucket, scope)
+    scope, mentions = _scope(table, everything, relationships, candidates, tokens)
+    reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope)
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
@@ -80,8 +80,12 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
     sql = _render(reading, query, dialect)
     where = _describe_filters(reading.filters)
-    read = (table.name, *(join.table.name for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql))
-    return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + ".",
+    used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]
+    read = (table.name, *(join.table.name for join in used_joins))
+    # Which of several ways to reach a table was taken ("airports by dest, not origin") is said.
+    by = "".join(f", {join.table.name} joined by {table.name}.{mine} = {join.table.name}.{theirs}"
+                 for join in used_joins if join.chosen for mine, theirs in join.on)
+    return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted)
 
 

@@ -605,6 +605,11 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     return catalog.tables[best], candidates
 
 
+_CLAUSE_WORDS = frozenset({"whose", "that", "which", "who", "where", "with", "having"})
+"""Words that end the noun phrase "how many …" counts: "how many trips whose destination station …" counts
+trips."""
+
+
 def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[str]:
     """The tables whose rows "how many …", "number of …" counts: those the noun phrase after it ends with
     ("how many Hawaiian Airlines flights" counts flights)."""
@@ -617,7 +622,7 @@ def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[st
             after += 1
         head: list[str] = []
         while after < len(tokens) and tokens[after].kind == "word" and not tokens[after].is_stopword \
-                and tokens[after].norm not in MEANINGFUL:
+                and tokens[after].norm not in MEANINGFUL and tokens[after].norm not in _CLAUSE_WORDS:
             named = [table.name for table in tables if tokens[after].stem in _table_words(table)]
             head = named or head
             after += 1

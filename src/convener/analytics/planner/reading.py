@@ -369,8 +369,13 @@ def _read_top(reading: _Reading) -> None:
     """"top 5", "bottom 3", "5 heaviest", "which 3 …": an ordering with a limit. Direction comes from the
     nearest superlative ("lowest", "worst" → ascending)."""
     tokens = reading.tokens
+
+    def in_value(index: int) -> bool:  # "Hill Top" names a place, not a ranking
+        mention = reading.mention_at(index)
+        return mention is not None and mention.is_value
+
     for index, token in enumerate(tokens):
-        if index in reading.used:
+        if index in reading.used or in_value(index):
             continue
         if token.norm in ("top", "bottom", "first", "last") and _number_at(reading, index + 1):
             reading.top = int(tokens[index + 1].number or 0)
@@ -386,7 +391,7 @@ def _read_top(reading: _Reading) -> None:
             reading.used.update((index, index + 1))
             return
     for index, token in enumerate(tokens):
-        if token.norm in ("top", "bottom") and index not in reading.used:
+        if token.norm in ("top", "bottom") and index not in reading.used and not in_value(index):
             reading.top, reading.descending = 10, token.norm == "top"
             reading.used.add(index)
             return
@@ -876,6 +881,20 @@ def _read_leftover_columns(reading: _Reading) -> None:
         reading.used.update(range(mention.start, mention.end))
 
 
+def _names_used_join(reading: _Reading, column: str, used: set[str]) -> bool:
+    """Whether ``column`` is the queried table's side of a join picked among several whose table the plan
+    reads (a column of it is a key, filter, measure or shown)."""
+    assert reading.scope is not None
+    for join in reading.scope.joins:
+        if not join.chosen or column not in (mine for mine, _ in join.on):
+            continue
+        alias = join.table.name.split(".")[-1]
+        if any(isinstance(expression, exp.Column) and expression.table == alias
+               for name, expression in reading.scope.virtual.items() if name in used):
+            return True
+    return False
+
+
 def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
     """Whether a column named but not placed in the plan only describes the rows the plan reads anyway: a
     column the plan uses elsewhere ("species except Gentoo"), the time column a bucket or date condition
@@ -887,6 +906,8 @@ def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
             *reading.shown, *(name for name in (reading.order_measure, reading.distinct) if name)}
     if column in used or mention.source != "name":
         return True
+    if reading.scope is not None and _names_used_join(reading, column, used):
+        return True  # "destination" in "flights whose destination airport is …": the join it picked is read
     times = {info.name for info in _time_columns(reading.table)}
     if column in times and (reading.bucket is not None or any(f.column in times for f in reading.filters)
                             or any(name in times for name, _ in reading.measures)):

@@ -446,7 +446,9 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
         select = select.group_by(*query.group, copy=False)
     if query.ties and query.limit is not None and len(query.order) == 1 \
             and isinstance(query.order[0], exp.Ordered):
-        select = _with_ties(select, query.order[0], query.limit)
+        virtual = reading.scope is not None and bool(reading.scope.virtual)
+        select = _with_ties(select, query.order[0], query.limit,
+                            (lambda cut: _resolve_virtual(reading, cut)) if virtual else (lambda cut: cut))
     elif query.order:
         select = select.order_by(*query.order, copy=False)
     if query.limit is not None and not query.ties:
@@ -456,12 +458,15 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     return select.sql(dialect=dialect)
 
 
-def _with_ties(select: exp.Select, order: exp.Ordered, limit: int) -> exp.Select:
+def _with_ties(select: exp.Select, order: exp.Ordered, limit: int,
+               resolve: Callable[[exp.Select], exp.Select]) -> exp.Select:
     """The rows ranked at most ``limit``, ties kept: those whose value reaches the ``limit``-th value
-    (computed by the same query, limited), in order. Portable: no window function, no FETCH WITH TIES."""
+    (computed by the same query, limited), in order. Portable: no window function, no FETCH WITH TIES.
+    ``resolve`` makes the cut-off query whole on its own (the joins its virtual columns need)."""
     value = order.this
     cutoff = select.copy().select(value.copy(), append=False, copy=False)
     cutoff = cutoff.order_by(order.copy(), copy=False).limit(1, copy=False).offset(limit - 1, copy=False)
+    cutoff = resolve(cutoff)
     compare = exp.GTE if order.args.get("desc") else exp.LTE
     # Fewer rows than ``limit``: no cut-off value, and every row is kept.
     condition = exp.or_(compare(this=value.copy(), expression=exp.Subquery(this=cutoff)),

@@ -33,6 +33,8 @@ class _Join:
 
     table: TableInfo
     on: tuple[tuple[str, str], ...]
+    chosen: bool = False
+    """Joined by one of several relationships to the table, the one the question's words pointed to."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class _Scope:
     virtual: dict[str, exp.Expr] = field(default_factory=dict)
     joins: tuple[_Join, ...] = ()
     sums: frozenset[str] = frozenset()
+    said: frozenset[int] = frozenset()
+    """The question's words that picked, of several relationships to one table, the one joined ("to" in
+    "flights to San Francisco Intl"): read, so never left over."""
 
 
 @dataclass

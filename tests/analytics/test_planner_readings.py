@@ -113,3 +113,35 @@ def test_a_tied_ranking_over_a_joined_column_joins_in_its_cut_off_too(trips: duc
 def test_a_word_inside_a_value_is_not_a_ranking(trips: duckdb.DuckDBPyConnection) -> None:
     made = plan_trip("How many trips left from Hill Top?")  # "Top" is part of the station's name
     assert trips.execute(made.sql).fetchall() == [(2,)], made.sql
+
+
+# --- Shares: per group of all rows, a condition's rate, the share word before its verb ----------------------
+
+CALLS = TableInfo("calls", (ColumnInfo("call_id", "INTEGER"), ColumnInfo("team", "STRING", samples=("Red", "Blue")),
+                            ColumnInfo("resolved", "BOOLEAN")),
+                  description="One row per call.")
+
+
+@pytest.fixture(scope="module")
+def calls() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE calls (call_id INTEGER, team VARCHAR, resolved BOOLEAN)")
+    connection.execute("INSERT INTO calls VALUES (1, 'Red', true), (2, 'Red', true), (3, 'Red', false), "
+                       "(4, 'Blue', false)")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Each team's share of all calls, as a percentage", [("Blue", 25.0), ("Red", 75.0)]),
+    ("percentage of calls in each team", [("Blue", 25.0), ("Red", 75.0)]),
+    ("Resolved rate per team", [("Blue", 0.0), ("Red", 200 / 3)]),
+    ("Resolved rate of Red, as a percentage", [(200 / 3,)]),
+    ("Of the Red calls, what percentage were resolved?", [(200 / 3,)]),
+    ("What proportion of calls are resolved (percent)?", [(50.0,)]),
+])
+def test_shares(calls: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [CALLS])
+    got = [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in calls.execute(made.sql).fetchall()]
+    assert sorted(got) == [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in expected], made.sql
+    assert "percentage" in made.explanation

@@ -690,7 +690,17 @@ def _read_share(reading: _Reading) -> None:
     dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
     condition after the share word is counted."""
     for index, token in enumerate(reading.tokens):
-        if token.norm not in _SHARE_WORDS or not reading.free(index) or reading.norm(index + 1) != "of":
+        if token.norm == "rate" and reading.free(index) and _read_rate(reading, index):
+            return
+        if token.norm not in _SHARE_WORDS or not reading.free(index):
+            continue
+        if reading.norm(index + 1) != "of":
+            # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
+            if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS and reading.free(index + 1) \
+                    and reading.norm(index - 1) in ("what", "which"):
+                reading.used.update((index, index + 1))
+                reading.share_split = index + 1
+                _read_share_unit(reading)
             continue
         reading.used.update((index, index + 1))
         if token.norm == "ratio":
@@ -705,6 +715,20 @@ def _read_share(reading: _Reading) -> None:
         return
 
 
+def _read_rate(reading: _Reading, index: int) -> bool:
+    """"the cancellation rate at LGA", "late arrival rate per carrier": a condition named right before "rate"
+    is what the share counts (in percent); the other conditions pick the rows it is a share of."""
+    mention = reading.mention_at(index - 1)
+    if mention is None or not mention.is_value or mention.end != index \
+            or reading.column(mention.target.column).type != BOOLEAN:
+        return False
+    reading.used.add(index)
+    reading.share_split = index
+    reading.share_span = (mention.start, mention.end)
+    _read_share_unit(reading)
+    return True
+
+
 def _read_share_unit(reading: _Reading) -> None:
     """"…, in percent", "as a percentage": how a share read already is to be written, which it is (in
     percent) — the words ask for no second computation."""
@@ -714,6 +738,8 @@ def _read_share_unit(reading: _Reading) -> None:
         start = index - 2 if reading.norm(index - 1) == "a" else index - 1
         if reading.norm(start) in ("in", "as") and all(reading.free(i) for i in range(start, index)):
             reading.used.update(range(start, index + 1))
+        elif index == len(reading.tokens) - 1 and index > 0 and reading.tokens[index - 1].kind == "word":
+            reading.used.add(index)  # the last word: "… are Chinstrap (percent)?"
 
 
 def _read_ratio(reading: _Reading, index: int) -> None:

@@ -246,6 +246,11 @@ def _top_default(reading: _Reading, descending: bool) -> str:
 
 def _value_words(reading: _Reading) -> str:
     """The values computed, in words."""
+    if reading.share_split is not None and reading.ratio is None:
+        if reading.share_conditions:
+            described = _describe_filters(reading.share_conditions).removeprefix(", where ")
+            return f"the percentage of rows where {described}"
+        return "the percentage of all the rows"
     if not reading.measures:
         return f"the number of {'distinct ' + reading.distinct if reading.distinct else 'rows'}"
     return ", ".join(f"the {_AGG_NAMES[agg or AVG]} {column}" for column, agg in reading.measures)
@@ -257,6 +262,10 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     if not reading.share_conditions and reading.ratio is None:
         split = reading.share_split if reading.share_split is not None else -1
         counted = [f for f in reading.filters if f.start > split and f.kind not in ("year", "date")]
+        if reading.share_span is not None:
+            counted = [f for f in reading.filters if reading.share_span[0] <= f.start < reading.share_span[1]]
+        if not counted and reading.keys:
+            return _group_share_expression(reading)
         if not counted:
             raise NoPlan(f"could not tell what share of the rows of {reading.table.name} to compute")
         reading.share_conditions = counted
@@ -269,6 +278,16 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=hits),
                     expression=exp.Count(this=exp.Star()))
     alias = f"percent_of_{_rows_called(reading.base)}"
+    return exp.alias_(share, alias, quoted=True), alias
+
+
+def _group_share_expression(reading: _Reading) -> tuple[exp.Expr, str]:
+    """"Each carrier's share of all flights": 100 × a group's rows / the rows of every group (a window over
+    the groups: the rows the filters keep)."""
+    whole = exp.Window(this=exp.Sum(this=exp.Count(this=exp.Star())))
+    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=exp.Count(this=exp.Star())),
+                    expression=whole)
+    alias = f"percent_of_all_{_rows_called(reading.base)}"
     return exp.alias_(share, alias, quoted=True), alias
 
 

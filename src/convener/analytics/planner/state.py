@@ -78,6 +78,8 @@ class _Reading:
     scope: _Scope | None = None
     share_split: int | None = None
     share_conditions: list[_Filter] = field(default_factory=list)
+    share_span: tuple[int, int] | None = None
+    """The words of the one condition a share counts, when named before it ("the cancellation rate")."""
     ties: bool = True
     """A ranking keeps the rows tied with its last ("the four lightest penguins" when two weigh the same):
     cutting a tie at random would present an arbitrary row as the answer."""

@@ -145,3 +145,42 @@ def test_shares(calls: duckdb.DuckDBPyConnection, question: str, expected: list[
     got = [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in calls.execute(made.sql).fetchall()]
     assert sorted(got) == [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in expected], made.sql
     assert "percentage" in made.explanation
+
+
+# --- Comparisons with units, a measure among rivals that are no numbers, extremes per group ----------------
+
+RUNS = TableInfo("runs", (ColumnInfo("run_id", "INTEGER"), ColumnInfo("runner", "STRING", samples=("Ann", "Bo")),
+                          ColumnInfo("run_date", "DATE"),
+                          ColumnInfo("duration", "INTEGER", "Duration of the run, in minutes"),
+                          ColumnInfo("distance", "INTEGER", "Distance run, in miles"),
+                          ColumnInfo("shoes", "INTEGER", "Number of shoes worn out"),
+                          ColumnInfo("shoe", "STRING", "Brand of shoe")),
+                 description="One row per run.")
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE runs (run_id INTEGER, runner VARCHAR, run_date DATE, duration INTEGER, "
+                       "distance INTEGER, shoes INTEGER, shoe VARCHAR)")
+    connection.execute("INSERT INTO runs VALUES (1, 'Ann', '2020-01-01', 30, 3, 1, 'X'), "
+                       "(2, 'Ann', '2020-02-01', 150, 2100, 2, 'Y'), (3, 'Bo', '2020-03-01', 90, 10, 3, 'X')")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many runs were longer than 2000 miles?", [(1,)]),  # a quantity, not the year 2000
+    ("Count runs whose duration exceeded 60 minutes", [(2,)]),
+    ("How many runs had a duration over 2 hours?", [(1,)]),  # in the column's minutes
+    ("Average number of shoes per run", [(2.0,)]),
+    ("Longest duration for each runner", [("Ann", 150), ("Bo", 90)]),
+])
+def test_runs(runs: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [RUNS])
+    assert sorted(runs.execute(made.sql).fetchall()) == expected, made.sql
+
+
+def test_a_unit_that_cannot_be_converted_is_refused() -> None:
+    with pytest.raises(NoPlan, match="in miles"):
+        plan_question("How many runs had a distance over 5 km?", [RUNS])

@@ -48,7 +48,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_LOW,
     _UNITS,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import Token, phrase, stem
 
 
@@ -104,7 +104,8 @@ def _read_dimensions(reading: _Reading) -> None:
             column = _settle_column(reading, index, columns)
             if column is None:
                 raise NoPlan(f"could not tell which of {', '.join(columns)} '{token.text}' compares")
-            reading.filters.append(_Filter(column, ">" if high else "<", (number.number,), "number", index))
+            value = _in_column_unit(reading, column, number.number, number_at + 1)
+            reading.filters.append(_Filter(column, ">" if high else "<", (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             after = number_at + 1
             while after < len(reading.tokens) and reading.tokens[after].norm in _UNITS:
@@ -184,7 +185,8 @@ def _read_comparisons(reading: _Reading) -> None:
                 break  # "over 2005": a year, read with the dates
             if column is None:
                 raise NoPlan(f"could not tell which column '{' '.join(words)} {number.text}' is about")
-            reading.filters.append(_Filter(column, op, (number.number,), "number", index))
+            value = _in_column_unit(reading, column, number.number, number_at + 1)
+            reading.filters.append(_Filter(column, op, (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
 
@@ -199,6 +201,48 @@ _UNIT_NAMES: tuple[frozenset[str], ...] = (
     frozenset({"pounds", "pound", "lbs", "lb"}), frozenset({"inches", "inch", "in"}),
 )
 """Names of one unit, the way a question and a column's name or description may write it."""
+_UNIT_KEYS = {group: name for group, name in zip(_UNIT_NAMES, (
+    "grams", "kilograms", "feet", "miles", "km", "millimetres", "centimetres", "metres", "minutes", "hours",
+    "seconds", "pounds", "inches"), strict=True)}
+
+
+_CONVERSIONS: dict[tuple[str, str], float] = {
+    ("hours", "minutes"): 60, ("minutes", "hours"): 1 / 60, ("hours", "seconds"): 3600,
+    ("minutes", "seconds"): 60, ("seconds", "minutes"): 1 / 60, ("kilograms", "grams"): 1000,
+    ("grams", "kilograms"): 1 / 1000, ("km", "metres"): 1000, ("metres", "km"): 1 / 1000,
+    ("centimetres", "millimetres"): 10, ("millimetres", "centimetres"): 1 / 10,
+}
+"""Factors from a unit a question writes to the unit a column is in."""
+
+
+def _unit_named(word: str) -> str | None:
+    """The unit a word names ("hrs" → "hours"), as the first name of its group in _UNIT_NAMES."""
+    return next((_UNIT_KEYS[group] for group in _UNIT_NAMES if word in group), None)
+
+
+def _unit_of(column: ColumnInfo) -> str | None:
+    """The unit a column is in, from the end of its name (``body_mass_g``) or its description ("in minutes")."""
+    last = phrase(column.name)[-1:]
+    for group in _UNIT_NAMES:
+        if last and last[0] in {*group, *map(stem, group)} or _described_in(column.description or "", group):
+            return _UNIT_KEYS[group]
+    return None
+
+
+def _in_column_unit(reading: _Reading, column: str, number: float, unit_at: int) -> float:
+    """A number of a comparison in the column's unit: "more than 2 hours" on a column in minutes is 120. A
+    unit that cannot be converted to the column's is refused rather than compared as if it were the same."""
+    said = _unit_named(reading.norm(unit_at))
+    if said is None:
+        return number
+    found = reading.table.column(column)
+    own = _unit_of(found) if found is not None else None
+    if own is None or own == said:
+        return number
+    factor = _CONVERSIONS.get((said, own))
+    if factor is None:
+        raise NoPlan(f"{column} is in {own}, not {said}")
+    return number * factor
 
 
 def _column_of_unit(reading: _Reading, index: int) -> str | None:
@@ -571,7 +615,9 @@ def _read_measures(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if column.type not in NUMBER_TYPES:
             continue
-        if mention.ambiguous:
+        # Only a number can be averaged or totalled: a rival that is not one ("engine", the engine's type,
+        # beside "engines", their number) is not what a measure means.
+        if any(reading.column(rival).type in NUMBER_TYPES for rival in mention.ambiguous):
             names = " or ".join((column.name, *mention.ambiguous))
             raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
         # A formula named with its aggregate ("the highest average speed") is that aggregate; a superlative
@@ -585,6 +631,16 @@ def _read_measures(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+
+
+def _read_extreme(reading: _Reading) -> None:
+    """"Longest flipper in each study": a superlative of measure that ranks nothing (no top N, no row asked
+    for) is the greatest or least value, per group when grouped."""
+    if reading.top is not None or reading.order_measure is None or reading.direction is None \
+            or reading.count or reading.distinct or reading.measures or not reading.keys:
+        return
+    reading.measures.append((reading.order_measure, MAX if reading.direction else MIN))
+    reading.order_measure = None
 
 
 def _merge_adjacent_measures(reading: _Reading) -> None:
@@ -891,6 +947,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_ranked_rows(reading, _table_words(table))
     _read_counts(reading, _table_words(table))
     _read_measures(reading)
+    _read_extreme(reading)
     _read_flags(reading)
     _read_leftover_columns(reading)
     return reading

@@ -40,6 +40,7 @@ _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("no", "more", "than"), "<="), (("no", "less", "than"), ">="), (("not", "more", "than"), "<="),
     (("more", "than"), ">"), (("greater", "than"), ">"), (("higher", "than"), ">"), (("larger", "than"), ">"),
     (("bigger", "than"), ">"), (("over",), ">"), (("above",), ">"), (("exceeding",), ">"), (("exceeds",), ">"),
+    (("exceeded",), ">"), (("exceed",), ">"),
     (("at", "least"), ">="), (("minimum", "of"), ">="), (("fewer", "than"), "<"), (("less", "than"), "<"),
     (("lower", "than"), "<"), (("smaller", "than"), "<"), (("under",), "<"), (("below",), "<"),
     (("at", "most"), "<="), (("maximum", "of"), "<="), (("up", "to"), "<="), (("exactly",), "="),

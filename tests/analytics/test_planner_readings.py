@@ -184,3 +184,24 @@ def test_runs(runs: duckdb.DuckDBPyConnection, question: str, expected: list[tup
 def test_a_unit_that_cannot_be_converted_is_refused() -> None:
     with pytest.raises(NoPlan, match="in miles"):
         plan_question("How many runs had a distance over 5 km?", [RUNS])
+
+
+# --- Conditions on each group's rows; the values a which-question lists ------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which runners have more than 1 run?", [("Ann", 2)]),
+    ("Average duration per runner among runners with at least 2 runs", [("Ann", 90.0)]),
+    ("Which runners had runs longer than 50 minutes?", [("Ann",), ("Bo",)]),
+    ("Which runners had runs with shoe Y?", [("Ann",)]),
+])
+def test_group_conditions_and_listed_values(runs: duckdb.DuckDBPyConnection, question: str,
+                                            expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [RUNS], values_of=lambda _, column: {"shoe": ["X", "Y"]}.get(column, []))
+    assert sorted(runs.execute(made.sql).fetchall()) == expected, made.sql
+    assert not made.unaccounted
+
+
+def test_a_condition_on_rows_per_group_without_groups_is_refused() -> None:
+    with pytest.raises(NoPlan, match="groups"):
+        plan_question("How many runs with at least 2 runs?", [RUNS])

@@ -41,7 +41,13 @@ from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
-from convener.analytics.planner.sql import _BUILDERS, _condition, _describe_filters, _render
+from convener.analytics.planner.sql import (
+    _BUILDERS,
+    _condition,
+    _describe_filters,
+    _describe_group_conditions,
+    _render,
+)
 from convener.analytics.shapes import TableInfo
 
 
@@ -79,7 +85,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
     sql = _render(reading, query, dialect)
-    where = _describe_filters(reading.filters)
+    where = _describe_filters(reading.filters) + _describe_group_conditions(reading)
     used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]
     read = (table.name, *(join.table.name for join in used_joins))
     # Which of several ways to reach a table was taken ("airports by dest, not origin") is said.

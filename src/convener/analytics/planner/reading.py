@@ -183,12 +183,24 @@ def _read_comparisons(reading: _Reading) -> None:
                 or _column_of_unit(reading, number_at + 1)
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
+            if column is None and _names_rows_at(reading, number_at + 1):
+                # "among destinations with at least 50 flights": a condition on each group's rows
+                reading.group_conditions.append((op, number.number or 0))
+                reading.used.update(range(index, number_at + 2))
+                reading.used.update(i for i in range(max(0, index - 5), index) if reading.norm(i) == "among")
+                break
             if column is None:
                 raise NoPlan(f"could not tell which column '{' '.join(words)} {number.text}' is about")
             value = _in_column_unit(reading, column, number.number, number_at + 1)
             reading.filters.append(_Filter(column, op, (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
+
+
+def _names_rows_at(reading: _Reading, index: int) -> bool:
+    """Whether the word at ``index`` names the queried table's rows ("50 flights")."""
+    return 0 <= index < len(reading.tokens) and reading.tokens[index].kind == "word" and reading.free(index) \
+        and reading.tokens[index].stem in _table_words(reading.base)
 
 
 _UNIT_NAMES: tuple[frozenset[str], ...] = (
@@ -558,6 +570,26 @@ def _read_ranked_rows(reading: _Reading, table_words: set[str]) -> None:
     if reading.keys:
         raise NoPlan(f"ranking rows within each {' and '.join(reading.keys)} is not something this planner does")
     reading.top = 1
+
+
+def _read_which_column(reading: _Reading) -> None:
+    """"Which carriers had cancelled flights out of LGA": the values of a text column named right after
+    which/what, where nothing is ranked, are what the question lists; with a condition on each group's rows
+    ("which carriers have more than 300 flights") they are the groups."""
+    if reading.top is not None or reading.direction is not None or reading.keys or reading.shown:
+        return
+    for index, token in enumerate(reading.tokens[:-1]):
+        if token.norm not in ("which", "what"):
+            continue
+        mention = reading.mention_at(index + 1)
+        if mention is None or mention.is_value or mention.start != index + 1 or mention not in reading.mentions \
+                or reading.column(mention.target.column).type != STRING:
+            return
+        (reading.keys if reading.group_conditions else reading.shown).append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+        return
 
 
 def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
@@ -945,6 +977,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_keys(reading, _table_words(table))
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))
+    _read_which_column(reading)
     _read_counts(reading, _table_words(table))
     _read_measures(reading)
     _read_extreme(reading)

@@ -463,6 +463,11 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
         select = select.where(exp.and_(*query.where), copy=False)
     if query.group:
         select = select.group_by(*query.group, copy=False)
+    if reading.group_conditions and not query.group:
+        raise NoPlan("a condition on the number of rows needs groups to apply to (say 'per …')")
+    for op, number in reading.group_conditions:
+        select = select.having(_COMPARE[op](this=exp.Count(this=exp.Star()),
+                                            expression=exp.Literal.number(_plain(number))), copy=False)
     if query.ties and query.limit is not None and len(query.order) == 1 \
             and isinstance(query.order[0], exp.Ordered):
         virtual = reading.scope is not None and bool(reading.scope.virtual)
@@ -549,6 +554,15 @@ def _plain(value: str | float) -> str | int | float:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+_COMPARE: dict[str, type[exp.Binary]] = {">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE, "=": exp.EQ}
+
+
+def _describe_group_conditions(reading: _Reading) -> str:
+    """The conditions on each group's rows, in words, for the explanation."""
+    return "".join(f", keeping the groups whose number of rows is {op} {_plain(number)}"
+                   for op, number in reading.group_conditions)
 
 
 def _describe_filters(filters: list[_Filter]) -> str:

@@ -78,6 +78,8 @@ class _Reading:
     scope: _Scope | None = None
     share_split: int | None = None
     share_conditions: list[_Filter] = field(default_factory=list)
+    group_conditions: list[tuple[str, float]] = field(default_factory=list)
+    """Conditions on the number of rows of each group ("with at least 50 flights": (">=", 50)): HAVING."""
     share_span: tuple[int, int] | None = None
     """The words of the one condition a share counts, when named before it ("the cancellation rate")."""
     ties: bool = True

@@ -205,3 +205,38 @@ def test_group_conditions_and_listed_values(runs: duckdb.DuckDBPyConnection, que
 def test_a_condition_on_rows_per_group_without_groups_is_refused() -> None:
     with pytest.raises(NoPlan, match="groups"):
         plan_question("How many runs with at least 2 runs?", [RUNS])
+
+
+# --- Clock times on HHMM columns ----------------------------------------------------------------------------
+
+TRAINS = TableInfo("trains", (ColumnInfo("train_id", "INTEGER"),
+                              ColumnInfo("sched_dep", "INTEGER", "Scheduled departure time, as HHMM"),
+                              ColumnInfo("dep", "INTEGER", "Actual departure time, as HHMM"),
+                              ColumnInfo("sched_arr", "INTEGER", "Scheduled arrival time, as HHMM")),
+                   description="One row per train.")
+
+
+@pytest.fixture(scope="module")
+def trains() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE trains (train_id INTEGER, sched_dep INTEGER, dep INTEGER, sched_arr INTEGER)")
+    connection.execute("INSERT INTO trains VALUES (1, 545, 610, 700), (2, 1230, 1229, 1400), (3, 2215, 2300, 2359)")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trains were scheduled to leave before 6 am?", 1),
+    ("How many trains departed after 10:30 pm?", 1),  # what happened: the actual time
+    ("How many trains were scheduled to depart after noon?", 2),
+    ("How many trains were scheduled to arrive between 6 and 9 am?", 1),
+])
+def test_clock_times(trains: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    made = plan_question(question, [TRAINS])
+    assert trains.execute(made.sql).fetchall() == [(expected,)], made.sql
+    assert not made.unaccounted
+
+
+def test_a_clock_time_of_no_telling_which_column_is_refused() -> None:
+    with pytest.raises(NoPlan, match="time of day"):
+        plan_question("How many trains at 6 am?", [TRAINS])

@@ -23,7 +23,8 @@ as text) and rendered in the requested dialect; date bucketing is written per di
 no ``DATE_TRUNC`` or ``EXTRACT``.
 
 The package: ``base`` (Plan, NoPlan, Term), ``vocabulary`` (word lists), ``catalog`` (what phrases refer to,
-the table asked about), ``state`` (the reading so far), ``dates`` and ``reading`` (binding structure words),
+the table asked about), ``state`` (the reading so far), ``dates``, ``clock`` (times of day on HHMM columns)
+and ``reading`` (binding structure words),
 ``scope`` (joined tables and glossary
 formulas as virtual columns), ``checks`` (guards and refusals), ``shaping`` (the shape of the answer) and ``sql`` (building and rendering).
 """

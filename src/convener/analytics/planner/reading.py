@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
+from convener.analytics.planner.clock import _read_clock_times
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
 from convener.analytics.planner.state import (
     _Filter,
@@ -959,6 +960,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    _read_clock_times(reading)
     _read_top(reading)
     _read_comparisons(reading)
     _read_dates(reading)

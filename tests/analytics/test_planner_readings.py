@@ -240,3 +240,41 @@ def test_clock_times(trains: duckdb.DuckDBPyConnection, question: str, expected:
 def test_a_clock_time_of_no_telling_which_column_is_refused() -> None:
     with pytest.raises(NoPlan, match="time of day"):
         plan_question("How many trains at 6 am?", [TRAINS])
+
+
+# --- Keys named the table's way, compound column names, rankings of keys without empty ones ----------------
+
+GEAR = TableInfo("gear", (ColumnInfo("tagnum", "STRING"), ColumnInfo("kind", "STRING"), ColumnInfo("motor", "STRING"),
+                          ColumnInfo("motors", "INTEGER", "Number of motors")),
+                 description="One row per boat (a vessel), by tag number.")
+
+
+@pytest.fixture(scope="module")
+def gear() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE gear (tagnum VARCHAR, kind VARCHAR, motor VARCHAR, motors INTEGER)")
+    connection.execute("INSERT INTO gear VALUES ('A1', 'sail', 'none', 0), ('A1', 'sail', 'none', 0), "
+                       "(NULL, 'sail', 'none', 0), (NULL, 'sail', 'none', 0), (NULL, 'row', 'none', 0), "
+                       "('B2', 'jet', 'turbine', 2), ('C3', 'jet', 'turbine', 1)")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many boats are there of each vessel kind?", [("jet", 2), ("row", 1), ("sail", 4)]),
+    ("How many boats of each kind of motor are there?", [("none", 5), ("turbine", 2)]),
+    ("The one tag number with the most boats", [("A1", 2)]),  # the empty tag number ranks no group
+])
+def test_keys(gear: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [GEAR])
+    assert sorted(gear.execute(made.sql).fetchall()) == expected, made.sql
+    assert not made.unaccounted
+
+
+def test_a_key_that_could_be_two_columns_of_joined_tables_is_settled_by_the_table_named() -> None:
+    airlines = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING")),
+                         description="One row per carrier.")
+    both = (*BOTH_ENDS, Relationship("trips", ("start_station",), "airlines", ("carrier",)))
+    made = plan_question("What is the name of the station that received the most trips?", [TRIPS],
+                         related=[STATIONS, airlines], relationships=both)
+    assert '"stations"."name"' in made.sql and "airlines" not in made.sql, made.sql

@@ -65,16 +65,20 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]
     others = [table for table in related if table.name not in names]
-    pairs = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
+    reachable = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
     # Only tables that join one asked about are read into the catalog: matching values costs per table.
-    joined = {name for pair in pairs for name in pair if set(pair) & set(names)}
+    joined = {name for pair in reachable for name in pair if set(pair) & set(names)}
     everything = [*tables, *(table for table in others if table.name in joined)]
     catalog = _Catalog(everything, terms, values_of)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
+    # A table reached by several relationships (flights to airports by origin and by dest) is joined only
+    # when the question's words pick one: else its phrases do not make the question about the other table.
+    pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used))) \
+        if reachable else set()
     # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
     # orders, joined to the stores that have regions).
-    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in pairs
+    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in reachable
                                                                                    for name in names))]
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])

@@ -87,6 +87,7 @@ class _Catalog:
         self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
         self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
         self.row_words = set().union(*(_table_words(table) for table in tables)) if tables else set()
+        self._candidates: tuple[tuple[tuple[Token, ...], frozenset[int]], list[_Candidate]] | None = None
 
     # values
 
@@ -163,6 +164,13 @@ class _Catalog:
     # matching
 
     def candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        """Every phrase of the question and what it may refer to (kept: asked again for the same tokens)."""
+        key = (tuple(tokens), frozenset(used))
+        if self._candidates is None or self._candidates[0] != key:
+            self._candidates = (key, self._find_candidates(tokens, used))
+        return list(self._candidates[1])
+
+    def _find_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
         content = [i for i, token in enumerate(tokens)
                    if i not in used and not token.is_stopword and token.kind in ("word", "number")]
         found: list[_Candidate] = []
@@ -185,6 +193,7 @@ class _Catalog:
                         continue  # "airports" is a table, not an abbreviation of air_time
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
+            found.extend(_compound_spans(tokens, content, keys, target))
         for term, target in self.terms:
             for label in (term.name, *term.labels):
                 words = phrase(label)
@@ -205,6 +214,26 @@ class _Catalog:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
         return found
+
+
+def _compound_spans(tokens: list[Token], content: list[int], keys: _ColumnKeys, target: _Target) -> list[_Candidate]:
+    """Two words a one-word column name runs together, the first whole or as its initial and the second cut
+    short: "tail numbers" for ``tailnum``, "time zone" for ``tzone``."""
+    words = split_identifier(keys.column.name).lower().split()
+    if len(words) != 1 or len(words[0]) < 5:
+        return []
+    name = words[0]
+    found = []
+    for first, second in zip(content, content[1:], strict=False):
+        if second != first + 1 or tokens[first].kind != "word" or tokens[second].kind != "word":
+            continue
+        head, tail = tokens[first].norm, tokens[second]
+        for cut in {1, len(head)}:
+            rest = name[cut:]
+            if name.startswith(head[:cut]) and len(rest) >= 3 and (tail.norm.startswith(rest) or tail.stem == rest):
+                found.append(_Candidate(first, second + 1, target, 4.5, "name"))
+                break
+    return found
 
 
 _NEGATIVE_PREFIXES = ("non", "un", "in", "dis")

@@ -447,6 +447,13 @@ def _read_top(reading: _Reading) -> None:
             reading.top = int(tokens[index + 1].number or 0)
             reading.used.update((index, index + 1))
             return
+        if token.norm == "the" and _number_at(reading, index + 1) and _direction(tokens[index + 2:]) is not None:
+            named = reading.mention_at(index + 2)
+            if named is not None and not named.is_value and named.start == index + 2:
+                # "the two tail numbers with the most flights"
+                reading.top = int(tokens[index + 1].number or 0)
+                reading.used.update((index, index + 1))
+                return
     for index, token in enumerate(tokens):
         if token.norm in ("top", "bottom") and index not in reading.used and not in_value(index):
             reading.top, reading.descending = 10, token.norm == "top"
@@ -494,16 +501,29 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index += 1
             continue
         after = index + len(marker)
-        while reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
-                                       or reading.tokens[after].stem in table_words):
+        while after < len(reading.tokens) and (
+                reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
+                                         or reading.tokens[after].stem in table_words)
+                or after in reading.used and reading.mention_at(after) is None
+                and reading.tokens[after].stem in table_words):  # "of each aircraft type": the rows, then the key
             after += 1
+        if reading.free(after) and reading.mention_at(after) is None and _names_column(reading, after + 1) \
+                and reading.tokens[after].stem in _table_words(reading.base) | set(phrase(reading.base.description or "")):
+            after += 1  # "each aircraft type" where the table's description calls its planes aircraft
+        if reading.norm(after) in _GROUP_FILLER and reading.norm(after + 1) == "of" and _names_column(reading, after + 2):
+            # "each type of engine": the column after "of", whatever "type" could also name
+            skipped = reading.mention_at(after)
+            if skipped is not None:
+                reading.mentions.remove(skipped)
+            reading.used.update((after, after + 1))
+            after += 2
         mention = reading.mention_at(after)
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
             if _is_order_measure(reading, mention, marker):
                 reading.order_measure = mention.target.column  # left for _read_measures, with its aggregate
             else:
-                reading.keys.append(mention.target.column)
+                reading.keys.append(_exact_rival(reading, mention))
                 reading.mentions.remove(mention)
                 reading.used.update(range(mention.start, mention.end))
                 _note_term(reading, mention)
@@ -533,6 +553,25 @@ def _read_key_bucket(reading: _Reading, key: _Mention) -> None:
     reading.used.add(key.end)
 
 
+def _exact_rival(reading: _Reading, mention: _Mention) -> str:
+    """Of the columns a phrase could name, the one named exactly as written ("engine", not "engines");
+    refused when none is and it could name several."""
+    written = "_".join(token.norm for token in reading.tokens[mention.start:mention.end])
+    if not mention.ambiguous:
+        return mention.target.column
+    exact = [c for c in (mention.target.column, *mention.ambiguous) if c.lower() == written]
+    if len(exact) != 1:
+        names = " or ".join((mention.target.column, *mention.ambiguous))
+        raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
+    return exact[0]
+
+
+def _names_column(reading: _Reading, index: int) -> bool:
+    """Whether a non-value mention of a column starts at ``index``."""
+    mention = reading.mention_at(index)
+    return mention is not None and not mention.is_value and mention.start == index
+
+
 def _is_order_measure(reading: _Reading, mention: _Mention, marker: tuple[str, ...]) -> bool:
     """In "top 5 cars by horsepower" the numeric column after "by" is what to order by, not a key."""
     column = reading.column(mention.target.column)
@@ -553,7 +592,7 @@ def _read_ranked_keys(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if mention.is_value or column.type != STRING:
             continue
-        reading.keys.append(column.name)
+        reading.keys.append(_exact_rival(reading, mention))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
@@ -630,6 +669,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     named = reading.mention_at(after)
     if named is not None and _numeric_mention(reading, after) is not None:
         reading.counted_measure = named.target.column
+    if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
+        reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
+        return
     counted = reading.tokens[after] if after < len(reading.tokens) else None
     if counted is not None and counted.kind == "word" and named is None \
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
@@ -884,6 +926,16 @@ def _read_signs(reading: _Reading) -> None:
 def _read_shown(reading: _Reading) -> None:
     """"List the destinations of …", "show the names of …": the columns named right after the verb of a
     listing are what it shows."""
+    if reading.norm(0) == "name" and reading.norm(1) in ("the", "all", "every", "each", "any") \
+            and reading.tokens[0].text[:1].isupper():
+        # "Name the airports higher than 7000 feet": the verb, asking for the rows' names
+        listed = reading.mention_at(0)
+        if listed is not None and not listed.is_value and listed.end == 1:
+            reading.shown.append(listed.target.column)
+            reading.mentions.remove(listed)
+        reading.used.add(0)
+        reading.listing = True
+        return
     for index, token in enumerate(reading.tokens):
         if token.norm not in ("list", "show", "display", "give") or index in reading.used:
             continue

@@ -160,9 +160,29 @@ def _role_chooser(table: TableInfo, tokens: Sequence[Token], candidates: Sequenc
     return choose
 
 
-def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship]) -> set[tuple[str, str]]:
-    """Every (many, one) pair of tables that join many-to-one."""
-    return {(table.name, join.table.name) for table in tables for join in _joins(table, tables, relationships)}
+def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship], *,
+             question: tuple[Sequence[Token], Sequence[_Candidate]] | None = None) -> set[tuple[str, str]]:
+    """Every (many, one) pair of tables that join many-to-one; given a ``question`` (its tokens and candidate
+    phrases), of those joined by several relationships only the ones its words of direction pick."""
+    return {(table.name, join.table.name) for table in tables
+            for join in _joins(table, tables, relationships,
+                               _role_chooser(table, question[0], question[1], set()) if question else None)}
+
+
+def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[tuple[str, str], str],
+                     tables: Sequence[TableInfo]) -> _Mention:
+    """"The name of the airport": of columns of one name in several joined tables (airlines.name,
+    airports.name), the one whose table is named beside the phrase; else the mention stays ambiguous."""
+    if not mention.ambiguous or mention.is_value:
+        return mention
+    source = {name: table for (table, _), name in renamed.items()}
+    near = {token.stem for token in tokens[max(0, mention.start - 3):mention.end + 3] if token.kind == "word"}
+    by_name = {table.name: table for table in tables}
+    options = [column for column in (mention.target.column, *mention.ambiguous)
+               if column in source and near & _table_words(by_name[source[column]])]
+    if len(options) != 1:
+        return mention
+    return _Mention(mention.start, mention.end, replace(mention.target, column=options[0]), mention.source)
 
 
 def _alias(table: TableInfo) -> str:
@@ -209,7 +229,7 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
             own.append(_Candidate(candidate.start, candidate.end, moved, candidate.strength - 0.05,
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))
-    mentions = _resolve(own)
+    mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own)]
     # A word that picked a relationship and names a column ("origin" in "by origin airport") stays a mention:
     # it may be the key asked for.
     named = {i for m in mentions for i in range(m.start, m.end)}

@@ -223,6 +223,9 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
         reading.measures = [(column, agg or _top_default(reading, descending)) for column, agg in reading.measures]
     keys = _keys(reading, dialect)
     values = _values(reading, dialect)
+    # "the two tail numbers with the most flights": rows without one are no tail number, so no group ranked
+    reading.filters.extend(_Filter(key, "not null", (), "value") for key in reading.keys
+                           if reading.column(key).type not in TIME_TYPES)
     first_value: exp.Expr = exp.Literal.number(len(keys) + 1)
     if reading.ties and isinstance(values[0][0], exp.Alias):
         first_value = values[0][0].this.copy()  # compared with the cut-off in HAVING, so the expression itself

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 
 NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"), ColumnInfo("island", "STRING", samples=("North", "South")),
@@ -278,3 +278,24 @@ def test_a_key_that_could_be_two_columns_of_joined_tables_is_settled_by_the_tabl
     made = plan_question("What is the name of the station that received the most trips?", [TRIPS],
                          related=[STATIONS, airlines], relationships=both)
     assert '"stations"."name"' in made.sql and "airlines" not in made.sql, made.sql
+
+
+# --- A date ranked per group, "the N <rows> with the most …", a glossary term said side by side ------------
+
+
+def test_a_date_ranked_per_group_is_its_latest_not_its_total(data: duckdb.DuckDBPyConnection) -> None:
+    assert [row[0] for row in ask(data, "Which island had the most recent laid date?")] == ["North"]
+
+
+def test_the_n_rows_with_the_most_of_a_column(runs: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("The 2 runs with the most distance", [RUNS])
+    assert [row[-1] for row in runs.execute(made.sql).fetchall()] == [2100, 10], made.sql
+
+
+def test_a_glossary_term_said_side_by_side_beats_its_label_said_apart() -> None:
+    flights = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"), ColumnInfo("arr_delay", "INTEGER"),
+                                    ColumnInfo("arr_time", "INTEGER")), description="One row per flight.")
+    late = Term("late arrival", "A flight that arrived more than 15 minutes late: arr_delay > 15.",
+                ("late flights",))
+    made = plan_question("What percentage of flights were late arrivals?", [flights], [late])
+    assert "arr_delay > 15" in made.sql and not made.unaccounted, made.sql

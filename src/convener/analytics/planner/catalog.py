@@ -32,6 +32,7 @@ from convener.analytics.wording import (
     snake,
     split_identifier,
     stem,
+    tokenize,
     value_tokens,
 )
 
@@ -194,11 +195,19 @@ class _Catalog:
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
             found.extend(_compound_spans(tokens, content, keys, target))
+        glossed: list[tuple[_Candidate, int]] = []
         for term, target in self.terms:
             for label in (term.name, *term.labels):
                 words = phrase(label)
                 for start, end, _ in _phrase_spans(tokens, content, words, abbreviations=False):
-                    found.append(_Candidate(start, end, target, 3.2 + len(words), "glossary"))
+                    glossed.append((_Candidate(start, end, target, 3.2 + len(words), "glossary"),
+                                    end - start - len(tokenize(label))))
+        # A term's words said apart ("flights were late" for "late flights") give way to its words said side
+        # by side over the same tokens ("late arrivals").
+        found.extend(candidate for candidate, gaps in glossed
+                     if not gaps or not any(other.target == candidate.target and not other_gaps
+                                            and other.start < candidate.end and candidate.start < other.end
+                                            for other, other_gaps in glossed))
         found.extend(self._value_candidates(tokens, used))
         return found
 

@@ -449,7 +449,8 @@ def _read_top(reading: _Reading) -> None:
             return
         if token.norm == "the" and _number_at(reading, index + 1) and _direction(tokens[index + 2:]) is not None:
             named = reading.mention_at(index + 2)
-            if named is not None and not named.is_value and named.start == index + 2:
+            if named is not None and not named.is_value and named.start == index + 2 \
+                    or reading.tokens[index + 2].stem in _table_words(reading.base):  # "the 5 planes with the most seats"
                 # "the two tail numbers with the most flights"
                 reading.top = int(tokens[index + 1].number or 0)
                 reading.used.update((index, index + 1))
@@ -592,7 +593,10 @@ def _read_ranked_keys(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if mention.is_value or column.type != STRING:
             continue
-        reading.keys.append(_exact_rival(reading, mention))
+        chosen = _exact_rival(reading, mention)
+        if reading.column(chosen).type != STRING:
+            continue  # "the most motors": the number of motors, which "motor" could also have named
+        reading.keys.append(chosen)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)

@@ -220,7 +220,9 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
                       order_word: str) -> tuple[_Query, str, str]:
     """The N best groups by their aggregate (or count), ranked by the value column's position."""
     if reading.measures:
-        reading.measures = [(column, agg or _top_default(reading, descending)) for column, agg in reading.measures]
+        reading.measures = [(column, agg or (_top_default(reading, descending) if reading.column(column).type
+                                             not in TIME_TYPES else MAX if descending else MIN))
+                            for column, agg in reading.measures]  # a date is never totalled
     keys = _keys(reading, dialect)
     values = _values(reading, dialect)
     # "the two tail numbers with the most flights": rows without one are no tail number, so no group ranked

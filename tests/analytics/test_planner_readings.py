@@ -299,3 +299,10 @@ def test_a_glossary_term_said_side_by_side_beats_its_label_said_apart() -> None:
                 ("late flights",))
     made = plan_question("What percentage of flights were late arrivals?", [flights], [late])
     assert "arr_delay > 15" in made.sql and not made.unaccounted, made.sql
+
+
+def test_a_unit_one_column_is_in_names_that_column(runs: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Sum of miles per runner", [RUNS])
+    assert sorted(runs.execute(made.sql).fetchall()) == [("Ann", 2103), ("Bo", 10)], made.sql
+    with pytest.raises(NoPlan):  # no column is in hours: "hours" names nothing
+        plan_question("Sum of hours per runner", [RUNS])

@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
+from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
     _AGG_WORDS,
@@ -195,6 +196,7 @@ class _Catalog:
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
             found.extend(_compound_spans(tokens, content, keys, target))
+        found.extend(_unit_spans(tokens, content, self.columns))
         glossed: list[tuple[_Candidate, int]] = []
         for term, target in self.terms:
             for label in (term.name, *term.labels):
@@ -223,6 +225,23 @@ class _Catalog:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
         return found
+
+
+def _unit_spans(tokens: list[Token], content: list[int], columns: Sequence[_ColumnKeys]) -> list[_Candidate]:
+    """"Sum of miles flown": a unit that exactly one number column of a table is in names that column,
+    a little less than its name would."""
+    found: list[_Candidate] = []
+    for index in content:
+        unit = unit_named(tokens[index].norm) if tokens[index].kind == "word" else None
+        if unit is None:
+            continue
+        by_table: dict[str, list[_ColumnKeys]] = {}
+        for keys in columns:
+            if keys.column.type in NUMBER_TYPES and unit_of(keys.column) == unit:
+                by_table.setdefault(keys.table.name, []).append(keys)
+        found.extend(_Candidate(index, index + 1, _Target(table, only[0].column.name), 2.0, "partial")
+                     for table, only in by_table.items() if len(only) == 1)
+    return found
 
 
 def _compound_spans(tokens: list[Token], content: list[int], keys: _ColumnKeys, target: _Target) -> list[_Candidate]:

@@ -21,6 +21,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     _BUCKETS,
@@ -204,55 +205,17 @@ def _names_rows_at(reading: _Reading, index: int) -> bool:
         and reading.tokens[index].stem in _table_words(reading.base)
 
 
-_UNIT_NAMES: tuple[frozenset[str], ...] = (
-    frozenset({"grams", "gram", "g"}), frozenset({"kilograms", "kilogram", "kilos", "kg"}),
-    frozenset({"feet", "foot", "ft"}), frozenset({"miles", "mile", "mi"}), frozenset({"km", "kilometres",
-                                                                                      "kilometers"}),
-    frozenset({"millimetres", "millimeters", "mm"}), frozenset({"centimetres", "centimeters", "cm"}),
-    frozenset({"metres", "meters", "m"}), frozenset({"minutes", "minute", "min", "mins"}),
-    frozenset({"hours", "hour", "hrs"}), frozenset({"seconds", "second", "secs"}),
-    frozenset({"pounds", "pound", "lbs", "lb"}), frozenset({"inches", "inch", "in"}),
-)
-"""Names of one unit, the way a question and a column's name or description may write it."""
-_UNIT_KEYS = {group: name for group, name in zip(_UNIT_NAMES, (
-    "grams", "kilograms", "feet", "miles", "km", "millimetres", "centimetres", "metres", "minutes", "hours",
-    "seconds", "pounds", "inches"), strict=True)}
-
-
-_CONVERSIONS: dict[tuple[str, str], float] = {
-    ("hours", "minutes"): 60, ("minutes", "hours"): 1 / 60, ("hours", "seconds"): 3600,
-    ("minutes", "seconds"): 60, ("seconds", "minutes"): 1 / 60, ("kilograms", "grams"): 1000,
-    ("grams", "kilograms"): 1 / 1000, ("km", "metres"): 1000, ("metres", "km"): 1 / 1000,
-    ("centimetres", "millimetres"): 10, ("millimetres", "centimetres"): 1 / 10,
-}
-"""Factors from a unit a question writes to the unit a column is in."""
-
-
-def _unit_named(word: str) -> str | None:
-    """The unit a word names ("hrs" → "hours"), as the first name of its group in _UNIT_NAMES."""
-    return next((_UNIT_KEYS[group] for group in _UNIT_NAMES if word in group), None)
-
-
-def _unit_of(column: ColumnInfo) -> str | None:
-    """The unit a column is in, from the end of its name (``body_mass_g``) or its description ("in minutes")."""
-    last = phrase(column.name)[-1:]
-    for group in _UNIT_NAMES:
-        if last and last[0] in {*group, *map(stem, group)} or _described_in(column.description or "", group):
-            return _UNIT_KEYS[group]
-    return None
-
-
 def _in_column_unit(reading: _Reading, column: str, number: float, unit_at: int) -> float:
     """A number of a comparison in the column's unit: "more than 2 hours" on a column in minutes is 120. A
     unit that cannot be converted to the column's is refused rather than compared as if it were the same."""
-    said = _unit_named(reading.norm(unit_at))
+    said = unit_named(reading.norm(unit_at))
     if said is None:
         return number
     found = reading.table.column(column)
-    own = _unit_of(found) if found is not None else None
+    own = unit_of(found) if found is not None else None
     if own is None or own == said:
         return number
-    factor = _CONVERSIONS.get((said, own))
+    factor = CONVERSIONS.get((said, own))
     if factor is None:
         raise NoPlan(f"{column} is in {own}, not {said}")
     return number * factor
@@ -264,24 +227,16 @@ def _column_of_unit(reading: _Reading, index: int) -> str | None:
     several are in that unit, None: the comparison stays unexplained and is refused."""
     if index >= len(reading.tokens):
         return None
-    names = next((group for group in _UNIT_NAMES if reading.norm(index) in group), None)
+    names = next((group for group in UNIT_NAMES if reading.norm(index) in group), None)
     if names is None:
         return None
     found = [column.name for column in reading.table.columns if column.type in NUMBER_TYPES
              and (phrase(column.name)[-1:] and phrase(column.name)[-1] in {*names, *map(stem, names)}
-                  or _described_in(column.description or "", names))]
+                  or described_in(column.description or "", names))]
     if len(found) != 1:
         return None
     reading.used.add(index)
     return found[0]
-
-
-def _described_in(description: str, names: frozenset[str]) -> bool:
-    """Whether a column's description says it is measured in one of ``names`` ("in miles"), not in a
-    rate of it ("miles per hour")."""
-    words = phrase(description)
-    stems = {stem(name) for name in names - {"in", "m", "g", "min", "second"}}
-    return any(word in stems and "per" not in words[place + 1:place + 2] for place, word in enumerate(words))
 
 
 def _column_after(reading: _Reading, index: int) -> str | None:

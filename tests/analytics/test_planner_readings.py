@@ -9,7 +9,10 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
+from convener.analytics.planner.catalog import _Catalog
+from convener.analytics.planner.scope import joins_to
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.wording import tokenize
 
 NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"), ColumnInfo("island", "STRING", samples=("North", "South")),
                             ColumnInfo("laid_date", "DATE"), ColumnInfo("eggs", "INTEGER"),
@@ -306,3 +309,14 @@ def test_a_unit_one_column_is_in_names_that_column(runs: duckdb.DuckDBPyConnecti
     assert sorted(runs.execute(made.sql).fetchall()) == [("Ann", 2103), ("Bo", 10)], made.sql
     with pytest.raises(NoPlan):  # no column is in hours: "hours" names nothing
         plan_question("Sum of hours per runner", [RUNS])
+
+
+def test_an_abbreviation_of_a_joined_column_does_not_pick_a_relationship() -> None:
+    lined = TableInfo("stations", (*STATIONS.columns, ColumnInfo("lon", "FLOAT", "Longitude")),
+                      description="One row per station.")
+    for question, joined in (("the trip that left with the longest minutes", False),  # "longest" is no lon
+                             ("the trips that left from Hill Top", True)):
+        tokens = tokenize(question)
+        catalog = _Catalog([TRIPS, lined], (), lambda _, column: STATION_NAMES.get(column, []))
+        pairs = joins_to([TRIPS, lined], BOTH_ENDS, question=(tokens, catalog.candidates(tokens, set())))
+        assert (("trips", "stations") in pairs) == joined, question

@@ -15,7 +15,7 @@ from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _
 from convener.analytics.planner.state import _Join, _Scope
 from convener.analytics.planner.vocabulary import _AWAY, _DIRECTION_PREPOSITIONS, _TOWARD
 from convener.analytics.shapes import BOOLEAN, FLOAT, ColumnInfo, TableInfo
-from convener.analytics.wording import Token, snake, split_identifier, stem, tokenize
+from convener.analytics.wording import Token, phrase, snake, split_identifier, stem, tokenize
 
 
 def _key_of(table: TableInfo, column: str) -> bool:
@@ -113,8 +113,11 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
     phrase naming them ("went to San Francisco Intl", "landed at airports", "destination airport"), or a
     verb of direction right after one ("the airport that received …"); each with the words that said it
     (and a word of direction just before them: "landed at")."""
-    # A value of the key it is joined on ("to HNL": an airports.faa value) is the queried table's own value.
+    # A value of the key it is joined on ("to HNL": an airports.faa value) is the queried table's own value;
+    # a word that only abbreviates a column's name ("longest" for lon) does not name the table.
     covered = {i for c in candidates if c.target.table == other.name and c.target.column not in keys
+               and (c.source != "name" and c.source != "partial"
+                    or all(tokens[i].stem in phrase(c.target.column) for i in range(c.start, c.end)))
                for i in range(c.start, c.end)}
     words = _table_words(other)
 

@@ -320,3 +320,11 @@ def test_an_abbreviation_of_a_joined_column_does_not_pick_a_relationship() -> No
         catalog = _Catalog([TRIPS, lined], (), lambda _, column: STATION_NAMES.get(column, []))
         pairs = joins_to([TRIPS, lined], BOTH_ENDS, question=(tokens, catalog.candidates(tokens, set())))
         assert (("trips", "stations") in pairs) == joined, question
+
+
+def test_a_plural_word_is_not_the_first_word_of_a_name() -> None:
+    makers = TableInfo("makers", (ColumnInfo("maker", "STRING", samples=("PAIR MIKE E", "BOEING")),
+                                  ColumnInfo("units", "INTEGER")), description="One row per maker.")
+    made = plan_question("How many units per maker for the two pairs?", [makers])
+    assert "PAIR MIKE E" not in made.sql or made.unaccounted, made.sql
+    assert "PAIR MIKE E" in plan_question("Units of Pair makers", [makers]).sql  # written as the name writes it

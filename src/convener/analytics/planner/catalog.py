@@ -496,6 +496,8 @@ def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
         if index in used or token.kind != "word" or not options or len(options) > 1 or token.is_stopword \
                 or _common(token.norm) or len(token.norm) < 4:
             continue
+        if token.norm != options[0].split()[0].lower() and not token.text[:1].isupper():
+            continue  # "pairs" is no "PAIR MIKE E": a first word is written as the value writes it
         found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, options[0]),
                                 1.8, "value"))
     found.extend(_prefix_spans(tokens, used, keys, values))

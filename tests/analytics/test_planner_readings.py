@@ -328,3 +328,17 @@ def test_a_plural_word_is_not_the_first_word_of_a_name() -> None:
     made = plan_question("How many units per maker for the two pairs?", [makers])
     assert "PAIR MIKE E" not in made.sql or made.unaccounted, made.sql
     assert "PAIR MIKE E" in plan_question("Units of Pair makers", [makers]).sql  # written as the name writes it
+
+
+def test_the_rows_of_a_table_reached_by_a_picked_relationship_ranked_are_its_key_values() -> None:
+    rides = TableInfo("rides", (ColumnInfo("ride_id", "INTEGER"), ColumnInfo("src", "STRING", "Where the ride left from"),
+                                ColumnInfo("dst", "STRING", "Destination of the ride")), description="One row per ride.")
+    stops = TableInfo("stops", (ColumnInfo("code", "STRING"), ColumnInfo("label", "STRING")),
+                      description="One row per stop.")
+    ends = (Relationship("rides", ("src",), "stops", ("code",)), Relationship("rides", ("dst",), "stops", ("code",)))
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE rides AS SELECT * FROM (VALUES (1, 'A', 'B'), (2, 'A', 'B'), (3, 'B', 'A')) "
+                       "AS t(ride_id, src, dst)")
+    made = plan_question("Which stop received the most rides?", [rides], related=[stops], relationships=ends)
+    assert connection.execute(made.sql).fetchall() == [("B", 2)], made.sql
+    connection.close()

@@ -557,6 +557,23 @@ def _read_ranked_keys(reading: _Reading) -> None:
         _note_term(reading, mention)
         reading.top = reading.top or 1
         return
+    _read_ranked_join(reading)
+
+
+def _read_ranked_join(reading: _Reading) -> None:
+    """"Which 3 airports received the most flights from JFK": the rows of a table joined by the relationship
+    the question's words picked, ranked, are the values of the queried table's column it joins on (dest)."""
+    if reading.scope is None or reading.keys:
+        return
+    for join in reading.scope.joins:
+        words = _table_words(join.table)
+        named = [i for i, token in enumerate(reading.tokens) if reading.free(i) and token.stem in words]
+        if not join.chosen or not named:
+            continue
+        reading.keys.append(join.on[0][0])
+        reading.used.update(named)
+        reading.top = reading.top or 1
+        return
 
 
 def _read_ranked_rows(reading: _Reading, table_words: set[str]) -> None:

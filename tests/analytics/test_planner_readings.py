@@ -342,3 +342,9 @@ def test_the_rows_of_a_table_reached_by_a_picked_relationship_ranked_are_its_key
     made = plan_question("Which stop received the most rides?", [rides], related=[stops], relationships=ends)
     assert connection.execute(made.sql).fetchall() == [("B", 2)], made.sql
     connection.close()
+
+
+def test_the_columns_listed_after_their_are_each_rows(runs: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Runs longer than 1 mile: their ids and runners", [RUNS])
+    assert sorted(runs.execute(made.sql).fetchall()) == [(1, "Ann"), (2, "Ann"), (3, "Bo")], made.sql
+    assert "DISTINCT" not in made.sql and not made.unaccounted

@@ -87,6 +87,9 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
+    if reading.shown_per_row and shape != "rows":
+        # "average air time, with their manufacturer": columns to show beside rows, where no rows are shown
+        unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted))
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
     sql = _render(reading, query, dialect)

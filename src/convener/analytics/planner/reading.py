@@ -912,6 +912,8 @@ def _read_shown(reading: _Reading) -> None:
         reading.used.add(0)
         reading.listing = True
         return
+    if _read_their(reading):
+        return
     for index, token in enumerate(reading.tokens):
         if token.norm not in ("list", "show", "display", "give") or index in reading.used:
             continue
@@ -927,6 +929,50 @@ def _read_shown(reading: _Reading) -> None:
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
         return
+
+
+def _read_their(reading: _Reading) -> bool:
+    """"Penguins heavier than 6000 g: their ids and species": the columns listed after "their" are what the
+    rows show; "ids" is the table's own identifier column."""
+    start = next((i for i, token in enumerate(reading.tokens) if token.norm == "their" and reading.free(i)), None)
+    if start is None:
+        return False
+    shown: list[tuple[str, range]] = []
+    index = start + 1
+    while index < len(reading.tokens):
+        mention = reading.mention_at(index)
+        if mention is not None and not mention.is_value and mention.start == index:
+            shown.append((mention.target.column, range(mention.start, mention.end)))
+            index = mention.end
+        elif reading.norm(index) in ("id", "ids") and reading.free(index) and _identifier(reading) is not None:
+            shown.append((_identifier(reading) or "", range(index, index + 1)))
+            index += 1
+        else:
+            break
+        if reading.norm(index) != "and" or not reading.free(index):
+            break
+        index += 1
+    if not shown:
+        return False
+    for column, span in shown:
+        reading.shown.append(column)
+        for mention in [m for m in reading.mentions if m.start in span]:
+            reading.mentions.remove(mention)
+            _note_term(reading, mention)
+        reading.used.update(span)
+    reading.used.add(start)
+    reading.used.update(i for i in range(start, index) if reading.norm(i) == "and")
+    reading.shown_per_row = True
+    return True
+
+
+def _identifier(reading: _Reading) -> str | None:
+    """The queried table's own identifier column: ``id``, or the one column whose name ends in ``_id``."""
+    columns = [c.name for c in reading.base.columns]
+    if "id" in columns:
+        return "id"
+    ids = [name for name in columns if name.lower().endswith("_id")]
+    return ids[0] if len(ids) == 1 else None
 
 
 def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:

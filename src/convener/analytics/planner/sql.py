@@ -329,9 +329,10 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
         query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
-        query.distinct = True
+        query.distinct = not reading.shown_per_row
         named = " and ".join(reading.shown)
-        return query, f"{snake(table)}_{snake(named)}", f"Lists the distinct {named} of {reading.table.name}"
+        each = "the" if reading.shown_per_row else "the distinct"
+        return query, f"{snake(table)}_{snake(named)}", f"Lists {each} {named} of {reading.table.name}"
     return _Query([exp.Star()]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
 
 

@@ -89,6 +89,8 @@ class _Reading:
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
     shown: list[str] = field(default_factory=list)
     """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
+    shown_per_row: bool = False
+    """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
     unplaced: list[str] = field(default_factory=list)
     """Columns the question names that no step made a key, filter, measure or ordering of ("per plane
     manufacturer" when the manufacturer could not be grouped by): words the plan does not account for."""

@@ -50,7 +50,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_LOW,
     _UNITS,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, ColumnInfo, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, stem
 
 

@@ -230,7 +230,7 @@ def test_a_qualified_table_name_is_quoted_part_by_part() -> None:
 
 
 def test_number_words_count(world: World) -> None:
-    assert "LIMIT 5" in world.plan("top five cars by horsepower").sql
+    assert "OFFSET 4" in world.plan("top five cars by horsepower").sql  # the fifth value, the cut-off
     assert '"Cylinders" > 6' in world.plan("how many cars have more than six cylinders").sql
 
 

@@ -69,6 +69,7 @@ from convener.analytics.models import (
     UserMessage,
 )
 from convener.analytics.planner import NoPlan, Relationship, Term, plan_question
+from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN
 from convener.analytics.sandbox import run_analysis
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, QueryResult, TableInfo
 from convener.api.errors import ApiError, DeadlineExceeded, InvalidArgument, ResourceExhausted
@@ -439,7 +440,8 @@ def _values_of(tables: Sequence[Table]) -> Callable[[str, str], Sequence[str]]:
     def values_of(table: str, column: str) -> Sequence[str]:
         if (table, column) not in cache:
             found = by_name.get(table)
-            cache[table, column] = found.engine.distinct_values(table, column) if found else ()
+            # As many values as the planner matches: a limit below it would leave out the names sorted last.
+            cache[table, column] = found.engine.distinct_values(table, column, MAX_VALUES_PER_COLUMN) if found else ()
         return cache[table, column]
 
     return values_of

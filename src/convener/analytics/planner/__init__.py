@@ -23,7 +23,8 @@ as text) and rendered in the requested dialect; date bucketing is written per di
 no ``DATE_TRUNC`` or ``EXTRACT``.
 
 The package: ``base`` (Plan, NoPlan, Term), ``vocabulary`` (word lists), ``catalog`` (what phrases refer to,
-the table asked about), ``state`` (the reading so far), ``dates`` and ``reading`` (binding structure words),
+the table asked about), ``state`` (the reading so far), ``dates``, ``clock`` (times of day on HHMM columns)
+and ``reading`` (binding structure words),
 ``scope`` (joined tables and glossary
 formulas as virtual columns), ``checks`` (guards and refusals), ``shaping`` (the shape of the answer) and ``sql`` (building and rendering).
 """
@@ -41,7 +42,13 @@ from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
-from convener.analytics.planner.sql import _BUILDERS, _condition, _describe_filters, _render
+from convener.analytics.planner.sql import (
+    _BUILDERS,
+    _condition,
+    _describe_filters,
+    _describe_group_conditions,
+    _render,
+)
 from convener.analytics.shapes import TableInfo
 
 
@@ -58,30 +65,41 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]
     others = [table for table in related if table.name not in names]
-    pairs = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
+    reachable = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
     # Only tables that join one asked about are read into the catalog: matching values costs per table.
-    joined = {name for pair in pairs for name in pair if set(pair) & set(names)}
+    joined = {name for pair in reachable for name in pair if set(pair) & set(names)}
     everything = [*tables, *(table for table in others if table.name in joined)]
     catalog = _Catalog(everything, terms, values_of)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
+    # A table reached by several relationships (flights to airports by origin and by dest) is joined only
+    # when the question's words pick one: else its phrases do not make the question about the other table.
+    pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used))) \
+        if reachable else set()
     # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
     # orders, joined to the stores that have regions).
-    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in pairs
+    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in reachable
                                                                                    for name in names))]
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])
-    scope, mentions = _scope(table, everything, relationships, candidates)
-    reading = _read(scope.table, tokens, mentions, used, bucket, scope)
+    scope, mentions = _scope(table, everything, relationships, candidates, tokens)
+    reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope)
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
+    if reading.shown_per_row and shape != "rows":
+        # "average air time, with their manufacturer": columns to show beside rows, where no rows are shown
+        unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted))
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
     sql = _render(reading, query, dialect)
-    where = _describe_filters(reading.filters)
-    read = (table.name, *(join.table.name for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql))
-    return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + ".",
+    where = _describe_filters(reading.filters) + _describe_group_conditions(reading)
+    used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]
+    read = (table.name, *(join.table.name for join in used_joins))
+    # Which of several ways to reach a table was taken ("airports by dest, not origin") is said.
+    by = "".join(f", {join.table.name} joined by {table.name}.{mine} = {join.table.name}.{theirs}"
+                 for join in used_joins if join.chosen for mine, theirs in join.on)
+    return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted)
 
 

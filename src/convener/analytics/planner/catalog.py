@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
+from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
     _AGG_WORDS,
@@ -32,6 +33,7 @@ from convener.analytics.wording import (
     snake,
     split_identifier,
     stem,
+    tokenize,
     value_tokens,
 )
 
@@ -87,6 +89,7 @@ class _Catalog:
         self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
         self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
         self.row_words = set().union(*(_table_words(table) for table in tables)) if tables else set()
+        self._candidates: tuple[tuple[tuple[Token, ...], frozenset[int]], list[_Candidate]] | None = None
 
     # values
 
@@ -163,6 +166,13 @@ class _Catalog:
     # matching
 
     def candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        """Every phrase of the question and what it may refer to (kept: asked again for the same tokens)."""
+        key = (tuple(tokens), frozenset(used))
+        if self._candidates is None or self._candidates[0] != key:
+            self._candidates = (key, self._find_candidates(tokens, used))
+        return list(self._candidates[1])
+
+    def _find_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
         content = [i for i, token in enumerate(tokens)
                    if i not in used and not token.is_stopword and token.kind in ("word", "number")]
         found: list[_Candidate] = []
@@ -185,11 +195,21 @@ class _Catalog:
                         continue  # "airports" is a table, not an abbreviation of air_time
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
+            found.extend(_compound_spans(tokens, content, keys, target))
+        found.extend(_unit_spans(tokens, content, self.columns))
+        glossed: list[tuple[_Candidate, int]] = []
         for term, target in self.terms:
             for label in (term.name, *term.labels):
                 words = phrase(label)
                 for start, end, _ in _phrase_spans(tokens, content, words, abbreviations=False):
-                    found.append(_Candidate(start, end, target, 3.2 + len(words), "glossary"))
+                    glossed.append((_Candidate(start, end, target, 3.2 + len(words), "glossary"),
+                                    end - start - len(tokenize(label))))
+        # A term's words said apart ("flights were late" for "late flights") give way to its words said side
+        # by side over the same tokens ("late arrivals").
+        found.extend(candidate for candidate, gaps in glossed
+                     if not gaps or not any(other.target == candidate.target and not other_gaps
+                                            and other.start < candidate.end and candidate.start < other.end
+                                            for other, other_gaps in glossed))
         found.extend(self._value_candidates(tokens, used))
         return found
 
@@ -205,6 +225,43 @@ class _Catalog:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
         return found
+
+
+def _unit_spans(tokens: list[Token], content: list[int], columns: Sequence[_ColumnKeys]) -> list[_Candidate]:
+    """"Sum of miles flown": a unit that exactly one number column of a table is in names that column,
+    a little less than its name would."""
+    found: list[_Candidate] = []
+    for index in content:
+        unit = unit_named(tokens[index].norm) if tokens[index].kind == "word" else None
+        if unit is None:
+            continue
+        by_table: dict[str, list[_ColumnKeys]] = {}
+        for keys in columns:
+            if keys.column.type in NUMBER_TYPES and unit_of(keys.column) == unit:
+                by_table.setdefault(keys.table.name, []).append(keys)
+        found.extend(_Candidate(index, index + 1, _Target(table, only[0].column.name), 2.0, "partial")
+                     for table, only in by_table.items() if len(only) == 1)
+    return found
+
+
+def _compound_spans(tokens: list[Token], content: list[int], keys: _ColumnKeys, target: _Target) -> list[_Candidate]:
+    """Two words a one-word column name runs together, the first whole or as its initial and the second cut
+    short: "tail numbers" for ``tailnum``, "time zone" for ``tzone``."""
+    words = split_identifier(keys.column.name).lower().split()
+    if len(words) != 1 or len(words[0]) < 5:
+        return []
+    name = words[0]
+    found = []
+    for first, second in zip(content, content[1:], strict=False):
+        if second != first + 1 or tokens[first].kind != "word" or tokens[second].kind != "word":
+            continue
+        head, tail = tokens[first].norm, tokens[second]
+        for cut in {1, len(head)}:
+            rest = name[cut:]
+            if name.startswith(head[:cut]) and len(rest) >= 3 and (tail.norm.startswith(rest) or tail.stem == rest):
+                found.append(_Candidate(first, second + 1, target, 4.5, "name"))
+                break
+    return found
 
 
 _NEGATIVE_PREFIXES = ("non", "un", "in", "dis")
@@ -439,6 +496,8 @@ def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
         if index in used or token.kind != "word" or not options or len(options) > 1 or token.is_stopword \
                 or _common(token.norm) or len(token.norm) < 4:
             continue
+        if token.norm != options[0].split()[0].lower() and not token.text[:1].isupper():
+            continue  # "pairs" is no "PAIR MIKE E": a first word is written as the value writes it
         found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, options[0]),
                                 1.8, "value"))
     found.extend(_prefix_spans(tokens, used, keys, values))
@@ -605,6 +664,11 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     return catalog.tables[best], candidates
 
 
+_CLAUSE_WORDS = frozenset({"whose", "that", "which", "who", "where", "with", "having"})
+"""Words that end the noun phrase "how many …" counts: "how many trips whose destination station …" counts
+trips."""
+
+
 def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[str]:
     """The tables whose rows "how many …", "number of …" counts: those the noun phrase after it ends with
     ("how many Hawaiian Airlines flights" counts flights)."""
@@ -617,7 +681,7 @@ def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[st
             after += 1
         head: list[str] = []
         while after < len(tokens) and tokens[after].kind == "word" and not tokens[after].is_stopword \
-                and tokens[after].norm not in MEANINGFUL:
+                and tokens[after].norm not in MEANINGFUL and tokens[after].norm not in _CLAUSE_WORDS:
             named = [table.name for table in tables if tokens[after].stem in _table_words(table)]
             head = named or head
             after += 1

@@ -9,7 +9,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _Filter, _Reading
-from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _YEAR_PREPOSITIONS
+from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _UNITS, _YEAR_PREPOSITIONS
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import MONTHS, Token, split_identifier, stem
 
@@ -183,6 +183,8 @@ def _read_years(reading: _Reading, column: ColumnInfo) -> None:
         if index in reading.used or not _is_year(token):
             continue
         before = reading.norm(index - 1)
+        if before == "than" or reading.norm(index + 1) in _UNITS:
+            continue  # "longer than 2000 miles", "2000 g": a quantity, not a year
         op = _YEAR_PREPOSITIONS.get(before, "=")
         if before == "prior" or (before == "to" and reading.norm(index - 2) == "prior"):
             op = "<"

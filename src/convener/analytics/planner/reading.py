@@ -3,12 +3,14 @@ the mentions the catalog found."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
+from convener.analytics.planner.clock import _read_clock_times
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
 from convener.analytics.planner.state import (
     _Filter,
@@ -19,6 +21,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     _BUCKETS,
@@ -47,7 +50,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_LOW,
     _UNITS,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, stem
 
 
@@ -103,7 +106,8 @@ def _read_dimensions(reading: _Reading) -> None:
             column = _settle_column(reading, index, columns)
             if column is None:
                 raise NoPlan(f"could not tell which of {', '.join(columns)} '{token.text}' compares")
-            reading.filters.append(_Filter(column, ">" if high else "<", (number.number,), "number", index))
+            value = _in_column_unit(reading, column, number.number, number_at + 1)
+            reading.filters.append(_Filter(column, ">" if high else "<", (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             after = number_at + 1
             while after < len(reading.tokens) and reading.tokens[after].norm in _UNITS:
@@ -181,23 +185,40 @@ def _read_comparisons(reading: _Reading) -> None:
                 or _column_of_unit(reading, number_at + 1)
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
+            if column is None and _names_rows_at(reading, number_at + 1):
+                # "among destinations with at least 50 flights": a condition on each group's rows
+                reading.group_conditions.append((op, number.number or 0))
+                reading.used.update(range(index, number_at + 2))
+                reading.used.update(i for i in range(max(0, index - 5), index) if reading.norm(i) == "among")
+                break
             if column is None:
                 raise NoPlan(f"could not tell which column '{' '.join(words)} {number.text}' is about")
-            reading.filters.append(_Filter(column, op, (number.number,), "number", index))
+            value = _in_column_unit(reading, column, number.number, number_at + 1)
+            reading.filters.append(_Filter(column, op, (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
 
 
-_UNIT_NAMES: tuple[frozenset[str], ...] = (
-    frozenset({"grams", "gram", "g"}), frozenset({"kilograms", "kilogram", "kilos", "kg"}),
-    frozenset({"feet", "foot", "ft"}), frozenset({"miles", "mile", "mi"}), frozenset({"km", "kilometres",
-                                                                                      "kilometers"}),
-    frozenset({"millimetres", "millimeters", "mm"}), frozenset({"centimetres", "centimeters", "cm"}),
-    frozenset({"metres", "meters", "m"}), frozenset({"minutes", "minute", "min", "mins"}),
-    frozenset({"hours", "hour", "hrs"}), frozenset({"seconds", "second", "secs"}),
-    frozenset({"pounds", "pound", "lbs", "lb"}), frozenset({"inches", "inch", "in"}),
-)
-"""Names of one unit, the way a question and a column's name or description may write it."""
+def _names_rows_at(reading: _Reading, index: int) -> bool:
+    """Whether the word at ``index`` names the queried table's rows ("50 flights")."""
+    return 0 <= index < len(reading.tokens) and reading.tokens[index].kind == "word" and reading.free(index) \
+        and reading.tokens[index].stem in _table_words(reading.base)
+
+
+def _in_column_unit(reading: _Reading, column: str, number: float, unit_at: int) -> float:
+    """A number of a comparison in the column's unit: "more than 2 hours" on a column in minutes is 120. A
+    unit that cannot be converted to the column's is refused rather than compared as if it were the same."""
+    said = unit_named(reading.norm(unit_at))
+    if said is None:
+        return number
+    found = reading.table.column(column)
+    own = unit_of(found) if found is not None else None
+    if own is None or own == said:
+        return number
+    factor = CONVERSIONS.get((said, own))
+    if factor is None:
+        raise NoPlan(f"{column} is in {own}, not {said}")
+    return number * factor
 
 
 def _column_of_unit(reading: _Reading, index: int) -> str | None:
@@ -206,24 +227,16 @@ def _column_of_unit(reading: _Reading, index: int) -> str | None:
     several are in that unit, None: the comparison stays unexplained and is refused."""
     if index >= len(reading.tokens):
         return None
-    names = next((group for group in _UNIT_NAMES if reading.norm(index) in group), None)
+    names = next((group for group in UNIT_NAMES if reading.norm(index) in group), None)
     if names is None:
         return None
     found = [column.name for column in reading.table.columns if column.type in NUMBER_TYPES
              and (phrase(column.name)[-1:] and phrase(column.name)[-1] in {*names, *map(stem, names)}
-                  or _described_in(column.description or "", names))]
+                  or described_in(column.description or "", names))]
     if len(found) != 1:
         return None
     reading.used.add(index)
     return found[0]
-
-
-def _described_in(description: str, names: frozenset[str]) -> bool:
-    """Whether a column's description says it is measured in one of ``names`` ("in miles"), not in a
-    rate of it ("miles per hour")."""
-    words = phrase(description)
-    stems = {stem(name) for name in names - {"in", "m", "g", "min", "second"}}
-    return any(word in stems and "per" not in words[place + 1:place + 2] for place, word in enumerate(words))
 
 
 def _column_after(reading: _Reading, index: int) -> str | None:
@@ -326,6 +339,26 @@ def _read_values(reading: _Reading) -> None:
         reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
 
 
+_TRUTH_WORDS = {"true": True, "false": False, "yes": True, "no": False}
+
+
+def _read_truth_words(reading: _Reading) -> None:
+    """"clutch_completion false", "whose returned is true": a true/false column named with the truth value
+    it must have, which the column's mention (read as "is true") then says."""
+    for mention in list(reading.mentions):
+        if not mention.is_value or reading.column(mention.target.column).type != BOOLEAN:
+            continue
+        at = mention.end
+        while reading.norm(at) in ("is", "was", "=", "equals") and reading.free(at):
+            at += 1
+        if reading.norm(at) not in _TRUTH_WORDS or not reading.free(at):
+            continue
+        truth = _TRUTH_WORDS[reading.norm(at)] == (mention.target.value == "true")
+        target = replace(mention.target, value="true" if truth else "false")
+        reading.mentions[reading.mentions.index(mention)] = _Mention(mention.start, at + 1, target, mention.source,
+                                                                     mention.ambiguous)
+
+
 def _drop_named_column(reading: _Reading, value: _Mention) -> None:
     """"Turbo-jet engines", "Dream island": the column a value belongs to, named right after it, is said by
     the value (even where the word could also name another column, as "engines" could)."""
@@ -348,8 +381,13 @@ def _read_top(reading: _Reading) -> None:
     """"top 5", "bottom 3", "5 heaviest", "which 3 …": an ordering with a limit. Direction comes from the
     nearest superlative ("lowest", "worst" → ascending)."""
     tokens = reading.tokens
+
+    def in_value(index: int) -> bool:  # "Hill Top" names a place, not a ranking
+        mention = reading.mention_at(index)
+        return mention is not None and mention.is_value
+
     for index, token in enumerate(tokens):
-        if index in reading.used:
+        if index in reading.used or in_value(index):
             continue
         if token.norm in ("top", "bottom", "first", "last") and _number_at(reading, index + 1):
             reading.top = int(tokens[index + 1].number or 0)
@@ -364,8 +402,16 @@ def _read_top(reading: _Reading) -> None:
             reading.top = int(tokens[index + 1].number or 0)
             reading.used.update((index, index + 1))
             return
+        if token.norm == "the" and _number_at(reading, index + 1) and _direction(tokens[index + 2:]) is not None:
+            named = reading.mention_at(index + 2)
+            if named is not None and not named.is_value and named.start == index + 2 \
+                    or reading.tokens[index + 2].stem in _table_words(reading.base):  # "the 5 planes with the most seats"
+                # "the two tail numbers with the most flights"
+                reading.top = int(tokens[index + 1].number or 0)
+                reading.used.update((index, index + 1))
+                return
     for index, token in enumerate(tokens):
-        if token.norm in ("top", "bottom") and index not in reading.used:
+        if token.norm in ("top", "bottom") and index not in reading.used and not in_value(index):
             reading.top, reading.descending = 10, token.norm == "top"
             reading.used.add(index)
             return
@@ -411,19 +457,33 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index += 1
             continue
         after = index + len(marker)
-        while reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
-                                       or reading.tokens[after].stem in table_words):
+        while after < len(reading.tokens) and (
+                reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
+                                         or reading.tokens[after].stem in table_words)
+                or after in reading.used and reading.mention_at(after) is None
+                and reading.tokens[after].stem in table_words):  # "of each aircraft type": the rows, then the key
             after += 1
+        if reading.free(after) and reading.mention_at(after) is None and _names_column(reading, after + 1) \
+                and reading.tokens[after].stem in _table_words(reading.base) | set(phrase(reading.base.description or "")):
+            after += 1  # "each aircraft type" where the table's description calls its planes aircraft
+        if reading.norm(after) in _GROUP_FILLER and reading.norm(after + 1) == "of" and _names_column(reading, after + 2):
+            # "each type of engine": the column after "of", whatever "type" could also name
+            skipped = reading.mention_at(after)
+            if skipped is not None:
+                reading.mentions.remove(skipped)
+            reading.used.update((after, after + 1))
+            after += 2
         mention = reading.mention_at(after)
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
             if _is_order_measure(reading, mention, marker):
                 reading.order_measure = mention.target.column  # left for _read_measures, with its aggregate
             else:
-                reading.keys.append(mention.target.column)
+                reading.keys.append(_exact_rival(reading, mention))
                 reading.mentions.remove(mention)
                 reading.used.update(range(mention.start, mention.end))
                 _note_term(reading, mention)
+                _read_key_bucket(reading, mention)
                 # "by species and island": each column joined by "and" is a key too
                 while reading.norm(mention.end) == "and" and reading.free(mention.end):
                     following = reading.mention_at(mention.end + 1)
@@ -437,6 +497,35 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index = mention.end
             continue
         index = after
+
+
+def _read_key_bucket(reading: _Reading, key: _Mention) -> None:
+    """"for each egg year", "per flight month": a date column named as a key, then a time bucket word, is
+    that column cut into the bucket (not grouped by its own days)."""
+    if reading.column(key.target.column).type not in TIME_TYPES or not reading.free(key.end) \
+            or reading.norm(key.end) not in _BUCKETS or reading.bucket not in (None, _BUCKETS[reading.norm(key.end)]):
+        return
+    reading.bucket = _BUCKETS[reading.norm(key.end)]
+    reading.used.add(key.end)
+
+
+def _exact_rival(reading: _Reading, mention: _Mention) -> str:
+    """Of the columns a phrase could name, the one named exactly as written ("engine", not "engines");
+    refused when none is and it could name several."""
+    written = "_".join(token.norm for token in reading.tokens[mention.start:mention.end])
+    if not mention.ambiguous:
+        return mention.target.column
+    exact = [c for c in (mention.target.column, *mention.ambiguous) if c.lower() == written]
+    if len(exact) != 1:
+        names = " or ".join((mention.target.column, *mention.ambiguous))
+        raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
+    return exact[0]
+
+
+def _names_column(reading: _Reading, index: int) -> bool:
+    """Whether a non-value mention of a column starts at ``index``."""
+    mention = reading.mention_at(index)
+    return mention is not None and not mention.is_value and mention.start == index
 
 
 def _is_order_measure(reading: _Reading, mention: _Mention, marker: tuple[str, ...]) -> bool:
@@ -459,10 +548,30 @@ def _read_ranked_keys(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if mention.is_value or column.type != STRING:
             continue
-        reading.keys.append(column.name)
+        chosen = _exact_rival(reading, mention)
+        if reading.column(chosen).type != STRING:
+            continue  # "the most motors": the number of motors, which "motor" could also have named
+        reading.keys.append(chosen)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+        reading.top = reading.top or 1
+        return
+    _read_ranked_join(reading)
+
+
+def _read_ranked_join(reading: _Reading) -> None:
+    """"Which 3 airports received the most flights from JFK": the rows of a table joined by the relationship
+    the question's words picked, ranked, are the values of the queried table's column it joins on (dest)."""
+    if reading.scope is None or reading.keys:
+        return
+    for join in reading.scope.joins:
+        words = _table_words(join.table)
+        named = [i for i, token in enumerate(reading.tokens) if reading.free(i) and token.stem in words]
+        if not join.chosen or not named:
+            continue
+        reading.keys.append(join.on[0][0])
+        reading.used.update(named)
         reading.top = reading.top or 1
         return
 
@@ -477,6 +586,26 @@ def _read_ranked_rows(reading: _Reading, table_words: set[str]) -> None:
     if reading.keys:
         raise NoPlan(f"ranking rows within each {' and '.join(reading.keys)} is not something this planner does")
     reading.top = 1
+
+
+def _read_which_column(reading: _Reading) -> None:
+    """"Which carriers had cancelled flights out of LGA": the values of a text column named right after
+    which/what, where nothing is ranked, are what the question lists; with a condition on each group's rows
+    ("which carriers have more than 300 flights") they are the groups."""
+    if reading.top is not None or reading.direction is not None or reading.keys or reading.shown:
+        return
+    for index, token in enumerate(reading.tokens[:-1]):
+        if token.norm not in ("which", "what"):
+            continue
+        mention = reading.mention_at(index + 1)
+        if mention is None or mention.is_value or mention.start != index + 1 or mention not in reading.mentions \
+                or reading.column(mention.target.column).type != STRING:
+            return
+        (reading.keys if reading.group_conditions else reading.shown).append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(index, mention.end))
+        _note_term(reading, mention)
+        return
 
 
 def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
@@ -516,6 +645,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     named = reading.mention_at(after)
     if named is not None and _numeric_mention(reading, after) is not None:
         reading.counted_measure = named.target.column
+    if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
+        reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
+        return
     counted = reading.tokens[after] if after < len(reading.tokens) else None
     if counted is not None and counted.kind == "word" and named is None \
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
@@ -534,7 +666,9 @@ def _read_measures(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if column.type not in NUMBER_TYPES:
             continue
-        if mention.ambiguous:
+        # Only a number can be averaged or totalled: a rival that is not one ("engine", the engine's type,
+        # beside "engines", their number) is not what a measure means.
+        if any(reading.column(rival).type in NUMBER_TYPES for rival in mention.ambiguous):
             names = " or ".join((column.name, *mention.ambiguous))
             raise NoPlan(f"'{_text(reading, mention)}' could be {names}; say which")
         # A formula named with its aggregate ("the highest average speed") is that aggregate; a superlative
@@ -548,6 +682,16 @@ def _read_measures(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+
+
+def _read_extreme(reading: _Reading) -> None:
+    """"Longest flipper in each study": a superlative of measure that ranks nothing (no top N, no row asked
+    for) is the greatest or least value, per group when grouped."""
+    if reading.top is not None or reading.order_measure is None or reading.direction is None \
+            or reading.count or reading.distinct or reading.measures or not reading.keys:
+        return
+    reading.measures.append((reading.order_measure, MAX if reading.direction else MIN))
+    reading.order_measure = None
 
 
 def _merge_adjacent_measures(reading: _Reading) -> None:
@@ -653,7 +797,17 @@ def _read_share(reading: _Reading) -> None:
     dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
     condition after the share word is counted."""
     for index, token in enumerate(reading.tokens):
-        if token.norm not in _SHARE_WORDS or not reading.free(index) or reading.norm(index + 1) != "of":
+        if token.norm == "rate" and reading.free(index) and _read_rate(reading, index):
+            return
+        if token.norm not in _SHARE_WORDS or not reading.free(index):
+            continue
+        if reading.norm(index + 1) != "of":
+            # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
+            if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS and reading.free(index + 1) \
+                    and reading.norm(index - 1) in ("what", "which"):
+                reading.used.update((index, index + 1))
+                reading.share_split = index + 1
+                _read_share_unit(reading)
             continue
         reading.used.update((index, index + 1))
         if token.norm == "ratio":
@@ -668,6 +822,20 @@ def _read_share(reading: _Reading) -> None:
         return
 
 
+def _read_rate(reading: _Reading, index: int) -> bool:
+    """"the cancellation rate at LGA", "late arrival rate per carrier": a condition named right before "rate"
+    is what the share counts (in percent); the other conditions pick the rows it is a share of."""
+    mention = reading.mention_at(index - 1)
+    if mention is None or not mention.is_value or mention.end != index \
+            or reading.column(mention.target.column).type != BOOLEAN:
+        return False
+    reading.used.add(index)
+    reading.share_split = index
+    reading.share_span = (mention.start, mention.end)
+    _read_share_unit(reading)
+    return True
+
+
 def _read_share_unit(reading: _Reading) -> None:
     """"…, in percent", "as a percentage": how a share read already is to be written, which it is (in
     percent) — the words ask for no second computation."""
@@ -677,6 +845,8 @@ def _read_share_unit(reading: _Reading) -> None:
         start = index - 2 if reading.norm(index - 1) == "a" else index - 1
         if reading.norm(start) in ("in", "as") and all(reading.free(i) for i in range(start, index)):
             reading.used.update(range(start, index + 1))
+        elif index == len(reading.tokens) - 1 and index > 0 and reading.tokens[index - 1].kind == "word":
+            reading.used.add(index)  # the last word: "… are Chinstrap (percent)?"
 
 
 def _read_ratio(reading: _Reading, index: int) -> None:
@@ -732,6 +902,18 @@ def _read_signs(reading: _Reading) -> None:
 def _read_shown(reading: _Reading) -> None:
     """"List the destinations of …", "show the names of …": the columns named right after the verb of a
     listing are what it shows."""
+    if reading.norm(0) == "name" and reading.norm(1) in ("the", "all", "every", "each", "any") \
+            and reading.tokens[0].text[:1].isupper():
+        # "Name the airports higher than 7000 feet": the verb, asking for the rows' names
+        listed = reading.mention_at(0)
+        if listed is not None and not listed.is_value and listed.end == 1:
+            reading.shown.append(listed.target.column)
+            reading.mentions.remove(listed)
+        reading.used.add(0)
+        reading.listing = True
+        return
+    if _read_their(reading):
+        return
     for index, token in enumerate(reading.tokens):
         if token.norm not in ("list", "show", "display", "give") or index in reading.used:
             continue
@@ -747,6 +929,50 @@ def _read_shown(reading: _Reading) -> None:
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
         return
+
+
+def _read_their(reading: _Reading) -> bool:
+    """"Penguins heavier than 6000 g: their ids and species": the columns listed after "their" are what the
+    rows show; "ids" is the table's own identifier column."""
+    start = next((i for i, token in enumerate(reading.tokens) if token.norm == "their" and reading.free(i)), None)
+    if start is None:
+        return False
+    shown: list[tuple[str, range]] = []
+    index = start + 1
+    while index < len(reading.tokens):
+        mention = reading.mention_at(index)
+        if mention is not None and not mention.is_value and mention.start == index:
+            shown.append((mention.target.column, range(mention.start, mention.end)))
+            index = mention.end
+        elif reading.norm(index) in ("id", "ids") and reading.free(index) and _identifier(reading) is not None:
+            shown.append((_identifier(reading) or "", range(index, index + 1)))
+            index += 1
+        else:
+            break
+        if reading.norm(index) != "and" or not reading.free(index):
+            break
+        index += 1
+    if not shown:
+        return False
+    for column, span in shown:
+        reading.shown.append(column)
+        for mention in [m for m in reading.mentions if m.start in span]:
+            reading.mentions.remove(mention)
+            _note_term(reading, mention)
+        reading.used.update(span)
+    reading.used.add(start)
+    reading.used.update(i for i in range(start, index) if reading.norm(i) == "and")
+    reading.shown_per_row = True
+    return True
+
+
+def _identifier(reading: _Reading) -> str | None:
+    """The queried table's own identifier column: ``id``, or the one column whose name ends in ``_id``."""
+    columns = [c.name for c in reading.base.columns]
+    if "id" in columns:
+        return "id"
+    ids = [name for name in columns if name.lower().endswith("_id")]
+    return ids[0] if len(ids) == 1 else None
 
 
 def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
@@ -791,6 +1017,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.top = reading.top or 1
     reading.order_measure = column.name
     reading.descending = latest
+    if named is not None and reading.norm(named.start - 1) in ("which", "what"):
+        reading.ties = False  # "on which date was the earliest egg": the date itself, once
 
 
 def _names_time(reading: _Reading, index: int) -> bool:
@@ -806,6 +1034,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    _read_clock_times(reading)
     _read_top(reading)
     _read_comparisons(reading)
     _read_dates(reading)
@@ -818,13 +1047,16 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_signs(reading)
     _read_missing(reading)
     _read_shown(reading)
+    _read_truth_words(reading)
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))
+    _read_which_column(reading)
     _read_counts(reading, _table_words(table))
     _read_measures(reading)
+    _read_extreme(reading)
     _read_flags(reading)
     _read_leftover_columns(reading)
     return reading
@@ -841,6 +1073,20 @@ def _read_leftover_columns(reading: _Reading) -> None:
         reading.used.update(range(mention.start, mention.end))
 
 
+def _names_used_join(reading: _Reading, column: str, used: set[str]) -> bool:
+    """Whether ``column`` is the queried table's side of a join picked among several whose table the plan
+    reads (a column of it is a key, filter, measure or shown)."""
+    assert reading.scope is not None
+    for join in reading.scope.joins:
+        if not join.chosen or column not in (mine for mine, _ in join.on):
+            continue
+        alias = join.table.name.split(".")[-1]
+        if any(isinstance(expression, exp.Column) and expression.table == alias
+               for name, expression in reading.scope.virtual.items() if name in used):
+            return True
+    return False
+
+
 def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
     """Whether a column named but not placed in the plan only describes the rows the plan reads anyway: a
     column the plan uses elsewhere ("species except Gentoo"), the time column a bucket or date condition
@@ -852,6 +1098,8 @@ def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
             *reading.shown, *(name for name in (reading.order_measure, reading.distinct) if name)}
     if column in used or mention.source != "name":
         return True
+    if reading.scope is not None and _names_used_join(reading, column, used):
+        return True  # "destination" in "flights whose destination airport is …": the join it picked is read
     times = {info.name for info in _time_columns(reading.table)}
     if column in times and (reading.bucket is not None or any(f.column in times for f in reading.filters)
                             or any(name in times for name, _ in reading.measures)):

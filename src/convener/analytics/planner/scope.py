@@ -4,7 +4,7 @@ formulas over its columns, as virtual columns the reading steps treat like any o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import sqlglot
@@ -13,8 +13,9 @@ from sqlglot import exp
 from convener.analytics.planner.base import Relationship
 from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
+from convener.analytics.planner.vocabulary import _AWAY, _DIRECTION_PREPOSITIONS, _TOWARD
 from convener.analytics.shapes import BOOLEAN, FLOAT, ColumnInfo, TableInfo
-from convener.analytics.wording import snake, split_identifier, stem
+from convener.analytics.wording import Token, phrase, snake, split_identifier, stem, tokenize
 
 
 def _key_of(table: TableInfo, column: str) -> bool:
@@ -43,17 +44,19 @@ def _one_side(many: TableInfo, many_column: str, one: TableInfo, one_column: str
     return first and not (many.columns and many.columns[0].name.lower() == many_column.lower())
 
 
-def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequence[Relationship]) -> list[_Join]:
+Role = Callable[[TableInfo, Sequence[tuple[str, str]]], tuple[str, str] | None]
+"""Of several relationships from the queried table to one other table (flights.origin and flights.dest to
+airports.faa), the one a question means, or None when it does not say."""
+
+
+def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequence[Relationship],
+           role: Role | None = None) -> list[_Join]:
     """The tables ``table`` joins many-to-one: each of its rows meets at most one of theirs, so joining
-    neither repeats nor drops its rows (the join is a LEFT JOIN) and counts and sums stay right."""
+    neither repeats nor drops its rows (the join is a LEFT JOIN) and counts and sums stay right. A table
+    reached by several relationships is joined by the one ``role`` picks, and not at all when it picks none
+    (without ``role``, by the first: only whether the tables join is asked)."""
     by_name = {t.name: t for t in tables}
-    found: dict[str, _Join] = {}
-    # Two relationships to one table (flights.origin and flights.dest to airports.faa) leave the join to
-    # guess: neither is used.
-    counted: dict[tuple[str, str], int] = {}
-    for relationship in relationships:
-        pair = _pair(relationship.left_table, relationship.right_table)
-        counted[pair] = counted.get(pair, 0) + 1
+    options: dict[str, list[tuple[str, str]]] = {}
     for relationship in relationships:
         for mine, my_columns, theirs, their_columns in (
                 (relationship.left_table, relationship.left_columns, relationship.right_table,
@@ -62,13 +65,20 @@ def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
                  relationship.left_columns)):
             other = by_name.get(theirs)
             if mine != table.name or other is None or other.name == table.name or len(my_columns) != 1 \
-                    or len(my_columns) != len(their_columns) or counted[_pair(mine, theirs)] > 1 \
+                    or len(my_columns) != len(their_columns) \
                     or not _one_side(table, my_columns[0], other, their_columns[0]) \
                     or table.column(my_columns[0]) is None or other.column(their_columns[0]) is None:
                 continue
-            found.setdefault(other.name, _Join(other, tuple(zip(my_columns, their_columns, strict=True))))
+            pair = (my_columns[0], their_columns[0])
+            if pair not in options.setdefault(other.name, []):
+                options[other.name].append(pair)
+    found: dict[str, _Join] = {}
+    for name, pairs in options.items():
+        chosen = pairs[0] if len(pairs) == 1 or role is None else role(by_name[name], pairs)
+        if chosen is not None:
+            found[name] = _Join(by_name[name], (chosen,), len(pairs) > 1)
     for other in tables:
-        if other.name == table.name or other.name in found:
+        if other.name == table.name or other.name in options:
             continue
         for column in table.columns:
             if _key_of(table, column.name):
@@ -83,9 +93,99 @@ def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
     return list(found.values())
 
 
-def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship]) -> set[tuple[str, str]]:
-    """Every (many, one) pair of tables that join many-to-one."""
-    return {(table.name, join.table.name) for table in tables for join in _joins(table, tables, relationships)}
+_TOWARD_ROLE = frozenset({"dest", "destination", "arrival", "arrive", "target", "recipient", "receiver", "to"})
+_AWAY_ROLE = frozenset({"origin", "source", "departure", "depart", "left", "sender", "from"})
+"""Words of a key column's name or description that make it the end a row goes to, or comes from."""
+
+
+def _direction_of(column: ColumnInfo) -> str | None:
+    """"toward" for ``dest`` ("FAA code of the destination airport"), "away" for ``origin`` ("… the flight
+    left from"), None when its name and description say neither or both."""
+    tokens = tokenize(split_identifier(column.name) + " " + (column.description or ""))
+    words = {token.norm for token in tokens} | {token.stem for token in tokens}
+    toward, away = bool(words & _TOWARD_ROLE), bool(words & _AWAY_ROLE)
+    return "toward" if toward and not away else "away" if away and not toward else None
+
+
+def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Sequence[_Candidate],
+                      keys: set[str]) -> dict[str, set[int]]:
+    """The directions in which a question reaches ``other``'s rows: a word of direction right before a
+    phrase naming them ("went to San Francisco Intl", "landed at airports", "destination airport"), or a
+    verb of direction right after one ("the airport that received …"); each with the words that said it
+    (and a word of direction just before them: "landed at")."""
+    # A value of the key it is joined on ("to HNL": an airports.faa value) is the queried table's own value;
+    # a word that only abbreviates a column's name ("longest" for lon) does not name the table.
+    covered = {i for c in candidates if c.target.table == other.name and c.target.column not in keys
+               and (c.source != "name" and c.source != "partial"
+                    or all(tokens[i].stem in phrase(c.target.column) for i in range(c.start, c.end)))
+               for i in range(c.start, c.end)}
+    words = _table_words(other)
+
+    def names_other(index: int | None) -> bool:
+        return index is not None and (index in covered or tokens[index].stem in words)
+
+    def content(indexes: range) -> int | None:
+        return next((i for i in indexes if not tokens[i].is_stopword and tokens[i].kind == "word"
+                     and tokens[i].norm not in ("that", "which", "who")), None)
+
+    def direction_of(index: int) -> str | None:
+        norm = tokens[index].norm if 0 <= index < len(tokens) else ""
+        return "toward" if norm in _TOWARD else "away" if norm in _AWAY else None
+
+    asked: dict[str, set[int]] = {}
+    for index, token in enumerate(tokens):
+        direction = direction_of(index)
+        if direction is None:
+            continue
+        if names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
+                or token.norm not in _DIRECTION_PREPOSITIONS \
+                and names_other(content(range(index - 1, max(-1, index - 4), -1))):
+            said = asked.setdefault(direction, set())
+            said.add(index)
+            if direction_of(index - 1) == direction:
+                said.add(index - 1)
+    return asked
+
+
+def _role_chooser(table: TableInfo, tokens: Sequence[Token], candidates: Sequence[_Candidate],
+                  said: set[int]) -> Role:
+    """Picks, of several relationships to one table, the one whose end the question's words of direction
+    point to: "flights to San Francisco Intl" reach airports by ``dest``, "flights from …" by ``origin``.
+    The words that said so are added to ``said``."""
+    def choose(other: TableInfo, pairs: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+        asked = _directions_asked(tokens, other, candidates, {theirs for _, theirs in pairs})
+        matching = [(pair, direction) for pair in pairs if (column := table.column(pair[0])) is not None
+                    and (direction := _direction_of(column)) is not None and direction in asked]
+        if len(matching) != 1:
+            return None
+        said.update(asked[matching[0][1]])
+        return matching[0][0]
+    return choose
+
+
+def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship], *,
+             question: tuple[Sequence[Token], Sequence[_Candidate]] | None = None) -> set[tuple[str, str]]:
+    """Every (many, one) pair of tables that join many-to-one; given a ``question`` (its tokens and candidate
+    phrases), of those joined by several relationships only the ones its words of direction pick."""
+    return {(table.name, join.table.name) for table in tables
+            for join in _joins(table, tables, relationships,
+                               _role_chooser(table, question[0], question[1], set()) if question else None)}
+
+
+def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[tuple[str, str], str],
+                     tables: Sequence[TableInfo]) -> _Mention:
+    """"The name of the airport": of columns of one name in several joined tables (airlines.name,
+    airports.name), the one whose table is named beside the phrase; else the mention stays ambiguous."""
+    if not mention.ambiguous or mention.is_value:
+        return mention
+    source = {name: table for (table, _), name in renamed.items()}
+    near = {token.stem for token in tokens[max(0, mention.start - 3):mention.end + 3] if token.kind == "word"}
+    by_name = {table.name: table for table in tables}
+    options = [column for column in (mention.target.column, *mention.ambiguous)
+               if column in source and near & _table_words(by_name[source[column]])]
+    if len(options) != 1:
+        return mention
+    return _Mention(mention.start, mention.end, replace(mention.target, column=options[0]), mention.source)
 
 
 def _alias(table: TableInfo) -> str:
@@ -93,13 +193,14 @@ def _alias(table: TableInfo) -> str:
 
 
 def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequence[Relationship],
-           candidates: Sequence[_Candidate]) -> tuple[_Scope, list[_Mention]]:
+           candidates: Sequence[_Candidate], tokens: Sequence[Token] = ()) -> tuple[_Scope, list[_Mention]]:
     """The scope of a question on ``table``, and its mentions: the table's own phrases first, then phrases
     of joined tables where none of the table's own phrases is (they name the joined table's columns)."""
     columns = list(table.columns)
     virtual: dict[str, exp.Expr] = {}
     renamed: dict[tuple[str, str], str] = {}
-    joins = _joins(table, tables, relationships)
+    said: set[int] = set()
+    joins = _joins(table, tables, relationships, _role_chooser(table, tokens, candidates, said))
     for join in joins:
         keys = {theirs for _, theirs in join.on}
         prefix = snake(split_identifier(_alias(join.table)))
@@ -131,5 +232,9 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
             own.append(_Candidate(candidate.start, candidate.end, moved, candidate.strength - 0.05,
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))
-    scope = _Scope(table, effective, virtual, tuple(joins), frozenset(sums))
-    return scope, _resolve(own)
+    mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own)]
+    # A word that picked a relationship and names a column ("origin" in "by origin airport") stays a mention:
+    # it may be the key asked for.
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    scope = _Scope(table, effective, virtual, tuple(joins), frozenset(sums), frozenset(said - named))
+    return scope, mentions

@@ -220,9 +220,14 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
                       order_word: str) -> tuple[_Query, str, str]:
     """The N best groups by their aggregate (or count), ranked by the value column's position."""
     if reading.measures:
-        reading.measures = [(column, agg or _top_default(reading)) for column, agg in reading.measures]
+        reading.measures = [(column, agg or (_top_default(reading, descending) if reading.column(column).type
+                                             not in TIME_TYPES else MAX if descending else MIN))
+                            for column, agg in reading.measures]  # a date is never totalled
     keys = _keys(reading, dialect)
     values = _values(reading, dialect)
+    # "the two tail numbers with the most flights": rows without one are no tail number, so no group ranked
+    reading.filters.extend(_Filter(key, "not null", (), "value") for key in reading.keys
+                           if reading.column(key).type not in TIME_TYPES)
     first_value: exp.Expr = exp.Literal.number(len(keys) + 1)
     if reading.ties and isinstance(values[0][0], exp.Alias):
         first_value = values[0][0].this.copy()  # compared with the cut-off in HAVING, so the expression itself
@@ -235,16 +240,22 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
                          f"{_value_words(reading)}, {order_word} first")
 
 
-def _top_default(reading: _Reading) -> str:
-    """"Which variety has the most yield" sums; "which symbol has the highest price" takes the maximum."""
+def _top_default(reading: _Reading, descending: bool) -> str:
+    """"Which variety has the most yield" sums; "which symbol has the highest price" takes the maximum and
+    "which island had the earliest egg date" the minimum: the group ranked first holds the extreme row."""
     words = {token.norm for token in reading.tokens}
     if words & {"most", "least"}:
         return SUM
-    return MIN if words & {"lowest", "smallest", "minimum"} else MAX
+    return MIN if not descending or words & {"lowest", "smallest", "minimum"} else MAX
 
 
 def _value_words(reading: _Reading) -> str:
     """The values computed, in words."""
+    if reading.share_split is not None and reading.ratio is None:
+        if reading.share_conditions:
+            described = _describe_filters(reading.share_conditions).removeprefix(", where ")
+            return f"the percentage of rows where {described}"
+        return "the percentage of all the rows"
     if not reading.measures:
         return f"the number of {'distinct ' + reading.distinct if reading.distinct else 'rows'}"
     return ", ".join(f"the {_AGG_NAMES[agg or AVG]} {column}" for column, agg in reading.measures)
@@ -256,6 +267,10 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     if not reading.share_conditions and reading.ratio is None:
         split = reading.share_split if reading.share_split is not None else -1
         counted = [f for f in reading.filters if f.start > split and f.kind not in ("year", "date")]
+        if reading.share_span is not None:
+            counted = [f for f in reading.filters if reading.share_span[0] <= f.start < reading.share_span[1]]
+        if not counted and reading.keys:
+            return _group_share_expression(reading)
         if not counted:
             raise NoPlan(f"could not tell what share of the rows of {reading.table.name} to compute")
         reading.share_conditions = counted
@@ -268,6 +283,16 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=hits),
                     expression=exp.Count(this=exp.Star()))
     alias = f"percent_of_{_rows_called(reading.base)}"
+    return exp.alias_(share, alias, quoted=True), alias
+
+
+def _group_share_expression(reading: _Reading) -> tuple[exp.Expr, str]:
+    """"Each carrier's share of all flights": 100 × a group's rows / the rows of every group (a window over
+    the groups: the rows the filters keep)."""
+    whole = exp.Window(this=exp.Sum(this=exp.Count(this=exp.Star())))
+    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=exp.Count(this=exp.Star())),
+                    expression=whole)
+    alias = f"percent_of_all_{_rows_called(reading.base)}"
     return exp.alias_(share, alias, quoted=True), alias
 
 
@@ -304,9 +329,10 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
         query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
-        query.distinct = True
+        query.distinct = not reading.shown_per_row
         named = " and ".join(reading.shown)
-        return query, f"{snake(table)}_{snake(named)}", f"Lists the distinct {named} of {reading.table.name}"
+        each = "the" if reading.shown_per_row else "the distinct"
+        return query, f"{snake(table)}_{snake(named)}", f"Lists {each} {named} of {reading.table.name}"
     return _Query([exp.Star()]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
 
 
@@ -443,9 +469,16 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
         select = select.where(exp.and_(*query.where), copy=False)
     if query.group:
         select = select.group_by(*query.group, copy=False)
+    if reading.group_conditions and not query.group:
+        raise NoPlan("a condition on the number of rows needs groups to apply to (say 'per …')")
+    for op, number in reading.group_conditions:
+        select = select.having(_COMPARE[op](this=exp.Count(this=exp.Star()),
+                                            expression=exp.Literal.number(_plain(number))), copy=False)
     if query.ties and query.limit is not None and len(query.order) == 1 \
             and isinstance(query.order[0], exp.Ordered):
-        select = _with_ties(select, query.order[0], query.limit)
+        virtual = reading.scope is not None and bool(reading.scope.virtual)
+        select = _with_ties(select, query.order[0], query.limit,
+                            (lambda cut: _resolve_virtual(reading, cut)) if virtual else (lambda cut: cut))
     elif query.order:
         select = select.order_by(*query.order, copy=False)
     if query.limit is not None and not query.ties:
@@ -455,14 +488,19 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     return select.sql(dialect=dialect)
 
 
-def _with_ties(select: exp.Select, order: exp.Ordered, limit: int) -> exp.Select:
+def _with_ties(select: exp.Select, order: exp.Ordered, limit: int,
+               resolve: Callable[[exp.Select], exp.Select]) -> exp.Select:
     """The rows ranked at most ``limit``, ties kept: those whose value reaches the ``limit``-th value
-    (computed by the same query, limited), in order. Portable: no window function, no FETCH WITH TIES."""
+    (computed by the same query, limited), in order. Portable: no window function, no FETCH WITH TIES.
+    ``resolve`` makes the cut-off query whole on its own (the joins its virtual columns need)."""
     value = order.this
     cutoff = select.copy().select(value.copy(), append=False, copy=False)
     cutoff = cutoff.order_by(order.copy(), copy=False).limit(1, copy=False).offset(limit - 1, copy=False)
+    cutoff = resolve(cutoff)
     compare = exp.GTE if order.args.get("desc") else exp.LTE
-    condition = compare(this=value.copy(), expression=exp.Subquery(this=cutoff))
+    # Fewer rows than ``limit``: no cut-off value, and every row is kept.
+    condition = exp.or_(compare(this=value.copy(), expression=exp.Subquery(this=cutoff)),
+                        exp.Is(this=exp.Subquery(this=cutoff.copy()), expression=exp.Null()))
     if select.args.get("group"):
         return select.having(condition, copy=False).order_by(order.copy(), copy=False)
     return select.where(condition, copy=False).order_by(order.copy(), copy=False)
@@ -522,6 +560,15 @@ def _plain(value: str | float) -> str | int | float:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+_COMPARE: dict[str, type[exp.Binary]] = {">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE, "=": exp.EQ}
+
+
+def _describe_group_conditions(reading: _Reading) -> str:
+    """The conditions on each group's rows, in words, for the explanation."""
+    return "".join(f", keeping the groups whose number of rows is {op} {_plain(number)}"
+                   for op, number in reading.group_conditions)
 
 
 def _describe_filters(filters: list[_Filter]) -> str:

@@ -33,6 +33,8 @@ class _Join:
 
     table: TableInfo
     on: tuple[tuple[str, str], ...]
+    chosen: bool = False
+    """Joined by one of several relationships to the table, the one the question's words pointed to."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class _Scope:
     virtual: dict[str, exp.Expr] = field(default_factory=dict)
     joins: tuple[_Join, ...] = ()
     sums: frozenset[str] = frozenset()
+    said: frozenset[int] = frozenset()
+    """The question's words that picked, of several relationships to one table, the one joined ("to" in
+    "flights to San Francisco Intl"): read, so never left over."""
 
 
 @dataclass
@@ -73,11 +78,19 @@ class _Reading:
     scope: _Scope | None = None
     share_split: int | None = None
     share_conditions: list[_Filter] = field(default_factory=list)
-    ties: bool = False
+    group_conditions: list[tuple[str, float]] = field(default_factory=list)
+    """Conditions on the number of rows of each group ("with at least 50 flights": (">=", 50)): HAVING."""
+    share_span: tuple[int, int] | None = None
+    """The words of the one condition a share counts, when named before it ("the cancellation rate")."""
+    ties: bool = True
+    """A ranking keeps the rows tied with its last ("the four lightest penguins" when two weigh the same):
+    cutting a tie at random would present an arbitrary row as the answer."""
     ratio: tuple[_Filter, _Filter] | None = None
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
     shown: list[str] = field(default_factory=list)
     """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
+    shown_per_row: bool = False
+    """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
     unplaced: list[str] = field(default_factory=list)
     """Columns the question names that no step made a key, filter, measure or ordering of ("per plane
     manufacturer" when the manufacturer could not be grouped by): words the plan does not account for."""

@@ -40,6 +40,7 @@ _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("no", "more", "than"), "<="), (("no", "less", "than"), ">="), (("not", "more", "than"), "<="),
     (("more", "than"), ">"), (("greater", "than"), ">"), (("higher", "than"), ">"), (("larger", "than"), ">"),
     (("bigger", "than"), ">"), (("over",), ">"), (("above",), ">"), (("exceeding",), ">"), (("exceeds",), ">"),
+    (("exceeded",), ">"), (("exceed",), ">"),
     (("at", "least"), ">="), (("minimum", "of"), ">="), (("fewer", "than"), "<"), (("less", "than"), "<"),
     (("lower", "than"), "<"), (("smaller", "than"), "<"), (("under",), "<"), (("below",), "<"),
     (("at", "most"), "<="), (("maximum", "of"), "<="), (("up", "to"), "<="), (("exactly",), "="),
@@ -134,3 +135,13 @@ _IRREGULAR_DIMENSIONS = {"farther": "far", "further": "far", "farthest": "far", 
 _TIE_WORDS = frozenset({"tie", "ties", "tied"})
 _TIE_FILLER = frozenset({"counting", "count", "include", "including", "includes", "with", "allow", "keep",
                          "keeping", "if", "there", "is", "a", "any", "show", "all", "of", "them", "list"})
+
+_TOWARD = frozenset({"to", "into", "at", "toward", "towards", "landed", "land", "lands", "landing", "arrive", "arrived",
+                     "arrives", "arriving", "arrival", "arrivals", "received", "receive", "receives", "receiving",
+                     "destination", "destinations", "heading", "headed", "bound", "inbound", "reached", "reaching"})
+_AWAY = frozenset({"from", "out", "leaving", "left", "leave", "leaves", "depart", "departed", "departing", "departs",
+                   "departure", "departures", "origin", "origins", "outbound"})
+"""Words of a question that reach the rows of another table as where a row goes (``_TOWARD``) or comes from."""
+_DIRECTION_PREPOSITIONS = frozenset({"to", "into", "at", "toward", "towards", "from", "out"})
+"""Words of direction that point only forward ("to San Francisco"), where a verb may follow what it points at
+("the airport that received")."""

@@ -1,0 +1,130 @@
+"""Reading clock times ("before 6 am", "after 10:30 pm", "between 6 and 9 am") as conditions on a column
+that holds times of day as HHMM numbers (1530 for 3:30 pm), the way many flight and transit tables do."""
+
+from __future__ import annotations
+
+import re
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo
+from convener.analytics.wording import phrase, stem
+
+_HHMM = re.compile(r"\bhh:?mm\b", re.IGNORECASE)
+_BEFORE = {("before",): "<", ("earlier", "than"): "<", ("until",): "<", ("by",): "<=", ("after",): ">",
+           ("later", "than"): ">", ("since",): ">=", ("at",): "="}
+_CONCEPTS = {
+    "departure": ("leave", "leaves", "leaving", "left", "depart", "departs", "departed", "departing", "departure"),
+    "arrival": ("arrive", "arrives", "arrived", "arriving", "arrival", "land", "lands", "landed", "landing"),
+    "scheduled": ("scheduled", "planned", "due"),
+    "actual": ("actual", "actually", "really"),
+}
+"""Words of a question that name what a time of day is the time of, by a word its column's description uses."""
+
+
+def _clock_columns(reading: _Reading) -> list[ColumnInfo]:
+    """Number columns whose description says they hold HHMM times."""
+    return [c for c in reading.table.columns if c.type in NUMBER_TYPES and _HHMM.search(c.description or "")]
+
+
+def _clock_at(reading: _Reading, index: int) -> tuple[int, int] | None:
+    """The time of day written at ``index`` as (HHMM, tokens it spans): "6 am", "6:30 pm", "18:45", "noon"."""
+    tokens = reading.tokens
+    if index >= len(tokens) or not reading.free(index):
+        return None
+    if tokens[index].norm in ("noon", "midday"):
+        return 1200, 1
+    if tokens[index].norm == "midnight":
+        return 0, 1
+    hour = tokens[index].number
+    if hour is None or not tokens[index].is_integer or tokens[index].kind != "number" or not 0 <= hour <= 23:
+        return None
+    size, minutes = 1, 0
+    following = tokens[index + 1] if index + 1 < len(tokens) else None
+    if following is not None and following.kind == "number" and len(following.text) == 2 \
+            and following.start == tokens[index].end + 1 and following.is_integer and (following.number or 0) < 60:
+        size, minutes = 2, int(following.number or 0)  # "6:30"
+    half = " ".join(reading.norm(i) for i in range(index + size, index + size + 2))
+    if reading.norm(index + size) in ("am", "pm") or half in ("a m", "p m"):
+        if hour > 12:
+            return None
+        evening = reading.norm(index + size).startswith("p")
+        span = size + (1 if reading.norm(index + size) in ("am", "pm") else 2)
+        return (int(hour) % 12 + (12 if evening else 0)) * 100 + minutes, span
+    if size == 2:
+        return int(hour) * 100 + minutes, size  # "18:45"
+    return None
+
+
+def _choose_clock_column(reading: _Reading, columns: list[ColumnInfo]) -> ColumnInfo:
+    """The clock column a time is about: the one whose description has the most of the question's words of
+    departure/arrival/scheduled/actual, then the one the question names (the only one when there is one);
+    refused when that leaves a tie."""
+    if len(columns) == 1:
+        return columns[0]
+    named = {c.name for c in columns if any(c.name in (m.target.column, *m.ambiguous) for m in reading.mentions
+                                            if not m.is_value)}
+    asked = {concept for concept, words in _CONCEPTS.items()
+             if any(token.norm in words for token in reading.tokens)}
+    if asked and "scheduled" not in asked:
+        asked.add("actual")  # "flights that departed after 10 pm": what happened, unless "scheduled" is said
+    scores = [((sum(stem(concept) in phrase(c.description or "") + phrase(c.name) for concept in asked),
+                c.name in named), c) for c in columns]
+    best = max(score for score, _ in scores)
+    top = [c for score, c in scores if score == best]
+    if len(top) == 1 and best != (0, False):
+        return top[0]
+    raise NoPlan(f"could not tell which of {', '.join(c.name for c in top)} the time of day is about")
+
+
+def _read_clock_times(reading: _Reading) -> None:
+    """"scheduled to leave before 6 am": a time of day after before/after/at/by, or between two of them,
+    compared with the HHMM column it is about; the words that said which column are read."""
+    columns = _clock_columns(reading)
+    if not columns:
+        return
+    for index in range(len(reading.tokens)):
+        for words, op in _BEFORE.items():
+            if not all(reading.norm(index + i) == word and reading.free(index + i) for i, word in enumerate(words)):
+                continue
+            clock = _clock_at(reading, index + len(words))
+            if clock is None:
+                continue
+            column = _choose_clock_column(reading, columns)
+            reading.filters.append(_Filter(column.name, op, (float(clock[0]),), "number", index))
+            reading.used.update(range(index, index + len(words) + clock[1]))
+            _read_about(reading, column)
+            break
+        if reading.norm(index) == "between" and reading.free(index):
+            first = _clock_at(reading, index + 1)
+            joiner = index + 1 + first[1] if first else -1
+            second = _clock_at(reading, joiner + 1) if first and reading.norm(joiner) == "and" else None
+            if first is None and reading.norm(index + 2) == "and":
+                # "between 6 and 9 am": the first time takes the second's half of the day
+                second = _clock_at(reading, index + 3)
+                hour = reading.tokens[index + 1].number
+                if second is not None and hour is not None and reading.tokens[index + 1].is_integer \
+                        and 1 <= hour <= 12:
+                    first = ((int(hour) % 12 + (12 if second[0] >= 1200 else 0)) * 100, 1)
+                    joiner = index + 2
+            if first is None or second is None:
+                continue
+            column = _choose_clock_column(reading, columns)
+            reading.filters.append(_Filter(column.name, ">=", (float(first[0]),), "number", index))
+            reading.filters.append(_Filter(column.name, "<=", (float(second[0]),), "number", index))
+            reading.used.update(range(index, joiner + 1 + second[1]))
+            _read_about(reading, column)
+
+
+def _read_about(reading: _Reading, column: ColumnInfo) -> None:
+    """The words that named the clock column (its mentions, "scheduled", "leave") are read."""
+    for mention in [m for m in reading.mentions if not m.is_value
+                    and column.name in (m.target.column, *m.ambiguous)]:
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+    described = set(phrase(column.description or "")) | set(phrase(column.name))
+    for index, token in enumerate(reading.tokens):
+        if reading.free(index) and any(token.norm in words and stem(concept) in described
+                                       for concept, words in _CONCEPTS.items()):
+            reading.used.add(index)

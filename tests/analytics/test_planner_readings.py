@@ -1,0 +1,350 @@
+"""Readings of the planner on small tables: ranked groups by their extreme, a date key cut into a bucket,
+true/false columns named with their value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
+from convener.analytics.planner.catalog import _Catalog
+from convener.analytics.planner.scope import joins_to
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.wording import tokenize
+
+NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"), ColumnInfo("island", "STRING", samples=("North", "South")),
+                            ColumnInfo("laid_date", "DATE"), ColumnInfo("eggs", "INTEGER"),
+                            ColumnInfo("hatched", "BOOLEAN")),
+                  description="One row per nest.")
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE nests (nest_id VARCHAR, island VARCHAR, laid_date DATE, eggs INTEGER, "
+                       "hatched BOOLEAN)")
+    connection.execute("INSERT INTO nests VALUES ('a', 'North', '2020-03-01', 2, true), "
+                       "('b', 'North', '2021-06-01', 4, false), ('c', 'South', '2020-01-15', 3, false), "
+                       "('d', 'South', '2020-02-01', 1, true)")
+    yield connection
+    connection.close()
+
+
+def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    return data.execute(plan_question(question, [NESTS]).sql).fetchall()
+
+
+def test_the_group_ranked_first_by_an_earliest_date_holds_the_earliest_row(data: duckdb.DuckDBPyConnection) -> None:
+    assert [row[0] for row in ask(data, "On which island was the earliest laid date?")] == ["South"]
+
+
+def test_a_date_key_named_with_a_bucket_word_is_cut_into_that_bucket(data: duckdb.DuckDBPyConnection) -> None:
+    assert sorted(row[-1] for row in ask(data, "Average eggs for each laid year")) == [2.0, 4.0]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many nests had hatched false?", 2), ("How many nests whose hatched is true?", 2),
+    ("How many South nests had hatched false?", 1),
+])
+def test_a_true_false_column_named_with_its_value(data: duckdb.DuckDBPyConnection, question: str,
+                                                  expected: int) -> None:
+    assert ask(data, question) == [(expected,)]
+
+
+# --- Two relationships to one table: the question's words of direction pick the one joined ---------------
+
+TRIPS = TableInfo("trips", (ColumnInfo("trip_id", "INTEGER"), ColumnInfo("start_station", "STRING",
+                                                                          "Station the trip left from"),
+                            ColumnInfo("end_station", "STRING", "Destination station of the trip"),
+                            ColumnInfo("minutes", "INTEGER")),
+                  description="One row per trip.")
+STATIONS = TableInfo("stations", (ColumnInfo("code", "STRING"), ColumnInfo("name", "STRING"),
+                                  ColumnInfo("elevation_feet", "INTEGER", "Elevation in feet")),
+                     description="One row per station.")
+BOTH_ENDS = (Relationship("trips", ("start_station",), "stations", ("code",)),
+             Relationship("trips", ("end_station",), "stations", ("code",)))
+STATION_NAMES = {"code": ["HI", "LO"], "name": ["Hill Top", "Low Park"],
+                 "start_station": ["HI", "LO"], "end_station": ["HI", "LO"]}
+
+
+@pytest.fixture(scope="module")
+def trips() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE trips (trip_id INTEGER, start_station VARCHAR, end_station VARCHAR, "
+                       "minutes INTEGER)")
+    connection.execute("CREATE TABLE stations (code VARCHAR, name VARCHAR, elevation_feet INTEGER)")
+    connection.execute("INSERT INTO trips VALUES (1, 'HI', 'LO', 10), (2, 'HI', 'LO', 20), (3, 'LO', 'HI', 30)")
+    connection.execute("INSERT INTO stations VALUES ('HI', 'Hill Top', 900), ('LO', 'Low Park', 10)")
+    yield connection
+    connection.close()
+
+
+def plan_trip(question: str) -> Plan:
+    return plan_question(question, [TRIPS, STATIONS], values_of=lambda _, column: STATION_NAMES.get(column, []),
+                         relationships=BOTH_ENDS)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trips went to Low Park?", 2), ("How many trips left from Low Park?", 1),
+    ("How many trips arrived at stations above 500 feet?", 1),
+    ("How many trips whose destination station is Hill Top?", 1),
+])
+def test_words_of_direction_pick_the_relationship(trips: duckdb.DuckDBPyConnection, question: str,
+                                                 expected: int) -> None:
+    made = plan_trip(question)
+    assert trips.execute(made.sql).fetchall() == [(expected,)], made.sql
+    assert "joined by trips." in made.explanation  # which end was taken is said
+
+
+def test_without_a_word_of_direction_neither_relationship_is_guessed() -> None:
+    with pytest.raises(NoPlan):
+        plan_trip("How many trips involve Hill Top?")
+
+
+def test_a_key_named_by_its_end_stays_the_key(trips: duckdb.DuckDBPyConnection) -> None:
+    made = plan_trip("Average minutes by start station")
+    assert sorted(trips.execute(made.sql).fetchall()) == [("HI", 15.0), ("LO", 30.0)]
+
+
+def test_a_tied_ranking_over_a_joined_column_joins_in_its_cut_off_too(trips: duckdb.DuckDBPyConnection) -> None:
+    made = plan_trip("What is the name of the station that received the most trips?")
+    assert trips.execute(made.sql).fetchall() == [("Low Park", 2)], made.sql
+
+
+def test_a_word_inside_a_value_is_not_a_ranking(trips: duckdb.DuckDBPyConnection) -> None:
+    made = plan_trip("How many trips left from Hill Top?")  # "Top" is part of the station's name
+    assert trips.execute(made.sql).fetchall() == [(2,)], made.sql
+
+
+# --- Shares: per group of all rows, a condition's rate, the share word before its verb ----------------------
+
+CALLS = TableInfo("calls", (ColumnInfo("call_id", "INTEGER"), ColumnInfo("team", "STRING", samples=("Red", "Blue")),
+                            ColumnInfo("resolved", "BOOLEAN")),
+                  description="One row per call.")
+
+
+@pytest.fixture(scope="module")
+def calls() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE calls (call_id INTEGER, team VARCHAR, resolved BOOLEAN)")
+    connection.execute("INSERT INTO calls VALUES (1, 'Red', true), (2, 'Red', true), (3, 'Red', false), "
+                       "(4, 'Blue', false)")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Each team's share of all calls, as a percentage", [("Blue", 25.0), ("Red", 75.0)]),
+    ("percentage of calls in each team", [("Blue", 25.0), ("Red", 75.0)]),
+    ("Resolved rate per team", [("Blue", 0.0), ("Red", 200 / 3)]),
+    ("Resolved rate of Red, as a percentage", [(200 / 3,)]),
+    ("Of the Red calls, what percentage were resolved?", [(200 / 3,)]),
+    ("What proportion of calls are resolved (percent)?", [(50.0,)]),
+])
+def test_shares(calls: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [CALLS])
+    got = [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in calls.execute(made.sql).fetchall()]
+    assert sorted(got) == [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in expected], made.sql
+    assert "percentage" in made.explanation
+
+
+# --- Comparisons with units, a measure among rivals that are no numbers, extremes per group ----------------
+
+RUNS = TableInfo("runs", (ColumnInfo("run_id", "INTEGER"), ColumnInfo("runner", "STRING", samples=("Ann", "Bo")),
+                          ColumnInfo("run_date", "DATE"),
+                          ColumnInfo("duration", "INTEGER", "Duration of the run, in minutes"),
+                          ColumnInfo("distance", "INTEGER", "Distance run, in miles"),
+                          ColumnInfo("shoes", "INTEGER", "Number of shoes worn out"),
+                          ColumnInfo("shoe", "STRING", "Brand of shoe")),
+                 description="One row per run.")
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE runs (run_id INTEGER, runner VARCHAR, run_date DATE, duration INTEGER, "
+                       "distance INTEGER, shoes INTEGER, shoe VARCHAR)")
+    connection.execute("INSERT INTO runs VALUES (1, 'Ann', '2020-01-01', 30, 3, 1, 'X'), "
+                       "(2, 'Ann', '2020-02-01', 150, 2100, 2, 'Y'), (3, 'Bo', '2020-03-01', 90, 10, 3, 'X')")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many runs were longer than 2000 miles?", [(1,)]),  # a quantity, not the year 2000
+    ("Count runs whose duration exceeded 60 minutes", [(2,)]),
+    ("How many runs had a duration over 2 hours?", [(1,)]),  # in the column's minutes
+    ("Average number of shoes per run", [(2.0,)]),
+    ("Longest duration for each runner", [("Ann", 150), ("Bo", 90)]),
+])
+def test_runs(runs: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [RUNS])
+    assert sorted(runs.execute(made.sql).fetchall()) == expected, made.sql
+
+
+def test_a_unit_that_cannot_be_converted_is_refused() -> None:
+    with pytest.raises(NoPlan, match="in miles"):
+        plan_question("How many runs had a distance over 5 km?", [RUNS])
+
+
+# --- Conditions on each group's rows; the values a which-question lists ------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which runners have more than 1 run?", [("Ann", 2)]),
+    ("Average duration per runner among runners with at least 2 runs", [("Ann", 90.0)]),
+    ("Which runners had runs longer than 50 minutes?", [("Ann",), ("Bo",)]),
+    ("Which runners had runs with shoe Y?", [("Ann",)]),
+])
+def test_group_conditions_and_listed_values(runs: duckdb.DuckDBPyConnection, question: str,
+                                            expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [RUNS], values_of=lambda _, column: {"shoe": ["X", "Y"]}.get(column, []))
+    assert sorted(runs.execute(made.sql).fetchall()) == expected, made.sql
+    assert not made.unaccounted
+
+
+def test_a_condition_on_rows_per_group_without_groups_is_refused() -> None:
+    with pytest.raises(NoPlan, match="groups"):
+        plan_question("How many runs with at least 2 runs?", [RUNS])
+
+
+# --- Clock times on HHMM columns ----------------------------------------------------------------------------
+
+TRAINS = TableInfo("trains", (ColumnInfo("train_id", "INTEGER"),
+                              ColumnInfo("sched_dep", "INTEGER", "Scheduled departure time, as HHMM"),
+                              ColumnInfo("dep", "INTEGER", "Actual departure time, as HHMM"),
+                              ColumnInfo("sched_arr", "INTEGER", "Scheduled arrival time, as HHMM")),
+                   description="One row per train.")
+
+
+@pytest.fixture(scope="module")
+def trains() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE trains (train_id INTEGER, sched_dep INTEGER, dep INTEGER, sched_arr INTEGER)")
+    connection.execute("INSERT INTO trains VALUES (1, 545, 610, 700), (2, 1230, 1229, 1400), (3, 2215, 2300, 2359)")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trains were scheduled to leave before 6 am?", 1),
+    ("How many trains departed after 10:30 pm?", 1),  # what happened: the actual time
+    ("How many trains were scheduled to depart after noon?", 2),
+    ("How many trains were scheduled to arrive between 6 and 9 am?", 1),
+])
+def test_clock_times(trains: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    made = plan_question(question, [TRAINS])
+    assert trains.execute(made.sql).fetchall() == [(expected,)], made.sql
+    assert not made.unaccounted
+
+
+def test_a_clock_time_of_no_telling_which_column_is_refused() -> None:
+    with pytest.raises(NoPlan, match="time of day"):
+        plan_question("How many trains at 6 am?", [TRAINS])
+
+
+# --- Keys named the table's way, compound column names, rankings of keys without empty ones ----------------
+
+GEAR = TableInfo("gear", (ColumnInfo("tagnum", "STRING"), ColumnInfo("kind", "STRING"), ColumnInfo("motor", "STRING"),
+                          ColumnInfo("motors", "INTEGER", "Number of motors")),
+                 description="One row per boat (a vessel), by tag number.")
+
+
+@pytest.fixture(scope="module")
+def gear() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE gear (tagnum VARCHAR, kind VARCHAR, motor VARCHAR, motors INTEGER)")
+    connection.execute("INSERT INTO gear VALUES ('A1', 'sail', 'none', 0), ('A1', 'sail', 'none', 0), "
+                       "(NULL, 'sail', 'none', 0), (NULL, 'sail', 'none', 0), (NULL, 'row', 'none', 0), "
+                       "('B2', 'jet', 'turbine', 2), ('C3', 'jet', 'turbine', 1)")
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many boats are there of each vessel kind?", [("jet", 2), ("row", 1), ("sail", 4)]),
+    ("How many boats of each kind of motor are there?", [("none", 5), ("turbine", 2)]),
+    ("The one tag number with the most boats", [("A1", 2)]),  # the empty tag number ranks no group
+])
+def test_keys(gear: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [GEAR])
+    assert sorted(gear.execute(made.sql).fetchall()) == expected, made.sql
+    assert not made.unaccounted
+
+
+def test_a_key_that_could_be_two_columns_of_joined_tables_is_settled_by_the_table_named() -> None:
+    airlines = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING")),
+                         description="One row per carrier.")
+    both = (*BOTH_ENDS, Relationship("trips", ("start_station",), "airlines", ("carrier",)))
+    made = plan_question("What is the name of the station that received the most trips?", [TRIPS],
+                         related=[STATIONS, airlines], relationships=both)
+    assert '"stations"."name"' in made.sql and "airlines" not in made.sql, made.sql
+
+
+# --- A date ranked per group, "the N <rows> with the most …", a glossary term said side by side ------------
+
+
+def test_a_date_ranked_per_group_is_its_latest_not_its_total(data: duckdb.DuckDBPyConnection) -> None:
+    assert [row[0] for row in ask(data, "Which island had the most recent laid date?")] == ["North"]
+
+
+def test_the_n_rows_with_the_most_of_a_column(runs: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("The 2 runs with the most distance", [RUNS])
+    assert [row[-1] for row in runs.execute(made.sql).fetchall()] == [2100, 10], made.sql
+
+
+def test_a_glossary_term_said_side_by_side_beats_its_label_said_apart() -> None:
+    flights = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"), ColumnInfo("arr_delay", "INTEGER"),
+                                    ColumnInfo("arr_time", "INTEGER")), description="One row per flight.")
+    late = Term("late arrival", "A flight that arrived more than 15 minutes late: arr_delay > 15.",
+                ("late flights",))
+    made = plan_question("What percentage of flights were late arrivals?", [flights], [late])
+    assert "arr_delay > 15" in made.sql and not made.unaccounted, made.sql
+
+
+def test_a_unit_one_column_is_in_names_that_column(runs: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Sum of miles per runner", [RUNS])
+    assert sorted(runs.execute(made.sql).fetchall()) == [("Ann", 2103), ("Bo", 10)], made.sql
+    with pytest.raises(NoPlan):  # no column is in hours: "hours" names nothing
+        plan_question("Sum of hours per runner", [RUNS])
+
+
+def test_an_abbreviation_of_a_joined_column_does_not_pick_a_relationship() -> None:
+    lined = TableInfo("stations", (*STATIONS.columns, ColumnInfo("lon", "FLOAT", "Longitude")),
+                      description="One row per station.")
+    for question, joined in (("the trip that left with the longest minutes", False),  # "longest" is no lon
+                             ("the trips that left from Hill Top", True)):
+        tokens = tokenize(question)
+        catalog = _Catalog([TRIPS, lined], (), lambda _, column: STATION_NAMES.get(column, []))
+        pairs = joins_to([TRIPS, lined], BOTH_ENDS, question=(tokens, catalog.candidates(tokens, set())))
+        assert (("trips", "stations") in pairs) == joined, question
+
+
+def test_a_plural_word_is_not_the_first_word_of_a_name() -> None:
+    makers = TableInfo("makers", (ColumnInfo("maker", "STRING", samples=("PAIR MIKE E", "BOEING")),
+                                  ColumnInfo("units", "INTEGER")), description="One row per maker.")
+    made = plan_question("How many units per maker for the two pairs?", [makers])
+    assert "PAIR MIKE E" not in made.sql or made.unaccounted, made.sql
+    assert "PAIR MIKE E" in plan_question("Units of Pair makers", [makers]).sql  # written as the name writes it
+
+
+def test_the_rows_of_a_table_reached_by_a_picked_relationship_ranked_are_its_key_values() -> None:
+    rides = TableInfo("rides", (ColumnInfo("ride_id", "INTEGER"), ColumnInfo("src", "STRING", "Where the ride left from"),
+                                ColumnInfo("dst", "STRING", "Destination of the ride")), description="One row per ride.")
+    stops = TableInfo("stops", (ColumnInfo("code", "STRING"), ColumnInfo("label", "STRING")),
+                      description="One row per stop.")
+    ends = (Relationship("rides", ("src",), "stops", ("code",)), Relationship("rides", ("dst",), "stops", ("code",)))
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE rides AS SELECT * FROM (VALUES (1, 'A', 'B'), (2, 'A', 'B'), (3, 'B', 'A')) "
+                       "AS t(ride_id, src, dst)")
+    made = plan_question("Which stop received the most rides?", [rides], related=[stops], relationships=ends)
+    assert connection.execute(made.sql).fetchall() == [("B", 2)], made.sql
+    connection.close()
+
+
+def test_the_columns_listed_after_their_are_each_rows(runs: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Runs longer than 1 mile: their ids and runners", [RUNS])
+    assert sorted(runs.execute(made.sql).fetchall()) == [(1, "Ann"), (2, "Ann"), (3, "Bo")], made.sql
+    assert "DISTINCT" not in made.sql and not made.unaccounted

@@ -313,12 +313,14 @@ def _read_values(reading: _Reading) -> None:
     condition ("returned", "inactive") filters on its truth, flipped by a negation ("not returned")."""
     by_column: dict[tuple[str, bool], list[str]] = {}
     starts: dict[tuple[str, bool], int] = {}
-    for mention in [m for m in reading.mentions if m.is_value]:
+    previous: tuple[_Mention, bool] | None = None
+    for mention in sorted((m for m in reading.mentions if m.is_value), key=lambda m: m.start):
         if reading.norm(mention.start - 1) == "no":
             # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
             raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
         negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
-        negated = bool(negations)
+        negated = bool(negations) or _continues_negated_list(reading, previous, mention)
+        previous = (mention, negated)
         reading.used.update(negations)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
@@ -337,6 +339,18 @@ def _read_values(reading: _Reading) -> None:
     for (column, negated), values in by_column.items():
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
         reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
+
+
+_LIST_JOINERS = frozenset({",", "and", "or", "nor"})
+
+
+def _continues_negated_list(reading: _Reading, previous: tuple[_Mention, bool] | None, mention: _Mention) -> bool:
+    """"other than UA, B6 and EV": a value joined to a negated value of the same column only by commas and
+    "and"/"or" is in the same negated list, not a condition of its own."""
+    if previous is None or not previous[1] or previous[0].target.column != mention.target.column:
+        return False
+    between = range(previous[0].end, mention.start)
+    return all(reading.norm(i) in _LIST_JOINERS for i in between)
 
 
 _TRUTH_WORDS = {"true": True, "false": False, "yes": True, "no": False}
@@ -367,8 +381,9 @@ def _drop_named_column(reading: _Reading, value: _Mention) -> None:
             and value.target.column in (following.target.column, *following.ambiguous):
         reading.mentions.remove(following)
         reading.used.update(range(following.start, following.end))
-    before = value.start - 1  # "whose engine is not Turbo-fan"
-    while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals"):
+    before = value.start - 1  # "whose engine is not Turbo-fan", "carriers other than UA"
+    while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals",
+                                                   "other", "than", "except", "excluding", "besides"):
         before -= 1
     preceding = reading.mention_at(before)
     if preceding is not None and not preceding.is_value and preceding.end == before + 1 \

@@ -1,0 +1,47 @@
+"""Questions the planner must read whole or hedge: a negated list stays one list, a negated true/false
+condition stays negated, and a condition on which rows count is never dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+
+FLIGHTS = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"),
+                                ColumnInfo("carrier", "STRING", samples=("UA", "B6", "EV", "AA")),
+                                ColumnInfo("flight_date", "DATE"), ColumnInfo("dep_delay", "INTEGER"),
+                                ColumnInfo("arr_delay", "INTEGER")),
+                    description="One row per flight.")
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE flights (flight_id INTEGER, carrier VARCHAR, flight_date DATE, "
+                       "dep_delay INTEGER, arr_delay INTEGER)")
+    connection.execute("INSERT INTO flights VALUES (1, 'UA', '2013-07-01', 10, 5), (2, 'B6', '2013-07-02', -3, -1), "
+                       "(3, 'EV', '2013-12-01', 40, 30), (4, 'AA', '2013-12-02', 2, NULL), "
+                       "(5, 'AA', '2013-12-03', -5, -2)")
+    yield connection
+    connection.close()
+
+
+def planned(question: str) -> Plan | None:
+    try:
+        return plan_question(question, [FLIGHTS])
+    except NoPlan:
+        return None
+
+
+def test_a_negated_list_joined_by_and_stays_one_negated_list(data: duckdb.DuckDBPyConnection) -> None:
+    plan = plan_question("How many flights had a carrier other than UA, B6 and EV?", [FLIGHTS])
+    assert data.execute(plan.sql).fetchall() == [(2,)]
+
+
+def test_a_column_named_before_its_negated_list_is_not_a_grouping(data: duckdb.DuckDBPyConnection) -> None:
+    plan = plan_question("How many flights were operated by carriers other than UA, B6 and EV?", [FLIGHTS])
+    assert data.execute(plan.sql).fetchall() == [(2,)]

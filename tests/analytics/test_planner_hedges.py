@@ -14,7 +14,7 @@ from convener.analytics.shapes import ColumnInfo, TableInfo
 FLIGHTS = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"),
                                 ColumnInfo("carrier", "STRING", samples=("UA", "B6", "EV", "AA")),
                                 ColumnInfo("flight_date", "DATE"), ColumnInfo("dep_delay", "INTEGER"),
-                                ColumnInfo("arr_delay", "INTEGER")),
+                                ColumnInfo("arr_delay", "INTEGER"), ColumnInfo("full_load", "BOOLEAN")),
                     description="One row per flight.")
 
 
@@ -22,10 +22,10 @@ FLIGHTS = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"),
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
     connection = duckdb.connect()
     connection.execute("CREATE TABLE flights (flight_id INTEGER, carrier VARCHAR, flight_date DATE, "
-                       "dep_delay INTEGER, arr_delay INTEGER)")
-    connection.execute("INSERT INTO flights VALUES (1, 'UA', '2013-07-01', 10, 5), (2, 'B6', '2013-07-02', -3, -1), "
-                       "(3, 'EV', '2013-12-01', 40, 30), (4, 'AA', '2013-12-02', 2, NULL), "
-                       "(5, 'AA', '2013-12-03', -5, -2)")
+                       "dep_delay INTEGER, arr_delay INTEGER, full_load BOOLEAN)")
+    connection.execute("INSERT INTO flights VALUES (1, 'UA', '2013-07-01', 10, 5, true), (2, 'B6', '2013-07-02', -3, -1, true), "
+                       "(3, 'EV', '2013-12-01', 40, 30, true), (4, 'AA', '2013-12-02', 2, NULL, false), "
+                       "(5, 'AA', '2013-12-03', -5, -2, true)")
     yield connection
     connection.close()
 
@@ -45,3 +45,8 @@ def test_a_negated_list_joined_by_and_stays_one_negated_list(data: duckdb.DuckDB
 def test_a_column_named_before_its_negated_list_is_not_a_grouping(data: duckdb.DuckDBPyConnection) -> None:
     plan = plan_question("How many flights were operated by carriers other than UA, B6 and EV?", [FLIGHTS])
     assert data.execute(plan.sql).fetchall() == [(2,)]
+
+
+def test_a_negation_a_few_words_before_a_true_false_condition_negates_it(data: duckdb.DuckDBPyConnection) -> None:
+    plan = plan_question("How many flights were not observed with a full load?", [FLIGHTS])
+    assert data.execute(plan.sql).fetchall() == [(1,)]

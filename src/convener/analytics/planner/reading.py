@@ -319,6 +319,8 @@ def _read_values(reading: _Reading) -> None:
             # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
             raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
         negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        if not negations and reading.column(mention.target.column).type == BOOLEAN:
+            negations = _clause_negation(reading, mention)
         negated = bool(negations) or _continues_negated_list(reading, previous, mention)
         previous = (mention, negated)
         reading.used.update(negations)
@@ -339,6 +341,17 @@ def _read_values(reading: _Reading) -> None:
     for (column, negated), values in by_column.items():
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
         reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
+
+
+def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
+    """"nests not observed with a full clutch": a negation further back than a value's own words still
+    negates a true/false condition when only free words (no other mention) stand between them."""
+    for index in range(mention.start - 1, max(-1, mention.start - 7), -1):
+        if reading.mention_at(index) is not None or not reading.free(index):
+            return []
+        if reading.norm(index) in _NEGATIONS:
+            return [index]
+    return []
 
 
 _LIST_JOINERS = frozenset({",", "and", "or", "nor"})

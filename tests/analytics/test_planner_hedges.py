@@ -50,3 +50,7 @@ def test_a_column_named_before_its_negated_list_is_not_a_grouping(data: duckdb.D
 def test_a_negation_a_few_words_before_a_true_false_condition_negates_it(data: duckdb.DuckDBPyConnection) -> None:
     plan = plan_question("How many flights were not observed with a full load?", [FLIGHTS])
     assert data.execute(plan.sql).fetchall() == [(1,)]
+
+
+def test_two_periods_compared_are_never_intersected_into_an_empty_answer() -> None:
+    assert planned("Compare the average arrival delay in July 2013 with December 2013.") is None

@@ -54,3 +54,8 @@ def test_a_negation_a_few_words_before_a_true_false_condition_negates_it(data: d
 
 def test_two_periods_compared_are_never_intersected_into_an_empty_answer() -> None:
     assert planned("Compare the average arrival delay in July 2013 with December 2013.") is None
+
+
+def test_which_date_had_the_highest_average_ranks_the_dates(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan_question("Which date had the highest average departure delay?", [FLIGHTS]).sql).fetchall()
+    assert [(str(row[0])[:10], row[-1]) for row in rows] == [("2013-12-01", 40.0)]

@@ -585,7 +585,27 @@ def _read_ranked_keys(reading: _Reading) -> None:
         _note_term(reading, mention)
         reading.top = reading.top or 1
         return
+    if _read_ranked_time_key(reading):
+        return
     _read_ranked_join(reading)
+
+
+def _read_ranked_time_key(reading: _Reading) -> bool:
+    """"Which date had the highest average delay": a date column named right after which/what in a ranking
+    is the group ranked, each of its values one group (never the whole table's aggregate)."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        mention = reading.mention_at(index + 1)
+        if token.norm not in ("which", "what") or mention is None or mention.is_value \
+                or mention.start != index + 1 or mention not in reading.mentions \
+                or reading.column(mention.target.column).type not in TIME_TYPES:
+            continue
+        reading.keys.append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+        reading.top = reading.top or 1
+        return True
+    return False
 
 
 def _read_ranked_join(reading: _Reading) -> None:

@@ -59,3 +59,13 @@ def test_two_periods_compared_are_never_intersected_into_an_empty_answer() -> No
 def test_which_date_had_the_highest_average_ranks_the_dates(data: duckdb.DuckDBPyConnection) -> None:
     rows = data.execute(plan_question("Which date had the highest average departure delay?", [FLIGHTS]).sql).fetchall()
     assert [(str(row[0])[:10], row[-1]) for row in rows] == [("2013-12-01", 40.0)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Of the flights with an arrival delay recorded, what percentage had a negative arr_delay?", 50.0),
+    ("How many flights had an arrival delay recorded?", 4), ("How many flights had no recorded arrival delay?", 1),
+    ("How many flights had an arrival delay not recorded?", 1),
+])
+def test_a_column_said_to_be_recorded_or_not_keeps_or_drops_empty_rows(data: duckdb.DuckDBPyConnection,
+                                                                       question: str, expected: float) -> None:
+    assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == [(expected,)]

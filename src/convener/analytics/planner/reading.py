@@ -918,18 +918,38 @@ def _read_ratio(reading: _Reading, index: int) -> None:
 
 def _read_missing(reading: _Reading) -> None:
     """"an unknown sex", "missing prices", "no recorded delay": a column left empty (NULL); "a known sex" is
-    one that is not."""
+    one that is not, as is "a recorded delay" or "an arrival delay recorded"."""
     for index, token in enumerate(reading.tokens):
-        if token.norm not in ("unknown", "missing", "null", "blank", "empty", "known") or not reading.free(index):
+        if token.norm not in _MISSING_WORDS or not reading.free(index):
             continue
         mention = reading.mention_at(index + 1)
-        if mention is None or mention.is_value or mention.start != index + 1:
-            continue
-        op = "not null" if token.norm == "known" else "null"
-        reading.filters.append(_Filter(mention.target.column, op, (), "missing", index))
+        if mention is not None and (mention.is_value or mention.start != index + 1):
+            mention = None
+        between = index - 1
+        while reading.norm(between) in ("not", "is", "was", "were", "been", "be") and reading.free(between):
+            between -= 1
+        if mention is None:
+            # the word after the column: "flights with an arrival delay recorded", "a delay not recorded"
+            mention = reading.mention_at(between)
+            if mention is None or mention.is_value or mention.end != between + 1 or mention not in reading.mentions:
+                continue
+            said = range(mention.end, index)
+        else:
+            said = range(index - 1, index) if reading.free(index - 1) else range(0)
+        words = {reading.norm(i) for i in said}
+        denied = bool(words & {"no", "not", "without", "never"})
+        if denied:
+            reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
+        op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"
+        reading.filters.append(_Filter(mention.target.column, op, (), "missing", min(index, mention.start)))
         reading.mentions.remove(mention)
-        reading.used.update(range(index, mention.end))
+        reading.used.update(range(min(index, mention.start), max(index + 1, mention.end)))
         _note_term(reading, mention)
+
+
+# whether each word says the column holds a value (True) or is left empty (False)
+_MISSING_WORDS = {"unknown": False, "missing": False, "null": False, "blank": False, "empty": False,
+                  "known": True, "recorded": True}
 
 
 def _read_signs(reading: _Reading) -> None:

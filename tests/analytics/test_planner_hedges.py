@@ -69,3 +69,15 @@ def test_which_date_had_the_highest_average_ranks_the_dates(data: duckdb.DuckDBP
 def test_a_column_said_to_be_recorded_or_not_keeps_or_drops_empty_rows(data: duckdb.DuckDBPyConnection,
                                                                        question: str, expected: float) -> None:
     assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == [(expected,)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What was the worst departure delay?", [(40,)]), ("What was the best departure delay?", [(-5,)]),
+])
+def test_worst_and_best_take_the_end_the_column_judges(data: duckdb.DuckDBPyConnection, question: str,
+                                                       expected: list[tuple[object, ...]]) -> None:
+    assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == expected
+
+
+def test_worst_of_a_column_whose_better_end_is_unknown_is_declined() -> None:
+    assert planned("What was the worst flight id?") is None

@@ -12,6 +12,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
 from convener.analytics.planner.clock import _read_clock_times
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
+from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
     _Filter,
     _find_phrase,
@@ -1126,6 +1127,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_measures(reading)
     _read_extreme(reading)
     _read_flags(reading)
+    _read_judgement(reading)
     _read_leftover_columns(reading)
     return reading
 

@@ -81,3 +81,13 @@ def test_worst_and_best_take_the_end_the_column_judges(data: duckdb.DuckDBPyConn
 
 def test_worst_of_a_column_whose_better_end_is_unknown_is_declined() -> None:
     assert planned("What was the worst flight id?") is None
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Show, per carrier, the number of flights and the maximum arrival delay.",
+     [("AA", 2, -2), ("B6", 1, -1), ("EV", 1, 30), ("UA", 1, 5)]),
+    ("What is the number of flights and the maximum arrival delay?", [(5, 30)]),
+])
+def test_a_count_of_rows_asked_beside_a_measure_is_computed_too(data: duckdb.DuckDBPyConnection, question: str,
+                                                                 expected: list[tuple[object, ...]]) -> None:
+    assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == expected

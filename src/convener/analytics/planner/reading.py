@@ -694,6 +694,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     named = reading.mention_at(after)
     if named is not None and _numeric_mention(reading, after) is not None:
         reading.counted_measure = named.target.column
+    if words != ("how", "many") and named is None and after < len(reading.tokens) \
+            and reading.tokens[after].stem in table_words and reading.norm(after + 1) == "and":
+        reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked
     if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
         reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
         return

@@ -91,3 +91,18 @@ def test_worst_of_a_column_whose_better_end_is_unknown_is_declined() -> None:
 def test_a_count_of_rows_asked_beside_a_measure_is_computed_too(data: duckdb.DuckDBPyConnection, question: str,
                                                                  expected: list[tuple[object, ...]]) -> None:
     assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == expected
+
+
+NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"),
+                            ColumnInfo("species", "STRING", samples=("Adelie", "Gentoo")),
+                            ColumnInfo("flipper_length_mm", "INTEGER")),
+                  description="One row per nest.")
+
+
+def test_the_longest_for_each_group_is_every_groups_maximum() -> None:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE nests (nest_id VARCHAR, species VARCHAR, flipper_length_mm INTEGER)")
+    connection.execute("INSERT INTO nests VALUES ('a', 'Adelie', 180), ('b', 'Adelie', 190), ('c', 'Gentoo', 220)")
+    plan = plan_question("What's the longest flipper for each species?", [NESTS])
+    assert connection.execute(plan.sql).fetchall() == [("Adelie", 190), ("Gentoo", 220)]
+    connection.close()

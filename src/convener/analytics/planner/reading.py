@@ -125,6 +125,7 @@ def _read_dimensions(reading: _Reading) -> None:
         reading.order_measure = column
         if reading.top is None and {t.norm for t in reading.tokens} & {"which", "what", "show", "list", "who"}:
             reading.top = 1  # "which Gentoo penguins have the longest flippers": the best row (or rows, tied)
+            reading.superlative_top = not {t.norm for t in reading.tokens} & {"which", "who"}
 
 
 def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | None:
@@ -589,6 +590,18 @@ def _read_ranked_keys(reading: _Reading) -> None:
     if _read_ranked_time_key(reading):
         return
     _read_ranked_join(reading)
+
+
+def _read_extreme_per_group(reading: _Reading) -> None:
+    """"What's the longest flipper for each species": a superlative asked for each group is every group's
+    maximum (or minimum), not a ranking that keeps only the top group."""
+    if not reading.superlative_top or not reading.keys or reading.order_measure is None \
+            or reading.direction is None or reading.top != 1:
+        return
+    reading.measures.append((reading.order_measure, MAX if reading.direction else MIN))
+    reading.order_measure = None
+    reading.direction = None
+    reading.top = None
 
 
 def _read_ranked_time_key(reading: _Reading) -> bool:
@@ -1123,6 +1136,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))
+    _read_extreme_per_group(reading)
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))
     _read_which_column(reading)

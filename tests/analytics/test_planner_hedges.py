@@ -106,3 +106,8 @@ def test_the_longest_for_each_group_is_every_groups_maximum() -> None:
     plan = plan_question("What's the longest flipper for each species?", [NESTS])
     assert connection.execute(plan.sql).fetchall() == [("Adelie", 190), ("Gentoo", 220)]
     connection.close()
+
+
+def test_the_top_of_one_number_is_its_maximum_not_a_list_of_rows(data: duckdb.DuckDBPyConnection) -> None:
+    plan = plan_question("What's the top departure delay of any flight?", [FLIGHTS])
+    assert data.execute(plan.sql).fetchall() == [(40,)]

@@ -442,9 +442,20 @@ def _read_top(reading: _Reading) -> None:
                 return
     for index, token in enumerate(tokens):
         if token.norm in ("top", "bottom") and index not in reading.used and not in_value(index):
+            if token.norm == "top" and _names_one_number(reading, index + 1):
+                return  # "the top speed of any flight": the greatest speed, an aggregate, not a list of rows
             reading.top, reading.descending = 10, token.norm == "top"
             reading.used.add(index)
             return
+
+
+def _names_one_number(reading: _Reading, index: int) -> bool:
+    """Whether a numeric column is named at ``index`` in the singular ("top speed", not "top delays")."""
+    mention = _numeric_mention(reading, index)
+    if mention is None or mention.start != index:
+        return False
+    last = reading.tokens[mention.end - 1]
+    return last.norm == last.stem
 
 
 def _number_at(reading: _Reading, index: int) -> bool:

@@ -4,6 +4,7 @@ condition stays negated, and a condition on which rows count is never dropped.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 
 import duckdb
 import pytest
@@ -111,3 +112,12 @@ def test_the_longest_for_each_group_is_every_groups_maximum() -> None:
 def test_the_top_of_one_number_is_its_maximum_not_a_list_of_rows(data: duckdb.DuckDBPyConnection) -> None:
     plan = plan_question("What's the top departure delay of any flight?", [FLIGHTS])
     assert data.execute(plan.sql).fetchall() == [(40,)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights were without an arrival delay recorded?", [(1,)]),
+    ("What was the earliest flight date recorded for a UA flight?", [(date(2013, 7, 1),)]),
+])
+def test_recorded_after_a_column_is_a_condition_only_where_rows_are_said_to_have_it(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == expected

@@ -959,13 +959,16 @@ def _read_missing(reading: _Reading) -> None:
         if mention is None:
             # the word after the column: "flights with an arrival delay recorded", "a delay not recorded"
             mention = reading.mention_at(between)
-            if mention is None or mention.is_value or mention.end != between + 1 or mention not in reading.mentions:
-                continue
+            if mention is None or mention.is_value or mention.end != between + 1 or mention not in reading.mentions \
+                    or not _had_before(reading, mention.start):
+                continue  # "the earliest egg date recorded for …" describes the date, it sets no condition
             said = range(mention.end, index)
+            lacking = _had_before(reading, mention.start) == "without"  # "without a delay recorded": empty
         else:
             said = range(index - 1, index) if reading.free(index - 1) else range(0)
+            lacking = False
         words = {reading.norm(i) for i in said}
-        denied = bool(words & {"no", "not", "without", "never"})
+        denied = bool(words & {"no", "not", "without", "never"}) != lacking
         if denied:
             reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
         op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"
@@ -973,6 +976,16 @@ def _read_missing(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(min(index, mention.start), max(index + 1, mention.end)))
         _note_term(reading, mention)
+
+
+def _had_before(reading: _Reading, index: int) -> str | None:
+    """The word before ``index``, past an article, when it says the rows have (or lack) something ("with",
+    "had", "without"); else None."""
+    index -= 1
+    while reading.norm(index) in ("a", "an", "the", "their", "its"):
+        index -= 1
+    word = reading.norm(index)
+    return word if word in ("with", "had", "has", "have", "having", "without") else None
 
 
 # whether each word says the column holds a value (True) or is left empty (False)

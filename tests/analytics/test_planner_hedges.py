@@ -9,7 +9,7 @@ from datetime import date
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.planner import NoPlan, Plan, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 
 FLIGHTS = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"),
@@ -121,3 +121,16 @@ def test_the_top_of_one_number_is_its_maximum_not_a_list_of_rows(data: duckdb.Du
 def test_recorded_after_a_column_is_a_condition_only_where_rows_are_said_to_have_it(
         data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
     assert data.execute(plan_question(question, [FLIGHTS]).sql).fetchall() == expected
+
+
+def test_the_top_of_a_glossary_measure_named_with_its_unit_is_one_maximum() -> None:
+    table = TableInfo("trips", (ColumnInfo("trip_id", "INTEGER"), ColumnInfo("distance", "INTEGER"),
+                                ColumnInfo("air_time", "INTEGER")), description="One row per trip.")
+    speed = Term("average speed", "A trip's speed in miles per hour: distance / (air_time / 60), from the trips "
+                 "table.", ("speed", "mph"))
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE trips (trip_id INTEGER, distance INTEGER, air_time INTEGER)")
+    connection.execute("INSERT INTO trips VALUES (1, 300, 60), (2, 500, 60)")
+    plan = plan_question("What's the top speed in mph of any trip?", [table], [speed])
+    assert connection.execute(plan.sql).fetchall() == [(500.0,)]
+    connection.close()

@@ -454,8 +454,8 @@ def _names_one_number(reading: _Reading, index: int) -> bool:
     mention = _numeric_mention(reading, index)
     if mention is None or mention.start != index:
         return False
-    last = reading.tokens[mention.end - 1]
-    return last.norm == last.stem
+    last = reading.tokens[mention.end - 1].norm
+    return not last.endswith("s") or last.endswith("ss")
 
 
 def _number_at(reading: _Reading, index: int) -> bool:
@@ -754,7 +754,10 @@ def _read_measures(reading: _Reading) -> None:
         if agg is None:
             global_agg = global_agg or [_global_aggregate(reading)]
             agg = global_agg[0]
-        reading.measures.append((column.name, agg))
+        said_as_unit = reading.norm(mention.start - 1) in ("in", "as") \
+            and any(name == column.name for name, _ in reading.measures)
+        if not said_as_unit:  # "speed in mph": the unit names the measure already read, not a second one
+            reading.measures.append((column.name, agg))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)

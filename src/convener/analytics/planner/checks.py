@@ -203,6 +203,35 @@ def _dangling_aggregate(reading: _Reading) -> int | None:
     return None
 
 
+_LOWER_OPS = frozenset({">=", ">"})
+_UPPER_OPS = frozenset({"<=", "<"})
+
+
+def _disjoint_periods(reading: _Reading) -> str | None:
+    """The column whose date, month or year conditions no row can meet at once ("July 2013 with December
+    2013" read as both): two periods named side by side are compared, not intersected, and an empty answer
+    from their conjunction would be confidently wrong."""
+    for column in {f.column for f in reading.filters}:
+        for kind in ("date", "year", "month"):
+            same = [f for f in reading.filters if f.column == column and f.kind == kind]
+            equal = {f.values for f in same if f.op == "="}
+            if len(equal) > 1:
+                return column
+            lower = [f for f in same if f.op in _LOWER_OPS | {"="}]
+            upper = [f for f in same if f.op in _UPPER_OPS | {"="}]
+            for low in lower:
+                for high in upper:
+                    if low is high or not (low.values and high.values):
+                        continue
+                    start, end = low.values[0], high.values[0]
+                    if type(start) is not type(end):
+                        continue
+                    strict = low.op == ">" or high.op == "<"
+                    if start > end or (strict and start == end):  # type: ignore[operator]
+                        return column
+    return None
+
+
 def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     """Refuse a plan that would silently ignore part of the question: an unsupported computation, an
     aggregate of nothing, a number or name left unexplained, several unknown words. Returns the one unknown
@@ -217,6 +246,10 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
         # "compare the share … on Dream and Biscoe": one share over both groups is not the share of each
         # ("… from JFK or LGA" is one share of their union)
         raise NoPlan("comparing shares between groups is not something this planner does")
+    disjoint = _disjoint_periods(reading)
+    if disjoint is not None:
+        raise NoPlan(f"the periods named for {disjoint} do not overlap: comparing periods is not something this "
+                     "planner does")
     dangling = _dangling_aggregate(reading)
     if dangling is not None:
         word = reading.tokens[dangling].text.lower()

@@ -12,6 +12,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
 from convener.analytics.planner.clock import _read_clock_times
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
+from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
     _Filter,
     _find_phrase,
@@ -124,6 +125,7 @@ def _read_dimensions(reading: _Reading) -> None:
         reading.order_measure = column
         if reading.top is None and {t.norm for t in reading.tokens} & {"which", "what", "show", "list", "who"}:
             reading.top = 1  # "which Gentoo penguins have the longest flippers": the best row (or rows, tied)
+            reading.superlative_top = not {t.norm for t in reading.tokens} & {"which", "who"}
 
 
 def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | None:
@@ -313,12 +315,16 @@ def _read_values(reading: _Reading) -> None:
     condition ("returned", "inactive") filters on its truth, flipped by a negation ("not returned")."""
     by_column: dict[tuple[str, bool], list[str]] = {}
     starts: dict[tuple[str, bool], int] = {}
-    for mention in [m for m in reading.mentions if m.is_value]:
+    previous: tuple[_Mention, bool] | None = None
+    for mention in sorted((m for m in reading.mentions if m.is_value), key=lambda m: m.start):
         if reading.norm(mention.start - 1) == "no":
             # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
             raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
         negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
-        negated = bool(negations)
+        if not negations and reading.column(mention.target.column).type == BOOLEAN:
+            negations = _clause_negation(reading, mention)
+        negated = bool(negations) or _continues_negated_list(reading, previous, mention)
+        previous = (mention, negated)
         reading.used.update(negations)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
@@ -337,6 +343,29 @@ def _read_values(reading: _Reading) -> None:
     for (column, negated), values in by_column.items():
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
         reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
+
+
+def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
+    """"nests not observed with a full clutch": a negation further back than a value's own words still
+    negates a true/false condition when only free words (no other mention) stand between them."""
+    for index in range(mention.start - 1, max(-1, mention.start - 7), -1):
+        if reading.mention_at(index) is not None or not reading.free(index):
+            return []
+        if reading.norm(index) in _NEGATIONS:
+            return [index]
+    return []
+
+
+_LIST_JOINERS = frozenset({",", "and", "or", "nor"})
+
+
+def _continues_negated_list(reading: _Reading, previous: tuple[_Mention, bool] | None, mention: _Mention) -> bool:
+    """"other than UA, B6 and EV": a value joined to a negated value of the same column only by commas and
+    "and"/"or" is in the same negated list, not a condition of its own."""
+    if previous is None or not previous[1] or previous[0].target.column != mention.target.column:
+        return False
+    between = range(previous[0].end, mention.start)
+    return all(reading.norm(i) in _LIST_JOINERS for i in between)
 
 
 _TRUTH_WORDS = {"true": True, "false": False, "yes": True, "no": False}
@@ -367,8 +396,9 @@ def _drop_named_column(reading: _Reading, value: _Mention) -> None:
             and value.target.column in (following.target.column, *following.ambiguous):
         reading.mentions.remove(following)
         reading.used.update(range(following.start, following.end))
-    before = value.start - 1  # "whose engine is not Turbo-fan"
-    while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals"):
+    before = value.start - 1  # "whose engine is not Turbo-fan", "carriers other than UA"
+    while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals",
+                                                   "other", "than", "except", "excluding", "besides"):
         before -= 1
     preceding = reading.mention_at(before)
     if preceding is not None and not preceding.is_value and preceding.end == before + 1 \
@@ -412,9 +442,20 @@ def _read_top(reading: _Reading) -> None:
                 return
     for index, token in enumerate(tokens):
         if token.norm in ("top", "bottom") and index not in reading.used and not in_value(index):
+            if token.norm == "top" and _names_one_number(reading, index + 1):
+                return  # "the top speed of any flight": the greatest speed, an aggregate, not a list of rows
             reading.top, reading.descending = 10, token.norm == "top"
             reading.used.add(index)
             return
+
+
+def _names_one_number(reading: _Reading, index: int) -> bool:
+    """Whether a numeric column is named at ``index`` in the singular ("top speed", not "top delays")."""
+    mention = _numeric_mention(reading, index)
+    if mention is None or mention.start != index:
+        return False
+    last = reading.tokens[mention.end - 1].norm
+    return not last.endswith("s") or last.endswith("ss")
 
 
 def _number_at(reading: _Reading, index: int) -> bool:
@@ -557,7 +598,39 @@ def _read_ranked_keys(reading: _Reading) -> None:
         _note_term(reading, mention)
         reading.top = reading.top or 1
         return
+    if _read_ranked_time_key(reading):
+        return
     _read_ranked_join(reading)
+
+
+def _read_extreme_per_group(reading: _Reading) -> None:
+    """"What's the longest flipper for each species": a superlative asked for each group is every group's
+    maximum (or minimum), not a ranking that keeps only the top group."""
+    if not reading.superlative_top or not reading.keys or reading.order_measure is None \
+            or reading.direction is None or reading.top != 1:
+        return
+    reading.measures.append((reading.order_measure, MAX if reading.direction else MIN))
+    reading.order_measure = None
+    reading.direction = None
+    reading.top = None
+
+
+def _read_ranked_time_key(reading: _Reading) -> bool:
+    """"Which date had the highest average delay": a date column named right after which/what in a ranking
+    is the group ranked, each of its values one group (never the whole table's aggregate)."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        mention = reading.mention_at(index + 1)
+        if token.norm not in ("which", "what") or mention is None or mention.is_value \
+                or mention.start != index + 1 or mention not in reading.mentions \
+                or reading.column(mention.target.column).type not in TIME_TYPES:
+            continue
+        reading.keys.append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+        reading.top = reading.top or 1
+        return True
+    return False
 
 
 def _read_ranked_join(reading: _Reading) -> None:
@@ -645,6 +718,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     named = reading.mention_at(after)
     if named is not None and _numeric_mention(reading, after) is not None:
         reading.counted_measure = named.target.column
+    if words != ("how", "many") and named is None and after < len(reading.tokens) \
+            and reading.tokens[after].stem in table_words and reading.norm(after + 1) == "and":
+        reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked
     if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
         reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
         return
@@ -678,7 +754,10 @@ def _read_measures(reading: _Reading) -> None:
         if agg is None:
             global_agg = global_agg or [_global_aggregate(reading)]
             agg = global_agg[0]
-        reading.measures.append((column.name, agg))
+        said_as_unit = reading.norm(mention.start - 1) in ("in", "as") \
+            and any(name == column.name for name, _ in reading.measures)
+        if not said_as_unit:  # "speed in mph": the unit names the measure already read, not a second one
+            reading.measures.append((column.name, agg))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
@@ -870,18 +949,51 @@ def _read_ratio(reading: _Reading, index: int) -> None:
 
 def _read_missing(reading: _Reading) -> None:
     """"an unknown sex", "missing prices", "no recorded delay": a column left empty (NULL); "a known sex" is
-    one that is not."""
+    one that is not, as is "a recorded delay" or "an arrival delay recorded"."""
     for index, token in enumerate(reading.tokens):
-        if token.norm not in ("unknown", "missing", "null", "blank", "empty", "known") or not reading.free(index):
+        if token.norm not in _MISSING_WORDS or not reading.free(index):
             continue
         mention = reading.mention_at(index + 1)
-        if mention is None or mention.is_value or mention.start != index + 1:
-            continue
-        op = "not null" if token.norm == "known" else "null"
-        reading.filters.append(_Filter(mention.target.column, op, (), "missing", index))
+        if mention is not None and (mention.is_value or mention.start != index + 1):
+            mention = None
+        between = index - 1
+        while reading.norm(between) in ("not", "is", "was", "were", "been", "be") and reading.free(between):
+            between -= 1
+        if mention is None:
+            # the word after the column: "flights with an arrival delay recorded", "a delay not recorded"
+            mention = reading.mention_at(between)
+            if mention is None or mention.is_value or mention.end != between + 1 or mention not in reading.mentions \
+                    or not _had_before(reading, mention.start):
+                continue  # "the earliest egg date recorded for …" describes the date, it sets no condition
+            said = range(mention.end, index)
+            lacking = _had_before(reading, mention.start) == "without"  # "without a delay recorded": empty
+        else:
+            said = range(index - 1, index) if reading.free(index - 1) else range(0)
+            lacking = False
+        words = {reading.norm(i) for i in said}
+        denied = bool(words & {"no", "not", "without", "never"}) != lacking
+        if denied:
+            reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
+        op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"
+        reading.filters.append(_Filter(mention.target.column, op, (), "missing", min(index, mention.start)))
         reading.mentions.remove(mention)
-        reading.used.update(range(index, mention.end))
+        reading.used.update(range(min(index, mention.start), max(index + 1, mention.end)))
         _note_term(reading, mention)
+
+
+def _had_before(reading: _Reading, index: int) -> str | None:
+    """The word before ``index``, past an article, when it says the rows have (or lack) something ("with",
+    "had", "without"); else None."""
+    index -= 1
+    while reading.norm(index) in ("a", "an", "the", "their", "its"):
+        index -= 1
+    word = reading.norm(index)
+    return word if word in ("with", "had", "has", "have", "having", "without") else None
+
+
+# whether each word says the column holds a value (True) or is left empty (False)
+_MISSING_WORDS = {"unknown": False, "missing": False, "null": False, "blank": False, "empty": False,
+                  "known": True, "recorded": True}
 
 
 def _read_signs(reading: _Reading) -> None:
@@ -1051,6 +1163,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))
+    _read_extreme_per_group(reading)
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))
     _read_which_column(reading)
@@ -1058,6 +1171,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_measures(reading)
     _read_extreme(reading)
     _read_flags(reading)
+    _read_judgement(reading)
     _read_leftover_columns(reading)
     return reading
 

@@ -11,7 +11,7 @@ def _settle_count(reading: _Reading) -> None:
     if not reading.count or not reading.measures:
         return
     if any(agg for _, agg in reading.measures):
-        reading.count = False
+        reading.count = reading.rows_counted  # kept only where the rows are counted beside the measures
     elif reading.counted_measure:
         reading.measures = [(c, a) for c, a in reading.measures if c != reading.counted_measure]
 
@@ -29,7 +29,9 @@ def _shape(reading: _Reading) -> str:
         return "group"
     if multi and (reading.compare or reading.measures or reading.count):
         return "compare"
-    if reading.count or reading.distinct:
+    if (reading.count and not reading.rows_counted) or reading.distinct:
+        return "count"
+    if reading.count and not reading.measures:
         return "count"
     if reading.measures and (reading.compare or any(agg for _, agg in reading.measures)):
         return "aggregate"

@@ -92,7 +92,8 @@ def _values(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, str]]:
     if reading.share_split is not None:
         return [_share_expression(reading, dialect)]
     if reading.measures:
-        return _measures(reading, dialect)
+        counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
+        return [*counted, *_measures(reading, dialect)]
     if not (reading.count or reading.distinct or _names_rows(reading)):
         by = " and ".join(reading.keys) or "group"
         raise NoPlan(f"could not tell what to compute for each {by} of {reading.table.name}")
@@ -114,9 +115,11 @@ def _build_count(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 
 def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """SELECT AVG/SUM/MIN/MAX/MEDIAN of the measures, no grouping."""
-    measures = _measures(reading, dialect)
+    counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
+    measures = [*counted, *_measures(reading, dialect)]
     name = "_and_".join(alias for _, alias in measures)
-    words = ", ".join(f"the {_AGG_NAMES[agg or AVG]} of {column}" for column, agg in reading.measures)
+    words = ", ".join(["the number of rows"] * len(counted)
+                      + [f"the {_AGG_NAMES[agg or AVG]} of {column}" for column, agg in reading.measures])
     return _Query([expression for expression, _ in measures]), name, f"Computes {words} in {reading.table.name}"
 
 
@@ -258,7 +261,8 @@ def _value_words(reading: _Reading) -> str:
         return "the percentage of all the rows"
     if not reading.measures:
         return f"the number of {'distinct ' + reading.distinct if reading.distinct else 'rows'}"
-    return ", ".join(f"the {_AGG_NAMES[agg or AVG]} {column}" for column, agg in reading.measures)
+    counted = ["the number of rows"] if reading.count and reading.rows_counted else []
+    return ", ".join([*counted, *(f"the {_AGG_NAMES[agg or AVG]} {column}" for column, agg in reading.measures)])
 
 
 def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:

@@ -74,6 +74,12 @@ class _Reading:
     terms: list[str] = field(default_factory=list)
     order_measure: str | None = None
     counted_measure: str | None = None
+    superlative_top: bool = False
+    """The ranking was read from an adjective's superlative alone ("what's the longest flipper"), with no
+    number or which-word of its own: asked for each group, it is each group's extreme instead."""
+    rows_counted: bool = False
+    """"the number of flights": the count phrase names the table's rows, so it is a count of its own even
+    beside aggregated measures ("the number of flights and the maximum delay")."""
     direction: bool | None = None
     scope: _Scope | None = None
     share_split: int | None = None

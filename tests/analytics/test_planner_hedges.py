@@ -11,6 +11,7 @@ import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
 
 FLIGHTS = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"),
                                 ColumnInfo("carrier", "STRING", samples=("UA", "B6", "EV", "AA")),
@@ -21,14 +22,11 @@ FLIGHTS = TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"),
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE flights (flight_id INTEGER, carrier VARCHAR, flight_date DATE, "
-                       "dep_delay INTEGER, arr_delay INTEGER, full_load BOOLEAN)")
-    connection.execute("INSERT INTO flights VALUES (1, 'UA', '2013-07-01', 10, 5, true), (2, 'B6', '2013-07-02', -3, -1, true), "
-                       "(3, 'EV', '2013-12-01', 40, 30, true), (4, 'AA', '2013-12-02', 2, NULL, false), "
-                       "(5, 'AA', '2013-12-03', -5, -2, true)")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE flights (flight_id INTEGER, carrier VARCHAR, flight_date DATE, "
+                        "dep_delay INTEGER, arr_delay INTEGER, full_load BOOLEAN)",
+                        "INSERT INTO flights VALUES (1, 'UA', '2013-07-01', 10, 5, true), (2, 'B6', '2013-07-02', -3, -1, true), "
+                        "(3, 'EV', '2013-12-01', 40, 30, true), (4, 'AA', '2013-12-02', 2, NULL, false), "
+                        "(5, 'AA', '2013-12-03', -5, -2, true)")
 
 
 def planned(question: str) -> Plan | None:

@@ -12,6 +12,7 @@ from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_qu
 from convener.analytics.planner.catalog import _Catalog
 from convener.analytics.planner.scope import joins_to
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
 from convener.analytics.wording import tokenize
 
 NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"), ColumnInfo("island", "STRING", samples=("North", "South")),
@@ -22,14 +23,11 @@ NESTS = TableInfo("nests", (ColumnInfo("nest_id", "STRING"), ColumnInfo("island"
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE nests (nest_id VARCHAR, island VARCHAR, laid_date DATE, eggs INTEGER, "
-                       "hatched BOOLEAN)")
-    connection.execute("INSERT INTO nests VALUES ('a', 'North', '2020-03-01', 2, true), "
-                       "('b', 'North', '2021-06-01', 4, false), ('c', 'South', '2020-01-15', 3, false), "
-                       "('d', 'South', '2020-02-01', 1, true)")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE nests (nest_id VARCHAR, island VARCHAR, laid_date DATE, eggs INTEGER, "
+                        "hatched BOOLEAN)",
+                        "INSERT INTO nests VALUES ('a', 'North', '2020-03-01', 2, true), "
+                        "('b', 'North', '2021-06-01', 4, false), ('c', 'South', '2020-01-15', 3, false), "
+                        "('d', 'South', '2020-02-01', 1, true)")
 
 
 def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
@@ -71,14 +69,11 @@ STATION_NAMES = {"code": ["HI", "LO"], "name": ["Hill Top", "Low Park"],
 
 @pytest.fixture(scope="module")
 def trips() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE trips (trip_id INTEGER, start_station VARCHAR, end_station VARCHAR, "
-                       "minutes INTEGER)")
-    connection.execute("CREATE TABLE stations (code VARCHAR, name VARCHAR, elevation_feet INTEGER)")
-    connection.execute("INSERT INTO trips VALUES (1, 'HI', 'LO', 10), (2, 'HI', 'LO', 20), (3, 'LO', 'HI', 30)")
-    connection.execute("INSERT INTO stations VALUES ('HI', 'Hill Top', 900), ('LO', 'Low Park', 10)")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE trips (trip_id INTEGER, start_station VARCHAR, end_station VARCHAR, "
+                        "minutes INTEGER)",
+                        "CREATE TABLE stations (code VARCHAR, name VARCHAR, elevation_feet INTEGER)",
+                        "INSERT INTO trips VALUES (1, 'HI', 'LO', 10), (2, 'HI', 'LO', 20), (3, 'LO', 'HI', 30)",
+                        "INSERT INTO stations VALUES ('HI', 'Hill Top', 900), ('LO', 'Low Park', 10)")
 
 
 def plan_trip(question: str) -> Plan:
@@ -127,12 +122,9 @@ CALLS = TableInfo("calls", (ColumnInfo("call_id", "INTEGER"), ColumnInfo("team",
 
 @pytest.fixture(scope="module")
 def calls() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE calls (call_id INTEGER, team VARCHAR, resolved BOOLEAN)")
-    connection.execute("INSERT INTO calls VALUES (1, 'Red', true), (2, 'Red', true), (3, 'Red', false), "
-                       "(4, 'Blue', false)")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE calls (call_id INTEGER, team VARCHAR, resolved BOOLEAN)",
+                        "INSERT INTO calls VALUES (1, 'Red', true), (2, 'Red', true), (3, 'Red', false), "
+                        "(4, 'Blue', false)")
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -163,13 +155,10 @@ RUNS = TableInfo("runs", (ColumnInfo("run_id", "INTEGER"), ColumnInfo("runner", 
 
 @pytest.fixture(scope="module")
 def runs() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE runs (run_id INTEGER, runner VARCHAR, run_date DATE, duration INTEGER, "
-                       "distance INTEGER, shoes INTEGER, shoe VARCHAR)")
-    connection.execute("INSERT INTO runs VALUES (1, 'Ann', '2020-01-01', 30, 3, 1, 'X'), "
-                       "(2, 'Ann', '2020-02-01', 150, 2100, 2, 'Y'), (3, 'Bo', '2020-03-01', 90, 10, 3, 'X')")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE runs (run_id INTEGER, runner VARCHAR, run_date DATE, duration INTEGER, "
+                        "distance INTEGER, shoes INTEGER, shoe VARCHAR)",
+                        "INSERT INTO runs VALUES (1, 'Ann', '2020-01-01', 30, 3, 1, 'X'), "
+                        "(2, 'Ann', '2020-02-01', 150, 2100, 2, 'Y'), (3, 'Bo', '2020-03-01', 90, 10, 3, 'X')")
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -221,11 +210,8 @@ TRAINS = TableInfo("trains", (ColumnInfo("train_id", "INTEGER"),
 
 @pytest.fixture(scope="module")
 def trains() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE trains (train_id INTEGER, sched_dep INTEGER, dep INTEGER, sched_arr INTEGER)")
-    connection.execute("INSERT INTO trains VALUES (1, 545, 610, 700), (2, 1230, 1229, 1400), (3, 2215, 2300, 2359)")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE trains (train_id INTEGER, sched_dep INTEGER, dep INTEGER, sched_arr INTEGER)",
+                        "INSERT INTO trains VALUES (1, 545, 610, 700), (2, 1230, 1229, 1400), (3, 2215, 2300, 2359)")
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -254,13 +240,10 @@ GEAR = TableInfo("gear", (ColumnInfo("tagnum", "STRING"), ColumnInfo("kind", "ST
 
 @pytest.fixture(scope="module")
 def gear() -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect()
-    connection.execute("CREATE TABLE gear (tagnum VARCHAR, kind VARCHAR, motor VARCHAR, motors INTEGER)")
-    connection.execute("INSERT INTO gear VALUES ('A1', 'sail', 'none', 0), ('A1', 'sail', 'none', 0), "
-                       "(NULL, 'sail', 'none', 0), (NULL, 'sail', 'none', 0), (NULL, 'row', 'none', 0), "
-                       "('B2', 'jet', 'turbine', 2), ('C3', 'jet', 'turbine', 1)")
-    yield connection
-    connection.close()
+    yield from database("CREATE TABLE gear (tagnum VARCHAR, kind VARCHAR, motor VARCHAR, motors INTEGER)",
+                        "INSERT INTO gear VALUES ('A1', 'sail', 'none', 0), ('A1', 'sail', 'none', 0), "
+                        "(NULL, 'sail', 'none', 0), (NULL, 'sail', 'none', 0), (NULL, 'row', 'none', 0), "
+                        "('B2', 'jet', 'turbine', 2), ('C3', 'jet', 'turbine', 1)")
 
 
 @pytest.mark.parametrize(("question", "expected"), [

@@ -93,21 +93,22 @@ def ended(conversation: Conversation) -> bool:
 class PlaygroundPages:
     console: Console
 
-    async def _call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Any]) -> Any:
+    async def call(self, viewer: Viewer, tool: str, arguments: dict[str, Any], response: type[Any]) -> Any:
+        """A tool as the viewer calls it (the page's one way to the services)."""
         return await self.console.tools.call(tool, arguments, viewer.caller, response)
 
     async def start(self, request: Request, viewer: Viewer) -> Response:
         """The form that starts a session: what it runs, the agent it starts with, its first message. It posts
         to a new session's page, whose first turn starts the session with those choices."""
         app_name = _app(request)
-        app = await self._call(viewer, "get_app", {"name": app_name}, App)
+        app = await self.call(viewer, "get_app", {"name": app_name}, App)
         return self.console.render(request, "playground_start.html", viewer, app=app, app_name=app_name,
                                    choices=await self._choices(viewer, app_name),
                                    session=f"pg-{secrets.token_hex(6)}")
 
     async def _choices(self, viewer: Viewer, app_name: str) -> Choices:
         async def rows(kind: PartKind[Any]) -> list[Row]:
-            listed = await self._call(viewer, kind.list_tool, {"parent": app_name, "pageSize": CHOICES}, kind.listed)
+            listed = await self.call(viewer, kind.list_tool, {"parent": app_name, "pageSize": CHOICES}, kind.listed)
             return [row(part) for part in getattr(listed, kind.field) or []]
 
         return Choices(agents=await rows(AGENTS), versions=await rows(VERSIONS), deployments=await rows(DEPLOYMENTS))
@@ -119,7 +120,7 @@ class PlaygroundPages:
         app_name = _app(request)
         session = check_id(request.path_params["session"], "session")
         conversation = await self._conversation(viewer, app_name, session)
-        app = await self._call(viewer, "get_app", {"name": app_name}, App)
+        app = await self.call(viewer, "get_app", {"name": app_name}, App)
         if request.method == "GET":
             return await self._page(request, viewer, app, session, conversation)
         form = await self.console.checked_form(request)
@@ -184,7 +185,7 @@ class PlaygroundPages:
     async def _conversation(self, viewer: Viewer, app_name: str, session: str) -> Conversation:
         """The session's recording; an empty one before its first turn (the page then starts it)."""
         try:
-            conversation: Conversation = await self._call(
+            conversation: Conversation = await self.call(
                 viewer, "get_conversation", {"name": f"{app_name}/conversations/{session}"}, Conversation)
         except ApiError as error:
             if error.code is not Code.NOT_FOUND:
@@ -236,12 +237,12 @@ class _Declared:
         try:
             if version and not version.endswith("/-"):
                 if self._snapshot is None:
-                    read: AppVersion = await self.pages._call(self.viewer, "get_app_version", {"name": version},
+                    read: AppVersion = await self.pages.call(self.viewer, "get_app_version", {"name": version},
                                                               AppVersion)
                     self._snapshot = read.snapshot or AppSnapshot()
                 tool = next((t for t in self._snapshot.tools or () if t.name == call.tool), None)
             else:
-                tool = await self.pages._call(self.viewer, "get_tool", {"name": call.tool}, Tool)
+                tool = await self.pages.call(self.viewer, "get_tool", {"name": call.tool}, Tool)
         except ApiError:
             return None
         return tool.client_function if tool is not None else None

@@ -18,7 +18,10 @@ fresh session) and the first one's late writes, if any, are refused. Nothing is 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 from sqlalchemy import Connection, bindparam, func, select, update
@@ -65,7 +68,9 @@ RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationRespons
 MAX_ATTEMPTS = 3
 """A result whose worker stopped while playing it this many times is given up (ERROR, with the reason)."""
 CLAIMABLE = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
-PROGRESS_STEPS = 100
+PROGRESS_SECONDS = 0.5
+"""How often at most this process rewrites a running run's operation metadata with its progress. Waiters on the
+operation read it at each rewrite; get_evaluation_run reads the run's counts live, whatever this says."""
 RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body")
 """A run's row without its body, which lists every result and evaluation: large, and rarely needed."""
 
@@ -77,8 +82,7 @@ _RUN_LOCKED = select(*RUN_STATE).where(evaluation_runs.c.app_pk == bindparam("ap
                                        evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
 _RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
-    execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body")).returning(
-    *evaluation_results.c)
+    execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
 _STORE_HELD = _STORE.where(evaluation_results.c.execution_state == ExecutionState.RUNNING.value,
@@ -96,6 +100,27 @@ def _count_update(columns: frozenset[str]) -> Any:
         ).values({getattr(evaluation_runs.c, key): getattr(evaluation_runs.c, key) + bindparam(f"delta_{key}")
                   for key in sorted(columns)}).returning(*RUN_STATE)
     return statement
+
+
+@dataclass(frozen=True)
+class HeldResult:
+    """A result as its writer holds it: what playing, storing and counting it read."""
+
+    id: int
+    app_pk: int
+    evaluation_id: str
+    result_id: str
+    evaluation_run: str
+    create_time_us: int
+    attempts: int
+    body: dict[str, Any]
+    plan: dict[str, Any]
+
+    @classmethod
+    def of(cls, row: AnyRow) -> HeldResult:
+        return cls(id=row.id, app_pk=row.app_pk, evaluation_id=row.evaluation_id, result_id=row.result_id,
+                   evaluation_run=row.evaluation_run, create_time_us=row.create_time_us, attempts=row.attempts,
+                   body=row.body, plan=row.plan)
 
 
 Settled = tuple[ExecutionState, str]
@@ -137,6 +162,7 @@ class RunExecutor:
         self.judge = judge
         self.user = user
         self.jobs = jobs
+        self.progress_clock = ProgressClock(PROGRESS_SECONDS)
         self.task = Task(name="ces.play_evaluation_result", queue="evaluations", payload=PlayResult, run=self.play)
         jobs.register(self.task)
 
@@ -156,7 +182,7 @@ class RunExecutor:
             connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(
                 cancel_requested=True))
             name = self._run_name(connection, run)
-            settled = [self._store(connection, row, ExecutionState.CANCELLED) for row in connection.execute(
+            settled = [self._store(connection, HeldResult.of(row), ExecutionState.CANCELLED) for row in connection.execute(
                 select(evaluation_results).where(
                     evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
                     evaluation_results.c.execution_state == ExecutionState.QUEUED.value)).all()]
@@ -196,7 +222,7 @@ class RunExecutor:
             body, state, error = None, ExecutionState.CANCELLED, None
         self._record(row, attempt.number, state, outcome=body, error=error)
 
-    def _record(self, row: AnyRow, attempt: int, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+    def _record(self, row: HeldResult, attempt: int, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
                 error: EvaluationErrorInfo | None = None) -> None:
         """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
         run_id = _run_id(row.evaluation_run)
@@ -216,7 +242,7 @@ class RunExecutor:
         if recorded:  # waiters read the operation: wake them only when it changed
             self.operations.notify()
 
-    def _claim(self, job: PlayResult, attempt: Attempt) -> tuple[AnyRow, Caller] | None:
+    def _claim(self, job: PlayResult, attempt: Attempt) -> tuple[HeldResult, Caller] | None:
         """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
         was cancelled (then it is CANCELLED) or it has settled. The attempt sees its operation's cancellation as
         the claim read it: its first question whether to stop needs no transaction of its own."""
@@ -224,18 +250,21 @@ class RunExecutor:
             locked = self._locked(connection, job)
             if locked is None:
                 return None
-            row, run = locked
-            if row.attempts >= attempt.number or row.execution_state not in CLAIMABLE:
+            found, run = locked
+            if found.attempts >= attempt.number or found.execution_state not in CLAIMABLE:
                 return None
+            row = HeldResult.of(found)
             if run.cancel_requested:
                 settled = self._store(connection, row, ExecutionState.CANCELLED)
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
             # The operation is cancelled before its run is (``cancel``, after the operation's commit).
             cancelled = self.operations.cancel_requested(connection, run.operation)
-            row = connection.execute(_CLAIM, {
-                "pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": attempt.number,
-                "body": {**row.body, "executionState": ExecutionState.RUNNING.value}}).one()
+            # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
+            row = replace(row, attempts=attempt.number,
+                          body={**row.body, "executionState": ExecutionState.RUNNING.value})
+            connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": row.attempts,
+                                        "body": row.body})
         attempt.saw(cancelled)
         return row, Caller(run.initiated_by)
 
@@ -254,7 +283,7 @@ class RunExecutor:
         row = connection.execute(_RESULT_LOCKED, {"pk": job.result}).first()
         return None if run is None or row is None else (row, run)
 
-    def _outcome(self, row: AnyRow, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
+    def _outcome(self, row: HeldResult, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Run the result's evaluation and score it: the result's fields that say how it went."""
         plan = ResultPlan.model_validate(row.plan)
         evaluation = plan.evaluation
@@ -291,7 +320,7 @@ class RunExecutor:
                                                                                     stop)
         return simulation, score_scenario(simulation, evaluation, criteria, judge)
 
-    def _scenario_outcome(self, row: AnyRow, plan: ResultPlan, name: EvaluationResultName,
+    def _scenario_outcome(self, row: HeldResult, plan: ResultPlan, name: EvaluationResultName,
                           caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Simulate the scenario's conversation and score it (see ``simulation`` and ``scenario_scoring``)."""
         evaluation = plan.evaluation
@@ -323,16 +352,16 @@ class RunExecutor:
 
     @overload
     @staticmethod
-    def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+    def _store(connection: Connection, row: HeldResult, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
                error: EvaluationErrorInfo | None = None, attempt: None = None) -> Settled: ...
 
     @overload
     @staticmethod
-    def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+    def _store(connection: Connection, row: HeldResult, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
                error: EvaluationErrorInfo | None = None, attempt: int) -> Settled | None: ...
 
     @staticmethod
-    def _store(connection: Connection, row: AnyRow, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
+    def _store(connection: Connection, row: HeldResult, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
                error: EvaluationErrorInfo | None = None, attempt: int | None = None) -> Settled | None:
         """Store the result's final state; with ``attempt``, only if that attempt still holds it (None if not)."""
         body = {**row.body, **(outcome or {}), "executionState": state.value}
@@ -361,9 +390,10 @@ class RunExecutor:
         """Count results that reached a final state into their run; finish the run when none is left.
 
         Counting by increments keeps a result's settling constant-time however large the run. The operation's
-        metadata is rewritten at most about ``PROGRESS_STEPS`` times a run (its progress is read live from the
-        run's counts by get_evaluation_run), and the per-evaluation summaries once, when the run finishes.
-        True when the operation was rewritten.
+        metadata is rewritten at most every ``PROGRESS_SECONDS`` by this process (its progress is read live from
+        the run's counts by get_evaluation_run): each rewrite wakes the operation's waiters, who read it whole,
+        and a fast run rewriting it every few results spent a fifth of its time there. The per-evaluation
+        summaries are written once, when the run finishes. True when the operation was rewritten.
         """
         if not settled:
             return False
@@ -380,10 +410,10 @@ class RunExecutor:
         }).first()
         if run is None:
             return False
-        finished_count = run.completed_count + run.error_count + run.cancelled_count
-        step = max(1, (finished_count + run.pending_count) // PROGRESS_STEPS)
         finished = run.pending_count <= 0
-        if not finished and finished_count // step == (finished_count - len(settled)) // step:
+        if finished:
+            self.progress_clock.forget((app_pk, run_id))
+        elif not self.progress_clock.due((app_pk, run_id)):
             return False
         if not finished:
             # The metadata as operation_metadata wrote it when the run started, with the progress and cancellation
@@ -442,6 +472,33 @@ class RunExecutor:
         return summaries
 
 
+class ProgressClock:
+    """When this process last showed each running run's progress: ``due`` says yes at most once a ``period`` per
+    run. Entries of runs that finished elsewhere are dropped once stale, so the clock stays small."""
+
+    MAX_RUNS = 1024
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+        self._last: dict[tuple[int, str], float] = {}
+        self._lock = threading.Lock()
+
+    def due(self, run: tuple[int, str]) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(run)
+            if last is not None and now - last < self.period:
+                return False
+            if len(self._last) >= self.MAX_RUNS:
+                self._last = {key: at for key, at in self._last.items() if now - at < self.period}
+            self._last[run] = now
+            return True
+
+    def forget(self, run: tuple[int, str]) -> None:
+        with self._lock:
+            self._last.pop(run, None)
+
+
 def run_model(row: AnyRow) -> EvaluationRun:
     """An EvaluationRun as it stands: its stored body with the state and counts of its row."""
     model = EvaluationRun.model_validate(row.body)
@@ -455,7 +512,7 @@ def _progress(row: AnyRow, total: int) -> EvaluationRunProgress:
                                  completed_count=row.completed_count, passed_count=row.passed_count)
 
 
-def _sessions(name: EvaluationResultName, row: AnyRow) -> str:
+def _sessions(name: EvaluationResultName, row: HeldResult) -> str:
     """The ID (or prefix) of the sessions a result runs: a retry after an interruption starts afresh."""
     return f"eval-{name.result}" + (f"-r{row.attempts - 1}" if row.attempts > 1 else "")
 

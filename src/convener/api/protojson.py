@@ -41,6 +41,13 @@ _MAX_DURATION_SECONDS = 315_576_000_000  # 10,000 years, the proto's bound
 _INT64 = range(-(2**63), 2**63)
 
 
+@functools.lru_cache(maxsize=256)
+def _date_of(days: int) -> str:
+    """The date ``days`` after 1970-01-01, as RFC 3339 writes it."""
+    day = _EPOCH + timedelta(days=days)
+    return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+
+
 def _fraction_digits(nanos: int) -> str:
     """Shortest of the 0/3/6/9-digit renderings that loses nothing."""
     if nanos == 0:
@@ -101,8 +108,12 @@ class Timestamp:
         return Duration((self.seconds - other.seconds) * _NANOS + self.nanos - other.nanos)
 
     def __str__(self) -> str:
-        moment = _EPOCH + timedelta(seconds=self.seconds)
-        return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}{_fraction_digits(self.nanos)}Z"
+        # The day's date once per day seen, the clock by arithmetic: every span of a recorded turn has two
+        # timestamps, and formatting each through datetime was a few percent of an evaluation.
+        days, clock = divmod(self.seconds, 86_400)
+        hours, clock = divmod(clock, 3600)
+        minutes, seconds = divmod(clock, 60)
+        return f"{_date_of(days)}T{hours:02d}:{minutes:02d}:{seconds:02d}{_fraction_digits(self.nanos)}Z"
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:

@@ -18,6 +18,7 @@ support wherever it came from; negation is matched by proximity, not parsed.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -327,8 +328,24 @@ def _figures_of(match: re.Match[str]) -> list[Figure]:
     return [Figure("number", _canonical_number(text), text)]
 
 
+READINGS_CACHED = 512
+"""Readings kept by text: a run of golden evaluations judges each turn against the same context (instructions,
+the expected history, tool responses), evaluation after evaluation and repetition after repetition."""
+CACHED_TEXT_CHARS = 32_768
+"""Longer texts are read afresh each time: the cache holds its texts, and must stay small."""
+
+
 def read(text: str) -> Reading:
     """Figures, concepts and negated concepts of ``text`` (see the module docstring)."""
+    return _read_cached(text) if len(text) <= CACHED_TEXT_CHARS else _read(text)
+
+
+@functools.lru_cache(maxsize=READINGS_CACHED)
+def _read_cached(text: str) -> Reading:
+    return _read(text)
+
+
+def _read(text: str) -> Reading:
     plain = normalise(text)
     figures: list[Figure] = []
     concepts: set[str] = set()

@@ -293,13 +293,18 @@ def _input_schema_of(model: type[ProtoModel]) -> str:
     return json.dumps(schema)
 
 
+@functools.cache
+def _wire_keys(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(JSON key, attribute) of each field of ``model``."""
+    return tuple((info.alias or name, name) for name, info in model.model_fields.items())
+
+
 def _omit_empty_repeated(data: dict[str, Any], model: BaseModel) -> dict[str, Any]:
     """Drop ``[]`` of the model's own repeated fields (proto3 omits them), recursing into sub-messages.
 
     Struct contents are left alone: an empty list inside ``args`` is data, not an unset field.
     """
-    for field_name, info in type(model).model_fields.items():
-        key = info.alias or field_name
+    for key, field_name in _wire_keys(type(model)):
         if key not in data:
             continue
         value = getattr(model, field_name)

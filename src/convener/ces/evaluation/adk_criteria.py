@@ -511,6 +511,8 @@ def _is_non_spaced(code: int) -> bool:
 
 
 def rouge_tokens(text: str) -> list[str]:
+    if text.isascii():  # no marks nor scripts written without spaces: the words are the runs of letters and digits
+        return _ascii_tokens(text)
     import unicodedata
 
     normal = unicodedata.normalize("NFKC", text).lower()

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from convener.api.errors import FailedPrecondition, InvalidArgument, NotFound
 from convener.api.names import LocationName, ResourceName
@@ -47,6 +47,17 @@ class OperationName(ResourceName):
     @property
     def location_name(self) -> LocationName:
         return LocationName(self.project, self.location)
+
+
+_BY_NAME = (operations.c.location == bindparam("location"), operations.c.operation_id == bindparam("operation_id"))
+_ROW = select(operations).where(*_BY_NAME)
+_CANCEL_REQUESTED = select(operations.c.cancel_requested).where(*_BY_NAME)
+_DONE = select(operations.c.done).where(*_BY_NAME)
+"""Statements read on every job's path, built once: building and keying a statement costs more than running it."""
+
+
+def _key(name: OperationName) -> dict[str, str]:
+    return {"location": str(name.location_name), "operation_id": name.operation}
 
 
 class OperationService:
@@ -94,11 +105,10 @@ class OperationService:
             self._changed.notify_all()
 
     def cancel_requested(self, connection: Connection, name: str) -> bool:
-        return bool(connection.scalar(select(operations.c.cancel_requested).where(
-            *self._where(OperationName.parse(name)))))
+        return bool(connection.scalar(_CANCEL_REQUESTED, _key(OperationName.parse(name))))
 
     def is_done(self, connection: Connection, name: str) -> bool:
-        return bool(connection.scalar(select(operations.c.done).where(*self._where(OperationName.parse(name)))))
+        return bool(connection.scalar(_DONE, _key(OperationName.parse(name))))
 
     def publish(self, name: str, metadata: dict[str, Any] | None) -> None:
         """Show waiters in this process the work's progress at once, without a write (the store is updated
@@ -216,12 +226,8 @@ class OperationService:
 
     # -- rows -----------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _where(name: OperationName) -> tuple[Any, ...]:
-        return operations.c.location == str(name.location_name), operations.c.operation_id == name.operation
-
     def _row(self, connection: Connection, name: OperationName, caller: Caller | None = None) -> AnyRow:
-        row = connection.execute(select(operations).where(*self._where(name))).first()
+        row = connection.execute(_ROW, _key(name)).first()
         if row is None or (caller is not None and row.owner != caller.principal):
             raise NotFound(f"operation {name} does not exist")
         return row

@@ -54,10 +54,18 @@ _ROW = select(operations).where(*_BY_NAME)
 _CANCEL_REQUESTED = select(operations.c.cancel_requested).where(*_BY_NAME)
 _DONE = select(operations.c.done).where(*_BY_NAME)
 """Statements read on every job's path, built once: building and keying a statement costs more than running it."""
+CANCEL_REQUESTED_OF = select(operations.c.cancel_requested).where(*_BY_NAME).scalar_subquery()
+"""Whether the operation ``operation_key`` binds was asked to stop, as a column: a job's claim reads it with the
+rows it locks, not in a statement of its own."""
 
 
 def _key(name: OperationName) -> dict[str, str]:
     return {"location": str(name.location_name), "operation_id": name.operation}
+
+
+def operation_key(name: str) -> dict[str, str]:
+    """The binds of ``CANCEL_REQUESTED_OF`` for the operation named ``name``."""
+    return _key(OperationName.parse(name))
 
 
 class OperationService:

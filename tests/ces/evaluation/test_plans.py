@@ -115,7 +115,7 @@ async def test_a_run_stores_its_plan_and_a_row_of_the_previous_shape_still_plays
         await call_json(client, "create_evaluation", {
             "parent": APP, "evaluationId": evaluation_id,
             "evaluation": {"displayName": evaluation_id, "golden": {"turns": GOLDEN["golden"]["turns"]}}})
-    await call_json(client, "run_evaluation", {"app": APP, "goldenRunMethod": "NAIVE", "evaluations": [
+    operation = await call_json(client, "run_evaluation", {"app": APP, "goldenRunMethod": "NAIVE", "evaluations": [
         f"{APP}/evaluations/kept", f"{APP}/evaluations/legacy"]})
     with services.database.reading() as connection:
         rows = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()
@@ -134,7 +134,7 @@ async def test_a_run_stores_its_plan_and_a_row_of_the_previous_shape_still_plays
                   "initiator": "USER"}))
 
     for row in rows:
-        executor.play(PlayResult(result=row.id), Attempt(number=1, operation="", worker="test"))
+        executor.play(PlayResult(result=row.id), Attempt(number=1, operation=operation["name"], worker="test"))
 
     with services.database.reading() as connection:
         played = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()

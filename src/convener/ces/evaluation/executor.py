@@ -58,7 +58,7 @@ from convener.jobs.model import Attempt, Payload, Task
 from convener.jobs.queue import Jobs
 from convener.llm.judges import Judge
 from convener.longrunning.models import Status
-from convener.longrunning.service import OperationService
+from convener.longrunning.service import CANCEL_REQUESTED_OF, OperationService, operation_key
 from convener.store.database import AnyRow, Database
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,9 @@ _RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluatio
     evaluation_results.c.id == bindparam("pk"))
 _RUN_LOCKED = select(*RUN_STATE).where(evaluation_runs.c.app_pk == bindparam("app_pk"),
                                        evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
+_RUN_CLAIMED = select(*RUN_STATE, CANCEL_REQUESTED_OF.label("operation_cancel_requested")).where(
+    evaluation_runs.c.app_pk == bindparam("app_pk"), evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
+"""A claim's run, locked, with whether its operation was cancelled (which comes first: see ``cancel``)."""
 _RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
@@ -247,7 +250,7 @@ class RunExecutor:
         was cancelled (then it is CANCELLED) or it has settled. The attempt sees its operation's cancellation as
         the claim read it: its first question whether to stop needs no transaction of its own."""
         with self.database.transaction() as connection:
-            locked = self._locked(connection, job)
+            locked = self._locked(connection, job, attempt.operation)
             if locked is None:
                 return None
             found, run = locked
@@ -259,7 +262,7 @@ class RunExecutor:
                 self._settle(connection, row.app_pk, run.run_id, [settled])
                 return None
             # The operation is cancelled before its run is (``cancel``, after the operation's commit).
-            cancelled = self.operations.cancel_requested(connection, run.operation)
+            cancelled = bool(run.operation_cancel_requested)
             # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
             row = replace(row, attempts=attempt.number,
                           body={**row.body, "executionState": ExecutionState.RUNNING.value})
@@ -269,17 +272,19 @@ class RunExecutor:
         return row, Caller(run.initiated_by)
 
     @staticmethod
-    def _locked(connection: Connection, job: PlayResult) -> tuple[AnyRow, AnyRow] | None:
+    def _locked(connection: Connection, job: PlayResult, operation: str) -> tuple[AnyRow, AnyRow] | None:
         """A job's result and its run as they are now, locked until the transaction ends: the run first, then the
         result, the order every writer of both takes (``cancel`` too), so two writers wait for each other, never
-        deadlock, and neither decides on a state the other has just changed."""
+        deadlock, and neither decides on a state the other has just changed. The run comes with whether its
+        ``operation`` (the job's) was cancelled."""
         app_pk, run_id = job.app_pk, job.run_id
         if app_pk is None or run_id is None:  # a job that does not say: its result does
             found = connection.execute(_RESULT_RUN, {"pk": job.result}).first()
             if found is None:
                 return None
             app_pk, run_id = found.app_pk, _run_id(found.evaluation_run)
-        run = connection.execute(_RUN_LOCKED, {"app_pk": app_pk, "run_id": run_id}).first()
+        run: Any = connection.execute(
+            _RUN_CLAIMED, {"app_pk": app_pk, "run_id": run_id, **operation_key(operation)}).first()
         row = connection.execute(_RESULT_LOCKED, {"pk": job.result}).first()
         return None if run is None or row is None else (row, run)
 

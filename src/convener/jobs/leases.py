@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import Connection, Select, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Select, Update, bindparam, delete, insert, select, update
 
 from convener.api.protojson import Timestamp
 from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob, Unrunnable
@@ -30,10 +30,7 @@ POLL_SECONDS = 0.5
 
 
 _CLAIMABLE: dict[tuple[frozenset[str] | None, bool], Select[tuple[int, int]]] = {}
-_TAKE = update(jobs).where(
-    jobs.c.id == bindparam("pk"), jobs.c.attempts == bindparam("seen_attempts"), jobs.c.lease_until_us < bindparam("now"),
-).values(worker=bindparam("worker"), attempts=bindparam("attempts"), lease_until_us=bindparam("lease_until_us"),
-         since_us=bindparam("since_us")).returning(*jobs.c)
+_TAKES: dict[frozenset[str] | None, Update] = {}
 _FINISH = delete(jobs).where(jobs.c.id == bindparam("pk"), jobs.c.worker == bindparam("worker"),
                              jobs.c.attempts == bindparam("attempts"))
 
@@ -146,6 +143,25 @@ class LeaseEngine:
         _CLAIMABLE[key] = statement
         return statement
 
+    @staticmethod
+    def _take(queues: frozenset[str] | None) -> Update:
+        """Take the oldest claimable job in one statement, counting the attempt: the job the subquery finds is
+        locked (PostgreSQL: skipping those other workers hold; SQLite: the transaction holds the write lock), so
+        nothing can change it between the look and the update. Built once per worker's queues."""
+        cached = _TAKES.get(queues)
+        if cached is not None:
+            return cached
+        claimable = jobs.alias("claimable")
+        oldest = select(claimable.c.id).where(claimable.c.lease_until_us < bindparam("now"))
+        if queues is not None:
+            oldest = oldest.where(claimable.c.queue.in_(sorted(queues)))
+        oldest = oldest.order_by(claimable.c.id).limit(1).with_for_update(skip_locked=True)
+        statement = update(jobs).where(jobs.c.id == oldest.scalar_subquery()).values(
+            worker=bindparam("worker"), attempts=jobs.c.attempts + 1, lease_until_us=bindparam("lease_until_us"),
+            since_us=bindparam("since_us")).returning(*jobs.c)
+        _TAKES[queues] = statement
+        return statement
+
     def _claim(self, worker: str, queues: frozenset[str] | None, *, peek: bool = True,
                finished: Sequence[tuple[int, int]] = ()) -> ClaimedJob | None:
         """Claim the oldest claimable job, deleting first the ``finished`` ones (job, attempt) this worker holds."""
@@ -160,12 +176,8 @@ class LeaseEngine:
             if finished:
                 self._forget(connection, worker, finished)
             now = _now_us()
-            found = connection.execute(self._claimable(queues, locking=True), {"now": now}).first()
-            if found is None:
-                return None
-            row = connection.execute(_TAKE, {
-                "pk": found.id, "seen_attempts": found.attempts, "now": now, "worker": worker,
-                "attempts": found.attempts + 1, "lease_until_us": now + self.lease_us, "since_us": now}).first()
+            row = connection.execute(self._take(queues), {
+                "now": now, "worker": worker, "lease_until_us": now + self.lease_us, "since_us": now}).first()
             if row is None:
                 return None
         return ClaimedJob(id=str(row.id), job=QueuedJob(task=row.task, queue=row.queue, operation=row.operation,

@@ -483,13 +483,14 @@ class ProgressClock:
 
     MAX_RUNS = 1024
 
-    def __init__(self, period: float) -> None:
+    def __init__(self, period: float, now: Callable[[], float] = time.monotonic) -> None:
         self.period = period
+        self._now = now
         self._last: dict[tuple[int, str], float] = {}
         self._lock = threading.Lock()
 
     def due(self, run: tuple[int, str]) -> bool:
-        now = time.monotonic()
+        now = self._now()
         with self._lock:
             last = self._last.get(run)
             if last is not None and now - last < self.period:
@@ -502,6 +503,10 @@ class ProgressClock:
     def forget(self, run: tuple[int, str]) -> None:
         with self._lock:
             self._last.pop(run, None)
+
+    def __len__(self) -> int:
+        """How many runs it remembers."""
+        return len(self._last)
 
 
 def run_model(row: AnyRow) -> EvaluationRun:

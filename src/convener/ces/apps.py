@@ -158,8 +158,13 @@ class AppService:
         """The app's row id, or NOT_FOUND."""
         pk = connection.scalar(_APP_PK, {"name": str(name)})
         if pk is None:
-            raise NotFound(f"app {name} does not exist")
+            raise self.missing(name)
         return int(pk)
+
+    @staticmethod
+    def missing(name: AppName) -> NotFound:
+        """The error of a path that found no app ``name``."""
+        return NotFound(f"app {name} does not exist")
 
     def create(self, request: CreateAppRequest, caller: Caller) -> App:
         parent = LocationName.parse(request.parent, "parent")

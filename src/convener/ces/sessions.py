@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, insert, select, update
 
 from convener.api.errors import Aborted, ApiError, Code, FailedPrecondition, InvalidArgument
 from convener.api.protojson import Timestamp
@@ -28,7 +28,7 @@ from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionConfig, SessionInput
-from convener.ces.tables import sessions
+from convener.ces.tables import apps, sessions
 from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
@@ -37,8 +37,10 @@ from convener.progress import Report
 from convener.store.database import AnyRow, Database
 
 MAX_INPUTS = 100
-_SESSION = select(sessions).where(sessions.c.app_pk == bindparam("app_pk"),
-                                  sessions.c.session_id == bindparam("session_id"))
+_APP_AND_SESSION = select(apps.c.id.label("found_app_pk"), sessions).select_from(apps.outerjoin(sessions, and_(
+    sessions.c.app_pk == apps.c.id, sessions.c.session_id == bindparam("session_id")))).where(
+    apps.c.name == bindparam("name"))
+"""A turn's app (its row id) and session (null columns before its first turn), in one statement."""
 _INSERT_SESSION = insert(sessions)
 _UPDATE_SESSION = (update(sessions)
                    .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
@@ -127,8 +129,11 @@ class SessionService:
             raise InvalidArgument(f"inputs: at most {MAX_INPUTS} inputs per call")
         _check_input_sizes(request.inputs)
         with self.database.reading() as connection:
-            app_pk = self.apps.app_pk(connection, name.app_name)
-            row = connection.execute(_SESSION, {"app_pk": app_pk, "session_id": name.id}).first()
+            found = connection.execute(_APP_AND_SESSION, {"name": str(name.app_name), "session_id": name.id}).first()
+            if found is None:
+                raise self.apps.missing(name.app_name)
+            app_pk: int = found.found_app_pk
+            row = found if found.id is not None else None
             version, deployment = self._pinned(connection, app_pk, name, row, config)
             blueprint = self._blueprint(connection, app_pk, name, version)
             state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from convener.api.protojson import CallMessage, ProtoModel
+from convener.api.protojson import ProtoModel
 from convener.ces.models import PageSize, PageToken
 
 
@@ -29,32 +29,32 @@ class Operation(ProtoModel):
     response: dict[str, Any] | None = Field(None, description='The result on success, with its "@type".')
 
 
-class GetOperationRequest(CallMessage):
+class GetOperationRequest(ProtoModel):
     name: str = Field(description="Required. projects/{project}/locations/{location}/operations/{operation}")
 
 
-class ListOperationsRequest(CallMessage):
+class ListOperationsRequest(ProtoModel):
     name: str = Field(description="Required. The location: projects/{project}/locations/{location}")
     filter: str | None = Field(None, description='"done=true" or "done=false"; unset lists every operation.')
     page_size: PageSize = None
     page_token: PageToken = None
 
 
-class ListOperationsResponse(CallMessage):
+class ListOperationsResponse(ProtoModel):
     operations: list[Operation] | None = Field(None, description="The operations that match the request's filter.")
     next_page_token: str | None = Field(
         None, description="Token for the next page, as pageToken; empty when there are no more operations.")
 
 
-class CancelOperationRequest(CallMessage):
+class CancelOperationRequest(ProtoModel):
     name: str = Field(description="Required. The operation to cancel; work not yet started is not started.")
 
 
-class DeleteOperationRequest(CallMessage):
+class DeleteOperationRequest(ProtoModel):
     name: str = Field(description="Required. A finished operation to forget; its results stay.")
 
 
-class WaitOperationRequest(CallMessage):
+class WaitOperationRequest(ProtoModel):
     name: str = Field(description="Required. The operation to wait for.")
     timeout: str | None = Field(
         None, description='How long to wait at most, e.g. "30s" (default 60s, at most 600s). Progress is reported '

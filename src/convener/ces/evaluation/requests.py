@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from convener.api.protojson import CallMessage
+from convener.api.protojson import ProtoModel
 from convener.ces.evaluation.models import (
     Evaluation,
     EvaluationConfig,
@@ -22,13 +22,13 @@ ORDER_BY = ('"update_time" (the default, newest first), "create_time" (newest fi
             '" desc"/" asc" may follow.')
 
 
-class GetEvaluationRequest(CallMessage):
+class GetEvaluationRequest(ProtoModel):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/evaluations/{evaluation}")
     last_ten_results: bool | None = Field(
         None, description="Convener extension: also return lastTenResults, as list_evaluations does.")
 
 
-class ListEvaluationsRequest(CallMessage):
+class ListEvaluationsRequest(ProtoModel):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -42,19 +42,19 @@ class ListEvaluationsRequest(CallMessage):
     last_ten_results: bool | None = Field(None, description="Return each evaluation's last ten results, newest first.")
 
 
-class ListEvaluationsResponse(CallMessage):
+class ListEvaluationsResponse(ProtoModel):
     evaluations: list[Evaluation] | None = None
     next_page_token: str | None = None
 
 
-class DeleteEvaluationRequest(CallMessage):
+class DeleteEvaluationRequest(ProtoModel):
     name: str = Field(description="Required. The evaluation to delete, with its results.")
     force: bool | None = Field(
         None, description="Also remove it from the datasets that list it; otherwise such an evaluation is not deleted.")
     etag: str | None = Field(None, description="If set, must match the evaluation's current etag.")
 
 
-class GenerateEvaluationRequest(CallMessage):
+class GenerateEvaluationRequest(ProtoModel):
     conversation: str = Field(
         description="Required. projects/{project}/locations/{location}/apps/{app}/conversations/{conversation}")
     evaluation_id: str | None = Field(None, description="Convener extension: ID of the new evaluation.")
@@ -62,7 +62,7 @@ class GenerateEvaluationRequest(CallMessage):
         None, description="Convener extension: its displayName; by default derived from the conversation.")
 
 
-class RunEvaluationRequest(CallMessage):
+class RunEvaluationRequest(ProtoModel):
     app: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     evaluations: list[str] | None = Field(None, description="Evaluations to run (…/evaluations/{evaluation}).")
     evaluation_dataset: str | None = Field(None, description="A dataset whose evaluations to run, instead.")
@@ -78,7 +78,7 @@ class RunEvaluationRequest(CallMessage):
     generate_latency_report: bool | None = Field(None, description="Accepted; latencies are always on results.")
 
 
-class SimulateScenarioRequest(CallMessage):
+class SimulateScenarioRequest(ProtoModel):
     app: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}")
     scenario: Scenario = Field(description="Required. The scenario to simulate, as in create_evaluation: task, "
                                            "userFacts, maxTurns, milestones, rubrics, scenarioExpectations, ….")
@@ -86,7 +86,7 @@ class SimulateScenarioRequest(CallMessage):
     app_version: str | None = Field(None, description="…/versions/{version} to run; the draft when unset.")
 
 
-class SimulateScenarioResponse(CallMessage):
+class SimulateScenarioResponse(ProtoModel):
     conversation: str | None = Field(None, description="The recorded conversation (source SIMULATOR).")
     ended_by: str | None = Field(None, description="Why the conversation ended.")
     turn_count: int | None = Field(None, description="How many turns were simulated.")
@@ -97,11 +97,11 @@ class SimulateScenarioResponse(CallMessage):
     scenario_result: ScenarioResult | None = Field(None, description="The score, field for field as in a run.")
 
 
-class GetEvaluationRunRequest(CallMessage):
+class GetEvaluationRunRequest(ProtoModel):
     name: str = Field(description="Required. projects/{project}/locations/{location}/apps/{app}/evaluationRuns/{evaluationRun}")
 
 
-class ListEvaluationRunsRequest(CallMessage):
+class ListEvaluationRunsRequest(ProtoModel):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -109,20 +109,20 @@ class ListEvaluationRunsRequest(CallMessage):
     order_by: str | None = Field(None, description='"create_time" (the default, newest first) or "name".')
 
 
-class ListEvaluationRunsResponse(CallMessage):
+class ListEvaluationRunsResponse(ProtoModel):
     evaluation_runs: list[EvaluationRun] | None = None
     next_page_token: str | None = None
 
 
-class DeleteEvaluationRunRequest(CallMessage):
+class DeleteEvaluationRunRequest(ProtoModel):
     name: str = Field(description="Required. A finished run to delete, with its results.")
 
 
-class GetEvaluationResultRequest(CallMessage):
+class GetEvaluationResultRequest(ProtoModel):
     name: str = Field(description="Required. …/apps/{app}/evaluations/{evaluation}/results/{result}")
 
 
-class ListEvaluationResultsRequest(CallMessage):
+class ListEvaluationResultsRequest(ProtoModel):
     parent: str = Field(description="Required. …/apps/{app}/evaluations/{evaluation}, or …/evaluations/- for all.")
     page_size: PageSize = None
     page_token: PageToken = None
@@ -132,16 +132,16 @@ class ListEvaluationResultsRequest(CallMessage):
     order_by: str | None = Field(None, description='"create_time" (the default, newest first).')
 
 
-class ListEvaluationResultsResponse(CallMessage):
+class ListEvaluationResultsResponse(ProtoModel):
     evaluation_results: list[EvaluationResult] | None = None
     next_page_token: str | None = None
 
 
-class DeleteEvaluationResultRequest(CallMessage):
+class DeleteEvaluationResultRequest(ProtoModel):
     name: str = Field(description="Required. …/apps/{app}/evaluations/{evaluation}/results/{result}")
 
 
-class ImportAdkRequest(CallMessage):
+class ImportAdkRequest(ProtoModel):
     parent: str = Field(description="Required. The app: projects/{project}/locations/{location}/apps/{app}")
     content: str = Field(description="Required. An ADK *.evalset.json or *.test.json file's text.")
     source: str | None = Field(None, description="The file's name, noted on the evaluations.")
@@ -151,7 +151,7 @@ class ImportAdkRequest(CallMessage):
                           "response_match_score 0.8.")
 
 
-class ImportAdkResponse(CallMessage):
+class ImportAdkResponse(ProtoModel):
     evaluations: list[Evaluation] | None = None
     warnings: list[str] | None = Field(
         None, description="The criteria that were not applied (e.g. those needing a model judge when none is "

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import Connection, Select, Update, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, FromClause, Select, Update, bindparam, delete, insert, select, update
 
 from convener.api.protojson import Timestamp
 from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob, Unrunnable
@@ -29,14 +29,25 @@ POLL_SECONDS = 0.5
 """How often an idle worker looks for work queued by another process (work queued by its own is seen at once)."""
 
 
-_CLAIMABLE: dict[tuple[frozenset[str] | None, bool], Select[tuple[int, int]]] = {}
+_PEEKS: dict[frozenset[str] | None, Select[tuple[int]]] = {}
 _TAKES: dict[frozenset[str] | None, Update] = {}
+"""The claim's statements by a worker's queues, built once: a claim is on every job's path, and building and
+keying a statement costs more than running it."""
 _FINISH = delete(jobs).where(jobs.c.id == bindparam("pk"), jobs.c.worker == bindparam("worker"),
                              jobs.c.attempts == bindparam("attempts"))
 
 
 def _now_us() -> int:
     return time.time_ns() // 1000
+
+
+def _oldest_claimable(table: FromClause, queues: frozenset[str] | None) -> Select[tuple[int]]:
+    """The ID of the oldest job of ``table`` (the jobs, or an alias of them) that is queued or whose lease lapsed
+    before ``now`` (bound at execution), in one of ``queues`` (any, if None)."""
+    statement = select(table.c.id).where(table.c.lease_until_us < bindparam("now"))
+    if queues is not None:
+        statement = statement.where(table.c.queue.in_(sorted(queues)))
+    return statement.order_by(table.c.id).limit(1)
 
 
 class LeaseEngine:
@@ -127,35 +138,22 @@ class LeaseEngine:
         renewing.join()
 
     @staticmethod
-    def _claimable(queues: frozenset[str] | None, *, locking: bool) -> Select[tuple[int, int]]:
-        """The oldest claimable job's statement (``now`` bound at execution), built once per worker's queues: a
-        claim is on every job's path, and building and keying a statement costs more than running it."""
-        key = (queues, locking)
-        cached = _CLAIMABLE.get(key)
-        if cached is not None:
-            return cached
-        statement = select(jobs.c.id, jobs.c.attempts).where(jobs.c.lease_until_us < bindparam("now"))
-        if queues is not None:
-            statement = statement.where(jobs.c.queue.in_(sorted(queues)))
-        statement = statement.order_by(jobs.c.id).limit(1)
-        if locking:
-            statement = statement.with_for_update(skip_locked=True)
-        _CLAIMABLE[key] = statement
-        return statement
+    def _peek(queues: frozenset[str] | None) -> Select[tuple[int]]:
+        """Whether a job is claimable (``now`` bound at execution), read by an idle worker without a lock."""
+        cached = _PEEKS.get(queues)
+        if cached is None:
+            cached = _PEEKS[queues] = _oldest_claimable(jobs, queues)
+        return cached
 
     @staticmethod
     def _take(queues: frozenset[str] | None) -> Update:
         """Take the oldest claimable job in one statement, counting the attempt: the job the subquery finds is
         locked (PostgreSQL: skipping those other workers hold; SQLite: the transaction holds the write lock), so
-        nothing can change it between the look and the update. Built once per worker's queues."""
+        nothing can change it between the look and the update."""
         cached = _TAKES.get(queues)
         if cached is not None:
             return cached
-        claimable = jobs.alias("claimable")
-        oldest = select(claimable.c.id).where(claimable.c.lease_until_us < bindparam("now"))
-        if queues is not None:
-            oldest = oldest.where(claimable.c.queue.in_(sorted(queues)))
-        oldest = oldest.order_by(claimable.c.id).limit(1).with_for_update(skip_locked=True)
+        oldest = _oldest_claimable(jobs.alias("claimable"), queues).with_for_update(skip_locked=True)
         statement = update(jobs).where(jobs.c.id == oldest.scalar_subquery()).values(
             worker=bindparam("worker"), attempts=jobs.c.attempts + 1, lease_until_us=bindparam("lease_until_us"),
             since_us=bindparam("since_us")).returning(*jobs.c)
@@ -170,7 +168,7 @@ class LeaseEngine:
         # the look would cost a transaction per job.
         if peek and not finished:
             with self.database.reading() as connection:
-                if connection.execute(self._claimable(queues, locking=False), {"now": _now_us()}).first() is None:
+                if connection.execute(self._peek(queues), {"now": _now_us()}).first() is None:
                     return None
         with self.database.transaction() as connection:
             if finished:

@@ -56,6 +56,7 @@ from convener.ces.tables import conversation_turns
 from convener.ces.tables import conversations as table
 from convener.outside.limits import LIST_SCAN_ROWS
 from convener.store.database import AnyRow, Database
+from convener.store.upsert import upsert
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -69,8 +70,10 @@ c = table.c
 # takes to run it.
 _BY_NAME = and_(c.app_pk == bindparam("app_pk"), c.conversation_id == bindparam("conversation_id"))
 _STORED = select(c.id, c.start_time_us, c.body).where(_BY_NAME)
-_RECORDED = select(c.id, c.turn_count).where(_BY_NAME)
 _INSERT = insert(table).returning(c.id)
+_INSERTS_IF_ABSENT = {dialect: upsert(dialect, table, ["app_pk", "conversation_id"], []).returning(c.id)
+                      for dialect in ("sqlite", "postgresql")}
+"""A conversation's first turn when its session's reading found none: inserted unless one was made meanwhile."""
 
 
 def _names(enum: type[Enum]) -> tuple[str, ...]:
@@ -464,10 +467,27 @@ class ConversationService:
         conversation_bodies.write_turns(connection, pk, turns)
         return Stored(settled, created=True)
 
+    @staticmethod
+    def _begin(connection: Connection, app_pk: int, name: ConversationName, conversation: Conversation) -> bool:
+        """Store a conversation unless one of that name exists; False (nothing written) when one does."""
+        settled = settle(conversation, name, received=Timestamp.now())
+        header, turns = conversation_bodies.split(settled.to_json())
+        pk = connection.execute(_INSERTS_IF_ABSENT[connection.dialect.name], {
+            "app_pk": app_pk, "conversation_id": name.conversation, "body": header, **_columns(settled)}).scalar()
+        if pk is None:
+            return False
+        conversation_bodies.write_turns(connection, pk, turns)
+        return True
+
     def append(self, connection: Connection, app_pk: int, name: ConversationName, turn: Turn, *,
-               end_time: Timestamp | None, start: Conversation) -> None:
+               end_time: Timestamp | None, start: Conversation, seen_absent: bool = False) -> None:
         """Record ``turn`` as the conversation's next turn: one turn row written and the header updated, whatever
-        the number of turns before it. ``start`` is the conversation (without turns) to begin when there is none."""
+        the number of turns before it. ``start`` is the conversation (without turns) to begin when there is none;
+        ``seen_absent`` when the caller's reading found none: it is begun without looking for it first (as it
+        would be had it not been made meanwhile)."""
+        if seen_absent and self._begin(connection, app_pk, name,
+                                       start.model_copy(update={"turns": [turn], "end_time": end_time})):
+            return
         existing = connection.execute(_STORED, {"app_pk": app_pk, "conversation_id": name.conversation}).first()
         if existing is None:  # the first turn: the conversation begins (not looked up again)
             self._store(connection, app_pk, name, start.model_copy(update={"turns": [turn], "end_time": end_time}),
@@ -479,7 +499,7 @@ class ConversationService:
                                        **{f"b_{key}": value for key, value in _columns(header).items()}})
         conversation_bodies.write_turns(connection, existing.id, [settled_turn.to_json()], before.turn_count or 0)
 
-    def recorded(self, connection: Connection, app_pk: int, name: ConversationName) -> RecordedHistory | None:
-        """The recorded conversation's messages so far, read when looked at; None when it is not recorded (yet)."""
-        row = connection.execute(_RECORDED, {"app_pk": app_pk, "conversation_id": name.conversation}).first()
-        return RecordedHistory(self.database, row.id, row.turn_count) if row is not None else None
+    def history(self, pk: int, turn_count: int) -> RecordedHistory:
+        """The messages of the first ``turn_count`` turns of the conversation of row ``pk`` (found by the caller's
+        own reading), read when looked at."""
+        return RecordedHistory(self.database, pk, turn_count)

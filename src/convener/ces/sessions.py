@@ -28,7 +28,7 @@ from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionConfig, SessionInput
-from convener.ces.tables import apps, sessions
+from convener.ces.tables import apps, conversations, sessions
 from convener.ces.versions import DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
@@ -37,10 +37,15 @@ from convener.progress import Report
 from convener.store.database import AnyRow, Database
 
 MAX_INPUTS = 100
-_APP_AND_SESSION = select(apps.c.id.label("found_app_pk"), sessions).select_from(apps.outerjoin(sessions, and_(
-    sessions.c.app_pk == apps.c.id, sessions.c.session_id == bindparam("session_id")))).where(
+_APP_AND_SESSION = select(
+    apps.c.id.label("found_app_pk"), sessions, conversations.c.id.label("conversation_pk"),
+    conversations.c.turn_count.label("conversation_turns"),
+).select_from(apps.outerjoin(sessions, and_(
+    sessions.c.app_pk == apps.c.id, sessions.c.session_id == bindparam("session_id"))).outerjoin(conversations, and_(
+    conversations.c.app_pk == apps.c.id, conversations.c.conversation_id == bindparam("session_id")))).where(
     apps.c.name == bindparam("name"))
-"""A turn's app (its row id) and session (null columns before its first turn), in one statement."""
+"""A turn's app (its row id), session (null columns before its first turn) and recorded conversation (the
+session's ID is its conversation's; null before it is recorded), in one statement."""
 _INSERT_SESSION = insert(sessions)
 _UPDATE_SESSION = (update(sessions)
                    .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
@@ -137,7 +142,8 @@ class SessionService:
             version, deployment = self._pinned(connection, app_pk, name, row, config)
             blueprint = self._blueprint(connection, app_pk, name, version)
             state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
-            recorded = self.conversations.recorded(connection, app_pk, name.app_name.conversation(name.id))
+            recorded = (self.conversations.history(found.conversation_pk, found.conversation_turns)
+                        if found.conversation_pk is not None else None)
         if state.get("ended"):
             raise FailedPrecondition(f"session {name} has ended; start a new session")
         history: Sequence[Message] = recorded if recorded is not None else list(config.historical_contexts or ())
@@ -145,7 +151,7 @@ class SessionService:
                             fakes, observe).run(request.inputs)
         with self.database.transaction() as connection:
             self._save(connection, app_pk, name, row, blueprint, deployment, record)
-            self._record(connection, app_pk, name, blueprint, record, config, deployment)
+            self._record(connection, app_pk, name, blueprint, record, config, deployment, begins=recorded is None)
         return record
 
     @staticmethod
@@ -211,7 +217,8 @@ class SessionService:
             raise Aborted(f"session {name} ran another turn at the same time; nothing of this turn was kept, retry it")
 
     def _record(self, connection: Connection, app_pk: int, name: SessionName, blueprint: Blueprint,
-                record: TurnRecord, config: SessionConfig, deployment: str) -> None:
+                record: TurnRecord, config: SessionConfig, deployment: str, begins: bool) -> None:
+        """Record the turn in the session's conversation; ``begins`` when the turn's reading found none."""
         if not record.messages:
             return  # nothing happened that a recording would show
         turn = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
@@ -225,5 +232,5 @@ class SessionService:
             source=config.source if config.source not in (None, Source.SOURCE_UNSPECIFIED) else Source.LIVE,
         )
         self.conversations.append(connection, app_pk, name.app_name.conversation(name.id), turn,
-                                  end_time=record.root_span.end_time, start=start)
+                                  end_time=record.root_span.end_time, start=start, seen_absent=begins)
 

@@ -66,7 +66,10 @@ logger = logging.getLogger(__name__)
 RUN_METADATA = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
 RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationResponse"
 MAX_ATTEMPTS = 3
-"""A result whose worker stopped while playing it this many times is given up (ERROR, with the reason)."""
+"""A result whose job's workers stopped while playing it this many times is given up (ERROR, with the reason)."""
+JOBS_PER_RUN = 32
+MAX_RESULTS_PER_JOB = 8
+"""A job plays at most this many results: a worker stopping gracefully waits for its jobs to finish."""
 CLAIMABLE = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
 PROGRESS_SECONDS = 0.5
 """How often at most this process rewrites a running run's operation metadata with its progress. Waiters on the
@@ -146,14 +149,48 @@ def operation_metadata(run: EvaluationRun, cancel_requested: bool, end: Timestam
 
 
 class PlayResult(Payload):
-    """A job: play one evaluation result (replay its golden or simulate its scenario) and score it."""
+    """A job: play evaluation results of one run (replay their goldens or simulate their scenarios) and score
+    them, one after the other."""
 
     result: int
-    """The result's row; what it plays is the plan stored with it when the run started."""
+    """The first result's row; what it plays is the plan stored with it when the run started."""
     app_pk: int | None = None
     run_id: str | None = None
     """The run the result belongs to (its app's row and ID), so that the claim need not look it up; None in a job
     queued before jobs said so."""
+    more: tuple[int, ...] = ()
+    """The rows of the results played after the first, in order (see ``results_per_job``)."""
+
+    def results(self) -> tuple[int, ...]:
+        return (self.result, *self.more)
+
+
+def results_per_job(results: int) -> int:
+    """How many results of a run of ``results`` one job plays: one in a small run; in a large one a few, so that
+    each job's take and each result's separate claim are not paid for every result (a result's outcome is stored
+    in the transaction that claims the next), while a run still makes enough jobs (about ``JOBS_PER_RUN``) for
+    many workers to share it."""
+    return max(1, min(MAX_RESULTS_PER_JOB, results // JOBS_PER_RUN))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A result an attempt claimed: the row as the claim left it, who started the run, and whether an earlier
+    attempt had claimed it and never stored it (its worker stopped while playing it)."""
+
+    row: HeldResult
+    caller: Caller
+    interrupted: bool
+
+
+@dataclass(frozen=True)
+class Played:
+    """A result an attempt played: stored, with its run's counts, if the attempt still holds it."""
+
+    row: HeldResult
+    state: ExecutionState
+    outcome: dict[str, Any] | None = None
+    error: EvaluationErrorInfo | None = None
 
 
 class RunExecutor:
@@ -171,10 +208,13 @@ class RunExecutor:
 
     def submit(self, connection: Connection, app_pk: int, run_id: str, result_pks: Sequence[int],
                operation: str) -> None:
-        """Queue a job per result of the run, in the transaction that creates them; ``jobs.submitted()`` after the
-        commit."""
-        self.jobs.submit(connection, self.task, (PlayResult(result=pk, app_pk=app_pk, run_id=run_id)
-                                                 for pk in result_pks), operation)
+        """Queue the jobs that play the run's results (``results_per_job`` each, in order), in the transaction that
+        creates them; ``jobs.submitted()`` after the commit."""
+        size = results_per_job(len(result_pks))
+        self.jobs.submit(connection, self.task, (
+            PlayResult(result=result_pks[start], more=tuple(result_pks[start + 1:start + size]), app_pk=app_pk,
+                       run_id=run_id)
+            for start in range(0, len(result_pks), size)), operation)
 
     def cancel(self, operation: str) -> None:
         """Cancel the run of an operation: its queued results are not run; running ones stop at their next turn."""
@@ -195,23 +235,32 @@ class RunExecutor:
     # -- one result ------------------------------------------------------------------------------------
 
     def play(self, job: PlayResult, attempt: Attempt) -> None:
-        """Play one result as its job's ``attempt``; its outcome is recorded only while that attempt is the latest.
+        """Play a job's results one after the other as its ``attempt``; each outcome is recorded only while that
+        attempt is the latest.
 
         A result is claimed with the attempt's number, which grows each time its job is taken again; a worker that
         lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
-        nothing, so each result's outcome is recorded exactly once.
+        nothing, so each result's outcome is recorded exactly once. A result's outcome is stored in the
+        transaction that claims the next one, the last in a transaction of its own.
         """
-        claimed = self._claim(job, attempt)
-        if claimed is None:
-            return
-        row, caller = claimed
-        if attempt.number > MAX_ATTEMPTS:  # its worker stopped while playing it, each time: give it up, saying why
-            self._record(row, attempt.number, ExecutionState.ERROR, error=EvaluationErrorInfo(
+        played: Played | None = None
+        for pk in job.results():
+            claim = self._claim(job, pk, attempt, played)
+            played = None if claim is None else self._play(claim, attempt)
+            if attempt.should_stop():  # cancelled (its queued results are cancelled with it) or lost
+                break
+        if played is not None:
+            self._record(played, attempt.number)
+
+    def _play(self, claim: Claim, attempt: Attempt) -> Played:
+        row = claim.row
+        if claim.interrupted and attempt.number > MAX_ATTEMPTS:  # its job's workers stopped while playing it,
+            # each time: give it up, saying why
+            return Played(row, ExecutionState.ERROR, error=EvaluationErrorInfo(
                 error_type=ErrorType.RUNTIME_FAILURE,
                 error_message=f"interrupted {attempt.number - 1} times: the worker playing it stopped; not retried"))
-            return
         try:
-            body = self._outcome(row, caller, attempt.should_stop)
+            body = self._outcome(row, claim.caller, attempt.should_stop)
             state, error = ExecutionState.COMPLETED, None
         except ApiError as failure:
             body, state = None, ExecutionState.ERROR
@@ -223,70 +272,84 @@ class RunExecutor:
                                         error_message=f"the evaluation failed unexpectedly ({type(failure).__name__})")
         if attempt.should_stop():  # cancelled (or lost, and then nothing is written): what it played is not scored
             body, state, error = None, ExecutionState.CANCELLED, None
-        self._record(row, attempt.number, state, outcome=body, error=error)
+        return Played(row, state, body, error)
 
-    def _record(self, row: HeldResult, attempt: int, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
-                error: EvaluationErrorInfo | None = None) -> None:
+    def _record(self, played: Played, attempt: int) -> None:
         """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
+        row = played.row
         run_id = _run_id(row.evaluation_run)
         with self.database.transaction() as connection:
-            # The run first, then the result, as every writer of both (see ``_locked``); which run the claimed row
+            # The run first, then the result, as every writer of both (see ``_claim``); which run the claimed row
             # belongs to does not change.
             if self.database.locks_rows and connection.execute(
                     _RUN_LOCKED, {"app_pk": row.app_pk, "run_id": run_id}).first() is None:
                 return  # deleted meanwhile
-            # Stored only if still held by this attempt (not deleted, cancelled or taken over by a later attempt
-            # meanwhile), and then the row is as the claim left it (only the holder writes a RUNNING result): its
-            # body need not be read again.
-            settled = self._store(connection, row, state, outcome=outcome, error=error, attempt=attempt)
+            settled = self._store_played(connection, played, attempt)
             if settled is None:
                 return
             recorded = self._settle(connection, row.app_pk, run_id, [settled])
         if recorded:  # waiters read the operation: wake them only when it changed
             self.operations.notify()
 
-    def _claim(self, job: PlayResult, attempt: Attempt) -> tuple[HeldResult, Caller] | None:
-        """Mark the result RUNNING under ``attempt`` (queued, or left running by an earlier attempt), unless its run
-        was cancelled (then it is CANCELLED) or it has settled. The attempt sees its operation's cancellation as
-        the claim read it: its first question whether to stop needs no transaction of its own."""
+    def _store_played(self, connection: Connection, played: Played, attempt: int) -> Settled | None:
+        # Stored only if still held by this attempt (not deleted, cancelled or taken over by a later attempt
+        # meanwhile), and then the row is as the claim left it (only the holder writes a RUNNING result): its
+        # body need not be read again.
+        return self._store(connection, played.row, played.state, outcome=played.outcome, error=played.error,
+                           attempt=attempt)
+
+    def _claim(self, job: PlayResult, pk: int, attempt: Attempt, played: Played | None) -> Claim | None:
+        """Store the result the attempt ``played`` last, if any, then mark the result ``pk`` RUNNING under
+        ``attempt`` (queued, or left running by an earlier attempt), unless its run was cancelled (then it is
+        CANCELLED) or it has settled, all in one transaction.
+
+        The run is locked first, then the results, the order every writer of both takes (``cancel`` too), so
+        two writers wait for each other, never deadlock, and neither decides on a state the other has just
+        changed. The attempt sees its operation's cancellation as the claim read it (the run comes with it): its
+        next question whether to stop needs no transaction of its own."""
+        recorded = False
         with self.database.transaction() as connection:
-            locked = self._locked(connection, job, attempt.operation)
-            if locked is None:
-                return None
-            found, run = locked
-            if found.attempts >= attempt.number or found.execution_state not in CLAIMABLE:
-                return None
-            row = HeldResult.of(found)
-            if run.cancel_requested:
-                settled = self._store(connection, row, ExecutionState.CANCELLED)
-                self._settle(connection, row.app_pk, run.run_id, [settled])
-                return None
+            key = self._run_key(connection, job)
+            run: Any = None if key is None else connection.execute(
+                _RUN_CLAIMED, {"app_pk": key[0], "run_id": key[1], **operation_key(attempt.operation)}).first()
+            if run is None:
+                return None  # deleted meanwhile, with its results
+            settled: list[Settled] = []
+            if played is not None and (stored := self._store_played(connection, played, attempt.number)):
+                settled.append(stored)
+            claim = self._claim_locked(connection, run, pk, attempt.number, settled)
+            recorded = self._settle(connection, run.app_pk, run.run_id, settled)
+        if recorded:
+            self.operations.notify()
+        if claim is not None:
             # The operation is cancelled before its run is (``cancel``, after the operation's commit).
-            cancelled = bool(run.operation_cancel_requested)
-            # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
-            row = replace(row, attempts=attempt.number,
-                          body={**row.body, "executionState": ExecutionState.RUNNING.value})
-            connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": row.attempts,
-                                        "body": row.body})
-        attempt.saw(cancelled)
-        return row, Caller(run.initiated_by)
+            attempt.saw(bool(run.operation_cancel_requested))
+        return claim
+
+    def _claim_locked(self, connection: Connection, run: AnyRow, pk: int, attempt: int,
+                      settled: list[Settled]) -> Claim | None:
+        found = connection.execute(_RESULT_LOCKED, {"pk": pk}).first()
+        if found is None or found.attempts >= attempt or found.execution_state not in CLAIMABLE:
+            return None
+        row = HeldResult.of(found)
+        if run.cancel_requested:
+            settled.append(self._store(connection, row, ExecutionState.CANCELLED))
+            return None
+        # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
+        row = replace(row, attempts=attempt, body={**row.body, "executionState": ExecutionState.RUNNING.value})
+        connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": row.attempts,
+                                    "body": row.body})
+        return Claim(row, Caller(run.initiated_by),
+                     interrupted=found.execution_state == ExecutionState.RUNNING.value)
 
     @staticmethod
-    def _locked(connection: Connection, job: PlayResult, operation: str) -> tuple[AnyRow, AnyRow] | None:
-        """A job's result and its run as they are now, locked until the transaction ends: the run first, then the
-        result, the order every writer of both takes (``cancel`` too), so two writers wait for each other, never
-        deadlock, and neither decides on a state the other has just changed. The run comes with whether its
-        ``operation`` (the job's) was cancelled."""
-        app_pk, run_id = job.app_pk, job.run_id
-        if app_pk is None or run_id is None:  # a job that does not say: its result does
-            found = connection.execute(_RESULT_RUN, {"pk": job.result}).first()
-            if found is None:
-                return None
-            app_pk, run_id = found.app_pk, _run_id(found.evaluation_run)
-        run: Any = connection.execute(
-            _RUN_CLAIMED, {"app_pk": app_pk, "run_id": run_id, **operation_key(operation)}).first()
-        row = connection.execute(_RESULT_LOCKED, {"pk": job.result}).first()
-        return None if run is None or row is None else (row, run)
+    def _run_key(connection: Connection, job: PlayResult) -> tuple[int, str] | None:
+        """The job's run (its app's row and ID): as the job says, or as its result says in a job queued before
+        jobs said so."""
+        if job.app_pk is not None and job.run_id is not None:
+            return job.app_pk, job.run_id
+        found = connection.execute(_RESULT_RUN, {"pk": job.result}).first()
+        return None if found is None else (found.app_pk, _run_id(found.evaluation_run))
 
     def _outcome(self, row: HeldResult, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
         """Run the result's evaluation and score it: the result's fields that say how it went."""

@@ -214,3 +214,32 @@ def test_the_recorded_history_reads_only_the_last_turns_it_is_asked_for(services
     # The turns recorded after the history was taken are not part of it.
     assert list(RecordedHistory(services.database, pk, 10)[-20:]) == [
         m for t in Conversation.model_validate(given).turns[:10] or () for m in t.messages or ()][-20:]
+
+
+def test_a_first_turn_begins_its_conversation_without_looking_for_it_again(services: Services) -> None:
+    services.runtime.bundles.import_(str(APP.parent), APP.app, yaml.safe_dump(BUNDLE), False, LOCAL_USER)
+    request = RunSessionRequest(config=SessionConfig(session=f"{APP}/sessions/first"), inputs=[SessionInput(text="hi")])
+    with statements(services) as seen:
+        services.runtime.sessions.run(request, LOCAL_USER)
+    looked = [s for s in seen if s.lstrip().upper().startswith("SELECT") and "ces_conversations" in s]
+    assert len(looked) == 1, looked  # the turn's reading, with its app and session
+    assert get(services, "first")["turnCount"] == 1
+
+
+def test_a_conversation_made_between_a_turns_reading_and_its_writing_gets_the_turn_appended(
+        services: Services) -> None:
+    assert imported(services, conversation("raced", 2)) == (1, 0, [])
+    with services.database.reading() as connection:
+        app_pk = connection.execute(select(conversations.c.app_pk).where(
+            conversations.c.conversation_id == "raced")).scalar_one()
+    name = ConversationName.parse(f"{APP}/conversations/raced")
+    late = Conversation.model_validate({"turns": [turn(5)]}).turns or []
+    with services.database.transaction() as connection:  # as a turn whose reading found no conversation
+        services.conversations.append(connection, app_pk, name, late[0], end_time=None, start=Conversation(),
+                                      seen_absent=True)
+    header, indexes = stored_rows(services, "raced")
+    assert indexes == [0, 1, 2]
+    got = get(services, "raced")
+    assert got["turnCount"] == 3 and got["turns"][2]["messages"][0]["chunks"][0]["text"] == "turn 5 message 0"
+    with services.database.reading() as connection:
+        assert connection.scalar(select(func.count()).select_from(conversations)) == 1

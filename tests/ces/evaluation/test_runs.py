@@ -18,7 +18,8 @@ from sqlalchemy import select, update
 
 from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER, Caller
-from convener.ces.evaluation.executor import MAX_ATTEMPTS
+from convener.ces.evaluation import executor
+from convener.ces.evaluation.executor import MAX_ATTEMPTS, PlayResult, results_per_job
 from convener.ces.tables import evaluation_results
 from convener.config import Settings
 from convener.jobs.tables import jobs
@@ -336,8 +337,11 @@ async def test_progress_is_notified_while_waiting(client: Client, services: Serv
     assert [p for p, _ in seen] == sorted(p for p, _ in seen), "progress only goes forward"
 
 
-async def test_cancel_stops_queued_results_and_ends_the_operation_cancelled(client: Client, database_url: str,
-                                                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize("batched", [False, True], ids=["a job each", "one job"])
+async def test_cancel_stops_queued_results_and_ends_the_operation_cancelled(
+        client: Client, monkeypatch: pytest.MonkeyPatch, batched: bool) -> None:
+    if batched:  # the six results in one job: those after the one playing are cancelled, not played
+        monkeypatch.setattr(executor, "JOBS_PER_RUN", 1)
     await _checker_app(client)
     await set_root(client, "sleepy")
     names = []
@@ -402,6 +406,95 @@ async def test_a_run_whose_worker_died_is_finished_by_another_and_nothing_is_rec
         assert [row.execution_state for row in rows] == ["COMPLETED", "ERROR", "COMPLETED", "COMPLETED"]
         assert f"interrupted {MAX_ATTEMPTS} times" in rows[1].body["errorInfo"]["errorMessage"]
         assert rows[0].attempts == 2, "the interrupted first attempt counts"
+        second.jobs.stop()
+        assert second.jobs.holdings() == []
+    finally:
+        second.close()
+
+
+def test_a_large_run_gives_each_job_a_few_results_and_a_small_run_one() -> None:
+    assert [results_per_job(count) for count in (0, 1, 63, 64, 96, 200, 255, 256, 10_000)] == [1, 1, 1, 2, 3, 6, 7, 8, 8]
+    job = PlayResult.model_validate({"result": 7, "more": [8, 9], "app_pk": 1, "run_id": "r"})
+    assert job.results() == (7, 8, 9)
+    assert PlayResult.model_validate({"result": 7}).results() == (7,), "a job queued before jobs played several"
+
+
+async def _queue_checks(settings: Settings, count: int) -> tuple[dict[str, Any], list[int]]:
+    """Queue a run of ``count`` passing golden evaluations from a process that runs nothing: its operation and
+    its results' rows, in order."""
+    first = Services.open(settings.model_copy(update={"worker": False}))
+    try:
+        async with Client(mcp_servers(first)["/mcp"]) as client:
+            await _checker_app(client)
+            names = []
+            for index in range(count):
+                names.append(f"{APP}/evaluations/e{index}")
+                await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": f"e{index}", "evaluation": {
+                    "displayName": f"e{index}", "golden": {"turns": [{"steps": [user(f"check A-{index}"),
+                                                                                called(f"A-{index}")]}]}}})
+            operation = await call_json(client, "run_evaluation", {"app": APP, "evaluations": names})
+        with first.database.reading() as connection:
+            pks = list(connection.execute(select(evaluation_results.c.id).order_by(
+                evaluation_results.c.create_time_us, evaluation_results.c.id)).scalars())
+    finally:
+        first.close()
+    return operation, pks
+
+
+async def test_a_large_run_plays_a_few_results_a_job_each_recorded_once(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "JOBS_PER_RUN", 2)  # 7 results: three a job
+    settings = runtime_settings(database_url, tmp_path, worker_concurrency=2)
+    operation, pks = await _queue_checks(settings, 7)
+    services = Services.open(settings)
+    try:
+        with services.database.reading() as connection:
+            queued = [PlayResult.model_validate(row.payload) for row in connection.execute(
+                select(jobs).order_by(jobs.c.id))]
+        assert [job.results() for job in queued] == [tuple(pks[0:3]), tuple(pks[3:6]), (pks[6],)]
+        services.jobs.start()
+        done = services.operations.wait(operation["name"], "60s", LOCAL_USER)
+        assert done.done is True and done.error is None
+        assert (done.metadata or {})["progress"] == {"totalCount": 7, "failedCount": 0, "errorCount": 0,
+                                                     "completedCount": 7, "passedCount": 7}
+        with services.database.reading() as connection:
+            rows = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()
+        assert [(row.execution_state, row.evaluation_status, row.attempts) for row in rows] == [
+            ("COMPLETED", "PASS", 1)] * 7
+        services.jobs.stop()
+        assert services.jobs.holdings() == []
+    finally:
+        services.close()
+
+
+async def test_a_job_of_several_results_whose_worker_died_gives_up_only_the_one_it_kept_interrupting(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "JOBS_PER_RUN", 1)  # the four results in one job
+    settings = runtime_settings(database_url, tmp_path, worker_concurrency=1)
+    operation, pks = await _queue_checks(settings, 4)
+    first = Services.open(settings.model_copy(update={"worker": False}))
+    try:
+        # As workers killed while playing the second result leave it, the last time on the job's last attempt:
+        # the first result stored, the second running, the last two never claimed; the job's lease has lapsed.
+        with first.database.transaction() as connection:
+            connection.execute(update(evaluation_results).where(evaluation_results.c.id == pks[1]).values(
+                execution_state="RUNNING", attempts=MAX_ATTEMPTS))
+            connection.execute(update(jobs).values(worker="dead-host:1:abc", attempts=MAX_ATTEMPTS, lease_until_us=1))
+    finally:
+        first.close()
+    # (The first result is left queued: a later attempt plays a result no attempt stored, however many came before.)
+    second = Services.open(settings)
+    try:
+        second.jobs.start()
+        done = second.operations.wait(operation["name"], "60s", LOCAL_USER)
+        assert done.done is True
+        progress = (done.metadata or {})["progress"]
+        assert progress == {"totalCount": 4, "failedCount": 0, "errorCount": 1, "completedCount": 3, "passedCount": 3}
+        with second.database.reading() as connection:
+            rows = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()
+        assert [row.execution_state for row in rows] == ["COMPLETED", "ERROR", "COMPLETED", "COMPLETED"]
+        assert f"interrupted {MAX_ATTEMPTS} times" in rows[1].body["errorInfo"]["errorMessage"]
+        assert {row.attempts for row in rows} == {MAX_ATTEMPTS + 1}
         second.jobs.stop()
         assert second.jobs.holdings() == []
     finally:

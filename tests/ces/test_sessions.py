@@ -228,3 +228,42 @@ async def test_hostile_session_configs(client: Client, config: dict[str, Any], c
     await _echo_app(client)
     result = await client.call_tool("run_session", {"config": config, "inputs": [{"text": "hi"}]})
     assert words in error_text(result, code)
+
+
+async def test_a_turn_runs_the_draft_as_it_is_after_any_change_made_by_another_server(
+        client: Client, settings: Settings) -> None:
+    """Each server keeps the drafts it built; a change made elsewhere (create, update, delete, a part replaced by
+    another of the same ID, the app's own fields) must reach its next turn."""
+    from convener.server import mcp_servers
+
+    await _echo_app(client)
+    other = Services.open(settings)
+    try:
+        async with Client(mcp_servers(other)["/mcp"]) as elsewhere:
+            sessions = iter(range(100))
+
+            def request() -> dict[str, Any]:
+                return {"config": {"session": f"{APP}/sessions/t{next(sessions)}"}, "inputs": [{"text": "hi"}]}
+
+            async def echoed() -> None:
+                assert texts(await call_json(elsewhere, "run_session", request())) == ["echo 1: hi"]
+
+            async def failed(code: str | None = None) -> str:
+                return error_text(await elsewhere.call_tool("run_session", request()), code)
+
+            await echoed()  # the draft is built and kept over there
+            await call_json(client, "update_agent", {"agent": {"name": agent_name("front"), "pythonAgent": {
+                "entryPoint": f"{FIXTURES}:crashing_agent"}}, "updateMask": "pythonAgent"})
+            assert "agent bug" in await failed()
+            await call_json(client, "delete_agent", {"name": agent_name("front")})
+            await agent(client, "front", pythonAgent={"entryPoint": f"{FIXTURES}:echo_agent"},
+                        tools=[tool_name("confirm")], childAgents=[agent_name("helper")])
+            await echoed()
+            await agent(client, "crash", pythonAgent={"entryPoint": f"{FIXTURES}:crashing_agent"})
+            await echoed()  # a new part the root does not name: the same behaviour
+            await set_root(client, "crash")
+            assert "agent bug" in await failed()
+            await call_json(client, "delete_agent", {"name": agent_name("crash")})
+            assert "does not exist" in await failed("FAILED_PRECONDITION")
+    finally:
+        other.close()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, case, delete, insert, select, update
 
 from convener.api.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 from convener.api.names import check_id
@@ -282,7 +282,10 @@ class PartService(Generic[Part]):
             update(definitions)
             .where(definitions.c.app_pk == app_pk, definitions.c.collection == self.kind.collection,
                    definitions.c.resource_id == name.id)
-            .values(body=body, update_time_us=now, etag=_etag(body, now), display_name=self._display_name(body))
+            # A part's update time only grows (a draft's fingerprint sums them: see ``versions``).
+            .values(body=body, update_time_us=case((definitions.c.update_time_us >= now,
+                                                    definitions.c.update_time_us + 1), else_=now),
+                    etag=_etag(body, now), display_name=self._display_name(body))
         )
         _, row = self._row(connection, name)
         return self.to_model(row, str(name))

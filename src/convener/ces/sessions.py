@@ -29,7 +29,7 @@ from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
 from convener.ces.session_models import RunSessionRequest, RunSessionResponse, SessionConfig, SessionInput
 from convener.ces.tables import apps, conversations, sessions
-from convener.ces.versions import DraftBlueprints, VersionService
+from convener.ces.versions import DRAFT_FINGERPRINT, DraftBlueprints, VersionService
 from convener.config import Settings
 from convener.llm.base import ModelProvider
 from convener.outside.limits import RUN_SESSION_DTMF, RUN_SESSION_TEXT
@@ -39,13 +39,13 @@ from convener.store.database import AnyRow, Database
 MAX_INPUTS = 100
 _APP_AND_SESSION = select(
     apps.c.id.label("found_app_pk"), sessions, conversations.c.id.label("conversation_pk"),
-    conversations.c.turn_count.label("conversation_turns"),
+    conversations.c.turn_count.label("conversation_turns"), *DRAFT_FINGERPRINT,
 ).select_from(apps.outerjoin(sessions, and_(
     sessions.c.app_pk == apps.c.id, sessions.c.session_id == bindparam("session_id"))).outerjoin(conversations, and_(
     conversations.c.app_pk == apps.c.id, conversations.c.conversation_id == bindparam("session_id")))).where(
     apps.c.name == bindparam("name"))
-"""A turn's app (its row id), session (null columns before its first turn) and recorded conversation (the
-session's ID is its conversation's; null before it is recorded), in one statement."""
+"""A turn's app (its row id), session (null columns before its first turn), recorded conversation (the
+session's ID is its conversation's; null before it is recorded) and what its draft is made of, in one statement."""
 _INSERT_SESSION = insert(sessions)
 _UPDATE_SESSION = (update(sessions)
                    .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
@@ -140,7 +140,8 @@ class SessionService:
             app_pk: int = found.found_app_pk
             row = found if found.id is not None else None
             version, deployment = self._pinned(connection, app_pk, name, row, config)
-            blueprint = self._blueprint(connection, app_pk, name, version)
+            blueprint = self._blueprint(connection, app_pk, name, version, tuple(
+                getattr(found, column.name) for column in DRAFT_FINGERPRINT))
             state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
             recorded = (self.conversations.history(found.conversation_pk, found.conversation_turns)
                         if found.conversation_pk is not None else None)
@@ -174,10 +175,11 @@ class SessionService:
                                   f"{version or 'the draft'}; give one of config.deployment and config.appVersion")
         return version, config.deployment
 
-    def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None) -> Blueprint:
+    def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None,
+                   draft: tuple[Any, ...]) -> Blueprint:
         if version:
             return self.versions.blueprint(connection, app_pk, version, name.app_name)
-        return self.drafts.get(connection, app_pk, name.app_name)
+        return self.drafts.get(connection, app_pk, name.app_name, draft)
 
     def _start(self, blueprint: Blueprint, entry_agent: str | None, name: SessionName) -> dict[str, Any]:
         if entry_agent:

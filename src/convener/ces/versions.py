@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, select
+from sqlalchemy import Connection, and_, func, select
 
 from convener.api.errors import AlreadyExists, InvalidArgument, NotFound
 from convener.api.names import check_id
@@ -34,16 +34,21 @@ def _parts(parts: AppParts, model: type[Any], name_type: type[Any]) -> list[Any]
 
 BLUEPRINT_COLLECTIONS = (AgentName.collection, ToolName.collection, ToolsetName.collection,
                          GuardrailName.collection)
-"""What a draft's Blueprint is made of (besides the app's row): only these parts' etags key it, not the app's
+"""What a draft's Blueprint is made of (besides the app's row): only these parts key it, not the app's
 evaluations, datasets or versions, which can be many and do not change how a turn runs."""
-# Built once: every turn reads them, and building and keying a statement costs more CPU than SQLite takes to run it.
-_DRAFT_ETAGS = (select(apps.c.etag, definitions.c.collection, definitions.c.resource_id, definitions.c.etag)
-                .select_from(apps.outerjoin(definitions, and_(definitions.c.app_pk == apps.c.id,
-                                                              definitions.c.collection.in_(BLUEPRINT_COLLECTIONS))))
-                .where(apps.c.id == bindparam("app_pk"))
-                .order_by(definitions.c.collection, definitions.c.resource_id))
-"""The app's etag beside each of its blueprint parts' (one row with no part when it has none): what the draft's
-Blueprint was built from, in one statement."""
+_PARTS_OF_APP = and_(definitions.c.app_pk == apps.c.id, definitions.c.collection.in_(BLUEPRINT_COLLECTIONS))
+DRAFT_FINGERPRINT = (
+    apps.c.etag.label("draft_app_etag"),
+    select(func.count()).where(_PARTS_OF_APP).scalar_subquery().label("draft_parts"),
+    select(func.coalesce(func.sum(definitions.c.id), 0)).where(_PARTS_OF_APP).scalar_subquery().label("draft_ids"),
+    select(func.coalesce(func.sum(definitions.c.update_time_us), 0)).where(_PARTS_OF_APP).scalar_subquery()
+    .label("draft_times"),
+)
+"""Columns of a statement on ``apps`` that change whenever the app's draft Blueprint would: the app's etag, and how
+many blueprint parts it has, the sum of their row IDs and the sum of their update times. A part created or
+deleted changes the count; one replaced by another, the IDs (a new row) and the times (now, later than the old
+one's); one updated, the times (a part's update time only grows). A turn reads them with its session, in the
+same statement (``sessions``)."""
 
 
 class KeptBlueprints:
@@ -76,9 +81,9 @@ class DraftBlueprints:
     def __init__(self, size: int = 64) -> None:
         self.kept = KeptBlueprints(size)
 
-    def get(self, connection: Connection, app_pk: int, app: AppName) -> Blueprint:
-        key = (app_pk, tuple(tuple(row) for row in connection.execute(_DRAFT_ETAGS, {"app_pk": app_pk})))
-        return self.kept.get(key, lambda: draft_blueprint(connection, app_pk, app))
+    def get(self, connection: Connection, app_pk: int, app: AppName, fingerprint: tuple[Any, ...]) -> Blueprint:
+        """The app's draft, made again only when its ``DRAFT_FINGERPRINT`` (as read in this transaction) changed."""
+        return self.kept.get((app_pk, fingerprint), lambda: draft_blueprint(connection, app_pk, app))
 
 
 def draft_blueprint(connection: Connection, app_pk: int, app: AppName) -> Blueprint:

@@ -2,14 +2,15 @@
 
 A run is decided in one transaction (``EvaluationService.run``): the run, one QUEUED result per
 evaluation and repetition (each with the plan it will follow: the evaluation as it was then), the
-operation, and a job per result. A worker (in any process on the store: see ``convener.jobs``) plays each:
+operation, and the jobs that play the results (one each, or a few each in a large run: ``results_per_job``).
+A worker (in any process on the store: see ``convener.jobs``) plays a job's results one after the other:
 
-1. claim it (-> RUNNING, under the job's attempt number), unless the run was cancelled (-> CANCELLED);
+1. claim one (-> RUNNING, under the job's attempt number), unless the run was cancelled (-> CANCELLED);
 2. replay (golden) or simulate (scenario) and score it with no transaction open (agents and judges may be slow),
    stopping at the next turn if the run is cancelled meanwhile;
 3. store the outcome (COMPLETED, ERROR or CANCELLED) if the attempt still holds the result and, in the same
    transaction, count it into the run's progress and its operation's metadata; the last result to settle
-   finishes the run and its operation.
+   finishes the run and its operation. This is the transaction that claims the job's next result, if any.
 
 A worker killed mid-result loses its job when its hold lapses; the next attempt claims the result again (with a
 fresh session) and the first one's late writes, if any, are refused. Nothing is re-run when a server starts.
@@ -81,11 +82,14 @@ RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body
 # SQLite takes to run it.
 _RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluation_run).where(
     evaluation_results.c.id == bindparam("pk"))
-_RUN_LOCKED = select(*RUN_STATE).where(evaluation_runs.c.app_pk == bindparam("app_pk"),
-                                       evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
-_RUN_CLAIMED = select(*RUN_STATE, CANCEL_REQUESTED_OF.label("operation_cancel_requested")).where(
-    evaluation_runs.c.app_pk == bindparam("app_pk"), evaluation_runs.c.run_id == bindparam("run_id")).with_for_update()
-"""A claim's run, locked, with whether its operation was cancelled (which comes first: see ``cancel``)."""
+_THE_RUN = (evaluation_runs.c.app_pk == bindparam("app_pk"), evaluation_runs.c.run_id == bindparam("run_id"))
+_RUN_LOCKED = select(evaluation_runs.c.id).where(*_THE_RUN).with_for_update()
+"""A record's run, locked (PostgreSQL): whether it still exists."""
+_RUN_CLAIMED = select(evaluation_runs.c.app_pk, evaluation_runs.c.run_id, evaluation_runs.c.cancel_requested,
+                      evaluation_runs.c.initiated_by, CANCEL_REQUESTED_OF.label("operation_cancel_requested"),
+                      ).where(*_THE_RUN).with_for_update()
+"""A claim's run, locked, with what a claim reads of it: whether it or its operation was cancelled (the operation
+comes first: see ``cancel``) and who started it."""
 _RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))

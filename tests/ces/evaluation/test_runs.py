@@ -23,6 +23,7 @@ from convener.ces.evaluation.executor import MAX_ATTEMPTS, PlayResult, results_p
 from convener.ces.tables import evaluation_results
 from convener.config import Settings
 from convener.jobs.tables import jobs
+from convener.longrunning.models import Operation
 from convener.server import mcp_servers
 from convener.services import Services
 from tests.ces.agents_under_test import CALLABLES
@@ -368,57 +369,6 @@ async def test_cancel_stops_queued_results_and_ends_the_operation_cancelled(
     assert (await call_json(client, "get_operation", {"name": operation["name"]}))["error"]["code"] == 1
 
 
-async def test_a_run_whose_worker_died_is_finished_by_another_and_nothing_is_recorded_twice(
-        database_url: str, tmp_path: Path) -> None:
-    settings = runtime_settings(database_url, tmp_path, worker_concurrency=1)
-    first = Services.open(settings.model_copy(update={"worker": False}))  # queues the run; runs nothing
-    try:
-        async with Client(mcp_servers(first)["/mcp"]) as client:
-            await _checker_app(client)
-            names = []
-            for index in range(4):
-                names.append(f"{APP}/evaluations/e{index}")
-                await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": f"e{index}", "evaluation": {
-                    "displayName": f"e{index}", "golden": {"turns": [{"steps": [user("check A-1"), called("A-1")]}]}}})
-            operation = await call_json(client, "run_evaluation", {"app": APP, "evaluations": names})
-        # As a worker killed mid-result leaves them: one result on its first attempt, one on its last; their jobs
-        # are held by the dead worker, and their leases have lapsed.
-        with first.database.transaction() as connection:
-            pks = connection.execute(select(evaluation_results.c.id).order_by(evaluation_results.c.id)).scalars().all()
-            job_of = {row.payload["result"]: row.id for row in connection.execute(select(jobs))}
-            for pk, attempts in ((pks[0], 1), (pks[1], MAX_ATTEMPTS)):
-                connection.execute(update(evaluation_results).where(evaluation_results.c.id == pk).values(
-                    execution_state="RUNNING", attempts=attempts))
-                connection.execute(update(jobs).where(jobs.c.id == job_of[pk]).values(
-                    worker="dead-host:1:abc", attempts=attempts, lease_until_us=1))
-    finally:
-        first.close()
-
-    second = Services.open(settings)
-    try:
-        second.jobs.start()
-        done = second.operations.wait(operation["name"], "60s", LOCAL_USER)
-        assert done.done is True
-        progress = (done.metadata or {})["progress"]
-        assert progress == {"totalCount": 4, "failedCount": 0, "errorCount": 1, "completedCount": 3, "passedCount": 3}
-        with second.database.reading() as connection:
-            rows = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()
-        assert [row.execution_state for row in rows] == ["COMPLETED", "ERROR", "COMPLETED", "COMPLETED"]
-        assert f"interrupted {MAX_ATTEMPTS} times" in rows[1].body["errorInfo"]["errorMessage"]
-        assert rows[0].attempts == 2, "the interrupted first attempt counts"
-        second.jobs.stop()
-        assert second.jobs.holdings() == []
-    finally:
-        second.close()
-
-
-def test_a_large_run_gives_each_job_a_few_results_and_a_small_run_one() -> None:
-    assert [results_per_job(count) for count in (0, 1, 63, 64, 96, 200, 255, 256, 10_000)] == [1, 1, 1, 2, 3, 6, 7, 8, 8]
-    job = PlayResult.model_validate({"result": 7, "more": [8, 9], "app_pk": 1, "run_id": "r"})
-    assert job.results() == (7, 8, 9)
-    assert PlayResult.model_validate({"result": 7}).results() == (7,), "a job queued before jobs played several"
-
-
 async def _queue_checks(settings: Settings, count: int) -> tuple[dict[str, Any], list[int]]:
     """Queue a run of ``count`` passing golden evaluations from a process that runs nothing: its operation and
     its results' rows, in order."""
@@ -439,6 +389,60 @@ async def _queue_checks(settings: Settings, count: int) -> tuple[dict[str, Any],
     finally:
         first.close()
     return operation, pks
+
+
+def _finished_elsewhere(settings: Settings, operation: dict[str, Any]) -> tuple[Operation, list[Any]]:
+    """Play the queued run on a server of its own to its end: its operation, its results' rows in order (and no
+    job left held)."""
+    second = Services.open(settings)
+    try:
+        second.jobs.start()
+        done = second.operations.wait(operation["name"], "60s", LOCAL_USER)
+        assert done.done is True
+        with second.database.reading() as connection:
+            rows = list(connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)))
+        second.jobs.stop()
+        assert second.jobs.holdings() == []
+    finally:
+        second.close()
+    return done, rows
+
+
+def _only_the_second_given_up(done: Operation, rows: list[Any]) -> None:
+    """Four results of which the second was interrupted on its job's last attempt: it alone ends ERROR."""
+    assert (done.metadata or {})["progress"] == {"totalCount": 4, "failedCount": 0, "errorCount": 1,
+                                                 "completedCount": 3, "passedCount": 3}
+    assert [row.execution_state for row in rows] == ["COMPLETED", "ERROR", "COMPLETED", "COMPLETED"]
+    assert f"interrupted {MAX_ATTEMPTS} times" in rows[1].body["errorInfo"]["errorMessage"]
+
+
+async def test_a_run_whose_worker_died_is_finished_by_another_and_nothing_is_recorded_twice(
+        database_url: str, tmp_path: Path) -> None:
+    settings = runtime_settings(database_url, tmp_path, worker_concurrency=1)
+    operation, pks = await _queue_checks(settings, 4)
+    first = Services.open(settings.model_copy(update={"worker": False}))
+    try:
+        # As a worker killed mid-result leaves them: one result on its first attempt, one on its last; their jobs
+        # are held by the dead worker, and their leases have lapsed.
+        with first.database.transaction() as connection:
+            job_of = {row.payload["result"]: row.id for row in connection.execute(select(jobs))}
+            for pk, attempts in ((pks[0], 1), (pks[1], MAX_ATTEMPTS)):
+                connection.execute(update(evaluation_results).where(evaluation_results.c.id == pk).values(
+                    execution_state="RUNNING", attempts=attempts))
+                connection.execute(update(jobs).where(jobs.c.id == job_of[pk]).values(
+                    worker="dead-host:1:abc", attempts=attempts, lease_until_us=1))
+    finally:
+        first.close()
+    done, rows = _finished_elsewhere(settings, operation)
+    _only_the_second_given_up(done, rows)
+    assert rows[0].attempts == 2, "the interrupted first attempt counts"
+
+
+def test_a_large_run_gives_each_job_a_few_results_and_a_small_run_one() -> None:
+    assert [results_per_job(count) for count in (0, 1, 63, 64, 96, 200, 255, 256, 10_000)] == [1, 1, 1, 2, 3, 6, 7, 8, 8]
+    job = PlayResult.model_validate({"result": 7, "more": [8, 9], "app_pk": 1, "run_id": "r"})
+    assert job.results() == (7, 8, 9)
+    assert PlayResult.model_validate({"result": 7}).results() == (7,), "a job queued before jobs played several"
 
 
 async def test_a_large_run_plays_a_few_results_a_job_each_recorded_once(
@@ -483,22 +487,9 @@ async def test_a_job_of_several_results_whose_worker_died_gives_up_only_the_one_
     finally:
         first.close()
     # (The first result is left queued: a later attempt plays a result no attempt stored, however many came before.)
-    second = Services.open(settings)
-    try:
-        second.jobs.start()
-        done = second.operations.wait(operation["name"], "60s", LOCAL_USER)
-        assert done.done is True
-        progress = (done.metadata or {})["progress"]
-        assert progress == {"totalCount": 4, "failedCount": 0, "errorCount": 1, "completedCount": 3, "passedCount": 3}
-        with second.database.reading() as connection:
-            rows = connection.execute(select(evaluation_results).order_by(evaluation_results.c.id)).all()
-        assert [row.execution_state for row in rows] == ["COMPLETED", "ERROR", "COMPLETED", "COMPLETED"]
-        assert f"interrupted {MAX_ATTEMPTS} times" in rows[1].body["errorInfo"]["errorMessage"]
-        assert {row.attempts for row in rows} == {MAX_ATTEMPTS + 1}
-        second.jobs.stop()
-        assert second.jobs.holdings() == []
-    finally:
-        second.close()
+    done, rows = _finished_elsewhere(settings, operation)
+    _only_the_second_given_up(done, rows)
+    assert {row.attempts for row in rows} == {MAX_ATTEMPTS + 1}
 
 
 async def test_a_dataset_runs_on_an_app_version(client: Client) -> None:

@@ -181,6 +181,56 @@ def test_a_first_import_that_gives_a_message_twice_in_different_batches_stores_i
     assert stored == ["message 3, edited"] and total == BATCH + 10
 
 
+def _mentioning(conversation: str, count: int, start: int) -> list[ImportedMessage]:
+    """Messages of which every other one mentions Ana, every third Bo."""
+    return [ImportedMessage(f"{conversation}-{number}", micros(at(0)) + start + number,
+                            "hi" + (" <@U-ANA>" if number % 2 == 0 else "") + (" <@U-BO>" if number % 3 == 0 else ""),
+                            "slack", "U-ANA") for number in range(count)]
+
+
+def _stored_mentions(services: Services) -> set[tuple[str, str]]:
+    with services.database.reading() as connection:
+        return {(message_id, user_id) for message_id, user_id in connection.execute(
+            select(messages.c.message_id, mentions.c.user_id).join(
+                mentions, mentions.c.message_row_id == messages.c.row_id))}
+
+
+@pytest.mark.parametrize("held", [7, None])
+def test_mentions_of_a_first_import_are_stored_with_their_messages_over_batches_and_conversations(
+        services: Services, monkeypatch: pytest.MonkeyPatch, held: int | None) -> None:
+    """Mentions are written with the messages that make them, however many batches and conversations (on
+    PostgreSQL they are held and copied in later, in the same transaction: here a few at a time, or all at
+    the conversation's end); a message given again later with other mentions keeps those, one given again
+    as it was is unchanged; a conversation that breaks keeps none."""
+    if held is not None:
+        monkeypatch.setattr("convener.chat.importing.writer.MENTIONS_HELD", held)
+    people = [ImportedUser("U-ANA", "Ana Lima", "ana@example.com", preferred_id="ana"),
+              ImportedUser("U-BO", "Bo Ek", "bo@example.com", preferred_id="bo")]
+    long = _mentioning("long", BATCH + 30, 0)
+    edited = ImportedMessage("long-4", micros(at(0)) + 10_000, "now only <@U-BO>", "slack", "U-ANA")
+
+    def broken() -> Iterator[ImportedMessage]:
+        yield from _mentioning("broken", 20, 20_000)
+        raise MalformedConversation(ImportProblem("broken/2026-03-02.json", "not valid JSON at line 3"))
+
+    summary = ChatImporter(services.database).run(RecordsExport(people, [
+        ImportedConversation("C-LONG", "SPACE", "long", ("U-ANA", "U-BO"), iter([*long, edited, long[6]])),
+        ImportedConversation("C-BROKEN", "SPACE", "broken", ("U-ANA",), broken()),
+        ImportedConversation("C-SHORT", "SPACE", "short", ("U-ANA",), iter(_mentioning("short", 12, 30_000))),
+    ]))
+
+    expected = {(message.external_id, user) for message in [*long, *_mentioning("short", 12, 30_000)]
+                for user, tag in (("ana", "<@U-ANA>"), ("bo", "<@U-BO>")) if tag in message.text}
+    expected = expected - {("long-4", "ana")} | {("long-4", "bo")}
+    assert summary.failed_conversations == 1 and (summary.added, summary.updated, summary.unchanged) == (BATCH + 42, 1, 1)
+    assert _stored_mentions(services) == expected
+    # a second import finds every message, mentions included, as it stored them
+    again = ChatImporter(services.database).run(RecordsExport(people, [
+        ImportedConversation("C-LONG", "SPACE", "long", ("U-ANA", "U-BO"), iter([*long[:4], edited, *long[5:]]))]))
+    assert (again.added, again.updated, again.unchanged) == (0, 0, BATCH + 30)
+    assert _stored_mentions(services) == expected
+
+
 def test_attachments_are_written_as_their_model_writes_them() -> None:
     """The writer builds attachment metadata directly (per message, without the model's validation): the
     same JSON as ``ChatAttachmentMetadata.to_json``, and a source the model does not know is refused."""

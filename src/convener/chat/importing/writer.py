@@ -41,6 +41,10 @@ from convener.store.database import Database
 from convener.store.upsert import upsert
 
 BATCH = 500
+ROW_ID_BLOCK = 5000
+"""PostgreSQL: message row IDs taken from the sequence in one statement, kept for the import's next batches."""
+MENTIONS_HELD = 5000
+"""PostgreSQL: mentions of inserted messages held back, at most, before they are copied in."""
 _Row = tuple[Any, ...]
 """A message's values in ``_ROW_COLUMNS``' order."""
 _ROW_COLUMNS = tuple(column.name for column in messages.c if column.name != "row_id")
@@ -204,6 +208,27 @@ class _Names:
         return self._channel(ref)
 
 
+class _RowIds:
+    """PostgreSQL: message row IDs drawn from the column's sequence a block at a time (one statement), then
+    handed out batch by batch. A value taken from a sequence is never handed out again, whether the
+    transaction that took it commits or not, so IDs left over from one conversation serve the next; what is
+    left at the end of the import is a gap in the row IDs, as after any rollback."""
+
+    def __init__(self) -> None:
+        self._free: list[int] = []
+
+    def take(self, connection: Connection, count: int) -> list[int]:
+        if len(self._free) < count:
+            wanted = max(count - len(self._free), ROW_ID_BLOCK)
+            # the sequence is looked up once, in the subquery (OFFSET 0 keeps it apart): as nextval's argument
+            # it would be looked up again for every value, which costs the server five times the nextval
+            self._free.extend(int(value) for value in connection.scalars(text(
+                "SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('chat_messages', 'row_id')::regclass "
+                "AS seq OFFSET 0) AS s CROSS JOIN generate_series(1, :n)"), {"n": wanted}))
+        taken, self._free = self._free[:count], self._free[count:]
+        return taken
+
+
 class ChatImporter:
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -214,6 +239,7 @@ class ChatImporter:
             directory = _Directory(connection, export.source)
             known_spaces = _Spaces(connection, export.source)
         total = export.conversation_count()
+        row_ids = _RowIds()
         written_to: set[str] = set()  # a reader may yield one conversation in several parts (Mattermost)
         try:
             self._import_users(export, directory, summary)
@@ -221,7 +247,7 @@ class ChatImporter:
             # database's side of an insert (SQLite's steps, PostgreSQL's COPY) runs without the GIL.
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-import-insert") as inserter:
                 self._import_conversations(export, progress, summary, directory, known_spaces, total, written_to,
-                                           inserter)
+                                           inserter, row_ids)
         finally:
             # The import's commits left SQLite's write-ahead log to grow (its pages are copied once, here,
             # not after each conversation).
@@ -230,7 +256,7 @@ class ChatImporter:
 
     def _import_conversations(self, export: ChatExport, progress: Progress | None, summary: ImportSummary,
                               directory: _Directory, known_spaces: _Spaces, total: int | None,
-                              written_to: set[str], inserter: ThreadPoolExecutor) -> None:
+                              written_to: set[str], inserter: ThreadPoolExecutor, row_ids: _RowIds) -> None:
         for conversation in export.conversations(summary.report):
             label = conversation.display_name or conversation.external_id
 
@@ -240,7 +266,7 @@ class ChatImporter:
             try:
                 with self.database.transaction(checkpoint=False) as connection:
                     written = _ConversationWriter(connection, export.source, directory, known_spaces,
-                                                  inserter).write(conversation, tick)
+                                                  inserter, row_ids).write(conversation, tick)
             except MalformedConversation as error:
                 directory.rollback()
                 known_spaces.rollback()
@@ -311,13 +337,21 @@ class _ConversationWriter:
     Batches of new messages are inserted by ``inserter``'s thread while this one builds the next batch;
     one batch at a time is in flight. Everything else this writer does on the connection goes through
     ``connection``, which first waits for that insert to end: the connection is only ever used by one
-    thread at a time, and in the order the statements were issued."""
+    thread at a time, and in the order the statements were issued.
+
+    On PostgreSQL a batch costs one statement, its ``COPY``: row IDs come from ``row_ids`` (a block of the
+    sequence at a time), and the mentions of inserted messages are held (``_held_mentions``) and copied
+    in once for the conversation, or when ``MENTIONS_HELD`` of them wait, or before anything reads or
+    replaces stored mentions: all inside the conversation's transaction, so they commit or roll back with
+    their messages."""
 
     def __init__(self, connection: Connection, source: str, directory: _Directory, known_spaces: _Spaces,
-                 inserter: ThreadPoolExecutor) -> None:
+                 inserter: ThreadPoolExecutor, row_ids: _RowIds) -> None:
         self._connection = connection
         self._inserter = inserter
         self._inserting: Future[None] | None = None
+        self._row_ids = row_ids
+        self._held_mentions: list[tuple[int, str]] = []
         self.source = source
         self.directory = directory
         self.spaces = known_spaces
@@ -345,7 +379,7 @@ class _ConversationWriter:
                 self._inserting.exception()
                 self._inserting = None
             raise
-        self._wait_for_insert()
+        self._copy_held_mentions()
         return written
 
     def _write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
@@ -353,8 +387,11 @@ class _ConversationWriter:
         if self.dialect == "postgresql":
             # Two imports writing one conversation at once take turns: what a batch finds stored is then
             # what is stored, and its new messages can be inserted without an upsert (SQLite's write lock
-            # does the same there).
-            self.connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+            # does the same there). The commit does not wait for the log to reach the disk: a crash can
+            # lose only the last conversations committed, whole (never a part of one), and importing the
+            # export again writes them.
+            self.connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key)), "
+                                         "set_config('synchronous_commit', 'off', true)"),
                                     {"key": f"convener.chat.import:{space_id}"})
         member_ids = [self._user(ref) for ref in conversation.members]
         self._write_space(space_id, conversation)
@@ -535,15 +572,13 @@ class _ConversationWriter:
         pairs = [(row_id, user_id) for row_id, users_mentioned in zip(row_ids, mentioned, strict=True)
                  for user_id in users_mentioned]
         if self.dialect == "postgresql":
-            driver = connection.connection.driver_connection
-            with driver.cursor() as cursor:  # type: ignore[union-attr]
+            with self._driver_cursor() as cursor:
                 with cursor.copy(f"COPY chat_messages ({', '.join(columns)}) FROM STDIN") as copy:
                     for record in records:
                         copy.write_row(record)
-                if pairs:
-                    with cursor.copy("COPY chat_mentions (message_row_id, user_id) FROM STDIN") as copy:
-                        for pair in pairs:
-                            copy.write_row(pair)
+            self._held_mentions.extend(pairs)
+            if len(self._held_mentions) >= MENTIONS_HELD:
+                self._copy_mentions_now()
             return
         marks = ", ".join("?" for _ in columns)
         with self._search_index_in_bulk(row_ids[0], row_ids[-1]):
@@ -570,16 +605,33 @@ class _ConversationWriter:
             "SELECT row_id, search_text FROM chat_messages WHERE row_id BETWEEN ? AND ?", (first, last))
         self._connection.exec_driver_sql(str(trigger))
 
+    def _driver_cursor(self) -> Any:
+        """A psycopg cursor on the transaction's connection."""
+        return self._connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+    def _copy_held_mentions(self) -> None:
+        """Copy in the mentions held back, once no insert is in flight."""
+        self._wait_for_insert()
+        self._copy_mentions_now()
+
+    def _copy_mentions_now(self) -> None:
+        if not self._held_mentions:
+            return
+        pairs, self._held_mentions = self._held_mentions, []
+        with self._driver_cursor() as cursor:
+            with cursor.copy("COPY chat_mentions (message_row_id, user_id) FROM STDIN") as copy:
+                for pair in pairs:
+                    copy.write_row(pair)
+
     def _new_row_ids(self, count: int) -> list[int]:
         if self.dialect == "postgresql":
-            return [int(value) for value in self._connection.scalars(
-                text("SELECT nextval(pg_get_serial_sequence('chat_messages', 'row_id')) FROM generate_series(1, :n)"),
-                {"n": count})]
+            return self._row_ids.take(self._connection, count)
         largest = int(self._connection.scalar(select(func.coalesce(func.max(messages.c.row_id), 0))) or 0)
         return list(range(largest + 1, largest + 1 + count))
 
     def _upsert(self, changed_rows: list[_Row], changed_mentions: list[list[str]]) -> None:
         """Write rows of which some are stored already (a re-import that changed them), with their mentions."""
+        self._copy_held_mentions()  # the mentions replaced below may be among them
         columns = [name for name in _ROW_COLUMNS if name not in ("space_id", "message_id")]
         # The row IDs come back from the upsert itself, in the rows' order: a second SELECT by message ID
         # is at the planner's mercy while a fresh table's statistics still say it is empty.
@@ -597,6 +649,7 @@ class _ConversationWriter:
     def _stored(self, space_id: str, message_ids: list[str]) -> dict[str, tuple[_Row, list[str]]]:
         """The stored rows among ``message_ids`` (values in ``_ROW_COLUMNS``' order) with their mentioned
         users (sorted), by message ID."""
+        self._copy_held_mentions()  # the mentions read below may be among them
         columns = [messages.c[name] for name in _ROW_COLUMNS]
         found = self.connection.execute(
             select(messages.c.row_id, *columns)

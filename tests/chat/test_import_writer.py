@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from convener.chat.ids import safe_id
-from convener.chat.importing.writer import BATCH, ChatImporter, ImportProgress, _attachments
+from convener.chat.importing.writer import BATCH, COPY_BATCH, ChatImporter, ImportProgress, _attachments
 from convener.chat.models import ChatAttachmentMetadata
 from convener.chat.records import (
     ImportedAttachment,
@@ -162,14 +162,20 @@ def test_imported_messages_are_indexed_for_search_and_the_store_keeps_its_trigge
     assert indexed == searchable
 
 
+def batch_of(services: Services) -> int:
+    """How many messages the writer writes at a time on this engine."""
+    return COPY_BATCH if services.database.dialect == "postgresql" else BATCH
+
+
 def test_a_first_import_that_gives_a_message_twice_in_different_batches_stores_it_once_as_given_last(
         services: Services) -> None:
     """A new conversation's batches are not checked against the store, but a message given again (an export
     may repeat one, edited) is found among those this import wrote: updated, not inserted twice."""
+    batch = batch_of(services)
     def message(number: int, text: str) -> ImportedMessage:
         return ImportedMessage(f"m{number}", micros(at(0)) + number, text, "slack", "someone@example.com")
 
-    given = [message(number, f"message {number}") for number in range(BATCH + 10)]
+    given = [message(number, f"message {number}") for number in range(batch + 10)]
     given.append(message(3, "message 3, edited"))
     summary = ChatImporter(services.database).run(RecordsExport([], [
         ImportedConversation("C1", "SPACE", "general", (), iter(given))]))
@@ -177,8 +183,8 @@ def test_a_first_import_that_gives_a_message_twice_in_different_batches_stores_i
     with services.database.reading() as connection:
         stored = connection.execute(select(messages.c.body).where(messages.c.message_id == "m3")).scalars().all()
         total = connection.scalar(select(func.count()).select_from(messages))
-    assert (summary.added, summary.updated, summary.unchanged) == (BATCH + 10, 1, 0)
-    assert stored == ["message 3, edited"] and total == BATCH + 10
+    assert (summary.added, summary.updated, summary.unchanged) == (batch + 10, 1, 0)
+    assert stored == ["message 3, edited"] and total == batch + 10
 
 
 def _mentioning(conversation: str, count: int, start: int) -> list[ImportedMessage]:
@@ -206,7 +212,8 @@ def test_mentions_of_a_first_import_are_stored_with_their_messages_over_batches_
         monkeypatch.setattr("convener.chat.importing.writer.MENTIONS_HELD", held)
     people = [ImportedUser("U-ANA", "Ana Lima", "ana@example.com", preferred_id="ana"),
               ImportedUser("U-BO", "Bo Ek", "bo@example.com", preferred_id="bo")]
-    long = _mentioning("long", BATCH + 30, 0)
+    batch = batch_of(services)
+    long = _mentioning("long", batch + 30, 0)
     edited = ImportedMessage("long-4", micros(at(0)) + 10_000, "now only <@U-BO>", "slack", "U-ANA")
 
     def broken() -> Iterator[ImportedMessage]:
@@ -222,12 +229,12 @@ def test_mentions_of_a_first_import_are_stored_with_their_messages_over_batches_
     expected = {(message.external_id, user) for message in [*long, *_mentioning("short", 12, 30_000)]
                 for user, tag in (("ana", "<@U-ANA>"), ("bo", "<@U-BO>")) if tag in message.text}
     expected = expected - {("long-4", "ana")} | {("long-4", "bo")}
-    assert summary.failed_conversations == 1 and (summary.added, summary.updated, summary.unchanged) == (BATCH + 42, 1, 1)
+    assert summary.failed_conversations == 1 and (summary.added, summary.updated, summary.unchanged) == (batch + 42, 1, 1)
     assert _stored_mentions(services) == expected
     # a second import finds every message, mentions included, as it stored them
     again = ChatImporter(services.database).run(RecordsExport(people, [
         ImportedConversation("C-LONG", "SPACE", "long", ("U-ANA", "U-BO"), iter([*long[:4], edited, *long[5:]]))]))
-    assert (again.added, again.updated, again.unchanged) == (0, 0, BATCH + 30)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, batch + 30)
     assert _stored_mentions(services) == expected
 
 

@@ -41,6 +41,8 @@ from convener.store.database import Database
 from convener.store.upsert import upsert
 
 BATCH = 500
+COPY_BATCH = 2000
+"""PostgreSQL's batch: one ``COPY`` each, and each statement is a round trip that the server waits through."""
 ROW_ID_BLOCK = 5000
 """PostgreSQL: message row IDs taken from the sequence in one statement, kept for the import's next batches."""
 MENTIONS_HELD = 5000
@@ -410,7 +412,8 @@ class _ConversationWriter:
         # store what it holds (a query of ~500 IDs per batch otherwise)
         written_ids: set[str] | None = None if self._has_messages(space_id) else set()
         stream = iter(conversation.messages)
-        while batch := list(itertools.islice(stream, BATCH)):
+        size = COPY_BATCH if self.dialect == "postgresql" else BATCH
+        while batch := list(itertools.islice(stream, size)):
             rows, mentioned = zip(*(self._message_row(space_id, message) for message in batch), strict=True)
             self._write_messages(space_id, list(rows), list(mentioned), written, written_ids)
             last_active = max([last_active, *(row[_CREATE_TIME] for row in rows if row[_LISTED])])

@@ -94,6 +94,8 @@ FILTER_CACHE = 256
 """Filters whose allowed documents are kept per generation."""
 STALENESS_SECONDS = 1.0
 TOKEN_CACHE_WORDS = 65_536
+PROBE_STRIDE = 8
+"""Every how many chunks' scores a search samples to guess its top scores' threshold (``_at_least_top``)."""
 SQLITE_TOKENIZER = "porter unicode61 remove_diacritics 2"
 """The tokenizer of ``knowledge_chunks_fts`` (migration 0006): query words must be cut and stemmed the same."""
 
@@ -591,10 +593,31 @@ def _top_matched(scores: npt.NDArray[np.float64], limit: int) -> tuple[list[int]
     above it, every tie of the last place included, are the only ones the order can take."""
     count = len(scores)
     if 0 < limit < count:
-        threshold = np.partition(scores, count - limit)[count - limit]
-        if threshold > 0:
-            kept = np.flatnonzero(scores >= threshold)
+        kept = _at_least_top(scores, limit)
+        if kept is not None:
             values = scores[kept]
+            if len(kept) > limit:
+                threshold = np.partition(values, len(values) - limit)[len(values) - limit]
+                chosen = values >= threshold  # every tie of the last place, so the row-ID order decides among them
+                kept, values = kept[chosen], values[chosen]
             order = np.lexsort((kept, -values))[:limit]
             return kept[order].tolist(), values[order].tolist()
     return _top(np.flatnonzero(scores > 0), scores, limit)
+
+
+def _at_least_top(scores: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp] | None:
+    """The ordinals of a positive score at least some ``guess`` that ``limit`` scores reach, so the best
+    ``limit`` (and their ties) are among them, in ascending order; None when no such positive guess is found.
+    The guess is the ``limit``-th best of every ``PROBE_STRIDE``-th score, a few hundred values: partitioning
+    those and then the few chunks at or above the guess costs a fraction of partitioning every chunk's score
+    (mostly zeros, where numpy's selection is slowest). If fewer than ``limit`` reach the guess, the
+    ``limit``-th best of all is the threshold itself, as partitioning every score finds it."""
+    probe = scores[::PROBE_STRIDE]
+    if len(probe) > limit:
+        guess = np.partition(probe, len(probe) - limit)[len(probe) - limit]
+        if guess > 0:
+            kept = np.flatnonzero(scores >= guess)
+            if len(kept) >= limit:
+                return kept
+    threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+    return np.flatnonzero(scores >= threshold) if threshold > 0 else None

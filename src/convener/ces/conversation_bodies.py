@@ -8,10 +8,11 @@ of n turns wrote O(n²) bytes). Now ``ces_conversations.body`` keeps the header 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, Text, bindparam, cast, insert, select
+from sqlalchemy import BindParameter, Connection, Select, Text, bindparam, cast, insert, select
 
 from convener.ces.models import Conversation
 from convener.ces.tables import conversation_turns
@@ -59,10 +60,20 @@ def assemble(header: Json, turns: Sequence[Json]) -> Json:
 _PAGE_TURNS: BindParameter[int] = bindparam("pks", expanding=True)
 _TURNS = select(t.conversation_pk, t.body).where(t.conversation_pk.in_(_PAGE_TURNS)).order_by(
     t.conversation_pk, t.turn_index)
-_TURN_TEXTS = select(t.conversation_pk, cast(t.body, Text)).where(t.conversation_pk.in_(_PAGE_TURNS)).order_by(
-    t.conversation_pk, t.turn_index)
 """Built once (the row IDs bound as one expanding parameter): building and keying the statement for the cache
 cost more than SQLite takes to run it, on every page of a list."""
+
+
+@functools.lru_cache(maxsize=128)
+def _turn_texts(count: int) -> tuple[Select[Any], tuple[str, ...]]:
+    """The turns, as stored JSON text, of ``count`` conversations, in order, and the names of its parameters
+    (one per conversation). Built once per count with a parameter per conversation rather than an expanding
+    one, which SQLAlchemy renders anew on every execution: on a list's page (at most 100 conversations) that
+    rendering cost about as much as SQLite takes to run the query."""
+    names = tuple(f"pk_{index}" for index in range(count))
+    statement = select(t.conversation_pk, cast(t.body, Text)).where(
+        t.conversation_pk.in_([bindparam(name) for name in names])).order_by(t.conversation_pk, t.turn_index)
+    return statement, names
 
 
 def bodies(connection: Connection, headers: Mapping[int, Json]) -> dict[int, Json]:
@@ -81,8 +92,8 @@ def body_texts(connection: Connection, headers: Mapping[int, str]) -> dict[int, 
     The turns are joined in as text, after the header's other keys (a JSON object's keys have no order)."""
     turns: dict[int, list[str]] = {pk: [] for pk in headers}
     if headers:
-        rows = connection.execute(_TURN_TEXTS, {"pks": list(headers)})
-        for pk, text in rows:
+        statement, names = _turn_texts(len(headers))
+        for pk, text in connection.execute(statement, dict(zip(names, headers))).all():  # fetched at once
             turns[pk].append(text)
     return {pk: _with_turns(header, turns[pk]) for pk, header in headers.items()}
 

@@ -15,7 +15,7 @@ from convener.api.errors import AlreadyExists, NotFound
 from convener.api.protojson import Timestamp
 from convener.auth.caller import LOCAL_USER
 from convener.ces import conversation_bodies
-from convener.ces.conversations import RecordedHistory
+from convener.ces.conversations import RecordedHistory, _columns
 from convener.ces.importing import import_conversations
 from convener.ces.models import Conversation
 from convener.ces.names import AppName, ConversationName
@@ -198,6 +198,22 @@ def test_a_session_appends_a_turn_row_per_turn_and_its_header_is_what_settling_i
     assert got["turnCount"] == 3 and got["inputTypes"] == ["INPUT_TYPE_TEXT", "INPUT_TYPE_VARIABLES"]
     assert got["endTime"] == got["turns"][2]["rootSpan"]["endTime"]
     assert got == settled_json(got, "s")  # the header kept incrementally is the one derived from every turn
+
+
+def test_the_filterable_columns_a_session_keeps_are_those_of_its_whole_conversation(services: Services) -> None:
+    """A turn after the first updates only the columns a turn can change; the others keep what the first turn
+    wrote, which is what the whole conversation gives."""
+    services.runtime.bundles.import_(str(APP.parent), APP.app, yaml.safe_dump(BUNDLE), False, LOCAL_USER)
+    session = f"{APP}/sessions/s"
+    for given in ([SessionInput(text="say hello")], [SessionInput(variables={"tier": "gold"})],
+                  [SessionInput(dtmf="12")], [SessionInput(text="say bye")]):
+        services.runtime.sessions.run(RunSessionRequest(config=SessionConfig(session=session), inputs=given),
+                                      LOCAL_USER)
+    whole = Conversation.model_validate(get(services, "s"))
+    with services.database.reading() as connection:
+        row = connection.execute(select(*(conversations.c[name] for name in _columns(whole)))
+                                 .where(conversations.c.conversation_id == "s")).one()
+    assert whole.turn_count == 4 and dict(row._mapping) == _columns(whole)
 
 
 def test_the_recorded_history_reads_only_the_last_turns_it_is_asked_for(services: Services) -> None:

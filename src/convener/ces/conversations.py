@@ -128,11 +128,16 @@ _HEADER_COLUMNS = ("start_time_us", "start_time_nanos", "end_time_us", "end_time
                    "input_types", "channel_type", "entry_agent", "deployment", "app_version", "language_code")
 # The columns ``_columns`` sets are all of these; were one added there, this fails at import.
 assert tuple(_columns(Conversation(start_time=Timestamp(0), source=Source.LIVE))) == _HEADER_COLUMNS
+_APPENDED_COLUMNS = ("end_time_us", "end_time_nanos", "turn_count", "input_types", "channel_type")
+"""The header columns an appended turn changes (``settle_appended`` updates the end time, turn count, input
+types and channel type; every other field of the header is the stored one's). None is in an index."""
 _APPENDED = update(table).where(c.id == bindparam("b_pk")).values(
-    {name: bindparam(f"b_{name}") for name in ("body", *_HEADER_COLUMNS)})
-"""The header's update when a turn is appended, built once (``_columns`` names the same columns): building
-an UPDATE and keying it for the statement cache cost more than SQLite takes to run it, on every turn but the
-first (which inserts), so turn n cost more than turn 1."""
+    {name: bindparam(f"b_{name}") for name in ("body", *_APPENDED_COLUMNS)})
+"""The header's update when a turn is appended, built once: building an UPDATE and keying it for the statement
+cache cost more than SQLite takes to run it, on every turn but the first (which inserts), so turn n cost more
+than turn 1. It sets only the columns a turn changes: on SQLite an UPDATE that names an indexed column rewrites
+that index's entry even when the value is the same, three index entries (and their pages in the write-ahead
+log) on every turn but the first."""
 
 
 def content_id(conversation: Conversation, app: AppName) -> str:
@@ -498,8 +503,9 @@ class ConversationService:
             return
         before = Conversation.model_validate(existing.body)
         header, settled_turn = settle_appended(before, turn, end_time=end_time)
+        columns = _columns(header)
         connection.execute(_APPENDED, {"b_pk": existing.id, "b_body": header.to_json(),
-                                       **{f"b_{key}": value for key, value in _columns(header).items()}})
+                                       **{f"b_{key}": columns[key] for key in _APPENDED_COLUMNS}})
         conversation_bodies.write_turns(connection, existing.id, [settled_turn.to_json()], before.turn_count or 0)
 
     def history(self, pk: int, turn_count: int) -> RecordedHistory:

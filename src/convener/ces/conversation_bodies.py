@@ -87,7 +87,8 @@ def bodies(connection: Connection, headers: Mapping[int, Json]) -> dict[int, Jso
 
 
 def body_texts(connection: Connection, headers: Mapping[int, str]) -> dict[int, str]:
-    """The whole bodies as JSON text, from the headers' text by row ID: what a list serves without decoding.
+    """The whole bodies as JSON text, from the headers' text by row ID, in the headers' order: what a list serves
+    without decoding.
 
     The turns are joined in as text, after the header's other keys (a JSON object's keys have no order)."""
     turns: dict[int, list[str]] = {pk: [] for pk in headers}

@@ -470,9 +470,7 @@ class ConversationService:
             connection.execute(delete(conversation_turns).where(conversation_turns.c.conversation_pk == existing.id))
             conversation_bodies.write_turns(connection, existing.id, turns)
             return Stored(settled, created=False)
-        pk = connection.execute(_INSERT, {"app_pk": app_pk, "conversation_id": name.conversation, "body": header,
-                                          **_columns(settled)}).scalar_one()
-        conversation_bodies.write_turns(connection, pk, turns)
+        ConversationService._insert(connection, _INSERT, app_pk, name, settled, header, turns)
         return Stored(settled, created=True)
 
     @staticmethod
@@ -480,8 +478,16 @@ class ConversationService:
         """Store a conversation unless one of that name exists; False (nothing written) when one does."""
         settled = settle(conversation, name, received=Timestamp.now())
         header, turns = conversation_bodies.split(settled.to_json())
-        pk = connection.execute(_INSERTS_IF_ABSENT[connection.dialect.name], {
-            "app_pk": app_pk, "conversation_id": name.conversation, "body": header, **_columns(settled)}).scalar()
+        return ConversationService._insert(connection, _INSERTS_IF_ABSENT[connection.dialect.name], app_pk, name,
+                                           settled, header, turns)
+
+    @staticmethod
+    def _insert(connection: Connection, statement: Any, app_pk: int, name: ConversationName, settled: Conversation,
+                header: conversation_bodies.Json, turns: Sequence[conversation_bodies.Json]) -> bool:
+        """Insert a new conversation's header row with ``statement`` (returning its ID, or none when it inserted
+        nothing) and then its turn rows; False when nothing was inserted."""
+        pk = connection.execute(statement, {"app_pk": app_pk, "conversation_id": name.conversation, "body": header,
+                                            **_columns(settled)}).scalar()
         if pk is None:
             return False
         conversation_bodies.write_turns(connection, pk, turns)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from convener.built_once import BuiltOnce
 from convener.config import Settings
-from convener.jobs.model import ClaimedJob, Unrunnable
+from convener.jobs.model import ClaimedJob
 from convener.jobs.queue import Jobs
 
 if TYPE_CHECKING:
@@ -63,12 +63,9 @@ class ServiceJobs(Jobs):
         return super().queues
 
     def execute(self, claimed: ClaimedJob, attempt: Attempt) -> None:
-        try:
-            super().execute(claimed, attempt)
-        except Unrunnable:  # raised before the task runs: a task of a service not built yet is run after building
-            if not self._enlist_once():
-                raise
-            super().execute(claimed, attempt)
+        if claimed.job.task not in self._tasks:  # a task of a service not built yet: build them, then run it
+            self._enlist_once()
+        super().execute(claimed, attempt)
 
 
 @dataclass

@@ -4,6 +4,7 @@ cancellation and recovery after a crash."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -14,13 +15,13 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from sqlalchemy import select, update
+from sqlalchemy import delete, func, select, update
 
 from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER, Caller
 from convener.ces.evaluation import executor
 from convener.ces.evaluation.executor import MAX_ATTEMPTS, PlayResult, results_per_job
-from convener.ces.tables import evaluation_results
+from convener.ces.tables import evaluation_results, evaluation_runs
 from convener.config import Settings
 from convener.jobs.tables import jobs
 from convener.longrunning.models import Operation
@@ -467,6 +468,34 @@ async def test_a_large_run_plays_a_few_results_a_job_each_recorded_once(
             ("COMPLETED", "PASS", 1)] * 7
         services.jobs.stop()
         assert services.jobs.holdings() == []
+    finally:
+        services.close()
+
+
+async def test_a_job_whose_run_is_gone_plays_nothing_and_ends(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(executor, "JOBS_PER_RUN", 1)  # the three results in one job
+    settings = runtime_settings(database_url, tmp_path, worker_concurrency=1)
+    _, pks = await _queue_checks(settings, 3)
+    services = Services.open(settings)
+    try:
+        with services.database.transaction() as connection:  # as a deleted app takes its runs and results along
+            connection.execute(delete(evaluation_results).where(evaluation_results.c.id.in_(pks)))
+            connection.execute(delete(evaluation_runs))
+        services.jobs.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with services.database.reading() as connection:
+                if connection.execute(select(func.count()).select_from(jobs)).scalar_one() == 0:
+                    break
+            time.sleep(0.1)
+        services.jobs.stop()
+        with services.database.reading() as connection:
+            assert connection.execute(select(func.count()).select_from(jobs)).scalar_one() == 0
+            assert connection.execute(select(func.count()).select_from(evaluation_results)).scalar_one() == 0
+        assert services.jobs.holdings() == []
+        failures = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+        assert failures == [], "the job ended as a failure instead of finding nothing to do"
     finally:
         services.close()
 

@@ -21,8 +21,11 @@ The evalset: ``--evaluations`` eval cases of one invocation each, "Where is my o
   ``python benchmarks/adk/run_adk.py`` over the evalset, imports included (both with their modules'
   bytecode compiled, as pip leaves an installed package).
 - **list_evaluations**: the time of a page of ``--list-evaluations`` evaluations with 10 and with 1,000
-  completed results each (copies of a played result, their aggregates built as migration 0010 builds them):
-  the page should cost the same.
+  completed results each (copies of a played result, their aggregates rebuilt from them as the upgrade to
+  the aggregates' table builds them): the page should cost the same.
+- **A result completing**: counting a completed result into its evaluation's aggregates (part of the
+  transaction that stores it) when the evaluation has had 1 and 1,000 runs (``--completion-runs``): the
+  cost should stay the same.
 
 Ratios: Convener's evaluations per second ÷ ADK's (≥ 1 is faster), and ADK's whole process time ÷ Convener's.
 """
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from backends import add_arguments, each_backend, median_ms
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from convener.auth.caller import LOCAL_USER
 from convener.ces.evaluation.requests import ListEvaluationsRequest, RunEvaluationRequest
@@ -213,6 +216,35 @@ def list_page_ms(data: Path, url: str, evaluations: int, results: int, repeat: i
         services.close()
 
 
+def completion_ms(data: Path, url: str, runs: int, repeat: int) -> float:
+    """Median ms of counting a completed result into its evaluation's aggregates (the transaction a worker's
+    completion adds them to) when the evaluation has had ``runs`` runs: it should not grow with them."""
+    from convener.ces.evaluation import aggregates
+    from convener.ces.tables import evaluation_aggregates
+
+    services = Services.open(Settings(data_dir=data, database_url=url))
+    try:
+        with services.database.reading() as connection:
+            row = connection.execute(select(evaluation_results).where(
+                evaluation_results.c.evaluation_id == "order-00000",
+                evaluation_results.c.execution_state == "COMPLETED").limit(1)).one()
+        history = [[f"{row.evaluation_run}-{index:05d}", 1, [row.create_time_us - index, "earlier"]]
+                   for index in range(runs)]
+        with services.database.transaction() as connection:
+            connection.execute(update(evaluation_aggregates).where(
+                evaluation_aggregates.c.app_pk == row.app_pk,
+                evaluation_aggregates.c.evaluation_id == row.evaluation_id).values(runs=history))
+
+        def complete() -> None:
+            with services.database.transaction() as connection:
+                aggregates.result_completed(connection, row.app_pk, row.evaluation_id, row.body,
+                                            (row.create_time_us, row.result_id))
+
+        return median_ms(complete, repeat)
+    finally:
+        services.close()
+
+
 def template(services: Services, display_name: str) -> Any:
     """The first imported ADK evaluation, as a model for the list benchmark's evaluations."""
     from convener.ces.evaluation.models import Evaluation
@@ -228,6 +260,8 @@ def main() -> None:
     parser.add_argument("--list-evaluations", type=int, default=20)
     parser.add_argument("--list-results", type=int, nargs="+", default=[10, 1000])
     parser.add_argument("--list-repeat", type=int, default=20)
+    parser.add_argument("--completion-runs", type=int, nargs="+", default=[1, 1000],
+                        help="Earlier runs of an evaluation when one of its results completes (the cost should stay).")
     parser.add_argument("--adk-python", type=Path, default=ADK_PYTHON,
                         help="The python of the venv google-adk[eval] is installed in (make .venv-adk).")
     add_arguments(parser)
@@ -244,7 +278,8 @@ def main() -> None:
               "ADK CPU ms/evaluation | Convener ÷ ADK (evaluations/s) | `convener eval run` s | "
               "`python run_adk.py` s | ADK process ÷ Convener process |")
         print("|---|---|---|---|---|---|---|---|---|")
-        list_rows = []
+        list_rows: list[str] = []
+        completion_rows: list[str] = []
         adk_figures: tuple[dict[str, float], float] | None = None
         for backend, url in each_backend(args):
             data = Path(scratch) / backend
@@ -269,6 +304,10 @@ def main() -> None:
             else:
                 print(f"| {backend} | {rate:.1f} | {cpu_ms:.2f} | skipped | skipped | skipped | {process:.2f} | "
                       "skipped | skipped |")
+            completions = {runs: completion_ms(data, url, runs, args.list_repeat) for runs in args.completion_runs}
+            fewest = completions[min(completions)]
+            for runs, ms in completions.items():
+                completion_rows.append(f"| {backend} | {runs} | {ms:.2f} | {ms / fewest:.2f} |")
             pages = {results: list_page_ms(data, url, args.list_evaluations, results, args.list_repeat)
                      for results in args.list_results}
             smallest = pages[min(pages)]
@@ -278,6 +317,10 @@ def main() -> None:
         print(f"| backend | results per evaluation | page ms | ÷ {min(args.list_results)} results |")
         print("|---|---|---|---|")
         print("\n".join(list_rows))
+        print("\nA result completing: counted into its evaluation's aggregates, after that many runs of the evaluation")
+        print(f"| backend | earlier runs | ms | ÷ {min(args.completion_runs)} run |")
+        print("|---|---|---|---|")
+        print("\n".join(completion_rows))
 
 
 if __name__ == "__main__":

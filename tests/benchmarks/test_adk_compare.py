@@ -7,7 +7,7 @@ import pytest
 from tests.benchmarks.conftest import ROOT, RunBenchmark, backend_arguments
 
 TINY = ["--evaluations", "4", "--warmup", "2", "--list-evaluations", "2", "--list-results", "2", "5",
-        "--list-repeat", "2"]
+        "--list-repeat", "2", "--completion-runs", "1", "50"]
 ADK_PYTHON = ROOT / ".venv-adk" / "bin" / "python"
 
 
@@ -17,6 +17,7 @@ def assert_convener_rows(output: str) -> None:
         assert f"| {backend} | " in output
     assert "list_evaluations, a page of 2 evaluations" in output
     assert "| sqlite | 5 | " in output  # the page at 5 results, with its ratio to the page at 2
+    assert "| sqlite | 50 | " in output  # a result completing after 50 runs, with its ratio to after 1
 
 
 @pytest.mark.slow

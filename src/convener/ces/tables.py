@@ -180,10 +180,12 @@ evaluation_aggregates = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("app_pk", Integer, ForeignKey("ces_apps.id", ondelete="CASCADE"), nullable=False),
     Column("evaluation_id", String(128), nullable=False),
-    # The sums behind aggregatedMetrics (convener.ces.evaluation.aggregation.Aggregate) and the evaluation's runs
-    # with their result counts: updated in the transaction that stores, settles or deletes each result, so that
-    # listing evaluations reads a row per evaluation instead of every result's body.
+    # The sums behind aggregatedMetrics (convener.ces.evaluation.aggregation.Aggregate) in ``body``, and the
+    # evaluation's runs with their result counts in ``runs``: updated in the transaction that stores, settles or
+    # deletes each result, so that listing evaluations reads a row per evaluation instead of every result's body.
+    # Apart because a completing result changes only the metrics, and the runs grow with every run.
     Column("body", Json, nullable=False),
+    Column("runs", Json, nullable=False, server_default="[]"),
     Index("ix_ces_eval_aggregates_id", "app_pk", "evaluation_id", unique=True),
 )
 """An evaluation's aggregates over all its results (see ``convener.ces.evaluation.aggregates``)."""

@@ -2,8 +2,11 @@
 
 What ``list_evaluations`` and ``get_evaluation`` show of an evaluation's results (``aggregatedMetrics``,
 ``evaluationRuns``) is stored in a row of its own (``ces_evaluation_aggregates``): the metrics' exact sums
-(:class:`Aggregate`) and, per run, how many of the evaluation's results it has and its newest one. A page of
-evaluations then reads a row per evaluation, whatever the number of their results.
+(:class:`Aggregate`, column ``body``) and, per run, how many of the evaluation's results it has and its newest one
+(column ``runs``). A page of evaluations then reads a row per evaluation, whatever the number of their results.
+The two parts are columns of their own because their writers differ: a result completing changes only the metrics,
+a run starting only the runs, and the runs grow with every run of the evaluation. Each writer reads and rewrites
+only its part, so a result's completion costs the same after a thousand runs as after one.
 
 - a run's results are created: each counts into its run (``results_created``);
 - a result completes: it counts into the metrics (``result_completed``);
@@ -18,6 +21,7 @@ evaluations wait for each other instead of deadlocking. ``rebuild`` recomputes r
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,65 +67,100 @@ class EvaluationAggregates:
             count.newest = max(count.newest, key)
 
     def to_json(self) -> dict[str, Any]:
-        return {"metrics": self.metrics.to_json(),
-                "runs": [[name, count.results, list(count.newest)] for name, count in self.runs.items()]}
+        return {"metrics": self.metrics.to_json(), "runs": self.runs_json()}
+
+    def runs_json(self) -> list[Any]:
+        """The ``runs`` column: [run name, results, newest result's key] per run."""
+        return [[name, count.results, list(count.newest)] for name, count in self.runs.items()]
+
+    def metrics_json(self) -> dict[str, Any]:
+        """The ``body`` column."""
+        return {"metrics": self.metrics.to_json()}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EvaluationAggregates:
-        return cls(metrics=Aggregate.from_json(data["metrics"]),
+    def from_columns(cls, body: dict[str, Any] | None, runs: list[Any] | None) -> EvaluationAggregates:
+        """The row's parts as read: a part not read (None) is left empty, and is not to be saved."""
+        return cls(metrics=Aggregate.from_json(body["metrics"]) if body is not None else Aggregate(),
                    runs={name: RunCount(results, (int(newest[0]), str(newest[1])))
-                         for name, results, newest in data["runs"]})
+                         for name, results, newest in runs or ()})
+
+
+class Part(enum.Flag):
+    """The parts of a row a writer reads and rewrites."""
+
+    METRICS = enum.auto()
+    RUNS = enum.auto()
+    BOTH = METRICS | RUNS
+
+
+_PARTS = (Part.METRICS, Part.RUNS, Part.BOTH)
+"""Every part a writer may name (iterating a Flag yields only its single-bit members)."""
+
+
+def _columns(part: Part) -> list[Any]:
+    return ([evaluation_aggregates.c.body] if Part.METRICS in part else []) + (
+        [evaluation_aggregates.c.runs] if Part.RUNS in part else [])
+
+
+def _read(row: Any, part: Part) -> EvaluationAggregates:
+    return EvaluationAggregates.from_columns(row.body if Part.METRICS in part else None,
+                                             row.runs if Part.RUNS in part else None)
 
 
 def load(connection: Connection, app_pk: int, evaluation_ids: Sequence[str]) -> dict[str, EvaluationAggregates]:
     """The rows of these evaluations (an evaluation without results has none)."""
     if not evaluation_ids:
         return {}
-    rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, evaluation_aggregates.c.body).where(
+    rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, *_columns(Part.BOTH)).where(
         evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id.in_(evaluation_ids))).all()
-    return {row.evaluation_id: EvaluationAggregates.from_json(row.body) for row in rows}
+    return {row.evaluation_id: _read(row, Part.BOTH) for row in rows}
 
 
-def _locked(connection: Connection, keys: Iterable[EvaluationKey]) -> dict[EvaluationKey, EvaluationAggregates]:
-    """The rows of ``keys``, created empty where missing, locked until the transaction ends (in key order)."""
+def _locked(connection: Connection, keys: Iterable[EvaluationKey],
+            part: Part) -> dict[EvaluationKey, EvaluationAggregates]:
+    """The ``part`` of the rows of ``keys``, created empty where missing, locked until the transaction ends (in key
+    order)."""
     wanted = sorted(set(keys))
     if not wanted:
         return {}
-    found = _select_locked(connection, wanted)
+    found = _select_locked(connection, wanted, part)
     if len(found) < len(wanted):  # rarely: the rows are made when a run creates the evaluation's results
         _create_missing(connection, [key for key in wanted if key not in found])
-        found = _select_locked(connection, wanted)
+        found = _select_locked(connection, wanted, part)
     return found
 
 
-def _select_locked(connection: Connection, wanted: Sequence[EvaluationKey]) -> dict[EvaluationKey, EvaluationAggregates]:
+def _select_locked(connection: Connection, wanted: Sequence[EvaluationKey],
+                   part: Part) -> dict[EvaluationKey, EvaluationAggregates]:
     found: dict[EvaluationKey, EvaluationAggregates] = {}
     for app_pk in sorted({app_pk for app_pk, _ in wanted}):
         ids = [evaluation_id for pk, evaluation_id in wanted if pk == app_pk]
         if len(ids) == 1:  # the hot path (a result completing): one statement, compiled once
-            rows = connection.execute(_ONE_LOCKED, {"app_pk": app_pk, "evaluation_id": ids[0]}).all()
+            rows = connection.execute(_ONE_LOCKED[part], {"app_pk": app_pk, "evaluation_id": ids[0]}).all()
         else:
-            rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, evaluation_aggregates.c.body).where(
+            rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(
                 evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id.in_(ids),
             ).order_by(evaluation_aggregates.c.evaluation_id).with_for_update()).all()
         for row in rows:
-            found[(app_pk, row.evaluation_id)] = EvaluationAggregates.from_json(row.body)
+            found[(app_pk, row.evaluation_id)] = _read(row, part)
     return found
 
 
-_ONE_LOCKED = select(evaluation_aggregates.c.evaluation_id, evaluation_aggregates.c.body).where(
+_ONE_LOCKED = {part: select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(
     evaluation_aggregates.c.app_pk == bindparam("app_pk"),
-    evaluation_aggregates.c.evaluation_id == bindparam("evaluation_id")).with_for_update()
-_SAVE = update(evaluation_aggregates).where(
+    evaluation_aggregates.c.evaluation_id == bindparam("evaluation_id")).with_for_update() for part in _PARTS}
+_SAVE = {part: update(evaluation_aggregates).where(
     evaluation_aggregates.c.app_pk == bindparam("key_app_pk"),
-    evaluation_aggregates.c.evaluation_id == bindparam("key_evaluation_id")).values(body=bindparam("body"))
+    evaluation_aggregates.c.evaluation_id == bindparam("key_evaluation_id")).values(
+    {column.name: bindparam(column.name) for column in _columns(part)}) for part in _PARTS}
 """Statements of the hot path built once: building and keying a statement costs more than running it."""
 
 
 def _create_missing(connection: Connection, keys: Sequence[EvaluationKey]) -> None:
     """Insert empty rows for ``keys``, leaving existing ones (another transaction may be creating them too)."""
-    values = [{"app_pk": app_pk, "evaluation_id": evaluation_id, "body": EvaluationAggregates().to_json()}
-              for app_pk, evaluation_id in keys]
+    empty = EvaluationAggregates()
+    values = [{"app_pk": app_pk, "evaluation_id": evaluation_id, "body": empty.metrics_json(),
+               "runs": empty.runs_json()} for app_pk, evaluation_id in keys]
     dialect = connection.dialect.name
     if dialect == "postgresql":
         connection.execute(postgresql_insert(evaluation_aggregates).values(values).on_conflict_do_nothing())
@@ -131,10 +170,14 @@ def _create_missing(connection: Connection, keys: Sequence[EvaluationKey]) -> No
         raise NotImplementedError(dialect)
 
 
-def _save(connection: Connection, rows: dict[EvaluationKey, EvaluationAggregates]) -> None:
+def _save(connection: Connection, rows: dict[EvaluationKey, EvaluationAggregates], part: Part) -> None:
+    """Write the ``part`` of ``rows`` (as ``_locked`` read it for that part)."""
     if rows:
-        connection.execute(_SAVE, [{"key_app_pk": app_pk, "key_evaluation_id": evaluation_id,
-                                    "body": aggregates.to_json()} for (app_pk, evaluation_id), aggregates in rows.items()])
+        connection.execute(_SAVE[part], [{
+            "key_app_pk": app_pk, "key_evaluation_id": evaluation_id,
+            **({"body": aggregates.metrics_json()} if Part.METRICS in part else {}),
+            **({"runs": aggregates.runs_json()} if Part.RUNS in part else {}),
+        } for (app_pk, evaluation_id), aggregates in rows.items()])
 
 
 @dataclass(frozen=True)
@@ -147,24 +190,24 @@ class CreatedResult:
 
 def results_created(connection: Connection, created: Sequence[CreatedResult]) -> None:
     """Count a run's new results into their evaluations' runs."""
-    rows = _locked(connection, ((result.app_pk, result.evaluation_id) for result in created))
+    rows = _locked(connection, ((result.app_pk, result.evaluation_id) for result in created), Part.RUNS)
     for result in created:
         rows[(result.app_pk, result.evaluation_id)].count_created(result.run, result.key)
-    _save(connection, rows)
+    _save(connection, rows, Part.RUNS)
 
 
 def result_completed(connection: Connection, app_pk: int, evaluation_id: str, body: dict[str, Any],
                      key: ResultKey) -> None:
     """Count a result that has just completed (its stored body) into its evaluation's metrics."""
-    rows = _locked(connection, [(app_pk, evaluation_id)])
+    rows = _locked(connection, [(app_pk, evaluation_id)], Part.METRICS)
     rows[(app_pk, evaluation_id)].metrics.add(counted_view(body), key)
-    _save(connection, rows)
+    _save(connection, rows, Part.METRICS)
 
 
 def results_deleted(connection: Connection, deleted: Sequence[Any]) -> None:
     """Take deleted results (their rows, as they were: app_pk, evaluation_id, result_id, evaluation_run,
     create_time_us, execution_state, body) out of their evaluations' rows; call it after deleting them."""
-    rows = _locked(connection, ((row.app_pk, row.evaluation_id) for row in deleted))
+    rows = _locked(connection, ((row.app_pk, row.evaluation_id) for row in deleted), Part.BOTH)
     refirst: set[tuple[EvaluationKey, str | None]] = set()
     renew: set[tuple[EvaluationKey, str]] = set()
     for row in deleted:
@@ -188,7 +231,7 @@ def results_deleted(connection: Connection, deleted: Sequence[Any]) -> None:
     for evaluation, run in renew:
         if run in rows[evaluation].runs:
             rows[evaluation].runs[run].newest = _newest_of_run(connection, evaluation, run)
-    _save(connection, rows)
+    _save(connection, rows, Part.BOTH)
 
 
 def _first_completed(connection: Connection, evaluation: EvaluationKey, version: str | None) -> ResultKey:
@@ -261,4 +304,5 @@ def rebuild(connection: Connection, keys: Iterable[EvaluationKey]) -> None:
         aggregates = compute(connection, app_pk, evaluation_id)
         if aggregates.runs:
             connection.execute(insert(evaluation_aggregates).values(
-                app_pk=app_pk, evaluation_id=evaluation_id, body=aggregates.to_json()))
+                app_pk=app_pk, evaluation_id=evaluation_id, body=aggregates.metrics_json(),
+                runs=aggregates.runs_json()))

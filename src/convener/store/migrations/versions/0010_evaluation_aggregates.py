@@ -1,5 +1,6 @@
-"""Each evaluation's aggregates in a row of its own, kept up to date as its results change; filled from the
-results already stored.
+"""Each evaluation's aggregates in a row of its own, kept up to date as its results change. The rows of results
+already stored are filled by 0014, in the layout of the code that keeps them (the table as made here has no
+column for the runs: the code of today could not fill it).
 
 Revision ID: 0010
 Revises: 0008
@@ -15,8 +16,6 @@ branch_labels = None
 depends_on = None
 
 Json = sa.JSON().with_variant(JSONB(), "postgresql")
-BATCH = 200
-"""Evaluations rebuilt per round: their keys are read a batch at a time, so a large store is never listed whole."""
 
 
 def upgrade() -> None:
@@ -28,23 +27,6 @@ def upgrade() -> None:
         sa.Column("body", Json, nullable=False),
     )
     op.create_index("ix_ces_eval_aggregates_id", "ces_evaluation_aggregates", ["app_pk", "evaluation_id"], unique=True)
-    # The sums are those the running code keeps (convener.ces.evaluation.aggregates), so it computes them here too:
-    # a second definition of the metrics would be a second thing to keep equal.
-    from convener.ces.evaluation.aggregates import rebuild
-
-    connection = op.get_bind()
-    results = sa.table("ces_evaluation_results", sa.column("app_pk", sa.Integer),
-                       sa.column("evaluation_id", sa.String))
-    after: tuple[int, str] = (-1, "")
-    while True:
-        keys = [(int(app_pk), str(evaluation_id)) for app_pk, evaluation_id in connection.execute(
-            sa.select(results.c.app_pk, results.c.evaluation_id).distinct().where(sa.or_(
-                results.c.app_pk > after[0], sa.and_(results.c.app_pk == after[0], results.c.evaluation_id > after[1])))
-            .order_by(results.c.app_pk, results.c.evaluation_id).limit(BATCH)).all()]
-        if not keys:
-            return
-        rebuild(connection, keys)
-        after = keys[-1]
 
 
 def downgrade() -> None:

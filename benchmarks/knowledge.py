@@ -88,7 +88,11 @@ from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
 GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
-SPLITS = ("tuning", "held-out")
+HELD_OUT = "round2-held-out"
+"""The current round's held-out questions (``knowledge_gold/round2-held-out.json``, both corpora in one file):
+scored only with ``--held-out``, once, at the end of a round; their texts are never printed. The two splits
+before it were scored already and are tuning data now."""
+SPLITS = ("tuning", "held-out", HELD_OUT)
 
 
 @dataclass(frozen=True)
@@ -244,21 +248,29 @@ def synthetic_pages(items: Sequence[dict[str, Any]], target: Path, limit: int | 
     return Corpus(target, files, size)
 
 
-def gold_items(spec: Spec) -> list[tuple[dict[str, Any], str]]:
+def gold_items(spec: Spec, held_out: bool = False) -> list[tuple[dict[str, Any], str]]:
     """The corpus's gold questions with their split: git-doc's in ``knowledge_gold.json`` with the index lists
-    of ``knowledge_gold/git-split.json``, SQLite's in a file per split."""
+    of ``knowledge_gold/git-split.json``, SQLite's in a file per split; with ``held_out``, the current round's
+    held-out questions of the corpus after them (their ``pages`` read as ``relevant``)."""
     if spec.package == "git-doc":
         items = json.loads(GOLD_FOLDER.with_suffix(".json").read_text())["questions"]
         split = json.loads((GOLD_FOLDER / "git-split.json").read_text())
-        held_out = set(split["held_out"])
-        return [(item, "held-out" if index in held_out else "tuning") for index, item in enumerate(items)]
-    return [(item, part) for part in SPLITS
-            for item in json.loads((GOLD_FOLDER / f"sqlite-{part}.json").read_text())["questions"]]
+        first_held_out = set(split["held_out"])
+        found = [(item, "held-out" if index in first_held_out else "tuning") for index, item in enumerate(items)]
+    else:
+        found = [(item, part) for part in ("tuning", "held-out")
+                 for item in json.loads((GOLD_FOLDER / f"sqlite-{part}.json").read_text())["questions"]]
+    if held_out:
+        found += [({**item, "relevant": item["pages"]}, HELD_OUT)
+                  for item in json.loads((GOLD_FOLDER / f"{HELD_OUT}.json").read_text())["questions"]
+                  if item["corpus"] == spec.package]
+    return found
 
 
-def load_questions(spec: Spec, limit: int | None) -> tuple[list[dict[str, Any]], list[Question]]:
+def load_questions(spec: Spec, limit: int | None, held_out: bool = False
+                   ) -> tuple[list[dict[str, Any]], list[Question]]:
     """An out-of-scope question has no relevant page (and ``"out_of_scope": true``)."""
-    items = gold_items(spec)[:limit] if limit else gold_items(spec)
+    items = gold_items(spec, held_out)[:limit] if limit else gold_items(spec, held_out)
     questions = [Question(item["question"],
                           [] if item.get("out_of_scope") else
                           [name_for(uri_for(spec.base_url, path)) for path in item["relevant"]],
@@ -511,8 +523,10 @@ def measure_answers(services: Services, questions: Sequence[Question], repeat: i
             with_terms = any(term in reply.text.lower() for term in question.answer_terms)
             text = reply.text.encode()
             prefix = (answers.OFFLINE_NOTE + "\n\n").encode()
+            # A held-out question is never printed: reading it would make it a tuning question.
+            shown = "(a held-out question)" if question.split == HELD_OUT else repr(question.text)
             if not text.startswith(prefix):
-                problems.append(f"no offline note: {question.text!r}")
+                problems.append(f"no offline note: {shown}")
             if unsupported and unsupported in reply.text:  # the words the answer could not support, after it
                 text = text[:text.index(unsupported.encode())]
             covered = bytearray(text[len(prefix):])
@@ -524,7 +538,7 @@ def measure_answers(services: Services, questions: Sequence[Question], repeat: i
                                 == sentence for source in citation.sources or ())
                 covered[max(0, begin - len(prefix)):max(0, end - len(prefix))] = b" " * (end - begin)
             if bytes(covered).strip():
-                problems.append(f"answer text outside its citations: {question.text!r}")
+                problems.append(f"answer text outside its citations: {shown}")
         outcomes.append(Outcome(question, found, hit, top_hit, bool(with_terms), sentences, verbatim, latency))
     overall = answer_stats(outcomes, problems)
     by_split = {part: answer_stats([o for o in outcomes if o.question.split == part], [])
@@ -713,6 +727,9 @@ def main() -> None:
                         help="A seconds-long run for the tests: a small synthetic corpus made from the first "
                              f"{SMOKE_QUESTIONS} questions (no git-doc needed), lexical only, one repeat. Its "
                              "figures mean nothing; it checks that every step still runs.")
+    parser.add_argument("--held-out", action="store_true",
+                        help=f"Also score the current round's held-out questions (knowledge_gold/{HELD_OUT}.json), "
+                             "totals only: once, at the end of a round (knowledge_gold/README.md).")
     parser.add_argument("--corpus", choices=["all", *CORPORA], default="all",
                         help="The documentation set(s) to ingest and question (default: each in turn).")
     add_arguments(parser)
@@ -733,7 +750,7 @@ def main() -> None:
     every: dict[str, dict[str, Results]] = {}
     for name in chosen:
         spec = CORPORA[name]
-        items, questions = load_questions(spec, args.limit)
+        items, questions = load_questions(spec, args.limit, args.held_out and not args.smoke)
         if not args.smoke:
             ensure_package(spec)
         version = "synthetic" if args.smoke else package_version(spec.package)

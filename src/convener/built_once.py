@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from convener import collector
+
 Built = TypeVar("Built")
 
 
@@ -25,7 +27,8 @@ class BuiltOnce:
             pass
         with self._building:
             if name not in self._built:
-                self._built[name] = build()
+                with collector.long_lived():  # a service lives as long as the process
+                    self._built[name] = build()
             return cast(Built, self._built[name])
 
     def snapshot(self) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -12,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+
+from convener import collector
 
 # Start-up: `convener --help` and each command import only what they use, so the library's modules (and the
 # store, the model clients, the analytics and knowledge engines behind them) are imported inside the commands.
@@ -88,7 +89,7 @@ def _services(settings: Settings, api_error_exit: int = 1) -> Iterator[Services]
         services = Services.open(settings)
     except ApiError as error:  # e.g. CONVENER_JOBS=procrastinate on a SQLite store
         raise _fail(error.code.name, error.message, 2) from None
-    _start_up_done()
+    collector.started()
     try:
         yield services
     except ApiError as error:
@@ -1023,30 +1024,8 @@ def data_agents(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> N
 
 
 def main() -> None:
-    global _starting
-    # Start-up (parsing the command, importing what it uses, opening the store) makes objects that live as long
-    # as the process: the collector's passes over them, a fifteenth of `eval run`'s start-up, free nothing. It is
-    # paused until the store is open (``_start_up_done``).
-    gc.disable()
-    _starting = True
+    collector.start_up()  # paused until the store is open (``_services``): see ``convener.collector``
     try:
         app()
     finally:
-        # The command is done: the interpreter's collections at exit would walk every object its modules made
-        # (a tenth of a second after `eval run`) before freeing them; frozen, they are freed without the walk.
-        gc.freeze()
-        _start_up_done()
-
-
-_starting = False
-"""Whether ``main`` paused the collector for start-up (never when the app is invoked otherwise, as in tests)."""
-
-
-def _start_up_done() -> None:
-    """The collector runs again, over what the command makes from now on: what start-up made is frozen, so that
-    no full collection walks it again."""
-    global _starting
-    if _starting:
-        _starting = False
-        gc.freeze()
-        gc.enable()
+        collector.exiting()

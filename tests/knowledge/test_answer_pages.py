@@ -1,0 +1,45 @@
+"""How the offline answer picks the pages it quotes and references, on passages given directly (no store):
+pages that score alike are each quoted, a page far behind is not, and hostile questions stay clean."""
+
+from __future__ import annotations
+
+import pytest
+
+from convener.knowledge.answers import NOT_FOUND, OFFLINE_NOTE, Evidence, Passage, extractive_answer
+from convener.knowledge.text import MAX_QUERY_CHARACTERS
+
+STASH = Passage("documents/x/git-stash.html",
+                "Use git stash to shelve uncommitted changes and git stash pop to restore them later.", 0,
+                "git-stash(1) › Description")
+WORKTREE = Passage("documents/x/git-worktree.html",
+                   "A second worktree can shelve uncommitted changes on one branch, to restore them later.", 0,
+                   "git-worktree(1) › Description")
+GLOSSARY = Passage("documents/x/glossary.html",
+                   "The index holds the changes that the next commit records in the repository history.", 0,
+                   "Glossary › Index")
+RARITY = Evidence({"shelve": 4.0, "uncommitt": 3.0, "chang": 1.0, "restor": 2.0, "later": 1.0})
+
+
+def test_a_page_scoring_close_to_the_best_is_quoted_and_referenced_after_it() -> None:
+    answer = extractive_answer("How do I shelve uncommitted changes and restore them later?",
+                               [STASH, WORKTREE], RARITY)
+
+    assert answer.references == [STASH.document, WORKTREE.document]
+    assert STASH.content in answer.text and WORKTREE.content in answer.text
+
+
+def test_a_page_far_behind_the_best_is_not_referenced() -> None:
+    answer = extractive_answer("How do I shelve uncommitted changes and restore them later?",
+                               [STASH, GLOSSARY], RARITY)
+
+    assert answer.references == [STASH.document]
+    assert GLOSSARY.content not in answer.text
+
+
+@pytest.mark.parametrize("query", ["", "the of and to a in", "配額は何ギガバイトですか", "shelve " * 500,
+                                   "q" * MAX_QUERY_CHARACTERS, "🙂 stash?!"])
+def test_hostile_questions_give_not_found_or_quotes(query: str) -> None:
+    answer = extractive_answer(query, [STASH, WORKTREE, GLOSSARY], RARITY)
+
+    assert answer.text == NOT_FOUND or answer.text.startswith(OFFLINE_NOTE)
+    assert len(answer.references) == len(set(answer.references)) <= 3

@@ -43,3 +43,10 @@ def test_hostile_questions_give_not_found_or_quotes(query: str) -> None:
 
     assert answer.text == NOT_FOUND or answer.text.startswith(OFFLINE_NOTE)
     assert len(answer.references) == len(set(answer.references)) <= 3
+
+
+def test_words_of_how_a_question_is_put_do_not_weigh() -> None:
+    # Rare in technical pages, "actually", "trying", "stuff" and "somewhere" would outweigh "shelve".
+    answer = extractive_answer("I'm actually trying to shelve my stuff somewhere, how?", [GLOSSARY, STASH], RARITY)
+
+    assert answer.references[0] == STASH.document

@@ -67,6 +67,17 @@ MIN_MISSING = 0.1
 """A missing word is named when it weighs at least this share of the question."""
 MIN_SUPPORT = 0.7
 """Share of a generated sentence's words one passage must contain for the sentence to be kept."""
+QUESTION_FILLER = frozenset(stem(word) for word in (
+    "i'm", "i've", "i'd", "i'll", "we're", "we've", "we'd", "we'll", "you're", "you've", "they're", "there's",
+    "here's", "where's", "how's", "who's", "actually", "really", "quite", "rather", "somewhat", "simply",
+    "basically", "currently", "already", "still", "even", "ever", "anyway", "anywhere", "somewhere",
+    "everywhere", "elsewhere", "somehow", "perhaps", "maybe", "probably", "possibly", "especially",
+    "particular", "particularly", "certain", "exactly", "quickly", "easily", "instead", "otherwise", "anymore",
+    "everything", "nothing", "anyone", "everyone", "somebody", "anybody", "thing", "things", "stuff", "lot",
+    "lots", "bunch", "various", "several", "whole", "entire", "mine", "ours", "need", "needs", "try", "trying",
+    "able", "possible", "happen", "happens", "seem", "seems", "going", "know", "tell"))
+"""Words of how a question is put rather than what it asks ("I'm actually trying to…"): the answer does not
+weigh them. They are rare in technical pages, so their rarity would otherwise make them count the most."""
 _MIN_WORDS = 4
 _MAX_SENTENCE_CHARACTERS = 600
 _CITATION_MARK = re.compile(r"\s*\[(\d{1,2})\]")
@@ -118,7 +129,7 @@ class Evidence:
 
 def extractive_answer(query: str, passages: Sequence[Passage], evidence: Evidence | None = None) -> Answer:
     candidates = _candidates(passages)
-    wanted = _content_stems(query)
+    wanted = {term for term in _content_stems(query) if term not in QUESTION_FILLER}
     if not wanted or not candidates:
         return _not_found()
     weight = _weights(wanted, candidates, evidence)

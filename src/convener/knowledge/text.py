@@ -39,7 +39,10 @@ def query_terms(text: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper, enough to match "branches"/"branch", "rebasing"/"rebase", "configured"/
-    "configure" between a question and a sentence. Not Porter: it only has to agree with itself."""
+    "configure" between a question and a sentence. Not Porter: it only has to agree with itself. A possessive
+    is its noun ("Git's" is "git"), not a rarer word of its own."""
+    if word.endswith("'s") and len(word) > 3:
+        word = word[:-2]
     for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("edly", ""), ("ed", ""), ("es", ""),
                          ("ly", ""), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss" if suffix == "s" else "\0"):

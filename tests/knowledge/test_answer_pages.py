@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from convener.knowledge.answers import NOT_FOUND, OFFLINE_NOTE, Evidence, Passage, extractive_answer
-from convener.knowledge.text import MAX_QUERY_CHARACTERS
+from convener.knowledge.text import MAX_QUERY_CHARACTERS, stem
 
 STASH = Passage("documents/x/git-stash.html",
                 "Use git stash to shelve uncommitted changes and git stash pop to restore them later.", 0,
@@ -50,3 +50,22 @@ def test_words_of_how_a_question_is_put_do_not_weigh() -> None:
     answer = extractive_answer("I'm actually trying to shelve my stuff somewhere, how?", [GLOSSARY, STASH], RARITY)
 
     assert answer.references[0] == STASH.document
+
+
+EVEN = Evidence({word: 2.0 for word in ("quorum", "lattice", "beacon", "harbor", "zephyr")})
+SCATTERED = Passage("documents/x/notes.html", "The quorum option is listed first. The lattice option is listed "
+                    "second. The beacon option is listed third.", 0, "Notes")
+TOGETHER = Passage("documents/x/guide.html", "Set quorum, lattice and beacon before the first start.", 0, "Guide")
+
+
+def test_words_scattered_over_a_page_support_less_than_one_sentence_holding_them() -> None:
+    # Both pages hold three of the question's five words alike; only one has a sentence that holds all three.
+    question = "quorum lattice beacon harbor zephyr?"
+
+    assert extractive_answer(question, [SCATTERED], EVEN).text == NOT_FOUND
+    assert extractive_answer(question, [TOGETHER], EVEN).references == [TOGETHER.document]
+
+
+def test_a_possessive_weighs_as_its_noun() -> None:
+    assert stem("git's") == stem("git") == "git"
+    assert stem("coworker's") == stem("coworker")

@@ -5,8 +5,11 @@ traceable to a byte range of a referenced document, with an honest "not found" w
 enough of the question. The pages of the passages compete: each question word weighs its rarity over the
 whole index (``Evidence``), so a question about something the documentation never mentions ("Kubernetes
 ingress") finds its rarest words uncovered and is not answered from a passage that only shares the filler;
-a page's support is the weighted share of the question its passages and title hold. The best-supported page
-is quoted first and referenced first; words of the question no page uses are named after the quotes.
+a page's support is the weighted share of the question its passages and title hold, and an answer also needs
+one sentence that holds much of it. Words of how the question is put ("I'm actually trying…") weigh nothing.
+The best page is quoted first and referenced first; the next two are quoted too when they score nearly as
+well, since lexical ranking often puts the page that answers second or third; words of the question no page
+uses are named after the quotes.
 
 With a model, the answer is generated from the numbered passages and then checked: every sentence must be
 supported by one passage (most of its words found there), unsupported sentences are dropped, and if none

@@ -147,8 +147,9 @@ def test_a_cancelled_run_counts_in_the_runs_not_in_the_metrics(database_url: str
         services.close()
 
 
-def test_upgrading_fills_the_aggregates_of_stored_results(empty_database_url: str, tmp_path: Path) -> None:
-    """A store of revision 0008 with results gets, from migrations 0010 and 0014, the rows running code keeps."""
+def played_store(tmp_path: Path, later_app_columns: tuple[str, ...] = ()) -> tuple[dict[str, Any], Any, Any]:
+    """(the aggregates rows running code keeps, the app's row, the results' rows) of a store where three runs were
+    played, to copy into a store of an earlier revision (whose apps table lacks ``later_app_columns``)."""
     source = open_services(tmp_path / "source", f"sqlite:///{tmp_path}/source.db")
     try:
         setup(source)
@@ -156,14 +157,25 @@ def test_upgrading_fills_the_aggregates_of_stored_results(empty_database_url: st
         run(source, run_count=2)
         expected = recomputed(source)["stored"]
         with source.database.reading() as connection:
-            # The app's row as revision 0008 had it: the changelog counters came with 0012.
             app_row = {key: value for key, value in connection.execute(select(apps).where(
-                apps.c.name == str(APP))).one()._mapping.items()
-                       if key not in ("id", "changelog_sequence", "changelog_time_us")}
+                apps.c.name == str(APP))).one()._mapping.items() if key not in ("id", *later_app_columns)}
             results = [{key: value for key, value in row._mapping.items() if key != "id"}
                        for row in connection.execute(select(evaluation_results)).all()]
     finally:
         source.close()
+    return expected, app_row, results
+
+
+def upgraded_rows(database: Database) -> dict[str, Any]:
+    with database.reading() as connection:
+        return {row.evaluation_id: {**row.body, "runs": row.runs}
+                for row in connection.execute(select(evaluation_aggregates)).all()}
+
+
+def test_upgrading_fills_the_aggregates_of_stored_results(empty_database_url: str, tmp_path: Path) -> None:
+    """A store of revision 0008 with results gets, from migrations 0010 and 0014, the rows running code keeps."""
+    # The app's row as revision 0008 had it: the changelog counters came with 0012.
+    expected, app_row, results = played_store(tmp_path, ("changelog_sequence", "changelog_time_us"))
     database = Database(empty_database_url)
     try:
         database.migrate("0008")
@@ -171,9 +183,7 @@ def test_upgrading_fills_the_aggregates_of_stored_results(empty_database_url: st
             app_pk = connection.execute(insert(apps).values(app_row).returning(apps.c.id)).scalar_one()
             connection.execute(insert(evaluation_results), [{**row, "app_pk": app_pk} for row in results])
         database.migrate()
-        with database.reading() as connection:
-            upgraded = {row.evaluation_id: {**row.body, "runs": row.runs}
-                        for row in connection.execute(select(evaluation_aggregates)).all()}
+        upgraded = upgraded_rows(database)
         assert upgraded == expected
         assert set(upgraded) == set(IDS)
     finally:
@@ -182,20 +192,8 @@ def test_upgrading_fills_the_aggregates_of_stored_results(empty_database_url: st
 
 def test_upgrading_moves_the_runs_of_kept_rows_into_their_column(empty_database_url: str, tmp_path: Path) -> None:
     """Rows as revisions 0010 to 0013 kept them (metrics and runs in one body) are split by migration 0014, their
-    figures unchanged, and running code goes on from them."""
-    source = open_services(tmp_path / "source", f"sqlite:///{tmp_path}/source.db")
-    try:
-        setup(source)
-        run(source)
-        run(source, run_count=2)
-        expected = recomputed(source)["stored"]
-        with source.database.reading() as connection:
-            app_row = {key: value for key, value in connection.execute(select(apps).where(
-                apps.c.name == str(APP))).one()._mapping.items() if key != "id"}
-            results = [{key: value for key, value in row._mapping.items() if key != "id"}
-                       for row in connection.execute(select(evaluation_results)).all()]
-    finally:
-        source.close()
+    figures unchanged; an evaluation with results but no row gets one."""
+    expected, app_row, results = played_store(tmp_path)
     database = Database(empty_database_url)
     try:
         database.migrate("0013")
@@ -208,10 +206,7 @@ def test_upgrading_moves_the_runs_of_kept_rows_into_their_column(empty_database_
                 {"app_pk": app_pk, "evaluation_id": evaluation_id, "body": body}
                 for evaluation_id, body in expected.items() if evaluation_id != "gamma"])
         database.migrate()
-        with database.reading() as connection:
-            upgraded = {row.evaluation_id: {**row.body, "runs": row.runs}
-                        for row in connection.execute(select(evaluation_aggregates)).all()}
-        assert upgraded == expected
+        assert upgraded_rows(database) == expected
     finally:
         database.dispose()
 

@@ -88,11 +88,13 @@ from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
 GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
-HELD_OUT = "round2-held-out"
-"""The current round's held-out questions (``knowledge_gold/round2-held-out.json``, both corpora in one file):
-scored only with ``--held-out``, once, at the end of a round; their texts are never printed. The two splits
-before it were scored already and are tuning data now."""
-SPLITS = ("tuning", "held-out", HELD_OUT)
+ROUNDS = ("round2",)
+"""Earlier rounds' held-out sets (``knowledge_gold/<round>-held-out.json``, both corpora in one file), scored
+once each and tuning data since: each is a split of its own."""
+HELD_OUT = "round3-held-out"
+"""The current round's held-out questions (``knowledge_gold/round3-held-out.json``, the same format): scored
+only with ``--held-out``, once, at the end of a round; their texts are never printed."""
+SPLITS = ("tuning", "held-out", *ROUNDS, HELD_OUT)
 
 
 @dataclass(frozen=True)
@@ -250,8 +252,8 @@ def synthetic_pages(items: Sequence[dict[str, Any]], target: Path, limit: int | 
 
 def gold_items(spec: Spec, held_out: bool = False) -> list[tuple[dict[str, Any], str]]:
     """The corpus's gold questions with their split: git-doc's in ``knowledge_gold.json`` with the index lists
-    of ``knowledge_gold/git-split.json``, SQLite's in a file per split; with ``held_out``, the current round's
-    held-out questions of the corpus after them (their ``pages`` read as ``relevant``)."""
+    of ``knowledge_gold/git-split.json``, SQLite's in a file per split, then each earlier round's held-out
+    questions of the corpus (their ``pages`` read as ``relevant``); with ``held_out``, the current round's too."""
     if spec.package == "git-doc":
         items = json.loads(GOLD_FOLDER.with_suffix(".json").read_text())["questions"]
         split = json.loads((GOLD_FOLDER / "git-split.json").read_text())
@@ -260,9 +262,9 @@ def gold_items(spec: Spec, held_out: bool = False) -> list[tuple[dict[str, Any],
     else:
         found = [(item, part) for part in ("tuning", "held-out")
                  for item in json.loads((GOLD_FOLDER / f"sqlite-{part}.json").read_text())["questions"]]
-    if held_out:
-        found += [({**item, "relevant": item["pages"]}, HELD_OUT)
-                  for item in json.loads((GOLD_FOLDER / f"{HELD_OUT}.json").read_text())["questions"]
+    for part, name in [(part, f"{part}-held-out") for part in ROUNDS] + ([(HELD_OUT, HELD_OUT)] if held_out else []):
+        found += [({**item, "relevant": item["pages"]}, part)
+                  for item in json.loads((GOLD_FOLDER / f"{name}.json").read_text())["questions"]
                   if item["corpus"] == spec.package]
     return found
 

@@ -14,9 +14,9 @@ only its part, so a result's completion costs the same after a thousand runs as 
   result went is given the next one by an indexed query, so the figures are those recomputed from scratch;
 - an evaluation is deleted: its row goes too (``forget``); an app's, with the app.
 
-Rows are locked in evaluation ID order (after the run and result rows the caller holds), so writers of several
-evaluations wait for each other instead of deadlocking. ``rebuild`` recomputes rows from the results: migration
-0010 fills the table with it.
+Rows are locked in evaluation ID order (after the result rows the caller holds, before its run's), so writers of
+several evaluations wait for each other instead of deadlocking. ``rebuild`` recomputes rows from the results:
+migration 0014 fills the table with it.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, overload
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, and_, bindparam, func, select, update
 
 from convener.api.errors import ApiError
 from convener.api.protojson import Timestamp
@@ -83,12 +83,14 @@ RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body
 _RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluation_run).where(
     evaluation_results.c.id == bindparam("pk"))
 _THE_RUN = (evaluation_runs.c.app_pk == bindparam("app_pk"), evaluation_runs.c.run_id == bindparam("run_id"))
-_RUN_CLAIMED = select(evaluation_runs.c.app_pk, evaluation_runs.c.run_id, evaluation_runs.c.cancel_requested,
-                      evaluation_runs.c.initiated_by, CANCEL_REQUESTED_OF.label("operation_cancel_requested"),
-                      ).where(*_THE_RUN)
-"""What a claim reads of its run: whether it or its operation was cancelled (the operation comes first: see
-``cancel``) and who started it. Not locked: see ``_claim``."""
-_RESULT_LOCKED = select(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).with_for_update()
+_RESULT_CLAIMED = select(
+    evaluation_results, evaluation_runs.c.cancel_requested.label("run_cancel_requested"),
+    evaluation_runs.c.initiated_by.label("run_initiated_by"), CANCEL_REQUESTED_OF.label("operation_cancel_requested"),
+).join(evaluation_runs, and_(*_THE_RUN)).where(evaluation_results.c.id == bindparam("pk")).with_for_update(
+    of=evaluation_results)
+"""The result a claim takes, locked (PostgreSQL), with what the claim reads of its run: whether it or its operation
+was cancelled (the operation comes first: see ``cancel``) and who started it. The run is not locked: see
+``_claim``. Nothing when the run is gone (with its results)."""
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
@@ -320,36 +322,35 @@ class RunExecutor:
             key = self._run_key(connection, job)
             if key is None:
                 return None  # deleted meanwhile, with its results
-            found = connection.execute(_RESULT_LOCKED, {"pk": pk}).first()
+            found = connection.execute(_RESULT_CLAIMED, {"pk": pk, "app_pk": key[0], "run_id": key[1],
+                                                         **operation_key(attempt.operation)}).first()
             settled: list[Settled] = []
             if played is not None and (stored := self._store_played(connection, played, attempt.number)):
                 settled.append(stored)
-            run: Any = connection.execute(
-                _RUN_CLAIMED, {"app_pk": key[0], "run_id": key[1], **operation_key(attempt.operation)}).first()
-            claim = None if run is None else self._claim_locked(connection, run, found, attempt.number, settled)
+            claim = self._claim_locked(connection, found, attempt.number, settled)
             recorded = self._settle(connection, key[0], key[1], settled)
         if recorded:
             self.operations.notify()
-        if claim is not None:
+        if claim is not None and found is not None:
             # The operation is cancelled before its run is (``cancel``, after the operation's commit).
-            attempt.saw(bool(run.operation_cancel_requested))
+            attempt.saw(bool(found.operation_cancel_requested))
         return claim
 
-    def _claim_locked(self, connection: Connection, run: AnyRow, found: AnyRow | None, attempt: int,
+    def _claim_locked(self, connection: Connection, found: AnyRow | None, attempt: int,
                       settled: list[Settled]) -> Claim | None:
-        """Claim the result ``found`` (its row as locked: None when it is gone) for ``attempt``, or settle it
-        CANCELLED when its run was cancelled."""
+        """Claim the result ``found`` (its row as ``_RESULT_CLAIMED`` locked it: None when it is gone) for
+        ``attempt``, or settle it CANCELLED when its run was cancelled."""
         if found is None or found.attempts >= attempt or found.execution_state not in CLAIMABLE:
             return None
         row = HeldResult.of(found)
-        if run.cancel_requested:
+        if found.run_cancel_requested:
             settled.append(self._store(connection, row, ExecutionState.CANCELLED))
             return None
         # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
         row = replace(row, attempts=attempt, body={**row.body, "executionState": ExecutionState.RUNNING.value})
         connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": row.attempts,
                                     "body": row.body})
-        return Claim(row, Caller(run.initiated_by),
+        return Claim(row, Caller(found.run_initiated_by),
                      interrupted=found.execution_state == ExecutionState.RUNNING.value)
 
     @staticmethod

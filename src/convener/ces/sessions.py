@@ -112,7 +112,7 @@ class SessionService:
         self.conversations = conversations
         self.versions = versions
         self.provider = provider
-        self.drafts = DraftBlueprints()
+        self.drafts = DraftBlueprints(database)
 
     def run(self, request: RunSessionRequest, caller: Caller, report: Report | None = None) -> RunSessionResponse:
         """The turn's outputs; ``report``, when given, hears of each tool call, tool response, transfer and
@@ -133,7 +133,10 @@ class SessionService:
         if len(request.inputs) > MAX_INPUTS:
             raise InvalidArgument(f"inputs: at most {MAX_INPUTS} inputs per call")
         _check_input_sizes(request.inputs)
-        with self.database.reading() as connection:
+        # Not one snapshot: the turn's statements need not agree (a draft is made in a reading of its own, the
+        # recorded conversation read when looked at), and its reading is then one statement, without BEGIN and
+        # COMMIT round trips on PostgreSQL.
+        with self.database.reading(snapshot=False) as connection:
             found = connection.execute(_APP_AND_SESSION, {"name": str(name.app_name), "session_id": name.id}).first()
             if found is None:
                 raise self.apps.missing(name.app_name)
@@ -179,7 +182,7 @@ class SessionService:
                    draft: tuple[Any, ...]) -> Blueprint:
         if version:
             return self.versions.blueprint(connection, app_pk, version, name.app_name)
-        return self.drafts.get(connection, app_pk, name.app_name, draft)
+        return self.drafts.get(app_pk, name.app_name, draft)
 
     def _start(self, blueprint: Blueprint, entry_agent: str | None, name: SessionName) -> dict[str, Any]:
         if entry_agent:

@@ -21,6 +21,7 @@ from convener.ces.names import AgentName, AppName, AppVersionName, GuardrailName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.tables import apps, definitions
 from convener.outside.limits import APP_VERSION_TEXT
+from convener.store.database import Database
 
 MAX_TEXT = APP_VERSION_TEXT
 
@@ -78,12 +79,21 @@ class KeptBlueprints:
 class DraftBlueprints:
     """The draft of each app as a Blueprint, kept while nothing in the app changes."""
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, database: Database, size: int = 64) -> None:
+        self.database = database
         self.kept = KeptBlueprints(size)
 
-    def get(self, connection: Connection, app_pk: int, app: AppName, fingerprint: tuple[Any, ...]) -> Blueprint:
-        """The app's draft, made again only when its ``DRAFT_FINGERPRINT`` (as read in this transaction) changed."""
-        return self.kept.get((app_pk, fingerprint), lambda: draft_blueprint(connection, app_pk, app))
+    def get(self, app_pk: int, app: AppName, fingerprint: tuple[Any, ...]) -> Blueprint:
+        """The app's draft, made again only when its ``DRAFT_FINGERPRINT`` (as the caller read it) changed.
+
+        Made in a reading of its own, so that its parts agree with each other whatever the caller's reading is:
+        made after a change the fingerprint was read before, it is the newer draft, kept under the older
+        fingerprint, which no reading begun after the change sees."""
+        def make() -> Blueprint:
+            with self.database.reading() as connection:
+                return draft_blueprint(connection, app_pk, app)
+
+        return self.kept.get((app_pk, fingerprint), make)
 
 
 def draft_blueprint(connection: Connection, app_pk: int, app: AppName) -> Blueprint:

@@ -247,15 +247,24 @@ class Database:
             driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     @contextmanager
-    def reading(self) -> Iterator[Connection]:
+    def reading(self, snapshot: bool = True) -> Iterator[Connection]:
         """A connection in a read-only transaction: one consistent snapshot, never waiting on writers.
 
         Every path that only reads uses this, never ``transaction()``: on SQLite a transaction holds the
-        write lock, and a read behind a long import would wait for it (and fail after busy_timeout)."""
+        write lock, and a read behind a long import would wait for it (and fail after busy_timeout).
+
+        ``snapshot=False`` is for a reading of one statement, or of statements that need not agree with each
+        other: on PostgreSQL each statement then runs on its own, seeing what is committed when it starts,
+        without the transaction's BEGIN and COMMIT (two of a one-statement reading's three round trips). SQLite
+        reads in-process: there it is the same reading."""
         # PostgreSQL: the driver begins the transaction with its isolation level and READ ONLY, in the BEGIN it
         # sends anyway (a SET TRANSACTION after it cost each reading a round trip); the pool resets both.
         if self.dialect == "sqlite":
             with self._reading_engine.begin() as connection:
+                yield connection
+            return
+        if not snapshot:
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 yield connection
             return
         with self.engine.connect().execution_options(isolation_level="REPEATABLE READ",

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 import sqlglot
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Plan, Relationship, Term, ValuesOf
-from convener.analytics.planner.catalog import _Catalog, _choose_table
+from convener.analytics.planner.catalog import _Catalog, _choose_table, glossed_names
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.reading import _read
@@ -72,6 +72,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     catalog = _Catalog(everything, terms, values_of)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
+    used |= glossed_names(tokens, question, catalog.candidates(tokens, used))
     # A table reached by several relationships (flights to airports by origin and by dest) is joined only
     # when the question's words pick one: else its phrases do not make the question about the other table.
     pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used))) \
@@ -83,7 +84,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])
     scope, mentions = _scope(table, everything, relationships, candidates, tokens)
-    reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope)
+    reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)

@@ -53,6 +53,8 @@ class _Target:
     formula: str | None = None
     """For a glossary term defined as arithmetic over columns: that expression (SQL), the column being
     the term's name."""
+    alternatives: tuple[str, ...] = ()
+    """Further values the phrase names as well as ``value`` ("Newark": every airport named with it)."""
 
 
 @dataclass(frozen=True)
@@ -173,8 +175,10 @@ class _Catalog:
         return list(self._candidates[1])
 
     def _find_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+        # "data" names the data as a whole, never a column (its stem is date's: "any flight in the data")
         content = [i for i, token in enumerate(tokens)
-                   if i not in used and not token.is_stopword and token.kind in ("word", "number")]
+                   if i not in used and not token.is_stopword and token.kind in ("word", "number")
+                   and token.norm not in _DATA_WORDS]
         found: list[_Candidate] = []
         for keys in self.columns:
             target = _Target(keys.table.name, keys.column.name)
@@ -213,6 +217,10 @@ class _Catalog:
         found.extend(self._value_candidates(tokens, used))
         return found
 
+    def _row_word_indexes(self, tokens: list[Token]) -> set[int]:
+        """Where the question names some table's rows ("Flights whose …"): never a part of a name."""
+        return {index for index, token in enumerate(tokens) if token.stem in self.row_words}
+
     def _value_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
         found: list[_Candidate] = []
         stems = [token.stem if token.kind == "word" else token.norm for token in tokens]
@@ -224,6 +232,7 @@ class _Catalog:
             if len(values) <= 50:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
+            found.extend(_name_word_spans(tokens, used | self._row_word_indexes(tokens), keys, values))
         return found
 
 
@@ -525,6 +534,70 @@ def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values
     return found
 
 
+_DATA_WORDS = frozenset({"data", "dataset", "datasets", "database"})
+
+MAX_NAMED_VALUES = 3
+"""A proper name inside at most this many values names them ("Newark": Newark Liberty Intl, Newark Penn
+Station); inside more ("County", "Regional") it is a common part of names, naming none of them."""
+
+
+@lru_cache(maxsize=64)
+def _name_word_index(values: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The values of a column by each word of theirs, and by each two adjacent words written as one ("La
+    Guardia" under "laguardia"), for names: values of several words apart."""
+    index: dict[str, list[str]] = {}
+    for value in values:
+        words = [token for token in tokenize(value) if token.kind == "word"]
+        if len(words) < 2 or " " not in value.strip():
+            continue  # "America/Chicago" is a code made of words, not a name a word of which names it
+        keys = {token.stem for token in words} | {first.norm + second.norm for first, second in zip(
+            words, words[1:], strict=False)}
+        for key in keys:
+            index.setdefault(key, []).append(value)
+    return {key: tuple(found) for key, found in index.items()}
+
+
+def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
+                     values: tuple[str, ...]) -> list[_Candidate]:
+    """"Flights out of Newark", "to LaGuardia": a capitalised word of a question that is a word of a few
+    multi-word values (a place inside airport names), or two of their words written as one, names those
+    values — all of them, weaker than any other reading of the word. Everyday and structure words never do."""
+    index = _name_word_index(values)
+    found = []
+    for position, token in enumerate(tokens):
+        if position in used or token.kind != "word" or not token.text[:1].isupper() or token.is_stopword \
+                or len(token.norm) < 4 or _common(token.norm) or token.norm in MEANINGFUL:
+            continue
+        options = index.get(token.stem) or index.get(token.norm) or ()
+        if not options or len(options) > MAX_NAMED_VALUES:
+            continue
+        target = _Target(keys.table.name, keys.column.name, options[0], alternatives=options[1:])
+        found.append(_Candidate(position, position + 1, target, 1.5, "value"))
+    return found
+
+
+def glossed_names(tokens: list[Token], text: str, candidates: Sequence[_Candidate]) -> set[int]:
+    """"Miami (MIA)", "Washington Reagan (DCA)": capitalised words followed by a value of the data in
+    parentheses are that value's name, said by the value. Their indexes (and nothing else) are returned, so
+    that they are read as said rather than matched on their own ("Boston" inside another airport's name)."""
+    glossed: set[int] = set()
+    for candidate in candidates:
+        start, end = candidate.start, candidate.end
+        if candidate.source != "value" or candidate.target.alternatives or start == 0 or end >= len(tokens) + 1:
+            continue
+        before = text[tokens[start - 1].end:tokens[start].start]
+        after = text[tokens[end - 1].end:tokens[end].start] if end < len(tokens) else text[tokens[end - 1].end:]
+        if before.strip() != "(" or not after.strip().startswith(")"):
+            continue
+        index = start - 1
+        while index >= 0 and start - index <= 4 and tokens[index].kind == "word" \
+                and tokens[index].text[:1].isupper() and not tokens[index].is_stopword \
+                and (index == start - 1 or text[tokens[index].end:tokens[index + 1].start].isspace()):
+            glossed.add(index)
+            index -= 1
+    return glossed
+
+
 # --- Choosing the table and the mentions in it -------------------------------------------------------------
 
 
@@ -640,6 +713,8 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
             score += 0.9 * sum(_strength(candidates, m) for m in reached)
         words = _table_words(table)
         score += 3.0 * len({t.stem for t in tokens if t.stem in words and t.kind == "word"})
+        # "… in the data" says the question is about the data, whichever table of it (every one alike)
+        score += 1.0 if any(t.norm in _DATA_WORDS for t in tokens) else 0.0
         vocabulary = _vocabulary(table)
         score += 0.3 * len({t.stem for t in tokens if t.kind == "word" and not t.is_stopword
                             and t.stem in vocabulary and not _common(t.norm)})

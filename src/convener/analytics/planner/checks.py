@@ -265,7 +265,7 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     condition = _unknown_condition(reading, unknown)
     if condition is not None:
         raise NoPlan(f"nothing in {reading.table.name} tells which rows were '{condition}'")
-    if len(unknown) >= 2 or (unknown and shape == "rows"):
+    if len(unknown) >= 2 or (unknown and shape in ("rows", "exists")):
         words = ", ".join(f"'{word}'" for word in unknown[:4])
         raise NoPlan(f"{reading.table.name} has nothing matching {words}")
     if shape == "rows" and not (reading.listing or reading.filters or reading.measures):

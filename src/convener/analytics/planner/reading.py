@@ -22,6 +22,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.yesno import read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
@@ -315,12 +316,17 @@ def _read_values(reading: _Reading) -> None:
     condition ("returned", "inactive") filters on its truth, flipped by a negation ("not returned")."""
     by_column: dict[tuple[str, bool], list[str]] = {}
     starts: dict[tuple[str, bool], int] = {}
+    said: dict[tuple[str, bool], list[_Mention]] = {}
     previous: tuple[_Mention, bool] | None = None
     for mention in sorted((m for m in reading.mentions if m.is_value), key=lambda m: m.start):
         if reading.norm(mention.start - 1) == "no":
             # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
             raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
-        negations = [i for i in range(max(0, mention.start - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        begin = mention.start
+        while begin > 0 and begin - 1 in reading.used and reading.mention_at(begin - 1) is None \
+                and reading.tokens[begin - 1].text[:1].isupper():
+            begin -= 1  # "didn't go to Atlanta (ATL)": the value's name, read as said by it, stands between
+        negations = [i for i in range(max(0, begin - 3), mention.start) if reading.norm(i) in _NEGATIONS]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
         negated = bool(negations) or _continues_negated_list(reading, previous, mention)
@@ -338,11 +344,16 @@ def _read_values(reading: _Reading) -> None:
         key = (mention.target.column, negated)
         by_column.setdefault(key, [])
         starts.setdefault(key, mention.end - 1)
-        if mention.target.value not in by_column[key]:
-            by_column[key].append(mention.target.value or "")
+        said[key] = [*said.get(key, []), mention]
+        for value in (mention.target.value or "", *mention.target.alternatives):
+            if value not in by_column[key]:
+                by_column[key].append(value)
     for (column, negated), values in by_column.items():
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
-        reading.filters.append(_Filter(column, op, tuple(values), "value", starts[(column, negated)]))
+        # The names one word names ("Newark": two airports) are one place asked about, not places compared.
+        one = said[(column, negated)]
+        kind = "name" if len(one) == 1 and one[0].target.alternatives else "value"
+        reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)]))
 
 
 def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
@@ -1141,11 +1152,12 @@ def _names_time(reading: _Reading, index: int) -> bool:
 
 
 def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used: set[int],
-          bucket: str | None, scope: _Scope | None = None) -> _Reading:
+          bucket: str | None, scope: _Scope | None = None, text: str = "") -> _Reading:
     """Bind the structure words to the mentions, in an order where each step leaves for the next only what
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    read_exists(reading, text)
     _read_clock_times(reading)
     _read_top(reading)
     _read_comparisons(reading)

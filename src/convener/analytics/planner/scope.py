@@ -228,7 +228,7 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
         elif target.table == table.name:
             own.append(candidate)
         elif (target.table, target.column) in renamed and target.formula is None:
-            moved = _Target(table.name, renamed[(target.table, target.column)], target.value, target.term)
+            moved = replace(target, table=table.name, column=renamed[(target.table, target.column)])
             own.append(_Candidate(candidate.start, candidate.end, moved, candidate.strength - 0.05,
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))

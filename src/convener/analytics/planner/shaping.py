@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.state import _Reading
 from convener.analytics.shapes import TIME_TYPES
 
@@ -17,7 +18,18 @@ def _settle_count(reading: _Reading) -> None:
 
 
 def _shape(reading: _Reading) -> str:
-    """Which of the seven shapes the reading calls for; rankings first, since they may also group."""
+    """Which of the eight shapes the reading calls for; rankings first, since they may also group. A yes/no
+    question is answered as whether any of the rows exists, and only a question about rows can be."""
+    shape = _shape_asked(reading)
+    if not reading.exists:
+        return shape
+    if shape not in ("rows", "count") or reading.distinct:
+        raise NoPlan("a yes/no question is planned only as whether any row meets its conditions")
+    return "exists"
+
+
+def _shape_asked(reading: _Reading) -> str:
+    """The shape of what the question computes, yes/no aside."""
     multi = [f for f in reading.filters if f.op in ("in",) and f.kind in ("value", "year")]
     if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
         return "share"

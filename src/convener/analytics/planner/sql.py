@@ -113,6 +113,14 @@ def _build_count(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     return _Query([expression]), alias, f"Counts the {what} of {reading.table.name}"
 
 
+def _build_exists(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """SELECT COUNT(*) > 0: whether any row meets the conditions (a yes/no question)."""
+    answer = exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)), "answer",
+                        quoted=True)
+    return _Query([answer]), f"any_{_rows_called(reading.table)}", \
+        f"Tells whether any row of {reading.table.name} meets the conditions"
+
+
 def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """SELECT AVG/SUM/MIN/MAX/MEDIAN of the measures, no grouping."""
     counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
@@ -343,6 +351,7 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 _BUILDERS: dict[str, Callable[[_Reading, str], tuple[_Query, str, str]]] = {
     "count": _build_count, "aggregate": _build_aggregate, "group": _build_group, "compare": _build_compare,
     "time_series": _build_time_series, "top": _build_top, "rows": _build_rows, "share": _build_share,
+    "exists": _build_exists,
 }
 
 

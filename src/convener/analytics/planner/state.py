@@ -17,8 +17,8 @@ from convener.analytics.wording import Token
 
 @dataclass(frozen=True)
 class _Filter:
-    """``column op value``; ``values`` for IN; ``kind`` is value, number, year, date or boolean. ``start`` is
-    where in the question the condition was said (a share tells its condition from its base by it)."""
+    """``column op value``; ``values`` for IN; ``kind`` is value, name (the values one name names), number, year,
+    date or boolean. ``start`` is where in the question the condition was said (a share tells its condition from its base by it)."""
 
     column: str
     op: str
@@ -97,6 +97,8 @@ class _Reading:
     """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
     shown_per_row: bool = False
     """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
+    exists: bool = False
+    """A yes/no question: whether any row meets the conditions ("did any flight …")."""
     unplaced: list[str] = field(default_factory=list)
     """Columns the question names that no step made a key, filter, measure or ordering of ("per plane
     manufacturer" when the manufacturer could not be grouped by): words the plan does not account for."""

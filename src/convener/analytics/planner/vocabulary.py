@@ -68,7 +68,10 @@ _TREND_WORDS = frozenset({"change", "changed", "changes", "evolve", "evolved", "
                           "developed"})
 _FUTURE_WORDS = frozenset({"tomorrow", "forecast", "forecasts", "predict", "predicted", "prediction",
                            "projected", "projection", "future", "will"})
-_NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides"})
+_NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides",
+                        # contractions, as tokenized without their apostrophe ("didn't go to Atlanta")
+                        "didnt", "dont", "doesnt", "isnt", "wasnt", "werent", "arent", "havent", "hasnt",
+                        "hadnt"})
 _YEAR_PREPOSITIONS = {"in": "=", "during": "=", "of": "=", "for": "=", "from": "=", "on": "=",
                       "after": ">", "since": ">=", "before": "<", "until": "<=", "through": "<=",
                       "by": "<="}
@@ -97,6 +100,10 @@ _FILLER = frozenset({
     "ones", "one", "things", "items", "item", "stuff", "change", "changed", "changes", "evolve", "evolved",
     "trend", "trends", "develop", "developed", "chart", "charts", "plot", "graph", "visualize", "visualise",
     "visualization", "draw", "create", "make", "bar", "line", "pie", "histogram",
+    # verbs that only carry a measure or a place the question names beside them: "weigh over 6,000 grams",
+    # "cover more than 5,000 miles", "fly out of LaGuardia", "live on Biscoe"
+    "weigh", "weighs", "weighed", "cover", "covers", "covered", "fly", "flies", "flying", "live", "lives",
+    "living", "lived", "anything",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

@@ -1,0 +1,66 @@
+"""Yes/no questions about rows: "Did any flight go to Honolulu?", "Are there any Gentoo penguins on Dream?".
+The answer is whether at least one row meets the question's conditions, not the rows themselves: listing
+them would answer another question (and no rows would read as "nothing found" rather than "no")."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.state import _Reading
+
+_AUXILIARIES = frozenset({"does", "do", "did", "is", "are", "was", "were", "has", "have", "had"})
+_ANY = frozenset({"any", "anything", "anyone", "anybody", "ever"})
+
+
+def _clause_starts(reading: _Reading, text: str) -> list[int]:
+    """Where a clause of the question begins: its first word, and the first word after a comma or colon
+    ("On New Year's Day, did any flight …")."""
+    starts = [0]
+    for index in range(1, len(reading.tokens)):
+        between = text[reading.tokens[index - 1].end:reading.tokens[index].start]
+        if "," in between or ":" in between:
+            starts.append(index)
+    return starts
+
+
+def read_exists(reading: _Reading, text: str) -> None:
+    """An auxiliary verb opening a clause ("did", "are", "is") with "any", "anything" or "ever" after it,
+    or "is there a …": the question asks whether such rows exist. The words that ask it are read, and the
+    row noun right after "any" ("any flight") names the rows, not a column called flight."""
+    for start in _clause_starts(reading, text):
+        said = _asks_whether(reading, start)
+        if said:
+            reading.exists = True
+            reading.used.update(said)
+            return
+
+
+def _asks_whether(reading: _Reading, start: int) -> list[int]:
+    """The words of a clause starting at ``start`` that ask whether rows exist; empty when it does not."""
+    if reading.norm(start) not in _AUXILIARIES or not reading.free(start):
+        return []
+    after = start + 1
+    said = [start]
+    if reading.norm(after) == "there":
+        said.append(after)
+        after += 1
+        if reading.norm(after) in ("a", "an"):
+            _take_row_noun(reading, after + 1)
+            return [*said, after]
+    found = next((i for i in range(after, min(len(reading.tokens), after + 4))
+                  if reading.norm(i) in _ANY and reading.free(i)), None)
+    if found is None:
+        return []
+    _take_row_noun(reading, found + 1)
+    return [*said, found]
+
+
+def _take_row_noun(reading: _Reading, index: int) -> None:
+    """"any flight": a word naming the queried table's rows, read as them even where a column has its name."""
+    if index >= len(reading.tokens) or reading.tokens[index].stem not in _table_words(reading.base):
+        return
+    mention = reading.mention_at(index)
+    if mention is not None and (mention.is_value or mention.start != index or mention.end != index + 1):
+        return
+    if mention is not None:
+        reading.mentions.remove(mention)
+    reading.used.add(index)

@@ -1,0 +1,101 @@
+"""Places named as people name them ("out of Newark", "to LaGuardia", "Boston (BOS)") and yes/no questions
+("did any flight …"): read generally, and declined where the name says too little."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+FLIGHTS = TableInfo("flights", (ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("carrier", "STRING"),
+                                ColumnInfo("flight_date", "DATE"),
+                                ColumnInfo("origin", "STRING", "FAA code of the airport the flight left from"),
+                                ColumnInfo("dest", "STRING", "FAA code of the destination airport"),
+                                ColumnInfo("arr_delay", "INTEGER"), ColumnInfo("distance", "INTEGER",
+                                                                               "Distance in miles")),
+                    description="One row per flight.")
+AIRPORTS = TableInfo("airports", (ColumnInfo("faa", "STRING"), ColumnInfo("name", "STRING"),
+                                  ColumnInfo("tzone", "STRING")),
+                     description="Airports: one row per airport.")
+NAMES = {"EWR": "Newark Liberty Intl", "ZRP": "Newark Penn Station", "LGA": "La Guardia", "JFK": "John F Kennedy Intl",
+         "MIA": "Miami Intl", "BOS": "General Edward Lawrence Logan Intl", "ZTY": "Boston Back Bay Station",
+         "ATL": "Hartsfield Jackson Atlanta Intl", "AAA": "Adams County Airport", "BBB": "Baker County Airport",
+         "CCC": "Clay County Airport", "DDD": "Dade County Airport"}
+ROWS = [(1, "UA", "EWR", "MIA", 10, 1100), (2, "DL", "EWR", "ATL", -5, 750), (3, "DL", "LGA", "ATL", 20, 760),
+        (4, "B6", "JFK", "BOS", 3, 190), (5, "DL", "JFK", "MIA", 30, 1090), (6, "AA", "LGA", "MIA", None, 1096)]
+VALUES = {("flights", "carrier"): ["AA", "B6", "DL", "UA"], ("flights", "origin"): ["EWR", "JFK", "LGA"],
+          ("flights", "dest"): ["ATL", "BOS", "MIA"], ("airports", "faa"): sorted(NAMES),
+          ("airports", "name"): sorted(NAMES.values()), ("airports", "tzone"): ["America/Chicago"]}
+RELATIONSHIPS = (Relationship("flights", ("origin",), "airports", ("faa",)),
+                 Relationship("flights", ("dest",), "airports", ("faa",)))
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    rows = ", ".join(f"({n}, '{c}', DATE '2013-01-0{n}', '{o}', '{d}', {'NULL' if a is None else a}, {m})"
+                     for n, c, o, d, a, m in ROWS)
+    names = ", ".join(f"('{code}', '{name}', 'America/New_York')" for code, name in NAMES.items())
+    yield from database("CREATE TABLE flights (flight INTEGER, carrier VARCHAR, flight_date DATE, origin VARCHAR, "
+                        "dest VARCHAR, arr_delay INTEGER, distance INTEGER)", f"INSERT INTO flights VALUES {rows}",
+                        "CREATE TABLE airports (faa VARCHAR, name VARCHAR, tzone VARCHAR)",
+                        f"INSERT INTO airports VALUES {names}")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [FLIGHTS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=RELATIONSHIPS, related=[AIRPORTS])
+
+
+def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    return data.execute(plan(question).sql).fetchall()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What was the average arrival delay for flights out of Newark?", 2.5),
+    ("How many flights went to LaGuardia?", 0), ("How many flights left from LaGuardia?", 2),
+    ("How many flights went to Miami?", 3),
+])
+def test_a_place_named_inside_a_few_names_of_a_joined_table_is_those_names(
+        data: duckdb.DuckDBPyConnection, question: str, expected: float) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+@pytest.mark.parametrize("question", ["How many flights went to County?", "How many flights went to Springfield?",
+                                      "How many flights went to Chicago?"])
+def test_a_name_inside_many_names_or_none_or_a_code_is_declined(question: str) -> None:
+    with pytest.raises(NoPlan):
+        plan(question)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights went to Boston (BOS)?", 1),  # not 0: "Boston" is BOS's name here, not Back Bay Station
+    ("how many flights didn't go to Atlanta (ATL)?", 4),
+    ("Number of flights to Boston (BOS) versus Miami (MIA)", [("BOS", 1), ("MIA", 3)]),
+])
+def test_a_name_before_a_value_in_parentheses_is_that_values_name(
+        data: duckdb.DuckDBPyConnection, question: str, expected: object) -> None:
+    rows = answer(data, question)
+    assert (rows if isinstance(expected, list) else rows[0][0]) == expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Did any flight go from JFK to Miami (MIA)?", True), ("Did any flight go from JFK to Atlanta (ATL)?", False),
+    ("Are there any DL flights out of LaGuardia?", True), ("did carrier AA fly anything out of Newark?", False),
+    ("Does any flight in the data cover more than 1,000 miles?", True),
+    ("On January 2, 2013, was there a flight to Miami?", False),
+])
+def test_a_yes_no_question_asks_whether_any_row_meets_its_conditions(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+@pytest.mark.parametrize("question", ["Are there any flights per carrier?",
+                                      "Did any flight have a gate change?"])
+def test_a_yes_no_question_that_is_not_about_whether_rows_exist_is_declined(question: str) -> None:
+    with pytest.raises(NoPlan):
+        plan(question)

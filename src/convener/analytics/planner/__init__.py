@@ -88,7 +88,9 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
-    if reading.shown_per_row and shape != "rows":
+    # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
+    ranks_rows = shape == "top" and not reading.keys and reading.bucket is None
+    if reading.shown_per_row and shape != "rows" and not ranks_rows:
         # "average air time, with their manufacturer": columns to show beside rows, where no rows are shown
         unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted))
     query, name, explanation = _BUILDERS[shape](reading, dialect)

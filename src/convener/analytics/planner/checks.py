@@ -232,11 +232,30 @@ def _disjoint_periods(reading: _Reading) -> str | None:
     return None
 
 
+def _absent_rows(reading: _Reading) -> str | None:
+    """"Which airline has no flights", "carriers with no cancelled flights": a "no" left unread before the
+    rows of a table asks for what lacks such rows (an anti-join), which no plan of rows that exist answers."""
+    words = set(_table_words(reading.base))
+    if reading.scope is not None:
+        for join in reading.scope.joins:
+            words |= _table_words(join.table)
+    for index, token in enumerate(reading.tokens):
+        if token.norm != "no" or not reading.free(index):
+            continue
+        for after in range(index + 1, min(len(reading.tokens), index + 4)):
+            if reading.tokens[after].stem in words:
+                return " ".join(t.text for t in reading.tokens[index + 1:after + 1])
+    return None
+
+
 def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     """Refuse a plan that would silently ignore part of the question: an unsupported computation, an
     aggregate of nothing, a number or name left unexplained, several unknown words. Returns the one unknown
     word a plan may still be made without (a condition nothing in the data expresses, "premium"): the plan
     carries it so that the answer says it could not use it, rather than pass off a broader answer."""
+    absent = _absent_rows(reading)
+    if absent is not None:
+        raise NoPlan(f"finding what has no {absent} is not something this planner does")
     unsupported = _unsupported(reading)
     if unsupported:
         raise NoPlan(f"'{unsupported}' asks for more than this planner computes (counts, totals, averages, "

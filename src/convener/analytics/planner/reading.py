@@ -22,6 +22,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.yesno import read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
@@ -977,7 +978,13 @@ def _read_missing(reading: _Reading) -> None:
                     or not _had_before(reading, mention.start):
                 continue  # "the earliest egg date recorded for …" describes the date, it sets no condition
             said = range(mention.end, index)
-            lacking = _had_before(reading, mention.start) == "without"  # "without a delay recorded": empty
+            # "without a delay recorded", "no body mass recorded": empty
+            lacking = _had_before(reading, mention.start) in ("without", "no")
+            if lacking:
+                before = mention.start - 1
+                while reading.norm(before) in ("a", "an", "the", "their", "its"):
+                    before -= 1
+                reading.used.add(before)  # the "no" that says the column is empty is read with it
         else:
             said = range(index - 1, index) if reading.free(index - 1) else range(0)
             lacking = False
@@ -994,12 +1001,12 @@ def _read_missing(reading: _Reading) -> None:
 
 def _had_before(reading: _Reading, index: int) -> str | None:
     """The word before ``index``, past an article, when it says the rows have (or lack) something ("with",
-    "had", "without"); else None."""
+    "had", "without", "no"); else None."""
     index -= 1
     while reading.norm(index) in ("a", "an", "the", "their", "its"):
         index -= 1
     word = reading.norm(index)
-    return word if word in ("with", "had", "has", "have", "having", "without") else None
+    return word if word in ("with", "had", "has", "have", "having", "without", "no") else None
 
 
 # whether each word says the column holds a value (True) or is left empty (False)
@@ -1089,15 +1096,6 @@ def _read_their(reading: _Reading) -> bool:
     return True
 
 
-def _identifier(reading: _Reading) -> str | None:
-    """The queried table's own identifier column: ``id``, or the one column whose name ends in ``_id``."""
-    columns = [c.name for c in reading.base.columns]
-    if "id" in columns:
-        return "id"
-    ids = [name for name in columns if name.lower().endswith("_id")]
-    return ids[0] if len(ids) == 1 else None
-
-
 def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     """"the most recent order date", "when was the earliest order" (the greatest or least date), "which
     store is the oldest", "the 3 most recent orders", "the latest order" (the rows latest or earliest in
@@ -1158,6 +1156,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
     read_exists(reading, text)
+    read_column_list(reading, text)
     _read_clock_times(reading)
     _read_top(reading)
     _read_comparisons(reading)

@@ -217,14 +217,25 @@ def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if not reading.measures:
         raise NoPlan(f"could not tell what to rank the rows of {reading.table.name} by")
     column = reading.measures[0][0]
-    labels = _label_columns(reading, {column})
-    select: list[exp.Expr] = [_col(name) for name in [*labels, column]]
+    # The columns the question asks to see of each row ("…: ID, study, species"), else those that tell rows apart
+    labels = _shown(reading) or _label_columns(reading, {column})
+    select: list[exp.Expr] = [_col(name) for name in dict.fromkeys([*labels, column])]
     query = _Query(select, order=[exp.Ordered(this=_col(column), desc=descending)], limit=limit,
                    ties=reading.ties)
     reading.filters.append(_Filter(column, "not null", (), "number"))
     table = reading.table.name.split(".")[-1]
     name = f"{'top' if descending else 'bottom'}_{limit}_{snake(table)}_by_{snake(column)}"
     return query, name, f"Lists the {limit} rows of {reading.table.name} with the {order_word} {column}"
+
+
+def _shown(reading: _Reading) -> list[str]:
+    """The columns a ranking of rows shows of each: those asked for ("…: ID, study, species"); with the rows
+    shown whole ("… with their species"), the columns that tell rows apart come first."""
+    if not reading.shown_per_row:
+        return []
+    if reading.shown_whole:
+        return [*_label_columns(reading, set(reading.shown)), *reading.shown]
+    return list(reading.shown)
 
 
 def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: bool,
@@ -338,6 +349,10 @@ def _build_share(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """Every column of the filtered rows: a listing leaves the choice of columns to the reader."""
     table = reading.table.name.split(".")[-1]
+    if reading.shown and reading.shown_whole:
+        # "the flights … with their arrival delay": every column of the rows, and a joined one asked beside them
+        added = [_col(name) for name in reading.shown if reading.virtual(name)]
+        return _Query([exp.Star(), *added]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
         query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])

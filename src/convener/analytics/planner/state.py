@@ -97,6 +97,8 @@ class _Reading:
     """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
     shown_per_row: bool = False
     """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
+    shown_whole: bool = False
+    """The rows are shown whole, the shown columns beside them ("flights … with their arrival delay")."""
     exists: bool = False
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""
     unplaced: list[str] = field(default_factory=list)

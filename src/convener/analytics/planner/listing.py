@@ -1,0 +1,132 @@
+"""The columns a question asks to see of each row it lists or ranks: "…: date, carrier, flight, air_time",
+"(ID, study, bill length)", "Give its individual ID, study and species", "with their arrival delay"."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.state import _note_term, _Reading
+from convener.analytics.wording import phrase
+
+_GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return"})
+_WITH = frozenset({"with"})
+_OWNERS = frozenset({"me", "us", "the", "its", "their", "his", "her"})
+_JOINERS = frozenset({"and"})
+
+
+def read_column_list(reading: _Reading, text: str) -> None:
+    """A list of the queried table's columns (and "ID", its identifier), joined by commas and "and", after
+    a colon, a dash or an opening parenthesis, or after "give"/"show"/"with" ("with their …"): the columns
+    shown of each row. After "with" the rows are shown whole, the columns beside them ("flights … with their
+    arrival delay"); elsewhere they are what is shown. A single column counts after punctuation or "its"/
+    "their"; after a verb alone ("list the destinations") it is left to the listing's own reading."""
+    index = 0
+    while index < len(reading.tokens):
+        items, end = _items(reading, index, text)
+        if not items:
+            index += 1
+            continue
+        introducer = _introducer(reading, index, text)
+        if introducer is None or (len(items) < 2 and introducer in ("verb", "with")):
+            index = end
+            continue
+        for column, span in items:
+            if column not in reading.shown:
+                reading.shown.append(column)
+            for mention in [m for m in reading.mentions if m.start in span]:
+                reading.mentions.remove(mention)
+                _note_term(reading, mention)
+            reading.used.update(span)
+        reading.used.update(i for i in range(index, end) if reading.norm(i) in _JOINERS | _OWNERS)
+        reading.used.update(_introducer_words(reading, index))
+        reading.shown_per_row = True
+        reading.shown_whole = introducer in ("with", "with their")
+        return
+
+
+def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, range]], int]:
+    """The columns named from ``index`` on, one after another, joined by commas or "and" (and where the list
+    ends); empty when no column is named at ``index``."""
+    items: list[tuple[str, range]] = []
+    while True:
+        item = _item(reading, index)
+        if item is None:
+            break
+        items.append(item)
+        following = item[1].stop
+        if following >= len(reading.tokens):
+            break
+        joined = reading.norm(following) in _JOINERS and reading.free(following)
+        if "," in _gap(text, reading, following):
+            index = following + 1 if joined else following  # ", and"
+        elif joined:
+            index = following + 1
+        else:
+            break
+    return items, (items[-1][1].stop if items else index)
+
+
+def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
+    """The column named at ``index`` and the words that name it: a column's mention, with words of its
+    description right after it ("flight number" for ``flight``, "Flight number"), or "ID"."""
+    mention = reading.mention_at(index)
+    if mention is not None and not mention.is_value and mention.start == index and mention in reading.mentions:
+        column = reading.column(mention.target.column)
+        end = mention.end
+        described = set(phrase(column.description or ""))
+        while reading.free(end) and reading.tokens[end].stem in described and reading.norm(end) not in _JOINERS:
+            end += 1
+        return column.name, range(index, end)
+    if reading.norm(index) in ("id", "ids") and reading.free(index):
+        identifier = _identifier(reading)
+        if identifier is not None:
+            return identifier, range(index, index + 1)
+    return None
+
+
+def _identifier(reading: _Reading) -> str | None:
+    """The queried table's own identifier column: ``id``, or the one column whose name ends in ``_id``."""
+    columns = [c.name for c in reading.base.columns]
+    if "id" in columns:
+        return "id"
+    ids = [name for name in columns if name.lower().endswith("_id")]
+    return ids[0] if len(ids) == 1 else None
+
+
+def _gap(text: str, reading: _Reading, index: int) -> str:
+    """The characters between the token before ``index`` and the token at it."""
+    if not 0 < index < len(reading.tokens):
+        return ""
+    return text[reading.tokens[index - 1].end:reading.tokens[index].start]
+
+
+def _introducer(reading: _Reading, index: int, text: str) -> str | None:
+    """What opens a list of columns at ``index``: punctuation (a colon, a dash, a parenthesis), "with their",
+    "with" or a verb of showing ("give its", "give"); None when nothing does."""
+    gap = _gap(text, reading, index)
+    if any(mark in gap for mark in (":", "(", " - ", " – ", " — ")):
+        return "punctuation"
+    before = index - 1
+    owners = []
+    while before >= 0 and reading.norm(before) in _OWNERS and reading.free(before):
+        owners.append(reading.norm(before))
+        before -= 1
+    if before < 0 or not reading.free(before):
+        return None
+    word = reading.norm(before)
+    owned = any(owner in ("its", "their") for owner in owners)
+    if word in _WITH:
+        return "with their" if owned else "with"
+    if word in _GIVE:
+        return "punctuation" if owned else "verb"
+    return None
+
+
+def _introducer_words(reading: _Reading, index: int) -> list[int]:
+    """The words that open the list ("give its", "with their"), read with it."""
+    said = []
+    before = index - 1
+    while before >= 0 and reading.norm(before) in _OWNERS and reading.free(before):
+        said.append(before)
+        before -= 1
+    if before >= 0 and reading.norm(before) in _GIVE | _WITH and reading.free(before):
+        said.append(before)
+    return said

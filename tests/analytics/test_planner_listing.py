@@ -1,0 +1,61 @@
+"""The columns a question asks to see of each row it lists or ranks ("…: ID, study, species", "with their
+body mass"), a column said to be empty ("no body mass recorded"), and what has no rows at all (declined)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+PENGUINS = TableInfo("penguins", (
+    ColumnInfo("individual_id", "STRING", "Identifier of the penguin"), ColumnInfo("study", "STRING"),
+    ColumnInfo("species", "STRING", samples=("Adelie", "Gentoo")), ColumnInfo("island", "STRING",
+                                                                              samples=("Biscoe", "Dream")),
+    ColumnInfo("flipper_length_mm", "INTEGER", "Length of the flipper in millimetres"),
+    ColumnInfo("body_mass_g", "INTEGER", "Body mass in grams")), description="One row per penguin.")
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE penguins (individual_id VARCHAR, study VARCHAR, species VARCHAR, island VARCHAR, "
+                        "flipper_length_mm INTEGER, body_mass_g INTEGER)",
+                        "INSERT INTO penguins VALUES ('N1', 'S1', 'Adelie', 'Dream', 190, 3700), "
+                        "('N2', 'S1', 'Adelie', 'Biscoe', 200, NULL), ('N3', 'S2', 'Gentoo', 'Biscoe', 220, 5600), "
+                        "('N4', 'S2', 'Gentoo', 'Dream', 215, 6100)")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [PENGUINS])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Show Gentoo penguins on Dream (ID, study, body mass).", [("N4", "S2", 6100)]),
+    ("Penguins heavier than 5000 g: individual ID, species and island", [("N3", "Gentoo", "Biscoe"),
+                                                                         ("N4", "Gentoo", "Dream")]),
+    ("Which penguins have no body mass recorded? Give individual ID, study and island.", [("N2", "S1", "Biscoe")]),
+    ("Top 2 heaviest penguins: individual ID and species", [("N4", "Gentoo", 6100), ("N3", "Gentoo", 5600)]),
+])
+def test_the_columns_listed_are_what_each_row_shows(data: duckdb.DuckDBPyConnection, question: str,
+                                                    expected: list[tuple[object, ...]]) -> None:
+    assert sorted(data.execute(plan(question).sql).fetchall()) == sorted(expected)
+
+
+def test_columns_asked_with_the_rows_are_shown_beside_the_whole_rows(data: duckdb.DuckDBPyConnection) -> None:
+    result = data.execute(plan("List the Adelie penguins on Dream with their body mass.").sql)
+    columns = [column[0] for column in result.description]
+    assert {"individual_id", "species", "body_mass_g"} <= set(columns)
+    assert len(result.fetchall()) == 1
+
+
+def test_a_single_column_after_a_verb_stays_a_listing_of_its_values(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("List the species of penguins on Biscoe").sql).fetchall() == [("Adelie",), ("Gentoo",)]
+
+
+def test_what_has_no_rows_is_declined_rather_than_listed_without_the_condition() -> None:
+    with pytest.raises(NoPlan):
+        plan("Which island has no penguins? Give its name.")

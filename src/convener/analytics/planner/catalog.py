@@ -652,11 +652,24 @@ def _table_words(table: TableInfo) -> set[str]:
 
 
 def _row_nouns(description: str) -> set[str]:
-    """What one row is, from a description saying "one row per day" or "one row per symbol and month"."""
-    match = re.search(r"row (?:per|for each|for every|is an?)\s+([\w ]+)", description, re.IGNORECASE)
+    """What one row is, from a description saying "one row per day" or "one row per symbol and month"; a
+    name in parentheses right after is another name of it ("one row per penguin (nest)")."""
+    match = re.search(r"row (?:per|for each|for every|is an?)\s+([\w ]+)(?:\(([\w ]+)\))?", description,
+                      re.IGNORECASE)
     if not match:
         return set()
-    return {word for word in phrase(match.group(1)) if word not in ("and", "or")}
+    said = f"{match.group(1)} {match.group(2) or ''}"
+    return {word for word in phrase(said) if word not in ("and", "or")}
+
+
+def _single_row_noun(description: str) -> set[str]:
+    """The noun of a description saying one row is one thing ("one row per flight", "one row per penguin
+    (nest)"), with its forms; empty where a row is several things at once ("one row per symbol and month")."""
+    match = re.search(r"row (?:per|for each|for every|is an?)\s+([\w ]+)(?:\(([\w ]+)\))?", description,
+                      re.IGNORECASE)
+    if not match or len(phrase(match.group(1))) != 1:
+        return set()
+    return _forms(phrase(f"{match.group(1)} {match.group(2) or ''}"))
 
 
 @lru_cache(maxsize=1024)

@@ -9,7 +9,14 @@ from itertools import pairwise
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
-from convener.analytics.planner.catalog import _common, _compared_forms, _Mention, _table_words, _vocabulary
+from convener.analytics.planner.catalog import (
+    _common,
+    _compared_forms,
+    _Mention,
+    _single_row_noun,
+    _table_words,
+    _vocabulary,
+)
 from convener.analytics.planner.clock import _read_clock_times
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
 from convener.analytics.planner.judgement import _read_judgement
@@ -527,6 +534,14 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             reading.used.update((after, after + 1))
             after += 2
         mention = reading.mention_at(after)
+        if mention and not mention.is_value and mention.start == after == mention.end - 1 \
+                and reading.tokens[after].stem in _single_row_noun(reading.base.description or ""):
+            # "the average number of seats per flight": each of the rows, not a group of them by a column
+            # that happens to be called as they are
+            reading.mentions.remove(mention)
+            reading.used.update(range(index, after + 1))
+            index = after + 1
+            continue
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
             if _is_order_measure(reading, mention, marker):
@@ -776,10 +791,11 @@ def _read_measures(reading: _Reading) -> None:
 
 
 def _read_extreme(reading: _Reading) -> None:
-    """"Longest flipper in each study": a superlative of measure that ranks nothing (no top N, no row asked
-    for) is the greatest or least value, per group when grouped."""
+    """"Longest flipper in each study", "heaviest body mass recorded for a penguin on Torgersen": a
+    superlative of measure that ranks nothing (no top N, no row asked for) is the greatest or least value,
+    per group when grouped."""
     if reading.top is not None or reading.order_measure is None or reading.direction is None \
-            or reading.count or reading.distinct or reading.measures or not reading.keys:
+            or reading.count or reading.distinct or reading.measures:
         return
     reading.measures.append((reading.order_measure, MAX if reading.direction else MIN))
     reading.order_measure = None

@@ -94,10 +94,19 @@ def _values(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, str]]:
     if reading.measures:
         counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
         return [*counted, *_measures(reading, dialect)]
-    if not (reading.count or reading.distinct or _names_rows(reading)):
+    if not (reading.count or reading.distinct or _names_rows(reading) or _ranks_by_condition(reading)):
         by = " and ".join(reading.keys) or "group"
         raise NoPlan(f"could not tell what to compute for each {by} of {reading.table.name}")
     return [_count_expression(reading)]
+
+
+def _ranks_by_condition(reading: _Reading) -> bool:
+    """"Which month had the most cancellations": a condition on the rows named right after "most" or
+    "fewest" is what is counted in each group."""
+    conditions = {f.start for f in reading.filters if f.kind == "boolean"}
+    return reading.top is not None and any(
+        token.norm in ("most", "fewest", "least") and conditions & {index + 1, index + 2, index + 3}
+        for index, token in enumerate(reading.tokens))
 
 
 def _names_rows(reading: _Reading) -> bool:

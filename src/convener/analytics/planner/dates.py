@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.periods import read_periods
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _UNITS, _YEAR_PREPOSITIONS
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
@@ -84,6 +85,7 @@ def _read_dates(reading: _Reading) -> None:
     column = _time_column(reading)
     if column is None:
         return
+    read_periods(reading, column)
     _read_full_dates(reading, column)
     _read_year_ranges(reading, column)
     _read_years(reading, column)

@@ -29,6 +29,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.lateness import read_lateness
 from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.yesno import read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
@@ -1175,6 +1176,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_column_list(reading, text)
     _read_clock_times(reading)
     _read_top(reading)
+    read_lateness(reading)
     _read_comparisons(reading)
     _read_dates(reading)
     reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])

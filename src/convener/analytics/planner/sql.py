@@ -407,6 +407,13 @@ def _month_of(column: exp.Expr, dialect: str) -> exp.Expr:
     return exp.Extract(this=exp.var("MONTH"), expression=column)
 
 
+def _day_of(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The day of the month of a date column as a number 1-31, per dialect."""
+    if dialect == "sqlite":
+        return _substitute(sqlglot.parse_one("CAST(STRFTIME('%d', x) AS INTEGER)", read="sqlite"), column)
+    return exp.Extract(this=exp.var("DAY"), expression=column)
+
+
 def _year_of(column: exp.Expr, dialect: str) -> exp.Expr:
     """The year of a date column as a number, per dialect."""
     return _bucket(column, "year", dialect)
@@ -447,8 +454,8 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
         return _compare(column, item.op, [_date(str(v)) for v in item.values])
     if item.kind == "month":
         return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
-    if item.kind == "month":
-        return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
+    if item.kind == "day":
+        return _compare(_day_of(column, dialect), item.op, [_literal(v) for v in item.values])
     if item.kind == "boolean":
         return column if item.values == ("true",) else exp.Not(this=column)
     return _compare(column, item.op, [_literal(v) for v in item.values])
@@ -622,7 +629,7 @@ def _describe_filters(filters: list[_Filter]) -> str:
             continue
         values = [_plain(v) for v in item.values]
         shown = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)
-        if item.kind in ("year", "month"):
+        if item.kind in ("year", "month", "day"):
             subject = f"the {item.kind} of {item.column}"
         else:
             subject = item.column

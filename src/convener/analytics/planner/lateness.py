@@ -1,0 +1,101 @@
+"""Lateness said in words: "left more than an hour late", "arrived more than 50 minutes early", "more than two
+hours behind schedule". The column is the table's delay (in a unit of time) at the end of the trip the verb
+names (leaving: the departure's delay; arriving: the arrival's), and "early" is a delay below zero."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.scope import _direction_of
+from convener.analytics.planner.state import _Filter, _matches, _Reading
+from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
+from convener.analytics.planner.vocabulary import _AWAY, _COMPARATORS, _TOWARD
+from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo
+from convener.analytics.wording import phrase
+
+_LATE = (("behind", "schedule"), ("late",), ("later",))
+_EARLY = (("ahead", "of", "schedule"), ("early",), ("earlier",))
+_TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
+_FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
+_VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
+                    "arrives", "arrived", "arriving", "land", "lands", "landed", "landing"})
+
+
+def _delay_columns(reading: _Reading) -> list[ColumnInfo]:
+    """Numeric columns of the queried table that are a delay in a unit of time ("dep_delay": "Departure delay
+    in minutes")."""
+    return [column for column in reading.base.columns if column.type in NUMBER_TYPES
+            and "delay" in {*phrase(column.name), *phrase(column.description or "")}
+            and unit_of(column) in _TIME_UNITS]
+
+
+def read_lateness(reading: _Reading) -> None:
+    """"<comparison> <number> <unit of time> late|early|behind schedule": a condition on the delay of the
+    end of the trip a verb of the clause names; where no verb or several delays leave the column open, the
+    words are left to the other readings (and refused when none reads them)."""
+    delays = _delay_columns(reading)
+    if not delays:
+        return
+    for index in range(len(reading.tokens)):
+        for words, op in _COMPARATORS:
+            if _matches(reading, index, words):
+                _read_one(reading, index, len(words), op, delays)
+                break
+
+
+def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[ColumnInfo]) -> None:
+    number_at = index + size
+    token = reading.tokens[number_at] if number_at < len(reading.tokens) else None
+    if token is None or not reading.free(number_at):
+        return
+    if token.number is not None:
+        amount, unit_at = token.number, number_at + 1
+    elif token.norm in ("a", "an"):
+        amount, unit_at = 1.0, number_at + 1  # "more than an hour late"
+    else:
+        return
+    unit = unit_named(reading.norm(unit_at))
+    if unit not in _TIME_UNITS or not reading.free(unit_at):
+        return
+    after = unit_at + 1
+    late = next((words for words in _LATE if _said(reading, after, words)), None)
+    early = next((words for words in _EARLY if _said(reading, after, words)), None)
+    said = late or early
+    if said is None:
+        return
+    column, verb = _column(reading, index, delays)
+    if column is None:
+        return
+    own = unit_of(column)
+    value = amount if own == unit else amount * CONVERSIONS.get((unit, own or ""), 0)
+    if not value:
+        return
+    if early:
+        op, value = _FLIPPED[op], -value
+    reading.filters.append(_Filter(column.name, op, (value,), "number", index))
+    span = range(index, after + len(said))
+    # "late" (a glossary condition), "schedule" (part of sched_dep_time's name): read here, as the delay
+    for mention in [m for m in reading.mentions if m.start in span or m.end - 1 in span]:
+        reading.mentions.remove(mention)
+    reading.used.update(span)
+    if verb is not None:
+        reading.used.add(verb)
+
+
+def _said(reading: _Reading, index: int, words: tuple[str, ...]) -> bool:
+    """Whether ``words`` stand at ``index``, unread (a mention of them is read over: "late" as a glossary
+    condition is the lateness compared here)."""
+    return all(reading.norm(index + offset) == word and index + offset not in reading.used
+               for offset, word in enumerate(words))
+
+
+def _column(reading: _Reading, index: int, delays: list[ColumnInfo]) -> tuple[ColumnInfo | None, int | None]:
+    """The delay a comparison at ``index`` is about, and the verb that said which: the only delay, else the
+    one at the end of the trip the nearest verb of leaving or arriving before it names."""
+    verb = next((i for i in range(index - 1, max(-1, index - 6), -1)
+                 if reading.norm(i) in _VERBS and reading.free(i)), None)
+    if verb is None:
+        return (delays[0], None) if len(delays) == 1 else (None, None)
+    direction = "toward" if reading.norm(verb) in _TOWARD else "away" if reading.norm(verb) in _AWAY else None
+    matching = [column for column in delays if _direction_of(column) == direction]
+    if len(matching) != 1:
+        return None, None
+    return matching[0], verb

@@ -1,0 +1,121 @@
+"""Periods said in words: ranges of days or months ("between July 3 and July 5, 2013", "from June through
+August 2013") and days known by name ("Christmas Day 2013", "New Year's Day"), as conditions on a date
+column."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.shapes import TIME_TYPES, ColumnInfo
+from convener.analytics.wording import MONTHS, Token
+
+_HOLIDAYS: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
+    (("new", "year", "day"), (1, 1)), (("new", "years", "day"), (1, 1)), (("new", "year", "eve"), (12, 31)),
+    (("new", "years", "eve"), (12, 31)), (("christmas", "day"), (12, 25)), (("christmas", "eve"), (12, 24)),
+    (("christmas",), (12, 25)), (("independence", "day"), (7, 4)), (("valentine", "day"), (2, 14)),
+    (("valentines", "day"), (2, 14)), (("halloween",), (10, 31)),
+)
+"""Days of the year known by a name that falls on the same date every year."""
+_RANGES = (("between", "and"), ("from", "to"), ("from", "through"), ("from", "until"), ("from", "till"))
+
+
+def read_periods(reading: _Reading, column: ColumnInfo) -> None:
+    """Read named days and ranges of days or months on ``column``, before single dates are; where it is no
+    date column (a year: "New Year's Day" names a column called year), on the table's first date column."""
+    if column.type not in TIME_TYPES:
+        dates = [c for c in reading.base.columns if c.type in TIME_TYPES]
+        if not dates:
+            return
+        column = dates[0]
+    _read_day_ranges(reading, column)
+    _read_holidays(reading, column)
+
+
+def _month_at(reading: _Reading, index: int) -> int | None:
+    token = reading.tokens[index] if 0 <= index < len(reading.tokens) else None
+    if token is None or token.kind != "word" or token.norm not in MONTHS or index in reading.used:
+        return None
+    return MONTHS[token.norm] if len(token.norm) > 3 or token.text[:1].isupper() else None
+
+
+def _day_at(reading: _Reading, index: int) -> int | None:
+    token = reading.tokens[index] if 0 <= index < len(reading.tokens) else None
+    if token is None or token.kind != "number" or not token.is_integer or index in reading.used:
+        return None
+    return int(token.number or 0) if 1 <= (token.number or 0) <= 31 else None
+
+
+def _year_at(reading: _Reading, index: int) -> int | None:
+    token = reading.tokens[index] if 0 <= index < len(reading.tokens) else None
+    if token is None or token.kind != "number" or not token.is_integer or "." in token.text or index in reading.used:
+        return None
+    return int(token.number or 0) if 1800 <= (token.number or 0) <= 2100 else None
+
+
+def _iso(year: int, month: int, day: int) -> str:
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        raise NoPlan(f"{year}-{month:02d}-{day:02d} is not a date") from None
+
+
+def _read_day_ranges(reading: _Reading, column: ColumnInfo) -> None:
+    """"between July 3 and July 5, 2013", "from March 1 to 15, 2013" (both days included) and "from June
+    through August 2013" (whole months), the year said once at the end."""
+    for index in range(len(reading.tokens)):
+        first_month = _month_at(reading, index + 1)
+        if index in reading.used or first_month is None:
+            continue
+        first_day = _day_at(reading, index + 2)
+        at = index + (3 if first_day else 2)
+        if (reading.norm(index), reading.norm(at)) not in _RANGES:
+            continue
+        second_month = _month_at(reading, at + 1)
+        second_at = at + 2 if second_month else at + 1
+        second_day = _day_at(reading, second_at) if first_day else None
+        year_at = second_at + 1 if second_day else second_at
+        year = _year_at(reading, year_at)
+        if year is None or (first_day is None) != (second_day is None) or (second_month is None and not second_day):
+            continue
+        last_month = second_month or first_month
+        if first_day is not None and second_day is not None:
+            start, end, op = _iso(year, first_month, first_day), _iso(year, last_month, second_day), "<="
+        else:
+            start = _iso(year, first_month, 1)
+            end, op = _iso(year + (last_month == 12), last_month % 12 + 1, 1), "<"
+        reading.filters.append(_Filter(column.name, ">=", (start,), "date", index))
+        reading.filters.append(_Filter(column.name, op, (end,), "date", index))
+        reading.used.update(range(index, year_at + 1))
+        if reading.norm(index - 1) == "in":
+            reading.used.add(index - 1)
+
+
+def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:
+    """"Christmas Day 2013" (that day), "on New Year's Day" (that day of every year in the data)."""
+    tokens = reading.tokens
+    for index in range(len(tokens)):
+        for words, (month, day) in _HOLIDAYS:
+            span = range(index, index + len(words))
+            if any(i in reading.used or reading.norm(i) != word for i, word in zip(span, words, strict=False)) \
+                    or span.stop > len(tokens) or not _capitalised(tokens[index]):
+                continue
+            year = _year_at(reading, span.stop)
+            said = [*span, span.stop] if year is not None else list(span)
+            if year is not None:
+                reading.filters.append(_Filter(column.name, "=", (_iso(year, month, day),), "date", index))
+            else:
+                reading.filters.append(_Filter(column.name, "=", (month,), "month", index))
+                reading.filters.append(_Filter(column.name, "=", (day,), "day", index))
+            reading.used.update(said)
+            for mention in [m for m in reading.mentions if m.start in said]:
+                reading.mentions.remove(mention)  # "Year's" is no column called year here
+            if reading.norm(index - 1) in ("on", "during"):
+                reading.used.add(index - 1)
+            break
+
+
+def _capitalised(token: Token) -> bool:
+    """Days known by name are written as names ("Christmas"); "new year" in lower case may be anything."""
+    return token.text[:1].isupper()

@@ -1,0 +1,62 @@
+"""Lateness and periods said in words: "left more than an hour late", "arrived more than 5 minutes early",
+"between July 3 and July 5, 2013", "from June through August 2013", "Christmas Day 2013", "New Year's Day"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+FLIGHTS = TableInfo("flights", (
+    ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("flight_date", "DATE"),
+    ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes (negative when early)"),
+    ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes (negative when early)")),
+    description="One row per flight.")
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE flights (flight INTEGER, flight_date DATE, dep_delay INTEGER, arr_delay INTEGER)",
+        "INSERT INTO flights VALUES (1, '2013-01-01', 90, 80), (2, '2013-07-03', -5, -30), (3, '2013-07-05', 130, 125), "
+        "(4, '2013-07-06', 0, -2), (5, '2013-08-31', 20, 70), (6, '2013-12-25', 61, 50), (7, '2014-01-01', 5, 3)")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [FLIGHTS])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights left more than an hour late?", 3), ("How many flights left more than two hours behind schedule?", 1),
+    ("How many flights arrived more than 20 minutes early?", 1), ("How many flights arrived at least 60 minutes late?", 3),
+])
+def test_lateness_is_the_delay_of_the_end_the_verb_names(data: duckdb.DuckDBPyConnection, question: str,
+                                                          expected: int) -> None:
+    assert data.execute(plan(question).sql).fetchall() == [(expected,)]
+
+
+def test_lateness_without_a_verb_between_two_delays_is_declined() -> None:
+    with pytest.raises(NoPlan):
+        plan("How many flights were more than an hour late?")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights were there between July 3 and July 5, 2013?", 2),
+    ("How many flights were there from June through August 2013?", 4),
+    ("How many flights were there on Christmas Day 2013?", 1),
+    ("How many flights were there on New Year's Day?", 2),  # that day of every year in the data
+    ("Did any flight leave more than an hour late on New Year's Day 2014?", False),
+])
+def test_periods_said_in_words_are_ranges_of_dates(data: duckdb.DuckDBPyConnection, question: str,
+                                                   expected: object) -> None:
+    assert data.execute(plan(question).sql).fetchall() == [(expected,)]
+
+
+def test_a_range_of_days_without_a_year_is_not_guessed() -> None:
+    with pytest.raises(NoPlan):
+        plan("How many flights were there between July 3 and July 5?")

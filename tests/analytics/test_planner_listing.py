@@ -59,3 +59,12 @@ def test_a_single_column_after_a_verb_stays_a_listing_of_its_values(data: duckdb
 def test_what_has_no_rows_is_declined_rather_than_listed_without_the_condition() -> None:
     with pytest.raises(NoPlan):
         plan("Which island has no penguins? Give its name.")
+
+
+def test_a_short_plural_names_its_column(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("how many distinct individual IDs are there?").sql).fetchall() == [(4,)]
+
+
+def test_the_n_rows_ranked_may_be_named_with_values_before_their_noun(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan("Show me the 1 Gentoo penguins with the longest flippers (ID, flipper length).").sql)
+    assert rows.fetchall() == [("N3", 220)]

@@ -99,3 +99,9 @@ def test_a_yes_no_question_asks_whether_any_row_meets_its_conditions(
 def test_a_yes_no_question_that_is_not_about_whether_rows_exist_is_declined(question: str) -> None:
     with pytest.raises(NoPlan):
         plan(question)
+
+
+def test_a_share_split_by_the_verb_that_chose_the_join_counts_only_what_follows_it(
+        data: duckdb.DuckDBPyConnection) -> None:
+    # of DL's 3 flights, one left from Newark: the share is of DL's flights, not of all of them
+    assert answer(data, "What percent of DL's flights departed from Newark?") == [(100 / 3,)]

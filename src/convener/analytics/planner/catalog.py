@@ -356,8 +356,8 @@ def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, 
     compared ("lowest", "hotter" for "low", "hot"); for column names also when the part abbreviates it
     ("temp" → "temperature", "max" → "maximum") or the two share a long stem ("weigh"/"weight",
     "generate"/"generation")."""
-    if token.stem == part or token.norm == part:
-        return True, True
+    if token.stem == part or token.norm == part or token.norm == part + "s" and len(part) > 1:
+        return True, True  # (the stemmer keeps short plurals whole: "IDs" for "id")
     if token.kind != "word":
         return False, False
     if abbreviations and token.norm in _compared_forms(part):

@@ -453,9 +453,13 @@ def _read_top(reading: _Reading) -> None:
             reading.used.update((index, index + 1))
             return
         if token.norm == "the" and _number_at(reading, index + 1) and _direction(tokens[index + 2:]) is not None:
-            named = reading.mention_at(index + 2)
-            if named is not None and not named.is_value and named.start == index + 2 \
-                    or reading.tokens[index + 2].stem in _table_words(reading.base):  # "the 5 planes with the most seats"
+            after = index + 2
+            while (value := reading.mention_at(after)) is not None and value.is_value and value.start == after:
+                after = value.end  # "the 3 Adelie penguins with the longest flippers": values of the rows
+            named = reading.mention_at(after)
+            if named is not None and not named.is_value and named.start == after \
+                    or after < len(tokens) and reading.tokens[after].stem in _table_words(reading.base):
+                # "the 5 planes with the most seats"
                 # "the two tail numbers with the most flights"
                 reading.top = int(tokens[index + 1].number or 0)
                 reading.used.update((index, index + 1))
@@ -921,8 +925,10 @@ def _read_share(reading: _Reading) -> None:
         if token.norm == "ratio":
             _read_ratio(reading, index)
             return
+        # a verb that also picked the way to a joined table ("departed from Newark") still splits the share
+        said = reading.scope.said if reading.scope is not None else frozenset()
         verb = next((i for i in range(index + 2, len(reading.tokens))
-                     if reading.norm(i) in _SHARE_VERBS and i not in reading.used), None)
+                     if reading.norm(i) in _SHARE_VERBS and (i not in reading.used or i in said)), None)
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)

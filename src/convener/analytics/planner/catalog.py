@@ -404,6 +404,8 @@ def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...
         window = content[first:first + size]
         if window[-1] - window[0] > 2 * size + 1:
             continue
+        if any(tokens[i].norm in ("and", "or") for i in range(window[0], window[-1])):
+            continue  # "their ids and runners" lists two columns; it is no name of one
         result = _window_match([tokens[i] for i in window], words, abbreviations)
         if result is not None:
             spans.append((window[0], window[-1] + 1, result))

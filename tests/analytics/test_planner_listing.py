@@ -1,5 +1,6 @@
 """The columns a question asks to see of each row it lists or ranks ("…: ID, study, species", "with their
-body mass"), a column said to be empty ("no body mass recorded"), and what has no rows at all (declined)."""
+body mass"), a column said to be empty ("no body mass recorded"), what has no rows at all (declined), and
+two groups of penguins set against each other ("is the average … of Gentoos greater than that of …")."""
 
 from __future__ import annotations
 
@@ -68,3 +69,21 @@ def test_a_short_plural_names_its_column(data: duckdb.DuckDBPyConnection) -> Non
 def test_the_n_rows_ranked_may_be_named_with_values_before_their_noun(data: duckdb.DuckDBPyConnection) -> None:
     rows = data.execute(plan("Show me the 1 Gentoo penguins with the longest flippers (ID, flipper length).").sql)
     assert rows.fetchall() == [("N3", 220)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Is the average flipper length of Gentoo penguins greater than that of Adelie penguins?", True),
+    ("Is the average body mass of penguins on Dream lower than that of penguins on Biscoe?", True),
+    ("By how many grams is the average Gentoo heavier than the average Adelie?", 2150.0),
+    ("How many mm longer, on average, are the flippers of Gentoo penguins than those of Adelie penguins?", 22.5),
+])
+def test_two_groups_set_against_each_other_by_a_comparative(data: duckdb.DuckDBPyConnection, question: str,
+                                                            expected: object) -> None:
+    assert data.execute(plan(question).sql).fetchall() == [(expected,)]
+
+
+@pytest.mark.parametrize("question", ["How many more Gentoo penguins are there than Adelie penguins?",
+                                      "By how much is Gentoo better than Adelie?"])
+def test_a_comparison_of_groups_with_no_one_measure_is_declined(question: str) -> None:
+    with pytest.raises(NoPlan):
+        plan(question)

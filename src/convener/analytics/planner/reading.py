@@ -29,6 +29,8 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.contrast import read_contrast
+from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.lateness import read_lateness
 from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.yesno import read_exists
@@ -63,26 +65,6 @@ from convener.analytics.planner.vocabulary import (
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, stem
-
-
-def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
-    """The column words an adjective of measure names, whether more is more, and its degree (base,
-    comparative or superlative): "longer" → (("length",), True, "comparative")."""
-    if word in _IRREGULAR_DIMENSIONS:
-        nouns, high = _DIMENSIONS[_IRREGULAR_DIMENSIONS[word]]
-        return nouns, high, "superlative" if word.endswith("est") else "comparative"
-    for base, (nouns, high) in _DIMENSIONS.items():
-        if word == base:
-            return nouns, high, "base"
-        if word in _compared_forms(base):
-            return nouns, high, "superlative" if word.endswith("est") else "comparative"
-    return None
-
-
-def _measured_columns(reading: _Reading, nouns: tuple[str, ...]) -> list[str]:
-    """Numeric columns whose names hold one of ``nouns`` ("bill_length_mm" for length)."""
-    return [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
-            and any(noun in phrase(c.name) or stem(noun) in phrase(c.name) for noun in nouns)]
 
 
 def _read_dimensions(reading: _Reading) -> None:
@@ -1185,6 +1167,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_lateness(reading)
     _read_comparisons(reading)
     _read_dates(reading)
+    read_contrast(reading)
     reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
     _read_dimensions(reading)
     _read_ties(reading)

@@ -18,7 +18,7 @@ def _settle_count(reading: _Reading) -> None:
 
 
 def _shape(reading: _Reading) -> str:
-    """Which of the eight shapes the reading calls for; rankings first, since they may also group. A yes/no
+    """Which of the nine shapes the reading calls for; rankings first, since they may also group. A yes/no
     question is answered as whether any of the rows exists, and only a question about rows can be."""
     shape = _shape_asked(reading)
     if not reading.exists:
@@ -30,6 +30,8 @@ def _shape(reading: _Reading) -> str:
 
 def _shape_asked(reading: _Reading) -> str:
     """The shape of what the question computes, yes/no aside."""
+    if reading.contrast is not None:
+        return "contrast"
     multi = [f for f in reading.filters if f.op in ("in",) and f.kind in ("value", "year")]
     if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
         return "share"

@@ -130,6 +130,34 @@ def _build_exists(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
         f"Tells whether any row of {reading.table.name} meets the conditions"
 
 
+def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """One measure over two groups of rows, set against each other: whether the first's is higher (or lower)
+    than the second's, or by how much, each group's aggregate over its rows only (CASE WHEN, portable)."""
+    assert reading.contrast is not None
+    first, second, higher, asked = reading.contrast
+    measures = list(dict.fromkeys(reading.measures))  # "how many mm longer are the flippers": one, said twice
+    if len(measures) != 1:
+        raise NoPlan("two groups are compared on one measure at a time; name the one to compare")
+    column, agg = measures[0]
+    agg = agg or AVG
+    if agg == MEDIAN and dialect == "sqlite":
+        raise NoPlan("a median cannot be computed on SQLite")
+    functions: dict[str, type[exp.Func]] = {AVG: exp.Avg, SUM: exp.Sum, MIN: exp.Min, MAX: exp.Max,
+                                            MEDIAN: exp.Median}
+
+    def of(item: _Filter) -> exp.Expr:
+        return functions[agg](this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=_col(column))]))
+
+    left, right = (of(first), of(second)) if higher else (of(second), of(first))
+    groups = f"{_describe_filters([first]).removeprefix(', where ')} and {_describe_filters([second]).removeprefix(', where ')}"
+    words = f"the {_AGG_NAMES[agg]} {column} of the rows of {reading.table.name} where {groups}"
+    if asked == "whether":
+        answer = exp.alias_(exp.GT(this=left, expression=right), "answer", quoted=True)
+        return _Query([answer]), f"{_measure_alias(agg, column)}_compared", f"Tells which is higher of {words}"
+    difference = exp.alias_(exp.Sub(this=left, expression=right), "difference", quoted=True)
+    return _Query([difference]), f"difference_in_{_measure_alias(agg, column)}", f"Computes the difference between {words}"
+
+
 def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """SELECT AVG/SUM/MIN/MAX/MEDIAN of the measures, no grouping."""
     counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
@@ -375,7 +403,7 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 _BUILDERS: dict[str, Callable[[_Reading, str], tuple[_Query, str, str]]] = {
     "count": _build_count, "aggregate": _build_aggregate, "group": _build_group, "compare": _build_compare,
     "time_series": _build_time_series, "top": _build_top, "rows": _build_rows, "share": _build_share,
-    "exists": _build_exists,
+    "exists": _build_exists, "contrast": _build_contrast,
 }
 
 

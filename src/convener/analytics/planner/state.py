@@ -99,6 +99,10 @@ class _Reading:
     """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
     shown_whole: bool = False
     """The rows are shown whole, the shown columns beside them ("flights … with their arrival delay")."""
+    contrast: tuple[_Filter, _Filter, bool, str] | None = None
+    """Two groups set against each other ("is the average … of males greater than that of females"): the
+    first's condition, the second's, whether the comparative says higher, and what is asked ("whether" or
+    "difference")."""
     exists: bool = False
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""
     unplaced: list[str] = field(default_factory=list)

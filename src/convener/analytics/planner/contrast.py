@@ -1,0 +1,118 @@
+"""Two groups set against each other by a comparative: "Is the average bill depth of male penguins greater
+than that of females?" (yes or no), "By how many grams is the average Gentoo heavier than the average
+Adelie?", "How many miles longer, on average, are flights from JFK than flights from LGA?" (the difference).
+The groups are two values of one column, one before the comparative and one after "than"; the measure is
+the column the question names, the one an adjective of measure names ("heavier": a mass) or the one its
+unit names ("miles")."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.catalog import _Mention
+from convener.analytics.planner.dimensions import _dimension, _measured_columns
+from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.planner.units import UNIT_NAMES, described_in
+from convener.analytics.planner.vocabulary import AVG
+from convener.analytics.shapes import NUMBER_TYPES
+from convener.analytics.wording import phrase, stem
+
+_HIGHER = frozenset({"greater", "higher", "more", "larger", "bigger", "later", "longer", "heavier", "further",
+                     "farther", "wider", "deeper", "taller", "faster"})
+_LOWER = frozenset({"less", "lower", "fewer", "smaller", "earlier", "shorter", "lighter", "narrower", "shallower",
+                    "slower"})
+_AUXILIARIES = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "had"})
+_FILLER_AFTER_THAN = frozenset({"that", "those", "the", "of", "for", "one", "ones"})
+
+
+def read_contrast(reading: _Reading) -> None:
+    """A comparative before "than" with a value on each side, of one column, in a question asking whether
+    ("is …") or by how much ("by how many grams", "how many miles longer"): ``reading.contrast``."""
+    than = next((i for i, t in enumerate(reading.tokens) if t.norm == "than" and reading.free(i)), None)
+    if than is None or than == 0:
+        return
+    # the comparative nearest before "than": "heavier than", "longer, on average, are flights from JFK than"
+    comparative = next((i for i in range(than - 1, max(-1, than - 13), -1)
+                        if reading.norm(i) in _HIGHER | _LOWER and reading.free(i)), None)
+    if comparative is None:
+        return
+    word = reading.norm(comparative)
+    form = _form(reading, comparative)
+    if form is None:
+        return
+    kind, said = form
+    after = _value_after(reading, than + 1)
+    if after is None:
+        return
+    before = next((m for m in sorted(reading.mentions, key=lambda m: -m.start)
+                   if m.is_value and m.end <= than and m.target.column == after.target.column), None)
+    if before is None:
+        return
+    measure = _measure(reading, comparative, said)
+    reading.contrast = (_side(before), _side(after), word in _HIGHER, kind)
+    for mention in (before, after):
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+        _note_term(reading, mention)
+    reading.used.update((comparative, than, *said))
+    reading.used.update(i for i in range(than + 1, after.start) if reading.norm(i) in _FILLER_AFTER_THAN)
+    if measure is not None:
+        reading.measures.append((measure, AVG))
+        # "the average Gentoo … the average Adelie", "on average": the aggregate of the measure named here
+        reading.used.update(i for i, t in enumerate(reading.tokens) if reading.free(i)
+                            and (t.norm in ("average", "mean") or t.norm == "on" and reading.norm(i + 1) == "average"))
+
+
+def _form(reading: _Reading, comparative: int) -> tuple[str, list[int]] | None:
+    """Whether the question asks whether ("is the average … greater than …": ``whether``) or by how much
+    ("by how many grams …", "how many miles longer …", "how much …": ``difference``), with the words that
+    ask it; None for any other comparative ("more than 300", "compare …")."""
+    if reading.norm(0) in _AUXILIARIES and reading.free(0):
+        return "whether", [0]
+    for index in range(comparative):
+        if reading.norm(index) == "how" and reading.norm(index + 1) in ("many", "much") and reading.free(index):
+            said = [index, index + 1]
+            if reading.norm(index - 1) == "by":
+                said.append(index - 1)
+            if reading.norm(index + 1) == "much" and reading.norm(index + 2) in ("more", "less"):
+                said.append(index + 2)
+            return "difference", said
+    return None
+
+
+def _value_after(reading: _Reading, index: int) -> _Mention | None:
+    """The value named after "than", past "that of", "the average", the rows' noun and the like."""
+    for position in range(index, min(len(reading.tokens), index + 6)):
+        mention = reading.mention_at(position)
+        if mention is not None and mention.is_value and mention.start == position:
+            return mention
+    return None
+
+
+def _side(mention: _Mention) -> _Filter:
+    """The condition of one group: its value (the values one name names, "Newark": two airports)."""
+    values = (mention.target.value or "", *mention.target.alternatives)
+    return _Filter(mention.target.column, "in" if len(values) > 1 else "=", values,
+                   "name" if len(values) > 1 else "value", mention.start)
+
+
+def _measure(reading: _Reading, comparative: int, said: list[int]) -> str | None:
+    """The column compared when no mention names it: the one a unit among the words that ask by how much
+    names ("miles"), else the one the comparative measures ("heavier": a mass). None leaves it to a
+    mention ("the average bill depth … greater than …")."""
+    if any(m for m in reading.mentions if not m.is_value and reading.column(m.target.column).type in NUMBER_TYPES):
+        return None
+    for index in range(min(said), comparative):
+        names = next((group for group in UNIT_NAMES if reading.norm(index) in group), None)
+        if names is None or not reading.free(index):
+            continue
+        found = [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
+                 and (phrase(c.name)[-1:] and phrase(c.name)[-1] in {*names, *map(stem, names)}
+                      or described_in(c.description or "", names))]
+        if len(found) == 1:
+            reading.used.add(index)
+            return found[0]
+    dimension = _dimension(reading.norm(comparative))
+    if dimension is not None:
+        columns = _measured_columns(reading, dimension[0])
+        if len(columns) == 1:
+            return columns[0]
+    return None

@@ -1,0 +1,29 @@
+"""Adjectives of measure ("long", "heavier", "farthest"): the column words they name, and which way."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.catalog import _compared_forms
+from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.vocabulary import _DIMENSIONS, _IRREGULAR_DIMENSIONS
+from convener.analytics.shapes import NUMBER_TYPES
+from convener.analytics.wording import phrase, stem
+
+
+def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
+    """The column words an adjective of measure names, whether more is more, and its degree (base,
+    comparative or superlative): "longer" → (("length",), True, "comparative")."""
+    if word in _IRREGULAR_DIMENSIONS:
+        nouns, high = _DIMENSIONS[_IRREGULAR_DIMENSIONS[word]]
+        return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    for base, (nouns, high) in _DIMENSIONS.items():
+        if word == base:
+            return nouns, high, "base"
+        if word in _compared_forms(base):
+            return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    return None
+
+
+def _measured_columns(reading: _Reading, nouns: tuple[str, ...]) -> list[str]:
+    """Numeric columns whose names hold one of ``nouns`` ("bill_length_mm" for length)."""
+    return [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
+            and any(noun in phrase(c.name) or stem(noun) in phrase(c.name) for noun in nouns)]

@@ -105,3 +105,13 @@ def test_a_share_split_by_the_verb_that_chose_the_join_counts_only_what_follows_
         data: duckdb.DuckDBPyConnection) -> None:
     # of DL's 3 flights, one left from Newark: the share is of DL's flights, not of all of them
     assert answer(data, "What percent of DL's flights departed from Newark?") == [(100 / 3,)]
+
+
+def test_a_noun_of_direction_points_at_what_follows_not_at_the_place_before(
+        data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "From LaGuardia, which destinations had the highest average arrival delay?")
+    assert [row[0] for row in rows] == ["ATL"]  # of LGA's flights (ATL 20, MIA none); not flights *to* LaGuardia
+
+
+def test_side_by_side_compares_the_values_named(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "Show the average arrival delay of UA and of B6 side by side.") == [("B6", 3.0), ("UA", 10.0)]

@@ -60,3 +60,10 @@ def test_periods_said_in_words_are_ranges_of_dates(data: duckdb.DuckDBPyConnecti
 def test_a_range_of_days_without_a_year_is_not_guessed() -> None:
     with pytest.raises(NoPlan):
         plan("How many flights were there between July 3 and July 5?")
+
+
+def test_a_number_of_hours_in_what_names_a_column_compares_that_column() -> None:
+    table = TableInfo("flights", (ColumnInfo("flight", "INTEGER"),
+                                  ColumnInfo("air_time", "INTEGER", "Time spent in the air, in minutes")),
+                      description="One row per flight.")
+    assert '"air_time" > 360' in plan_question("flights that spent more than 6 hours in the air", [table]).sql

@@ -234,10 +234,16 @@ def _column_of_unit(reading: _Reading, index: int) -> str | None:
 
 
 def _column_after(reading: _Reading, index: int) -> str | None:
-    """The numeric column named just after a number, past units ("30 mm of precipitation")."""
+    """The numeric column named just after a number, past units ("30 mm of precipitation", "6 hours in the
+    air" when the air names a column: air_time)."""
     while index < len(reading.tokens) and (reading.tokens[index].norm in _UNITS or reading.norm(index) == "of"):
         reading.used.add(index)
         index += 1
+    if reading.norm(index) == "in" and reading.free(index):
+        past = index + 2 if reading.norm(index + 1) == "the" else index + 1
+        if _numeric_mention(reading, past) is not None:
+            reading.used.update(range(index, past))
+            index = past
     mention = _numeric_mention(reading, index) or _condition_mention(reading, index)
     if mention is None:
         return None
@@ -883,6 +889,10 @@ def _read_flags(reading: _Reading) -> None:
             reading.listing = True
         if token.norm in _COMPARE_WORDS or (token.norm == "difference" and reading.norm(index + 1) == "between"):
             reading.compare = True
+        if token.norm == "side" and reading.norm(index + 1) in ("by", "to") and reading.norm(index + 2) == "side" \
+                and reading.free(index + 1) and reading.free(index + 2):
+            reading.compare = True  # "the average delay of AA and of DL side by side"
+            reading.used.update(range(index, index + 3))
 
 
 def _read_share(reading: _Reading) -> None:

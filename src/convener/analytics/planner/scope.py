@@ -98,6 +98,12 @@ _AWAY_ROLE = frozenset({"origin", "source", "departure", "depart", "left", "send
 """Words of a key column's name or description that make it the end a row goes to, or comes from."""
 
 
+_ROLE_NOUNS = frozenset({"destination", "destinations", "arrival", "arrivals", "departure", "departures", "origin",
+                         "origins"})
+"""Nouns of direction: they point at what follows them ("destination airports"), never back at what comes
+before ("From LaGuardia, which destinations …": LaGuardia is where they leave from)."""
+
+
 def _direction_of(column: ColumnInfo) -> str | None:
     """"toward" for ``dest`` ("FAA code of the destination airport"), "away" for ``origin`` ("… the flight
     left from"), None when its name and description say neither or both."""
@@ -138,7 +144,7 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         if direction is None:
             continue
         if names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
-                or token.norm not in _DIRECTION_PREPOSITIONS \
+                or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS \
                 and names_other(content(range(index - 1, max(-1, index - 4), -1))):
             said = asked.setdefault(direction, set())
             said.add(index)

@@ -67,3 +67,11 @@ def test_a_number_of_hours_in_what_names_a_column_compares_that_column() -> None
                                   ColumnInfo("air_time", "INTEGER", "Time spent in the air, in minutes")),
                       description="One row per flight.")
     assert '"air_time" > 360' in plan_question("flights that spent more than 6 hours in the air", [table]).sql
+
+
+def test_the_verb_of_lateness_may_follow_it_and_its_unit_may_name_another_column(
+        data: duckdb.DuckDBPyConnection) -> None:
+    table = TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("tz", "INTEGER", "Offset from GMT, in hours")),
+                      description="One row per flight.")
+    sql = plan_question("Which flights were more than 2 hours late departing?", [table]).sql
+    assert '"dep_delay" > 120' in sql and "tz" not in sql

@@ -16,7 +16,7 @@ _EARLY = (("ahead", "of", "schedule"), ("early",), ("earlier",))
 _TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 _VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
-                    "arrives", "arrived", "arriving", "land", "lands", "landed", "landing"})
+                    "arrives", "arrived", "arriving", "land", "lands", "landed", "landing", "departure", "arrival"})
 
 
 def _delay_columns(reading: _Reading) -> list[ColumnInfo]:
@@ -53,15 +53,15 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     else:
         return
     unit = unit_named(reading.norm(unit_at))
-    if unit not in _TIME_UNITS or not reading.free(unit_at):
-        return
+    if unit not in _TIME_UNITS or unit_at in reading.used:
+        return  # (a unit may be a mention: "hours" names the one column in hours, the time zone's offset)
     after = unit_at + 1
     late = next((words for words in _LATE if _said(reading, after, words)), None)
     early = next((words for words in _EARLY if _said(reading, after, words)), None)
     said = late or early
     if said is None:
         return
-    column, verb = _column(reading, index, delays)
+    column, verb = _column(reading, index, delays, after + len(said))
     if column is None:
         return
     own = unit_of(column)
@@ -78,6 +78,9 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     reading.used.update(span)
     if verb is not None:
         reading.used.add(verb)
+        named = reading.mention_at(verb)
+        if named is not None:
+            reading.mentions.remove(named)  # "departing": the verb, not a column whose name it abbreviates
 
 
 def _said(reading: _Reading, index: int, words: tuple[str, ...]) -> bool:
@@ -87,11 +90,14 @@ def _said(reading: _Reading, index: int, words: tuple[str, ...]) -> bool:
                for offset, word in enumerate(words))
 
 
-def _column(reading: _Reading, index: int, delays: list[ColumnInfo]) -> tuple[ColumnInfo | None, int | None]:
+def _column(reading: _Reading, index: int, delays: list[ColumnInfo],
+            end: int) -> tuple[ColumnInfo | None, int | None]:
     """The delay a comparison at ``index`` is about, and the verb that said which: the only delay, else the
-    one at the end of the trip the nearest verb of leaving or arriving before it names."""
-    verb = next((i for i in range(index - 1, max(-1, index - 6), -1)
-                 if reading.norm(i) in _VERBS and reading.free(i)), None)
+    one at the end of the trip the nearest verb of leaving or arriving before it names, or right after the
+    lateness (``end``: "more than 5 hours late departing")."""
+    verb = next((i for i in (*range(index - 1, max(-1, index - 6), -1), end)
+                 if reading.norm(i) in _VERBS and i not in reading.used
+                 and not ((found := reading.mention_at(i)) is not None and found.is_value)), None)
     if verb is None:
         return (delays[0], None) if len(delays) == 1 else (None, None)
     direction = "toward" if reading.norm(verb) in _TOWARD else "away" if reading.norm(verb) in _AWAY else None

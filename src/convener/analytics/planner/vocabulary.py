@@ -103,7 +103,7 @@ _FILLER = frozenset({
     # verbs that only carry a measure or a place the question names beside them: "weigh over 6,000 grams",
     # "cover more than 5,000 miles", "fly out of LaGuardia", "live on Biscoe"
     "weigh", "weighs", "weighed", "cover", "covers", "covered", "fly", "flies", "flying", "live", "lives",
-    "living", "lived", "anything", "happen", "happens", "occur", "occurs",
+    "living", "lived", "anything", "happen", "happens", "occur", "occurs", "leave", "leaves",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

@@ -115,3 +115,12 @@ def test_a_noun_of_direction_points_at_what_follows_not_at_the_place_before(
 
 def test_side_by_side_compares_the_values_named(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "Show the average arrival delay of UA and of B6 side by side.") == [("B6", 3.0), ("UA", 10.0)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Are there flights from LaGuardia to Atlanta (ATL)?", True), ("Are there flights from Newark to Boston (BOS)?", False),
+    ("Were any DL flights out of Newark? How many?", 1),  # the count asked answers both
+])
+def test_are_there_rows_and_a_count_asked_beside_it(data: duckdb.DuckDBPyConnection, question: str,
+                                                     expected: object) -> None:
+    assert answer(data, question) == [(expected,)]

@@ -21,8 +21,8 @@ def _shape(reading: _Reading) -> str:
     """Which of the nine shapes the reading calls for; rankings first, since they may also group. A yes/no
     question is answered as whether any of the rows exists, and only a question about rows can be."""
     shape = _shape_asked(reading)
-    if not reading.exists:
-        return shape
+    if not reading.exists or reading.count:
+        return shape  # "Were any WN flights cancelled? How many?": the count asked for answers both
     if shape not in ("rows", "count") or reading.distinct:
         raise NoPlan("a yes/no question is planned only as whether any row meets its conditions")
     return "exists"

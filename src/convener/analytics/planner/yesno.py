@@ -24,7 +24,7 @@ def _clause_starts(reading: _Reading, text: str) -> list[int]:
 
 def read_exists(reading: _Reading, text: str) -> None:
     """An auxiliary verb opening a clause ("did", "are", "is") with "any", "anything" or "ever" after it,
-    or "is there a …": the question asks whether such rows exist. The words that ask it are read, and the
+    or "is there a …", "are there flights …": the question asks whether such rows exist. The words that ask it are read, and the
     row noun right after "any" ("any flight") names the rows, not a column called flight."""
     for start in _clause_starts(reading, text):
         said = _asks_whether(reading, start)
@@ -46,6 +46,8 @@ def _asks_whether(reading: _Reading, start: int) -> list[int]:
         if reading.norm(after) in ("a", "an"):
             _take_row_noun(reading, after + 1)
             return [*said, after]
+        if reading.tokens[after:after + 1] and reading.tokens[after].stem in _table_words(reading.base):
+            return said  # "are there flights from JFK to Honolulu?"
     found = next((i for i in range(after, min(len(reading.tokens), after + 4))
                   if reading.norm(i) in _ANY and reading.free(i)), None)
     if found is None:

@@ -349,9 +349,10 @@ def test_several_keys_joined_by_and(data: duckdb.DuckDBPyConnection) -> None:
                                             ("Toys", "North", 1), ("Toys", "South", 1)]
 
 
-def test_groups_without_a_value_are_refused() -> None:
-    with pytest.raises(NoPlan):
-        plan("Which regions have no Toys orders?")
+def test_groups_without_a_value_are_those_none_of_whose_rows_has_it(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("Which regions have no Toys orders?").sql).fetchall() == []
+    assert [row[0] for row in data.execute(plan("Which regions have no Electronics orders?").sql).fetchall()] \
+        == ["North"]
 
 
 def test_a_month_without_a_year_and_the_busiest_month(data: duckdb.DuckDBPyConnection) -> None:

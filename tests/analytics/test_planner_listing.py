@@ -87,3 +87,17 @@ def test_two_groups_set_against_each_other_by_a_comparative(data: duckdb.DuckDBP
 def test_a_comparison_of_groups_with_no_one_measure_is_declined(question: str) -> None:
     with pytest.raises(NoPlan):
         plan(question)
+
+
+def test_which_groups_have_no_rows_of_a_value_is_a_condition_on_the_groups(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan("Which islands have no Gentoo penguins?").sql).fetchall()
+    assert rows == []  # both islands have a Gentoo penguin here
+    rows = data.execute(plan("Which species have no penguins on Dream?").sql).fetchall()
+    assert rows == []
+    rows = data.execute(plan("Which studies never had a Gentoo penguin?").sql).fetchall()
+    assert [row[0] for row in rows] == ["S1"]
+
+
+def test_no_before_a_value_without_groups_asked_for_is_declined() -> None:
+    with pytest.raises(NoPlan):
+        plan("How many penguins have no Gentoo penguins?")

@@ -124,3 +124,17 @@ def test_side_by_side_compares_the_values_named(data: duckdb.DuckDBPyConnection)
 def test_are_there_rows_and_a_count_asked_beside_it(data: duckdb.DuckDBPyConnection, question: str,
                                                      expected: object) -> None:
     assert answer(data, question) == [(expected,)]
+
+
+def test_a_value_said_beside_a_never_of_the_same_column_must_be_met_by_the_group(
+        data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "Which destinations had flights from JFK but never from LaGuardia?")
+    assert [row[0] for row in rows] == ["BOS"]  # MIA had flights from both
+
+
+def test_never_without_groups_asked_for_is_never_dropped_silently() -> None:
+    try:
+        made = plan("How many flights never went to Miami?")
+    except NoPlan:
+        return
+    assert "never" in made.unaccounted

@@ -29,6 +29,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
 )
+from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.lateness import read_lateness
@@ -694,7 +695,7 @@ def _read_which_column(reading: _Reading) -> None:
         if mention is None or mention.is_value or mention.start != index + 1 or mention not in reading.mentions \
                 or reading.column(mention.target.column).type != STRING:
             return
-        (reading.keys if reading.group_conditions else reading.shown).append(mention.target.column)
+        (reading.keys if reading.group_conditions or reading.absent else reading.shown).append(mention.target.column)
         reading.mentions.remove(mention)
         reading.used.update(range(index, mention.end))
         _note_term(reading, mention)
@@ -1188,6 +1189,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_missing(reading)
     _read_shown(reading)
     _read_truth_words(reading)
+    read_absence(reading)
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))
@@ -1201,6 +1203,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_flags(reading)
     _read_judgement(reading)
     _read_leftover_columns(reading)
+    settle_presence(reading)
     return reading
 
 

@@ -543,6 +543,14 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
         select = select.group_by(*query.group, copy=False)
     if reading.group_conditions and not query.group:
         raise NoPlan("a condition on the number of rows needs groups to apply to (say 'per …')")
+    if (reading.absent or reading.present) and not query.group:
+        raise NoPlan("what a group lacks needs groups to apply to (say 'which …')")
+    for item, compare in [*((a, exp.EQ) for a in reading.absent), *((p, exp.GT) for p in reading.present)]:
+        # "never had a flight cancelled": no row of the group meets the condition (a WHERE would keep the
+        # groups with some row that does not)
+        hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=exp.Literal.number(1))],
+                                     default=exp.Literal.number(0)))
+        select = select.having(compare(this=hits, expression=exp.Literal.number(0)), copy=False)
     for op, number in reading.group_conditions:
         select = select.having(_COMPARE[op](this=exp.Count(this=exp.Star()),
                                             expression=exp.Literal.number(_plain(number))), copy=False)

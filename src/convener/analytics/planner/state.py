@@ -103,6 +103,10 @@ class _Reading:
     """Two groups set against each other ("is the average … of males greater than that of females"): the
     first's condition, the second's, whether the comparative says higher, and what is asked ("whether" or
     "difference")."""
+    absent: list[_Filter] = field(default_factory=list)
+    """Conditions no row of a group may meet ("which carriers never had a flight cancelled"): HAVING."""
+    present: list[_Filter] = field(default_factory=list)
+    """Conditions some row of a group must meet, said beside an absent one ("from JFK but never from LGA")."""
     exists: bool = False
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""
     unplaced: list[str] = field(default_factory=list)

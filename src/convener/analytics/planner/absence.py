@@ -1,0 +1,90 @@
+"""Groups that lack something: "Which carriers never had a flight cancelled?", "Which islands have no
+Gentoo penguins?", "Which destinations had flights from JFK but never from LaGuardia?". Each group of the
+column asked about is kept when none of its rows meets the condition (and, for a value of the same column
+said without the negation, when some of its rows meet that one): conditions on the groups, not on the rows,
+which a WHERE would turn into their opposite ("carriers with a flight not cancelled")."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.shapes import BOOLEAN, STRING
+
+_ABSENT = frozenset({"never", "no"})
+_BETWEEN = frozenset({"had", "have", "has", "a", "an", "any", "single", "one", "from", "to", "at", "on", "in",
+                      "with", "been", "was", "were", "flown", "seen"})
+
+
+def read_absence(reading: _Reading) -> None:
+    """"which <text column> … never|no <condition>": the condition (values or a true/false condition right
+    after the negation, past a few small words and the rows' noun) is one no row of a group may meet."""
+    if not _asks_which_column(reading):
+        return
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in _ABSENT or not reading.free(index):
+            continue
+        position, said = index + 1, [index]
+        found: list[_Filter] = []
+        while position < len(reading.tokens) and len(said) < 8:
+            mention = reading.mention_at(position)
+            if mention is not None and mention.is_value and mention.start == position:
+                truth = mention.target.value or ""
+                if reading.column(mention.target.column).type == BOOLEAN:
+                    found.append(_Filter(mention.target.column, "=", (truth,), "boolean", position))
+                else:
+                    values = (truth, *mention.target.alternatives)
+                    found.append(_Filter(mention.target.column, "in" if len(values) > 1 else "=", values,
+                                         "name" if len(values) > 1 else "value", position))
+                reading.mentions.remove(mention)
+                _note_term(reading, mention)
+                said.extend(range(mention.start, mention.end))
+                position = mention.end
+                continue
+            word = reading.tokens[position]
+            if word.norm in _BETWEEN or word.stem in _table_words(reading.base):
+                if mention is not None and not mention.is_value and mention.end == position + 1:
+                    reading.mentions.remove(mention)  # "a flight": the rows, not the column called flight
+                said.append(position)
+                position += 1
+                continue
+            break
+        if not found:
+            return
+        reading.absent.extend(found)
+        reading.used.update(said)
+        return
+
+
+def _asks_which_column(reading: _Reading) -> bool:
+    """Whether the question asks which values of a text column ("which carriers", "what islands")."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        if token.norm in ("which", "what"):
+            mention = reading.mention_at(index + 1)
+            return mention is not None and not mention.is_value and mention.start == index + 1 \
+                and reading.column(mention.target.column).type == STRING
+    return False
+
+
+def _key_of(reading: _Reading, column: str) -> str:
+    """The queried table's column that ``column`` is about: itself, or for a joined table's column
+    ("La Guardia" of airports' names, joined by origin), the column it is joined by."""
+    if reading.scope is None or column not in reading.scope.virtual:
+        return column
+    expression = reading.scope.virtual[column]
+    for join in reading.scope.joins:
+        if isinstance(expression, exp.Column) and expression.table == join.table.name.split(".")[-1]:
+            return join.on[0][0]
+    return column
+
+
+def settle_presence(reading: _Reading) -> None:
+    """A value of a column a group must lack, said also without the negation ("flights from JFK but never
+    from LaGuardia"), is one some row of the group must have: it moves from the rows' conditions to the
+    groups'."""
+    columns = {_key_of(reading, item.column) for item in reading.absent}
+    present = [item for item in reading.filters
+               if _key_of(reading, item.column) in columns and item.op in ("=", "in") and item.kind in ("value", "name")]
+    reading.present.extend(present)
+    reading.filters = [item for item in reading.filters if item not in present]

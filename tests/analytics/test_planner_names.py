@@ -138,3 +138,12 @@ def test_never_without_groups_asked_for_is_never_dropped_silently() -> None:
     except NoPlan:
         return
     assert "never" in made.unaccounted
+
+
+def test_a_column_two_joined_tables_share_is_the_one_whose_table_is_named_after_it() -> None:
+    airlines = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING")),
+                         description="Airlines: one row per carrier.")
+    made = plan_question("What's the name of the destination airport that received the most flights?", [FLIGHTS],
+                         values_of=lambda t, c: VALUES.get((t, c), []), related=[AIRPORTS, airlines],
+                         relationships=(*RELATIONSHIPS, Relationship("flights", ("carrier",), "airlines", ("carrier",))))
+    assert '"airports"."name"' in made.sql and '"airlines"' not in made.sql

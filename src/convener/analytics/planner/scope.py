@@ -185,7 +185,8 @@ def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[t
     if not mention.ambiguous or mention.is_value:
         return mention
     source = {name: table for (table, _), name in renamed.items()}
-    near = {token.stem for token in tokens[max(0, mention.start - 3):mention.end + 3] if token.kind == "word"}
+    # "the name of the destination airport": the table's noun may come four words after its column
+    near = {token.stem for token in tokens[max(0, mention.start - 3):mention.end + 4] if token.kind == "word"}
     by_name = {table.name: table for table in tables}
     options = [column for column in (mention.target.column, *mention.ambiguous)
                if column in source and near & _table_words(by_name[source[column]])]

@@ -147,3 +147,12 @@ def test_a_column_two_joined_tables_share_is_the_one_whose_table_is_named_after_
                          values_of=lambda t, c: VALUES.get((t, c), []), related=[AIRPORTS, airlines],
                          relationships=(*RELATIONSHIPS, Relationship("flights", ("carrier",), "airlines", ("carrier",))))
     assert '"airports"."name"' in made.sql and '"airlines"' not in made.sql
+
+
+def test_the_rows_the_most_counts_are_the_table_queried(data: duckdb.DuckDBPyConnection) -> None:
+    airlines = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING")),
+                         description="Airlines: one row per carrier.")
+    made = plan_question("Which airline has the most flights? Give the airline's name.", [FLIGHTS, airlines],
+                         values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=(Relationship("flights", ("carrier",), "airlines", ("carrier",)),))
+    assert made.tables[0] == "flights" and 'GROUP BY "airlines"."name"' in made.sql

@@ -760,11 +760,12 @@ trips."""
 
 
 def _counted_tables(tokens: list[Token], tables: Sequence[TableInfo]) -> list[str]:
-    """The tables whose rows "how many …", "number of …" counts: those the noun phrase after it ends with
-    ("how many Hawaiian Airlines flights" counts flights)."""
+    """The tables whose rows "how many …", "number of …", "the most …" counts: those the noun phrase after it
+    ends with ("how many Hawaiian Airlines flights" counts flights)."""
     for index in range(len(tokens) - 1):
         pair = (tokens[index].norm, tokens[index + 1].norm)
-        if pair not in (("how", "many"), ("number", "of"), ("count", "of")):
+        ranked = pair in (("the", "most"), ("the", "fewest"))  # "which airline has the most flights"
+        if pair not in (("how", "many"), ("number", "of"), ("count", "of")) and not ranked:
             continue
         after = index + 2
         while after < len(tokens) and tokens[after].norm in ("the", "a", "an", "all", "different", "distinct"):

@@ -51,8 +51,16 @@ def test_a_negation_a_few_words_before_a_true_false_condition_negates_it(data: d
     assert data.execute(plan.sql).fetchall() == [(1,)]
 
 
-def test_two_periods_compared_are_never_intersected_into_an_empty_answer() -> None:
-    assert planned("Compare the average arrival delay in July 2013 with December 2013.") is None
+def test_two_periods_compared_are_never_intersected_into_an_empty_answer(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Compare the average arrival delay in July 2013 with December 2013.", [FLIGHTS])
+    rows = data.execute(made.sql).fetchall()
+    assert [(str(row[0])[:10], row[-1]) for row in rows] == [("2013-07-01", 2.0), ("2013-12-01", 14.0)]
+
+
+def test_two_days_named_apart_are_each_a_group(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Compare the average departure delay on July 1, 2013 and December 3, 2013", [FLIGHTS])
+    rows = data.execute(made.sql).fetchall()
+    assert [(str(row[0])[:10], row[-1]) for row in rows] == [("2013-07-01", 10.0), ("2013-12-03", -5.0)]
 
 
 def test_which_date_had_the_highest_average_ranks_the_dates(data: duckdb.DuckDBPyConnection) -> None:

@@ -119,3 +119,39 @@ def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:
 def _capitalised(token: Token) -> bool:
     """Days known by name are written as names ("Christmas"); "new year" in lower case may be anything."""
     return token.text[:1].isupper()
+
+
+def read_compared_periods(reading: _Reading) -> None:
+    """"Compare the average delay in July 2013 with December 2013": whole months (or single days) of one date
+    column that no row can fall in at once are periods compared, each its own group, not conditions that
+    together keep nothing. They become one condition (the rows in any of them) and the bucket of their size."""
+    for column in dict.fromkeys(f.column for f in reading.filters if f.kind == "date"):
+        dated = [f for f in reading.filters if f.column == column and f.kind == "date"]
+        days = [f for f in dated if f.op == "="]
+        if len(days) == len(dated) > 1 and len({f.values for f in days}) == len(days):
+            values = tuple(v for f in days for v in f.values)
+            _replace(reading, dated, _Filter(column, "in", values, "date", days[0].start), "day")
+            continue
+        starts = sorted((f for f in dated if f.op == ">="), key=lambda f: str(f.values[0]))
+        ends = sorted((f for f in dated if f.op == "<"), key=lambda f: str(f.values[0]))
+        if len(starts) < 2 or len(starts) != len(ends) or len(dated) != 2 * len(starts):
+            continue
+        spans = [(str(a.values[0]), str(b.values[0])) for a, b in zip(starts, ends, strict=True)]
+        if not all(_whole_month(first, following) for first, following in spans) \
+                or any(spans[i][1] > spans[i + 1][0] for i in range(len(spans) - 1)):
+            continue
+        values = tuple(bound for span in spans for bound in span)
+        _replace(reading, dated, _Filter(column, "any of", values, "periods", starts[0].start), "month")
+
+
+def _whole_month(first: str, following: str) -> bool:
+    """Whether [first, following) is one calendar month."""
+    start, end = date.fromisoformat(first), date.fromisoformat(following)
+    return start.day == 1 and end == date(start.year + (start.month == 12), start.month % 12 + 1, 1)
+
+
+def _replace(reading: _Reading, dated: list[_Filter], periods: _Filter, bucket: str) -> None:
+    if reading.bucket not in (None, bucket):
+        return
+    reading.filters = [f for f in reading.filters if f not in dated] + [periods]
+    reading.bucket = bucket

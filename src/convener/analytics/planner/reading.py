@@ -33,6 +33,7 @@ from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.lateness import read_lateness
+from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.yesno import read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
@@ -1204,6 +1205,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_judgement(reading)
     _read_leftover_columns(reading)
     settle_presence(reading)
+    read_compared_periods(reading)
     return reading
 
 

@@ -480,6 +480,11 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
         return _year_condition(reading, item, dialect)
     if item.kind == "date":
         return _compare(column, item.op, [_date(str(v)) for v in item.values])
+    if item.kind == "periods":  # (start, end) pairs, each half-open: the rows in any of them
+        bounds = [str(v) for v in item.values]
+        return exp.or_(*(exp.paren(exp.and_(exp.GTE(this=column.copy(), expression=_date(start)),
+                                            exp.LT(this=column.copy(), expression=_date(end))))
+                         for start, end in zip(bounds[::2], bounds[1::2], strict=True)))
     if item.kind == "month":
         return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
     if item.kind == "day":
@@ -662,6 +667,12 @@ def _describe_filters(filters: list[_Filter]) -> str:
             continue
         if item.kind == "boolean":
             described.append(f"{item.column} is {item.values[0]}")
+            continue
+        if item.kind == "periods":
+            bounds = [str(v) for v in item.values]
+            spans = " or ".join(f"from {start} to before {end}" for start, end in zip(bounds[::2], bounds[1::2],
+                                                                                      strict=True))
+            described.append(f"{item.column} is {spans}")
             continue
         values = [_plain(v) for v in item.values]
         shown = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)

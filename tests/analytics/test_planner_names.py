@@ -156,3 +156,29 @@ def test_the_rows_the_most_counts_are_the_table_queried(data: duckdb.DuckDBPyCon
                          values_of=lambda t, c: VALUES.get((t, c), []),
                          relationships=(Relationship("flights", ("carrier",), "airlines", ("carrier",)),))
     assert made.tables[0] == "flights" and 'GROUP BY "airlines"."name"' in made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Did DL fly to Atlanta?", True), ("Did B6 fly to Miami?", False), ("Does UA fly out of Newark?", True),
+])
+def test_a_question_opened_by_an_auxiliary_about_rows_asks_whether_they_exist(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+def test_a_yes_no_question_about_all_rows_is_declined() -> None:
+    with pytest.raises(NoPlan):
+        plan("Are all DL flights out of LaGuardia?")
+
+
+def test_which_groups_never_did_something_with_a_verb_between(data: duckdb.DuckDBPyConnection) -> None:
+    assert sorted(row[0] for row in answer(data, "Which carriers never flew to Miami?")) == ["B6"]
+
+
+def test_a_superlative_of_length_is_no_abbreviation_of_a_column() -> None:
+    airports = TableInfo("airports", (*AIRPORTS.columns, ColumnInfo("lon", "FLOAT", "Longitude")),
+                         description=AIRPORTS.description)
+    made = plan_question("List the 2 longest flights out of Newark by distance", [FLIGHTS],
+                         values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
+                         related=[airports])
+    assert '"lon"' not in made.sql and '"distance" DESC' in made.sql

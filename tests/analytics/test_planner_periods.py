@@ -75,3 +75,7 @@ def test_the_verb_of_lateness_may_follow_it_and_its_unit_may_name_another_column
                       description="One row per flight.")
     sql = plan_question("Which flights were more than 2 hours late departing?", [table]).sql
     assert '"dep_delay" > 120' in sql and "tz" not in sql
+
+
+def test_a_day_written_as_an_ordinal_is_that_day(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("How many flights were there on July 3rd, 2013?").sql).fetchall() == [(1,)]

@@ -93,6 +93,9 @@ def number_word(word: str) -> int | None:
     return _SMALL_NUMBERS.get(word.lower())
 
 
+_ORDINAL_ENDINGS = frozenset({"st", "nd", "rd", "th"})
+
+
 def tokenize(text: str) -> list[Token]:
     """Every token of ``text``, in order, with character offsets into it."""
     tokens: list[Token] = []
@@ -104,6 +107,13 @@ def tokenize(text: str) -> list[Token]:
             continue
         if kind in ("date", "sign"):
             tokens.append(Token(raw, raw, raw, kind, match.start(), match.end()))
+            continue
+        previous = tokens[-1] if tokens else None
+        if previous is not None and previous.kind == "number" and previous.end == match.start() \
+                and raw.lower() in _ORDINAL_ENDINGS and previous.is_integer:
+            # "July 4th", "the 1st": the number itself, its ending part of it
+            tokens[-1] = Token(previous.text + raw, previous.norm, previous.stem, "number", previous.start,
+                               match.end(), previous.number)
             continue
         norm = raw.lower().replace("’", "'")
         norm = norm.removesuffix("'s")

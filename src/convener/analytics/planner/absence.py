@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.catalog import _common, _table_words
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.shapes import BOOLEAN, STRING
 
@@ -43,7 +43,8 @@ def read_absence(reading: _Reading) -> None:
                 position = mention.end
                 continue
             word = reading.tokens[position]
-            if word.norm in _BETWEEN or word.stem in _table_words(reading.base):
+            if word.norm in _BETWEEN or word.stem in _table_words(reading.base) \
+                    or mention is None and _common(word.norm):  # "never flew to Atlanta"
                 if mention is not None and not mention.is_value and mention.end == position + 1:
                     reading.mentions.remove(mention)  # "a flight": the rows, not the column called flight
                 said.append(position)

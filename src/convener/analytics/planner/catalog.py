@@ -20,8 +20,10 @@ from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     _AGG_WORDS_PLAIN,
     _BUCKETS,
+    _DIMENSIONS,
     _FILLER,
     _GENERIC_PARTS,
+    _IRREGULAR_DIMENSIONS,
     _UNITS,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
@@ -363,11 +365,19 @@ def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, 
     if abbreviations and token.norm in _compared_forms(part):
         return True, False  # (a glossary "late" is not "later")
     if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN:
-        if len(part) >= 3 and token.norm.startswith(part) and not token.norm.endswith("ed"):
-            return True, False
+        if len(part) >= 3 and token.norm.startswith(part) and not token.norm.endswith("ed") \
+                and token.norm not in _dimension_forms():
+            return True, False  # ("longest" measures a length; it is no abbreviation of lon)
         if _share_stem(token.stem, part):
             return True, False
     return False, False
+
+
+@lru_cache(maxsize=1)
+def _dimension_forms() -> frozenset[str]:
+    """Every form of the adjectives of measure: "long", "longer", "longest", "farther" …"""
+    return frozenset({*_DIMENSIONS, *_IRREGULAR_DIMENSIONS,
+                      *(form for base in _DIMENSIONS for form in _compared_forms(base))})
 
 
 @lru_cache(maxsize=8192)

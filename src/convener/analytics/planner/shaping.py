@@ -21,11 +21,19 @@ def _shape(reading: _Reading) -> str:
     """Which of the nine shapes the reading calls for; rankings first, since they may also group. A yes/no
     question is answered as whether any of the rows exists, and only a question about rows can be."""
     shape = _shape_asked(reading)
+    if reading.yes_no and not reading.exists and shape == "rows" and not reading.shown:
+        if any(token.norm in _UNIVERSAL for token in reading.tokens):
+            # "Are all Chinstrap penguins on Dream?": whether every row is so, which rows that are cannot say
+            raise NoPlan("a yes/no question about all the rows is not something this planner answers")
+        reading.exists = True
     if not reading.exists or reading.count:
         return shape  # "Were any WN flights cancelled? How many?": the count asked for answers both
     if shape not in ("rows", "count") or reading.distinct:
         raise NoPlan("a yes/no question is planned only as whether any row meets its conditions")
     return "exists"
+
+
+_UNIVERSAL = frozenset({"all", "every", "each", "only", "always", "none"})
 
 
 def _shape_asked(reading: _Reading) -> str:

@@ -94,7 +94,8 @@ def _values(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, str]]:
     if reading.measures:
         counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
         return [*counted, *_measures(reading, dialect)]
-    if not (reading.count or reading.distinct or _names_rows(reading) or _ranks_by_condition(reading)):
+    if not (reading.count or reading.distinct or _names_rows(reading) or _ranks_by_condition(reading)
+            or reading.absent):
         by = " and ".join(reading.keys) or "group"
         raise NoPlan(f"could not tell what to compute for each {by} of {reading.table.name}")
     return [_count_expression(reading)]

@@ -103,6 +103,9 @@ class _Reading:
     """Two groups set against each other ("is the average … of males greater than that of females"): the
     first's condition, the second's, whether the comparative says higher, and what is asked ("whether" or
     "difference")."""
+    yes_no: bool = False
+    """The question opens with an auxiliary ("did United fly to Denver?"): about rows, it asks whether any
+    exist."""
     absent: list[_Filter] = field(default_factory=list)
     """Conditions no row of a group may meet ("which carriers never had a flight cancelled"): HAVING."""
     present: list[_Filter] = field(default_factory=list)

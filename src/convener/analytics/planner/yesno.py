@@ -32,6 +32,9 @@ def read_exists(reading: _Reading, text: str) -> None:
             reading.exists = True
             reading.used.update(said)
             return
+    # "Did United fly to Denver in March 2013?": a question opened by an auxiliary asks yes or no too; it is
+    # answered so where what it asks about is rows (the shape decides)
+    reading.yes_no = reading.norm(0) in _AUXILIARIES and reading.free(0)
 
 
 def _asks_whether(reading: _Reading, start: int) -> list[int]:

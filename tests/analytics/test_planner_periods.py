@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.planner import NoPlan, Plan, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -79,3 +79,18 @@ def test_the_verb_of_lateness_may_follow_it_and_its_unit_may_name_another_column
 
 def test_a_day_written_as_an_ordinal_is_that_day(data: duckdb.DuckDBPyConnection) -> None:
     assert data.execute(plan("How many flights were there on July 3rd, 2013?").sql).fetchall() == [(1,)]
+
+
+LATE = Term("late arrival", "A flight that arrived more than 15 minutes late, that is flights whose arr_delay > 15.",
+            ("late",))
+
+
+def test_a_condition_defined_on_one_end_of_the_trip_is_not_read_of_the_other(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan_question("How many flights arrived late?", [FLIGHTS], [LATE]).sql).fetchall() == [(4,)]
+    with pytest.raises(NoPlan):
+        plan_question("How many flights departed late?", [FLIGHTS], [LATE])
+
+
+def test_any_before_the_rows_noun_speaks_of_the_rows(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("What was the longest departure delay of any flight?")
+    assert data.execute(made.sql).fetchall() == [(130,)]

@@ -4,6 +4,9 @@ names (leaving: the departure's delay; arriving: the arrival's), and "early" is 
 
 from __future__ import annotations
 
+from sqlglot import exp
+
+from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Filter, _matches, _Reading
 from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
@@ -25,6 +28,30 @@ def _delay_columns(reading: _Reading) -> list[ColumnInfo]:
     return [column for column in reading.base.columns if column.type in NUMBER_TYPES
             and "delay" in {*phrase(column.name), *phrase(column.description or "")}
             and unit_of(column) in _TIME_UNITS]
+
+
+def check_condition_ends(reading: _Reading) -> None:
+    """"What percentage of flights departed late" where the glossary's "late" is an arrival more than 15
+    minutes late: a condition on the delay of one end of the trip, said of the other end's verb, is not
+    that condition; answering with it would answer another question."""
+    if reading.scope is None:
+        return
+    delays = {column.name: _direction_of(column) for column in _delay_columns(reading)}
+    for mention in reading.mentions:
+        condition = reading.scope.virtual.get(mention.target.column)
+        if not mention.is_value or condition is None:
+            continue
+        ends = {delays[column.name] for column in condition.find_all(exp.Column) if column.name in delays}
+        if len(ends) != 1 or None in ends:
+            continue
+        near = range(max(0, mention.start - 2), min(len(reading.tokens), mention.end + 2))
+        for index in near:
+            word = reading.norm(index)
+            said = "toward" if word in _TOWARD and word in _VERBS else "away" if word in _AWAY and word in _VERBS \
+                else None
+            if said is not None and said not in ends:
+                raise NoPlan(f"'{reading.tokens[mention.start].text}' is defined for the other end of the trip "
+                             f"than '{reading.tokens[index].text}'")
 
 
 def read_lateness(reading: _Reading) -> None:

@@ -32,10 +32,10 @@ from convener.analytics.planner.state import (
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
-from convener.analytics.planner.lateness import read_lateness
+from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.listing import _identifier, read_column_list
-from convener.analytics.planner.yesno import read_exists
+from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
@@ -1173,10 +1173,12 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
     read_exists(reading, text)
+    read_any_row(reading)
     read_column_list(reading, text)
     _read_clock_times(reading)
     _read_top(reading)
     read_lateness(reading)
+    check_condition_ends(reading)
     _read_comparisons(reading)
     _read_dates(reading)
     read_contrast(reading)

@@ -69,3 +69,15 @@ def _take_row_noun(reading: _Reading, index: int) -> None:
     if mention is not None:
         reading.mentions.remove(mention)
     reading.used.add(index)
+
+
+def read_any_row(reading: _Reading) -> None:
+    """"The shortest air time of any flight", "every penguin": "any"/"every" before the rows' noun speaks of
+    the rows, even where a column has the noun's name (flight, the flight number)."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        if token.norm in ("any", "every") and reading.free(index) \
+                and reading.tokens[index + 1].stem in _table_words(reading.base):
+            before = len(reading.used)
+            _take_row_noun(reading, index + 1)
+            if len(reading.used) > before:
+                reading.used.add(index)

@@ -101,3 +101,16 @@ def test_which_groups_have_no_rows_of_a_value_is_a_condition_on_the_groups(data:
 def test_no_before_a_value_without_groups_asked_for_is_declined() -> None:
     with pytest.raises(NoPlan):
         plan("How many penguins have no Gentoo penguins?")
+
+
+def test_aggregates_joined_by_and_are_each_computed(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan("Minimum and maximum body mass per species").sql).fetchall()
+    assert rows == [("Adelie", 3700, 3700), ("Gentoo", 5600, 6100)]
+    assert len(data.execute(plan("average, minimum and maximum flipper length").sql).fetchall()[0]) == 3
+
+
+@pytest.mark.parametrize("question", ["Average flipper length of penguins, excluding those with unknown body mass",
+                                      "Average flipper length of penguins, not counting those with a missing body mass"])
+def test_a_negation_before_an_empty_column_keeps_the_rows_that_have_it(data: duckdb.DuckDBPyConnection,
+                                                                       question: str) -> None:
+    assert data.execute(plan(question).sql).fetchall() == [(pytest.approx(625 / 3),)]

@@ -779,10 +779,40 @@ def _read_measures(reading: _Reading) -> None:
         said_as_unit = reading.norm(mention.start - 1) in ("in", "as") \
             and any(name == column.name for name, _ in reading.measures)
         if not said_as_unit:  # "speed in mph": the unit names the measure already read, not a second one
-            reading.measures.append((column.name, agg))
+            # "minimum and maximum flipper length": each aggregate joined to the one read, of the same column
+            for other in (*_joined_aggregates(reading, mention.start), agg):
+                if (column.name, other) not in reading.measures:
+                    reading.measures.append((column.name, other))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+
+
+_NAMED_AGGREGATES = frozenset({"average", "avg", "mean", "median", "total", "sum", "minimum", "min", "maximum",
+                               "max"})
+
+
+def _joined_aggregates(reading: _Reading, index: int) -> list[str]:
+    """The aggregate words joined by "and"/"or" before the one right before a measure ("minimum and
+    maximum …", "the average, minimum and maximum …"), read here; those joined are of the same measure."""
+    found: list[str] = []
+    position = index - 1
+    while position >= 0 and reading.norm(position) in ("the", "a"):
+        position -= 1
+    if reading.norm(position) not in _AGG_WORDS:
+        return found
+    position -= 1
+    while position >= 0:
+        joiner = reading.norm(position) in ("and", "or") and reading.free(position)
+        if not joiner and not found:
+            break  # "the highest average delay" is one measure, ranked
+        word = position - 1 if joiner else position  # (a comma is no token: "average, minimum and …")
+        if word < 0 or reading.norm(word) not in _NAMED_AGGREGATES or not reading.free(word):
+            break
+        found.insert(0, _AGG_WORDS[reading.norm(word)])
+        reading.used.update(range(word, position + 1))
+        position = word - 1
+    return found
 
 
 def _read_extreme(reading: _Reading) -> None:
@@ -1005,8 +1035,17 @@ def _read_missing(reading: _Reading) -> None:
         else:
             said = range(index - 1, index) if reading.free(index - 1) else range(0)
             lacking = False
+            # "excluding those with unknown sex": a negation a few small words before denies it too
+            back = index - 1
+            while back >= 0 and reading.free(back) and back >= index - 4 and reading.norm(back) not in _NEGATIONS \
+                    and (reading.tokens[back].is_stopword or reading.norm(back) in ("those", "ones", "with", "counting",
+                                                                                    "including", "any")
+                         or reading.tokens[back].stem in _table_words(reading.base)):
+                back -= 1
+            if back >= 0 and reading.free(back) and reading.norm(back) in _NEGATIONS:
+                said = range(back, index)
         words = {reading.norm(i) for i in said}
-        denied = bool(words & {"no", "not", "without", "never"}) != lacking
+        denied = bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) != lacking
         if denied:
             reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
         op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"

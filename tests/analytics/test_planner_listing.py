@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.planner import NoPlan, Plan, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -114,3 +114,13 @@ def test_aggregates_joined_by_and_are_each_computed(data: duckdb.DuckDBPyConnect
 def test_a_negation_before_an_empty_column_keeps_the_rows_that_have_it(data: duckdb.DuckDBPyConnection,
                                                                        question: str) -> None:
     assert data.execute(plan(question).sql).fetchall() == [(pytest.approx(625 / 3),)]
+
+
+def test_a_measure_asked_in_another_unit_is_converted_or_declined(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("average flipper length in cm").sql).fetchall() == [(pytest.approx(20.625),)]
+    with pytest.raises(NoPlan):
+        plan("average flipper length in km")
+    kilograms = Term("mass in kilograms", "A penguin's body mass in kilograms: body_mass_g / 1000.", ("kilograms", "kg"))
+    for question in ("average body mass in kg", "What's the mean body mass in kilograms of Gentoo penguins?"):
+        made = plan_question(question, [PENGUINS], [kilograms])
+        assert "1000" in made.sql and "body_mass_g\" AS" not in made.sql, made.sql

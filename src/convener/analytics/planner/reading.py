@@ -31,6 +31,7 @@ from convener.analytics.planner.state import (
 )
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.contrast import read_contrast
+from convener.analytics.planner.conversion import read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.periods import read_compared_periods
@@ -778,6 +779,12 @@ def _read_measures(reading: _Reading) -> None:
             agg = global_agg[0]
         said_as_unit = reading.norm(mention.start - 1) in ("in", "as") \
             and any(name == column.name for name, _ in reading.measures)
+        expression = reading.scope.virtual.get(column.name) if reading.scope is not None else None
+        converted = {c.name for c in expression.find_all(exp.Column)} if expression is not None else set()
+        if reading.norm(mention.start - 1) in ("in", "as") and any(name in converted for name, _ in reading.measures):
+            # "body mass in kg" where the glossary's kilograms are body_mass_g / 1000: the measure in that unit
+            reading.measures = [(column.name if name in converted else name, agg) for name, agg in reading.measures]
+            said_as_unit = True
         if not said_as_unit:  # "speed in mph": the unit names the measure already read, not a second one
             # "minimum and maximum flipper length": each aggregate joined to the one read, of the same column
             for other in (*_joined_aggregates(reading, mention.start), agg):
@@ -835,8 +842,13 @@ def _merge_adjacent_measures(reading: _Reading) -> None:
     for first, second in pairwise(mentions):
         if second.start != first.end or first not in reading.mentions or second not in reading.mentions:
             continue
-        # Of two column names the last is the head of the compound ("flight distance" is a distance).
+        # Of two column names the last is the head of the compound ("flight distance" is a distance); a glossary
+        # formula over the other ("body mass in kilograms": body_mass_g / 1000) is the more precise of the two.
         keep = second if second.source == "name" else first
+        for formula, other in ((first, second), (second, first)):
+            expression = reading.scope.virtual.get(formula.target.column) if reading.scope is not None else None
+            if expression is not None and any(c.name == other.target.column for c in expression.find_all(exp.Column)):
+                keep = formula
         merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
         reading.mentions.remove(first)
         reading.mentions.remove(second)
@@ -1241,6 +1253,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_which_column(reading)
     _read_counts(reading, _table_words(table))
     _read_measures(reading)
+    read_measure_unit(reading)
     _read_extreme(reading)
     _read_flags(reading)
     _read_judgement(reading)

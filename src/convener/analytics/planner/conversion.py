@@ -1,0 +1,42 @@
+"""A measure asked for in another unit than its column's: "the average air time in hours" of a column in
+minutes is the column converted (÷ 60), never the minutes shown as if they were hours; a unit that cannot be
+converted to is refused."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
+from convener.analytics.shapes import FLOAT, ColumnInfo
+from convener.analytics.wording import snake
+
+
+def read_measure_unit(reading: _Reading) -> None:
+    """"… in hours", "… in kilograms" (unread) with one measure: that measure in the unit said."""
+    if reading.scope is None or len({column for column, _ in reading.measures}) != 1:
+        return
+    for index, token in enumerate(reading.tokens[:-1]):
+        said = unit_named(reading.norm(index + 1)) if token.norm == "in" else None
+        if said is None or not reading.free(index) or index + 1 in reading.used:
+            continue
+        column = reading.measures[0][0]
+        own = unit_of(reading.column(column))
+        if own is None:
+            return  # the column's unit is not known: the words may name it ("speed in mph")
+        reading.used.update((index, index + 1))
+        if own == said:
+            return
+        factor = CONVERSIONS.get((own, said))
+        if factor is None:
+            raise NoPlan(f"{column} is in {own}, not {said}")
+        name = f"{snake(column)}_in_{said}"
+        source = reading.scope.virtual.get(column, exp.column(column, quoted=True))
+        reading.scope.virtual[name] = exp.Paren(this=exp.Mul(this=source.copy(), expression=exp.Literal.number(factor)))
+        reading.table = replace(reading.table, columns=(*reading.table.columns, ColumnInfo(name, FLOAT,
+                                                                                           f"{column} in {said}")))
+        reading.measures = [(name, agg) for _, agg in reading.measures]
+        return

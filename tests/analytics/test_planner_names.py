@@ -182,3 +182,14 @@ def test_a_superlative_of_length_is_no_abbreviation_of_a_column() -> None:
                          values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
                          related=[airports])
     assert '"lon"' not in made.sql and '"distance" DESC' in made.sql
+
+
+def test_which_row_of_a_joined_table_ranks_by_the_rows_that_join_it(data: duckdb.DuckDBPyConnection) -> None:
+    data.execute("CREATE OR REPLACE TEMP TABLE airlines AS SELECT * FROM (VALUES ('UA', 'United'), ('DL', 'Delta'), "
+                 "('B6', 'JetBlue'), ('AA', 'American')) t(carrier, name)")
+    airlines = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING")),
+                         description="Airlines: one row per carrier.")
+    made = plan_question("Which airline had the most flights?", [FLIGHTS], related=[airlines],
+                         values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=(Relationship("flights", ("carrier",), "airlines", ("carrier",)),))
+    assert data.execute(made.sql).fetchall() == [("DL", "Delta", 3)]

@@ -658,15 +658,24 @@ def _read_ranked_time_key(reading: _Reading) -> bool:
 
 def _read_ranked_join(reading: _Reading) -> None:
     """"Which 3 airports received the most flights from JFK": the rows of a table joined by the relationship
-    the question's words picked, ranked, are the values of the queried table's column it joins on (dest)."""
+    the question's words picked, ranked, are the values of the queried table's column it joins on (dest);
+    so are those of a table asked about by which/what ("which airline had the most flights")."""
     if reading.scope is None or reading.keys:
         return
     for join in reading.scope.joins:
         words = _table_words(join.table)
         named = [i for i, token in enumerate(reading.tokens) if reading.free(i) and token.stem in words]
-        if not join.chosen or not named:
+        asked = [i for i in named if reading.norm(i - 1) in ("which", "what") or reading.norm(i - 2) in ("which", "what")
+                 and _number_at(reading, i - 1)]
+        if not named or not join.chosen and not asked:
             continue
         reading.keys.append(join.on[0][0])
+        if not join.chosen:
+            # "which airline had the most flights": the airline by its key, and by its name where it has one
+            alias = join.table.name.split(".")[-1]
+            reading.keys.extend(name for name, expression in reading.scope.virtual.items()
+                                if isinstance(expression, exp.Column) and expression.table == alias
+                                and expression.name.lower() == "name" and name not in reading.keys)
         reading.used.update(named)
         reading.top = reading.top or 1
         return

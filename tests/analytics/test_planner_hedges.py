@@ -140,3 +140,10 @@ def test_the_top_of_a_glossary_measure_named_with_its_unit_is_one_maximum() -> N
     plan = plan_question("What's the top speed in mph of any trip?", [table], [speed])
     assert connection.execute(plan.sql).fetchall() == [(500.0,)]
     connection.close()
+
+
+def test_a_value_ending_like_a_superlative_ranks_nothing() -> None:
+    table = TableInfo("flights", (ColumnInfo("carrier", "STRING", samples=("Southwest", "Delta")),
+                                  ColumnInfo("arr_delay", "INTEGER")), description="One row per flight.")
+    made = plan_question("What is the average arrival delay for Southwest flights?", [table])
+    assert made.shape == "aggregate" and "AVG" in made.sql

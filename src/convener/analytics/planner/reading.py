@@ -1242,7 +1242,9 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_comparisons(reading)
     _read_dates(reading)
     read_contrast(reading)
-    reading.direction = _direction([t for i, t in enumerate(tokens) if i not in reading.used or reading.mention_at(i)])
+    # (a value is no superlative, whatever it ends with: "Southwest", "Key West")
+    reading.direction = _direction([t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i))
+                                    and not _in_value(reading, i)])
     _read_dimensions(reading)
     _read_ties(reading)
     _read_ranked_bucket(reading)
@@ -1270,6 +1272,12 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     settle_presence(reading)
     read_compared_periods(reading)
     return reading
+
+
+def _in_value(reading: _Reading, index: int) -> bool:
+    """Whether the word at ``index`` is part of a value the question names."""
+    mention = reading.mention_at(index)
+    return mention is not None and mention.is_value
 
 
 def _read_leftover_columns(reading: _Reading) -> None:

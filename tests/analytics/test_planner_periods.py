@@ -94,3 +94,8 @@ def test_a_condition_defined_on_one_end_of_the_trip_is_not_read_of_the_other(dat
 def test_any_before_the_rows_noun_speaks_of_the_rows(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("What was the longest departure delay of any flight?")
     assert data.execute(made.sql).fetchall() == [(130,)]
+
+
+def test_early_after_a_verb_is_a_delay_below_zero(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("How many flights arrived early?").sql).fetchall() == [(2,)]
+    assert data.execute(plan("What percentage of flights left early?").sql).fetchall() == [(pytest.approx(100 / 7),)]

@@ -66,6 +66,26 @@ def read_lateness(reading: _Reading) -> None:
             if _matches(reading, index, words):
                 _read_one(reading, index, len(words), op, delays)
                 break
+    _read_plain_early(reading, delays)
+
+
+def _read_plain_early(reading: _Reading, delays: list[ColumnInfo]) -> None:
+    """"Flights that arrived early", "how many left early": a delay below zero (the delay's description says
+    early is negative), at the end of the trip the verb right before names."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm != "early" or index in reading.used:
+            continue
+        verb = next((i for i in (index - 1, index - 2) if reading.norm(i) in _VERBS and i not in reading.used), None)
+        if verb is None:
+            continue
+        column, _ = _column(reading, verb + 1, delays, -1)
+        if column is None or "negative" not in (column.description or "").lower():
+            continue
+        reading.filters.append(_Filter(column.name, "<", (0,), "number", index))
+        for mention in [m for m in reading.mentions if m.start == index]:
+            reading.mentions.remove(mention)
+        # (the verb is left to the readings that need it: "what percentage arrived early" splits a share there)
+        reading.used.add(index)
 
 
 def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[ColumnInfo]) -> None:

@@ -17,6 +17,8 @@ from convener.ces.tables import evaluation_results, evaluation_runs
 from tests.ces.evaluation.test_aggregates import IDS, open_services, run, setup
 
 WAIT_SECONDS = 10.0
+_BLOCKED_BY = text("SELECT count(*) FROM pg_stat_activity WHERE :claimer = ANY(pg_blocking_pids(pid))")
+"""How many backends wait for a lock the claimer holds."""
 
 
 def test_a_cancel_waits_for_a_claim_holding_a_result_and_leaves_it_running(database_url: str, tmp_path: Path) -> None:
@@ -34,6 +36,7 @@ def test_a_cancel_waits_for_a_claim_holding_a_result_and_leaves_it_running(datab
         claimer = services.database.engine.connect()
         claim = claimer.begin()
         claimer.execute(text("SET LOCAL statement_timeout = '8s'"))
+        claimer_pid = claimer.scalar(text("SELECT pg_backend_pid()"))
         claimed = claimer.execute(select(evaluation_results.c.id).where(
             evaluation_results.c.evaluation_run == run_name).order_by(evaluation_results.c.id.desc()).limit(1)
             .with_for_update()).scalar_one()
@@ -50,9 +53,10 @@ def test_a_cancel_waits_for_a_claim_holding_a_result_and_leaves_it_running(datab
         cancelling = threading.Thread(target=cancel)
         cancelling.start()
         deadline = time.monotonic() + WAIT_SECONDS
-        with services.database.engine.connect() as watcher:  # the cancel waits for the claimed result's lock
-            while not watcher.scalar(text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")):
+        # The cancel waits for the claimed result's lock. Each look in a transaction of its own: within one,
+        # PostgreSQL shows the activity as it was at the first.
+        with services.database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as watcher:
+            while not watcher.scalar(_BLOCKED_BY, {"claimer": claimer_pid}):
                 assert time.monotonic() < deadline and cancelling.is_alive(), failures
                 time.sleep(0.02)
         # The claim counts into its run, as a claim does before it commits: the run's row must be free.

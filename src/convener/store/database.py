@@ -138,12 +138,6 @@ class Database:
             _begin_sqlite_with(self._reading_engine, "BEGIN DEFERRED")
 
     @property
-    def locks_rows(self) -> bool:
-        """Whether writers of the same rows must lock them to take turns (PostgreSQL); on SQLite a transaction
-        holds the whole store's write lock from its BEGIN, so writers already take turns."""
-        return self.dialect != "sqlite"
-
-    @property
     def engines(self) -> tuple[Engine, ...]:
         """Every engine the store's connections come from (on SQLite, a second one for readings): what an observer
         of every statement listens on."""

@@ -67,6 +67,7 @@ class EvaluationAggregates:
             count.newest = max(count.newest, key)
 
     def to_json(self) -> dict[str, Any]:
+        """Both parts as one value (the layout before 0014): what a comparison of a whole row reads."""
         return {"metrics": self.metrics.to_json(), "runs": self.runs_json()}
 
     def runs_json(self) -> list[Any]:

@@ -185,6 +185,27 @@ async def test_two_turns_of_one_session_at_once_keep_one(client: Client, service
     assert texts(await run(client, "race", {"text": "third"})) == ["echo 3: third"]
 
 
+async def test_two_first_turns_of_one_session_at_once_keep_one(client: Client, services: Services) -> None:
+    """Both find no session and start it: the second to store is ABORTED (not a database error), and leaves
+    nothing behind."""
+    await _echo_app(client)
+    results: list[Any] = []
+
+    async def turn(text: str) -> None:
+        results.append(await client.call_tool("run_session", {
+            "config": {"session": f"{APP}/sessions/new-race"}, "inputs": [{"text": text}]}))
+
+    with writers_meet_before(services, "INSERT INTO ces_sessions"):
+        async with anyio.create_task_group() as group:
+            group.start_soon(turn, "left")
+            group.start_soon(turn, "right")
+    failed = [r for r in results if r.is_error]
+    assert len(failed) == 1 and "ABORTED: " in error_text(failed[0], "ABORTED")
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/new-race"}))
+    assert recorded["turnCount"] == 1, "the losing turn left nothing behind"
+    assert texts(await run(client, "new-race", {"text": "third"})) == ["echo 2: third"]
+
+
 async def test_every_kind_of_input(client: Client) -> None:
     await _echo_app(client)
     waiting = await run(client, "kinds", {"text": "hel", "willContinue": True})

@@ -1,20 +1,22 @@
 """SessionService.RunSession: run a turn of a session and record it as the session's conversation.
 
-A call reads the session (or starts it) and the app it runs (the draft, or an app version) in one
-transaction, runs the turn with no transaction open (tools and models may be slow), then writes
-the session's new state and the new turn (a row appended to the conversation) in a second transaction,
-conditional on the session not having moved on meanwhile (else ABORTED, and nothing is written). Nothing a
-turn reads or writes grows with the number of turns before it: the conversation's earlier turns are read
-only if an agent looks at the history, and then only the last ones it asks for.
+A call reads the session (or starts it) and the app it runs (the draft, or an app version), runs the turn with
+no transaction open (tools and models may be slow), then writes the session's new state and the new turn (a
+row appended to the conversation) in one transaction, conditional on the session not having moved on
+meanwhile (else ABORTED, and nothing is written). An evaluation's replay plays a turn and stores it later,
+in the transaction that stores its result (``play_turn``, then ``save``). Nothing a turn reads or writes
+grows with the number of turns before it: the conversation's earlier turns are read only if an agent looks
+at the history, and then only the last ones it asks for.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, select, update
 
 from convener.api.errors import Aborted, ApiError, Code, FailedPrecondition, InvalidArgument
 from convener.api.protojson import Timestamp
@@ -35,6 +37,7 @@ from convener.llm.base import ModelProvider
 from convener.outside.limits import RUN_SESSION_DTMF, RUN_SESSION_TEXT
 from convener.progress import Report
 from convener.store.database import AnyRow, Database
+from convener.store.upsert import upsert
 
 MAX_INPUTS = 100
 _APP_AND_SESSION = select(
@@ -46,7 +49,10 @@ _APP_AND_SESSION = select(
     apps.c.name == bindparam("name"))
 """A turn's app (its row id), session (null columns before its first turn), recorded conversation (the
 session's ID is its conversation's; null before it is recorded) and what its draft is made of, in one statement."""
-_INSERT_SESSION = insert(sessions)
+_INSERTS_SESSION = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(sessions.c.id)
+                    for dialect in ("sqlite", "postgresql")}
+"""A session's first turn: inserted unless a turn of the same session stored it first (then no row returned: a
+rowcount says nothing there: it is -1 for such an insert on PostgreSQL)."""
 _UPDATE_SESSION = (update(sessions)
                    .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
                    .values(revision=bindparam("b_next_revision"), state=bindparam("b_state"),
@@ -126,6 +132,15 @@ class SessionService:
                  observe: Callable[[Chunk], None] | None = None) -> TurnRecord:
         """Run and record one turn; an agent's failure is in the record (the turn is recorded all the same).
         ``fakes`` (evaluations) answers tool calls instead of the tools."""
+        turn = self.play_turn(request, caller, fakes, observe)
+        with self.database.transaction() as connection:
+            self.save(connection, turn)
+        return turn.record
+
+    def play_turn(self, request: RunSessionRequest, caller: Caller, fakes: ToolFakes | None = None,
+                  observe: Callable[[Chunk], None] | None = None) -> UnsavedTurn:
+        """Run one turn and store nothing: ``save`` stores it, in a transaction of the caller's. A later turn of
+        the session does not see it until then."""
         config = request.config
         name = SessionName.parse(config.session, "config.session")
         if not request.inputs:
@@ -153,10 +168,20 @@ class SessionService:
         history: Sequence[Message] = recorded if recorded is not None else list(config.historical_contexts or ())
         record = TurnRunner(blueprint, self.settings, self.provider(), str(name), state, history,
                             fakes, observe).run(request.inputs)
-        with self.database.transaction() as connection:
-            self._save(connection, app_pk, name, row, blueprint, deployment, record)
-            self._record(connection, app_pk, name, blueprint, record, config, deployment, begins=recorded is None)
-        return record
+        return UnsavedTurn(app_pk, name, row, blueprint, deployment, record, config, begins=recorded is None)
+
+    def save(self, connection: Connection, turn: UnsavedTurn, *, strict: bool = True) -> bool:
+        """Store a played turn: the session's new state, and the turn in the session's conversation. If the
+        session moved on since the turn read it (another turn of it was stored first), nothing is stored:
+        ABORTED, or False when not ``strict``. Conflicts never fail the caller's transaction otherwise: an
+        evaluation stores its turns with its result."""
+        if not self._save(connection, turn):
+            if strict:
+                raise Aborted(f"session {turn.name} ran another turn at the same time; nothing of this turn was "
+                              "kept, retry it")
+            return False
+        self._record(connection, turn)
+        return True
 
     @staticmethod
     def _pinned(connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None,
@@ -203,39 +228,55 @@ class SessionService:
         }
         return new_state(entry, defaults)
 
-    def _save(self, connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None, blueprint: Blueprint,
-              deployment: str, record: TurnRecord) -> None:
+    @staticmethod
+    def _save(connection: Connection, turn: UnsavedTurn) -> bool:
+        """Write the session's new state; False (nothing written) if it moved on since the turn read it."""
+        record = turn.record
         values = {
             "state": record.state,
             "ended": bool(record.state.get("ended")),
             "update_time_us": Timestamp.now().to_micros(),
         }
+        row = turn.row
         if row is None:
-            connection.execute(_INSERT_SESSION, {"app_pk": app_pk, "session_id": name.id,
-                                                 "app_version": blueprint.version or "", "deployment": deployment,
-                                                 "revision": 1, **values})
-            return
-        changed = connection.execute(_UPDATE_SESSION, {
+            return connection.execute(_INSERTS_SESSION[connection.dialect.name], {
+                "app_pk": turn.app_pk, "session_id": turn.name.id, "app_version": turn.blueprint.version or "",
+                "deployment": turn.deployment, "revision": 1, **values}).first() is not None
+        return bool(connection.execute(_UPDATE_SESSION, {
             "b_pk": row.id, "b_revision": row.revision, "b_next_revision": row.revision + 1,
-            **{f"b_{key}": value for key, value in values.items()}}).rowcount
-        if changed == 0:
-            raise Aborted(f"session {name} ran another turn at the same time; nothing of this turn was kept, retry it")
+            **{f"b_{key}": value for key, value in values.items()}}).rowcount)
 
-    def _record(self, connection: Connection, app_pk: int, name: SessionName, blueprint: Blueprint,
-                record: TurnRecord, config: SessionConfig, deployment: str, begins: bool) -> None:
-        """Record the turn in the session's conversation; ``begins`` when the turn's reading found none."""
+    def _record(self, connection: Connection, turn: UnsavedTurn) -> None:
+        """Record the turn in the session's conversation."""
+        record, blueprint, config = turn.record, turn.blueprint, turn.config
         if not record.messages:
             return  # nothing happened that a recording would show
-        turn = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
+        name = turn.name
+        recorded = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
         start = Conversation(
             start_time=record.root_span.start_time,
             entry_agent=blueprint.agent_name(record.state["entryAgent"]),
-            deployment=deployment or None,
+            deployment=turn.deployment or None,
             app_version=blueprint.version,
             language_code=(blueprint.app.language_settings.default_language_code
                            if blueprint.app.language_settings else None),
             source=config.source if config.source not in (None, Source.SOURCE_UNSPECIFIED) else Source.LIVE,
         )
-        self.conversations.append(connection, app_pk, name.app_name.conversation(name.id), turn,
-                                  end_time=record.root_span.end_time, start=start, seen_absent=begins)
+        self.conversations.append(connection, turn.app_pk, name.app_name.conversation(name.id), recorded,
+                                  end_time=record.root_span.end_time, start=start, seen_absent=turn.begins)
 
+
+@dataclass(frozen=True)
+class UnsavedTurn:
+    """A turn that ran and is not stored yet (``SessionService.play_turn``): what ``save`` writes."""
+
+    app_pk: int
+    name: SessionName
+    row: AnyRow | None
+    """The session as the turn read it; None when the turn starts it."""
+    blueprint: Blueprint
+    deployment: str
+    record: TurnRecord
+    config: SessionConfig
+    begins: bool
+    """The turn's reading found no recorded conversation: it begins one (without looking for it first)."""

@@ -9,8 +9,9 @@ A worker (in any process on the store: see ``convener.jobs``) plays a job's resu
 2. replay (golden) or simulate (scenario) and score it with no transaction open (agents and judges may be slow),
    stopping at the next turn if the run is cancelled meanwhile;
 3. store the outcome (COMPLETED, ERROR or CANCELLED) if the attempt still holds the result and, in the same
-   transaction, count it into the run's progress and its operation's metadata; the last result to settle
-   finishes the run and its operation. This is the transaction that claims the job's next result, if any.
+   transaction, the sessions a STABLE replay played (see ``replay``), and count it into the run's progress and its
+   operation's metadata; the last result to settle finishes the run and its operation. This is the transaction
+   that claims the job's next result, if any.
 
 A worker killed mid-result loses its job when its hold lapses; the next attempt claims the result again (with a
 fresh session) and the first one's late writes, if any, are refused. Nothing is re-run when a server starts.
@@ -23,9 +24,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from sqlalchemy import Connection, and_, bindparam, func, select, update
+from sqlalchemy.exc import DBAPIError
 
 from convener.api.errors import ApiError
 from convener.api.protojson import Timestamp
@@ -53,7 +55,7 @@ from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFail
 from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
 from convener.ces.models import Span
 from convener.ces.names import AppName, EvaluationName, EvaluationResultName
-from convener.ces.sessions import SessionService
+from convener.ces.sessions import SessionService, UnsavedTurn
 from convener.ces.tables import apps, evaluation_results, evaluation_runs
 from convener.jobs.model import Attempt, Payload, Task
 from convener.jobs.queue import Jobs
@@ -63,6 +65,7 @@ from convener.longrunning.service import CANCEL_REQUESTED_OF, OperationService, 
 from convener.store.database import AnyRow, Database
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 RUN_METADATA = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
 RUN_RESPONSE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationResponse"
@@ -195,6 +198,8 @@ class Played:
     state: ExecutionState
     outcome: dict[str, Any] | None = None
     error: EvaluationErrorInfo | None = None
+    turns: tuple[UnsavedTurn, ...] = ()
+    """Turns it played and did not store (a STABLE replay's): stored with it."""
 
 
 class RunExecutor:
@@ -266,8 +271,9 @@ class RunExecutor:
             return Played(row, ExecutionState.ERROR, error=EvaluationErrorInfo(
                 error_type=ErrorType.RUNTIME_FAILURE,
                 error_message=f"interrupted {attempt.number - 1} times: the worker playing it stopped; not retried"))
+        turns: list[UnsavedTurn] = []  # stored with the outcome, whatever it is
         try:
-            body = self._outcome(row, claim.caller, attempt.should_stop)
+            body = self._outcome(row, claim.caller, attempt.should_stop, turns)
             state, error = ExecutionState.COMPLETED, None
         except ApiError as failure:
             body, state = None, ExecutionState.ERROR
@@ -279,10 +285,13 @@ class RunExecutor:
                                         error_message=f"the evaluation failed unexpectedly ({type(failure).__name__})")
         if attempt.should_stop():  # cancelled (or lost, and then nothing is written): what it played is not scored
             body, state, error = None, ExecutionState.CANCELLED, None
-        return Played(row, state, body, error)
+        return Played(row, state, body, error, tuple(turns))
 
     def _record(self, played: Played, attempt: int) -> None:
         """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
+        _without_turns_if_they_fail(lambda stored: self._record_once(stored, attempt), played)
+
+    def _record_once(self, played: Played, attempt: int) -> None:
         row = played.row
         with self.database.transaction() as connection:
             # The result, its evaluation's aggregates, then its run, as every writer of them (see ``_claim``);
@@ -298,8 +307,12 @@ class RunExecutor:
         # Stored only if still held by this attempt (not deleted, cancelled or taken over by a later attempt
         # meanwhile), and then the row is as the claim left it (only the holder writes a RUNNING result): its
         # body need not be read again.
-        return self._store(connection, played.row, played.state, outcome=played.outcome, error=played.error,
-                           attempt=attempt)
+        settled = self._store(connection, played.row, played.state, outcome=played.outcome, error=played.error,
+                              attempt=attempt)
+        if settled is not None:
+            for turn in played.turns:  # a session a turn of it moved on meanwhile keeps its own turn: not stored
+                self.sessions.save(connection, turn, strict=False)
+        return settled
 
     def _claim(self, job: PlayResult, pk: int, attempt: Attempt, played: Played | None) -> Claim | None:
         """Store the result the attempt ``played`` last, if any, then mark the result ``pk`` RUNNING under
@@ -317,6 +330,11 @@ class RunExecutor:
         RUNNING, no longer queued, and leaves it to finish. The attempt sees its operation's cancellation as the
         claim read it (the run comes with it): its next question whether to stop needs no transaction of its
         own."""
+        if played is None:
+            return self._claim_once(job, pk, attempt, None)
+        return _without_turns_if_they_fail(lambda stored: self._claim_once(job, pk, attempt, stored), played)
+
+    def _claim_once(self, job: PlayResult, pk: int, attempt: Attempt, played: Played | None) -> Claim | None:
         recorded = False
         with self.database.transaction() as connection:
             key = self._run_key(connection, job)
@@ -362,8 +380,9 @@ class RunExecutor:
         found = connection.execute(_RESULT_RUN, {"pk": job.result}).first()
         return None if found is None else (found.app_pk, _run_id(found.evaluation_run))
 
-    def _outcome(self, row: HeldResult, caller: Caller, stop: ShouldStop) -> dict[str, Any]:
-        """Run the result's evaluation and score it: the result's fields that say how it went."""
+    def _outcome(self, row: HeldResult, caller: Caller, stop: ShouldStop, turns: list[UnsavedTurn]) -> dict[str, Any]:
+        """Run the result's evaluation and score it: the result's fields that say how it went. The turns it
+        played and did not store are added to ``turns``, as soon as they are played."""
         plan = ResultPlan.model_validate(row.plan)
         evaluation = plan.evaluation
         name = EvaluationResultName.parse(row.body["name"])
@@ -371,7 +390,9 @@ class RunExecutor:
             return self._scenario_outcome(row, plan, name, caller, stop)
         assert evaluation.golden is not None
         replay = plan.replay()
-        observed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row), stop)
+        replayed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row), stop)
+        turns.extend(replayed.unsaved)
+        observed = replayed.observed
         judge = self.judge()
         golden = GoldenResult(
             # A NAIVE session that failed or ended early leaves later turns unreplayed: they fail.
@@ -594,6 +615,20 @@ def _progress(row: AnyRow, total: int) -> EvaluationRunProgress:
     """A run's progress from the counts of its row."""
     return EvaluationRunProgress(total_count=total, failed_count=row.failed_count, error_count=row.error_count,
                                  completed_count=row.completed_count, passed_count=row.passed_count)
+
+
+def _without_turns_if_they_fail(store: Callable[[Played], _T], played: Played) -> _T:
+    """``store(played)``; if that fails in the store and ``played`` carries turns, ``store`` it again without
+    them: a result is never left running because the sessions of its turns could not be written (say, a
+    conversation of the same name imported at that moment)."""
+    try:
+        return store(played)
+    except DBAPIError:
+        if not played.turns:
+            raise
+        logger.warning("evaluation result %s: its replayed turns could not be stored; stored without them",
+                       played.row.result_id, exc_info=True)
+        return store(replace(played, turns=()))
 
 
 def _sessions(name: EvaluationResultName, row: HeldResult) -> str:

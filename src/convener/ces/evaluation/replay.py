@@ -9,7 +9,9 @@ Two methods, as in CES:
 - NAIVE: one session for the whole conversation, with no injected context: later turns see what the
   agent really did earlier.
 
-Every replayed turn is recorded as a conversation with source EVAL. Tool calls are answered by the
+Every replayed turn is recorded as a conversation with source EVAL: a NAIVE replay's as it goes (its next turn
+reads the session), a STABLE replay's with the result (``Replayed.unsaved``), in the transaction that stores it.
+Tool calls are answered by the
 golden's ``mockToolResponse`` expectations when one names the tool; with tool-call behaviour FAKE no
 tool runs at all (see :class:`GoldenFakes`).
 """
@@ -42,7 +44,7 @@ from convener.ces.models import (
 )
 from convener.ces.names import AppName, SessionName
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
-from convener.ces.sessions import SessionService
+from convener.ces.sessions import SessionService, UnsavedTurn
 
 ShouldStop = Callable[[], bool]
 """Asked between turns: True once the work should stop (its run was cancelled)."""
@@ -158,16 +160,27 @@ class ReplayPlan:
     """``…/versions/{version}``, or None for the draft."""
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """What a replay observed, turn by turn, and the turns it played but did not store."""
+
+    observed: list[ObservedTurn]
+    unsaved: tuple[UnsavedTurn, ...] = ()
+    """A STABLE replay's turns: each ran in a session of its own, which no later turn reads, so they are stored
+    with the result (``SessionService.save``), not a transaction each."""
+
+
 class GoldenReplay:
     def __init__(self, sessions: SessionService, caller: Caller) -> None:
         self.sessions = sessions
         self.caller = caller
 
-    def run(self, plan: ReplayPlan, app: AppName, session_prefix: str, stop: ShouldStop = never) -> list[ObservedTurn]:
+    def run(self, plan: ReplayPlan, app: AppName, session_prefix: str, stop: ShouldStop = never) -> Replayed:
         """Play the golden's turns; ``stop`` is asked before each (a cancelled run stops at its next turn)."""
         stable = plan.method != GoldenRunMethod.NAIVE
         fake_everything = plan.tool_calls == EvaluationToolCallBehaviour.FAKE
         observed: list[ObservedTurn] = []
+        unsaved: list[UnsavedTurn] = []
         expected_history: list[Message] = []
         actual_history: list[Message] = []
         variables: dict[str, Any] = {}
@@ -189,8 +202,14 @@ class GoldenReplay:
             context = context_of(Turn(messages=expected_history if stable else actual_history))
             fakes = GoldenFakes(turn, plan.golden, fake_everything)
             recorded = _conversation(session)
+            request = RunSessionRequest(config=config, inputs=inputs)
             try:
-                record = self.sessions.run_turn(RunSessionRequest(config=config, inputs=inputs), self.caller, fakes)
+                if stable:
+                    played = self.sessions.play_turn(request, self.caller, fakes)
+                    unsaved.append(played)
+                    record = played.record
+                else:
+                    record = self.sessions.run_turn(request, self.caller, fakes)
             except ApiError as failure:
                 observed.append(ObservedTurn(None, recorded, tuple(context),
                                              _error(failure.code.name, failure.message, session)))
@@ -216,7 +235,7 @@ class GoldenReplay:
                     "FAILED_PRECONDITION", "the agent ended the session before the golden conversation ended",
                     session)))
                 break
-        return observed
+        return Replayed(observed, tuple(unsaved))
 
 
 def _leading_transfer(turn: GoldenTurn) -> str | None:

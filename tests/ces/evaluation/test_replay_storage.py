@@ -1,0 +1,155 @@
+"""Where a STABLE replay's turns are stored: with their result, in the transaction that stores it (one
+transaction a result, not one more for its sessions), and only by the attempt that still holds the result."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from convener.ces.evaluation.executor import PlayResult
+from convener.ces.sessions import UnsavedTurn
+from convener.ces.tables import conversations, evaluation_results, sessions
+from convener.jobs.model import Attempt
+from convener.jobs.tables import jobs
+from convener.services import Services
+from tests.ces.evaluation.test_runs import _queue_checks
+from tests.ces.session_helpers import runtime_settings
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def queued(database_url: str, tmp_path: Path) -> Iterator[tuple[Services, int, Job]]:
+    """A store with a queued run of one golden evaluation (one turn), opened by a process that plays nothing
+    by itself: its services, the result's row and its job."""
+    settings = runtime_settings(database_url, tmp_path, worker=False)
+    _, pks = await _queue_checks(settings, 1)
+    services = Services.open(settings)
+    with services.database.reading() as connection:
+        row = connection.execute(select(jobs.c.payload, jobs.c.operation)).one()
+    try:
+        yield services, pks[0], Job(PlayResult.model_validate(row.payload), row.operation)
+    finally:
+        services.close()
+
+
+class Job(NamedTuple):
+    payload: PlayResult
+    operation: str
+
+
+def _play(services: Services, job: Job) -> None:
+    """The job's first attempt, played here."""
+    services.runtime.evaluations.executor.play(job.payload, Attempt(number=1, operation=job.operation,
+                                                                    worker="test-worker"))
+
+
+def _result(services: Services, pk: int) -> Any:
+    with services.database.reading() as connection:
+        return connection.execute(select(evaluation_results).where(evaluation_results.c.id == pk)).one()
+
+
+def _eval_sessions(services: Services) -> list[Any]:
+    with services.database.reading() as connection:
+        return list(connection.execute(select(sessions).where(sessions.c.session_id.like("eval-%"))))
+
+
+def _eval_conversations(services: Services) -> list[str]:
+    with services.database.reading() as connection:
+        return list(connection.execute(select(conversations.c.conversation_id).where(
+            conversations.c.conversation_id.like("eval-%"))).scalars())
+
+
+def _after_playing(services: Services, monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
+    """Make every turn the replay plays call ``then(turn)`` once played, before anything is stored."""
+    play_turn = services.runtime.sessions.play_turn
+
+    def played_then(*args: Any, **kwargs: Any) -> UnsavedTurn:
+        turn = play_turn(*args, **kwargs)
+        then(turn)
+        return turn
+
+    monkeypatch.setattr(services.runtime.sessions, "play_turn", played_then)
+
+
+async def test_a_stable_replay_stores_its_session_in_the_transaction_that_stores_its_result(
+        queued: tuple[Services, int, Job]) -> None:
+    services, pk, job = queued
+    transactions: list[list[str]] = []
+    current: dict[int, list[str]] = {}
+
+    def executed(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        current.setdefault(id(connection), []).append(" ".join(statement.split()))
+
+    def committed(connection: Any) -> None:
+        transactions.append(current.pop(id(connection), []))
+
+    with services.database.listening("before_cursor_execute", executed), \
+            services.database.listening("commit", committed):
+        _play(services, job)
+    assert _result(services, pk).execution_state == "COMPLETED"
+    writing = [statements for statements in transactions if any(
+        statement.startswith("INSERT INTO ces_sessions") for statement in statements)]
+    assert len(writing) == 1, transactions
+    assert any(statement.startswith("UPDATE ces_evaluation_results SET execution_state")
+               and "evaluation_status" in statement for statement in writing[0]), writing
+    assert any(statement.startswith("INSERT INTO ces_conversation_turns") for statement in writing[0]), writing
+    [session] = _eval_sessions(services)
+    assert _eval_conversations(services) == [session.session_id]
+    assert session.revision == 1
+
+
+async def test_an_attempt_that_lost_its_result_stores_neither_the_result_nor_its_sessions(
+        queued: tuple[Services, int, Job], monkeypatch: pytest.MonkeyPatch) -> None:
+    services, pk, job = queued
+
+    def taken_over(_turn: UnsavedTurn) -> None:  # another worker takes the job over meanwhile
+        with services.database.transaction() as connection:
+            connection.execute(update(evaluation_results).where(evaluation_results.c.id == pk).values(attempts=2))
+
+    _after_playing(services, monkeypatch, taken_over)
+    _play(services, job)
+    row = _result(services, pk)
+    assert (row.execution_state, row.attempts) == ("RUNNING", 2)
+    assert _eval_sessions(services) == [] and _eval_conversations(services) == []
+
+
+async def test_a_session_stored_first_by_another_turn_keeps_it_and_the_result_is_stored(
+        queued: tuple[Services, int, Job], monkeypatch: pytest.MonkeyPatch) -> None:
+    services, pk, job = queued
+
+    def stored_first(turn: UnsavedTurn) -> None:  # a turn of the same session, stored before this one
+        with services.database.transaction() as connection:
+            connection.execute(insert(sessions).values(
+                app_pk=turn.app_pk, session_id=turn.name.id, app_version="", deployment="", revision=7,
+                ended=False, update_time_us=1, state={"theirs": True}))
+
+    _after_playing(services, monkeypatch, stored_first)
+    _play(services, job)
+    assert _result(services, pk).execution_state == "COMPLETED"
+    [session] = _eval_sessions(services)
+    assert (session.revision, session.state) == (7, {"theirs": True})
+    assert _eval_conversations(services) == [], "the turn that lost is not recorded either"
+
+
+async def test_turns_that_cannot_be_stored_leave_their_result_stored_without_them(
+        queued: tuple[Services, int, Job], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    services, pk, job = queued
+
+    def failing(*_: Any, **__: Any) -> bool:
+        raise IntegrityError("INSERT INTO ces_conversation_turns …", {}, Exception("duplicate key"))
+
+    monkeypatch.setattr(services.runtime.sessions, "save", failing)
+    with caplog.at_level(logging.WARNING, logger="convener.ces.evaluation.executor"):
+        _play(services, job)
+    row = _result(services, pk)
+    assert (row.execution_state, row.evaluation_status) == ("COMPLETED", "PASS")
+    assert _eval_sessions(services) == []
+    assert "could not be stored; stored without them" in caplog.text

@@ -6,7 +6,8 @@ enough of the question. The pages of the passages compete: each question word we
 whole index (``Evidence``), so a question about something the documentation never mentions ("Kubernetes
 ingress") finds its rarest words uncovered and is not answered from a passage that only shares the filler;
 a page's support is the weighted share of the question its passages and title hold, and an answer also needs
-one sentence that holds much of it. Words of how the question is put ("I'm actually trying…") weigh nothing.
+one sentence that holds much of it; a question naming a product or tool the documentation never mentions, or
+only in passing elsewhere than the page the answer rests on, is not answered (``scope``). Words of how the question is put ("I'm actually trying…") weigh nothing.
 The best page is quoted first and referenced first; the next two are quoted too when they score nearly as
 well, since lexical ranking often puts the page that answers second or third; words of the question no page
 uses are named after the quotes.
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 from convener.api.errors import ApiError
 from convener.knowledge.models import Citation, CitationSource
+from convener.knowledge.scope import names, names_elsewhere
 from convener.knowledge.text import STOPWORDS, sentences, stem, stems, words
 from convener.llm.base import ChatMessage, ModelProvider
 
@@ -146,6 +148,8 @@ def extractive_answer(query: str, passages: Sequence[Passage], evidence: Evidenc
     best = ranking[0]
     closest = max(sum(weight[t] for t in sentence.stems & wanted) for sentence in candidates) / total
     if (1 - SENTENCE_SHARE) * best.support + SENTENCE_SHARE * closest < MIN_COVERAGE:
+        return _not_found()
+    if evidence is not None and names_elsewhere(names(query) & wanted, evidence.absent, evidence.rarity, best.stems):
         return _not_found()
     # Sentences of the best-supported page first; others only for words that page does not cover.
     preference = {doc.name: (1.0 if index == 0 else OTHER_PAGE_FACTOR) for index, doc in enumerate(ranking[:3])}

@@ -16,7 +16,8 @@ from convener.outside.limits import KNOWLEDGE_QUERY_CHARACTERS
 MAX_QUERY_CHARACTERS = KNOWLEDGE_QUERY_CHARACTERS
 """Google's limit on a query; longer ones are INVALID_ARGUMENT."""
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+"""A word: letters and digits, an apostrophe inside it kept ("Git's", "don't")."""
 
 STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "per", "same", "she", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "were", "weren't", "what", "what's", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "won't", "would", "wouldn't", "you", "your", "yours", "yourself", "yourselves", "use", "used", "using", "want", "way", "get", "make", "also", "via", "just", "e.g", "i.e", "something", "anything", "someone"])
 """English function words, and question filler ("how do I use …") that says nothing about the topic."""
@@ -24,7 +25,7 @@ STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all"
 
 def words(text: str) -> list[str]:
     """Lowercased words of ``text`` (letters and digits; an apostrophe inside a word stays)."""
-    return [match.group().lower().replace("’", "'") for match in _WORD.finditer(text)]
+    return [match.group().lower().replace("’", "'") for match in WORD.finditer(text)]
 
 
 def query_terms(text: str) -> list[str]:

@@ -1,0 +1,86 @@
+"""Questions that name something the documentation does not cover are not answered: a name no chunk holds,
+or a rare one that only another page mentions; names are told from ordinary words by how they are written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convener.knowledge.answers import NOT_FOUND, OFFLINE_NOTE, Evidence, Passage, extractive_answer
+from convener.knowledge.ingest import IngestPlan
+from convener.knowledge.scope import RARE_NAME_RARITY, names
+from convener.services import Services
+from tests.knowledge.conftest import BASE_URL, name_of
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("How do I use SQLAlchemy's async session with aiosqlite?", {"sqlalchemy"}),
+    ("Can GitLab require two approvals?", {"gitlab"}),
+    ("How do I train a PyTorch model on GPUs?", {"pytorch", "gpu"}),
+    ("In VS Code's panel, how?", {"vs", "code"}),
+    ("Kubernetes: how do I route traffic?", set()),  # a capital starting a sentence is no sign of a name
+    ("I'm new here. Where's the guide?", set()),  # contractions and a new sentence's first word
+    ("start with 'git flow feature start'", set()),
+    ("why does it fail?", set()),
+])
+def test_names_are_the_words_written_as_names(query: str, expected: set[str]) -> None:
+    assert names(query) == expected
+
+
+def test_a_question_naming_a_tool_no_page_mentions_is_not_found(services: Services, docs: Path) -> None:
+    services.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+
+    # Every other word is supported by one sentence of the configuration page.
+    answer = services.knowledge.answer("What is the default storage quota of a workspace in Terraform?")
+
+    assert answer.text == NOT_FOUND
+    assert answer.references == []
+
+
+def test_the_same_word_starting_the_question_is_not_taken_for_a_name(services: Services, docs: Path) -> None:
+    services.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+
+    answer = services.knowledge.answer("Terraform: what is the default storage quota of a workspace?")
+
+    assert answer.text.startswith(OFFLINE_NOTE)
+    assert answer.references[0] == name_of("admin/configuration.html")
+
+
+def test_a_name_the_documentation_uses_does_not_stop_an_answer(services: Services, docs: Path) -> None:
+    services.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+
+    answer = services.knowledge.answer("How do I restore the newest backup with Quill?")
+
+    assert answer.references[0] == name_of("admin/backups.rst")
+
+
+RESTORE = Passage("documents/x/restore.html",
+                  "To restore a backup, stop the server and copy the backup folder back in place.", 0,
+                  "Restoring › Steps")
+MENTION = Passage("documents/x/history.html",
+                  "Early versions were tested on Zephyrix before the first release.", 0, "History")
+RARITY = {"restor": 3.0, "backup": 2.0, "folder": 2.0, "zephyrix": RARE_NAME_RARITY + 1}
+
+
+def test_a_rare_name_held_only_by_another_page_than_the_answer_is_not_found() -> None:
+    answer = extractive_answer("How do I restore a backup folder on Zephyrix?", [RESTORE, MENTION],
+                               Evidence(RARITY))
+
+    assert answer.text == NOT_FOUND
+
+
+def test_a_rare_name_held_by_the_page_that_answers_is_answered() -> None:
+    held = Passage(RESTORE.document, RESTORE.content + " The same steps restore a backup on Zephyrix.", 0,
+                   RESTORE.heading)
+
+    answer = extractive_answer("How do I restore a backup folder on Zephyrix?", [held, MENTION], Evidence(RARITY))
+
+    assert answer.references[0] == RESTORE.document
+
+
+def test_a_rare_ordinary_word_is_no_name() -> None:
+    answer = extractive_answer("How do I restore a backup folder on zephyrix?", [RESTORE, MENTION],
+                               Evidence(RARITY))
+
+    assert answer.references[0] == RESTORE.document

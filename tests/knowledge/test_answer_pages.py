@@ -60,7 +60,8 @@ TOGETHER = Passage("documents/x/guide.html", "Set quorum, lattice and beacon bef
 
 def test_words_scattered_over_a_page_support_less_than_one_sentence_holding_them() -> None:
     # Both pages hold three of the question's five words alike; only one has a sentence that holds all three.
-    question = "quorum lattice beacon harbor zephyr?"
+    # "Quorum", written as a name, holds the question to the bar of one naming something (see test_scope).
+    question = "the Quorum lattice beacon harbor zephyr?"
 
     assert extractive_answer(question, [SCATTERED], EVEN).text == NOT_FOUND
     assert extractive_answer(question, [TOGETHER], EVEN).references == [TOGETHER.document]

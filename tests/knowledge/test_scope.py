@@ -84,3 +84,24 @@ def test_a_rare_ordinary_word_is_no_name() -> None:
                                Evidence(RARITY))
 
     assert answer.references[0] == RESTORE.document
+
+
+EVEN = {"ledger": 2.0, "rollup": 2.0, "nightly": 2.0, "harbor": 2.0}
+HALF = Passage("documents/x/ledger.html", "The ledger rollup starts after the last import.", 0, "Notes")
+"""Holds half of each question below: less than a question naming something needs, enough for one that does not."""
+
+
+def test_a_question_naming_nothing_is_answered_on_less_support() -> None:
+    answer = extractive_answer("ledger rollup nightly harbor?", [HALF], Evidence(EVEN))
+
+    assert answer.references == [HALF.document]
+
+
+def test_a_question_naming_something_needs_more_support() -> None:
+    assert extractive_answer("ledger rollup nightly Harbor?", [HALF], Evidence(EVEN)).text == NOT_FOUND
+
+
+def test_a_name_the_documentation_uses_everywhere_counts_as_naming_nothing() -> None:
+    evidence = Evidence(EVEN, common=frozenset({"harbor"}))
+
+    assert extractive_answer("ledger rollup nightly Harbor?", [HALF], evidence).references == [HALF.document]

@@ -231,12 +231,13 @@ class KnowledgeService:
         return extractive_answer(query, passages, evidence)
 
     def _evidence(self, connection: Connection, terms: Sequence[str]) -> Evidence:
-        """The IDF of each query word over every chunk, under the answer composer's stem of it, and the words
-        no chunk holds. A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``:
+        """The IDF of each query word over every chunk, under the answer composer's stem of it, the words
+        no chunk holds and those that many do. A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``:
         beyond that a word is common, and its exact count would not change how little it weighs."""
         total = int(connection.execute(select(func.count()).select_from(chunks)).scalar_one())
         rarity: dict[str, float] = {}
         absent: set[str] = set()
+        common: set[str] = set()
         for term in terms:
             frequency = len(self._lexical(connection, [term], None, RARITY_DEPTH))
             idf = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
@@ -244,7 +245,9 @@ class KnowledgeService:
             rarity[key] = max(rarity.get(key, 0.0), idf)
             if not frequency:
                 absent.add(key)
-        return Evidence(rarity, frozenset(absent))
+            elif frequency >= RARITY_DEPTH:
+                common.add(key)
+        return Evidence(rarity, frozenset(absent), frozenset(common))
 
     def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked],
                   similarity: dict[int, float] | None = None) -> list[Passage]:

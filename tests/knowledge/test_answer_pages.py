@@ -70,3 +70,10 @@ def test_words_scattered_over_a_page_support_less_than_one_sentence_holding_them
 def test_a_possessive_weighs_as_its_noun() -> None:
     assert stem("git's") == stem("git") == "git"
     assert stem("coworker's") == stem("coworker")
+
+
+def test_the_page_quotable_in_one_sentence_is_referenced_before_one_ranked_higher() -> None:
+    # Both pages hold the same words; retrieval ranks the scattered one first.
+    answer = extractive_answer("quorum lattice beacon?", [SCATTERED, TOGETHER], EVEN)
+
+    assert answer.references[0] == TOGETHER.document

@@ -74,7 +74,8 @@ def test_a_rare_name_held_by_the_page_that_answers_is_answered() -> None:
     held = Passage(RESTORE.document, RESTORE.content + " The same steps restore a backup on Zephyrix.", 0,
                    RESTORE.heading)
 
-    answer = extractive_answer("How do I restore a backup folder on Zephyrix?", [held, MENTION], Evidence(RARITY))
+    answer = extractive_answer("How do I restore a backup folder on Zephyrix?", [held, MENTION],
+                               Evidence(RARITY))
 
     assert answer.references[0] == RESTORE.document
 
@@ -88,7 +89,8 @@ def test_a_rare_ordinary_word_is_no_name() -> None:
 
 EVEN = {"ledger": 2.0, "rollup": 2.0, "nightly": 2.0, "harbor": 2.0}
 HALF = Passage("documents/x/ledger.html", "The ledger rollup starts after the last import.", 0, "Notes")
-"""Holds half of each question below: less than a question naming something needs, enough for one that does not."""
+"""Holds half of each question below: less than a question naming something needs, enough for one that
+does not."""
 
 
 def test_a_question_naming_nothing_is_answered_on_less_support() -> None:

@@ -232,8 +232,9 @@ class KnowledgeService:
 
     def _evidence(self, connection: Connection, terms: Sequence[str]) -> Evidence:
         """The IDF of each query word over every chunk, under the answer composer's stem of it, the words
-        no chunk holds and those that many do. A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``:
-        beyond that a word is common, and its exact count would not change how little it weighs."""
+        no chunk holds and those that many do. A word's chunks are counted by a lexical search for it alone,
+        up to ``RARITY_DEPTH``: beyond that a word is common, and its exact count would not change how little it
+        weighs."""
         total = int(connection.execute(select(func.count()).select_from(chunks)).scalar_one())
         rarity: dict[str, float] = {}
         absent: set[str] = set()

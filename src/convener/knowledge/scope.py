@@ -12,14 +12,16 @@ documentation lacks, while most out-of-scope ones do.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Set
 
 from convener.knowledge.text import STOPWORDS, WORD, stem
 
-RARE_NAME_RARITY = 5.0
-"""A name this rare (IDF over the index's chunks: held by fewer than about one chunk in 150) must be held by
-the page an answer rests on: "Visual Studio" in a question about Git's manual matches a passing mention
-somewhere, not the page that would answer it."""
+RARE_NAME_RARITY = math.log(100)
+"""A name this rare (IDF over the index's chunks: held by fewer than about one chunk in 100) must be held by
+the page an answer rests on: "Visual Studio" or "GitHub" in a question about Git's manual matches a passing
+mention somewhere, not the page that would answer it. (On the tuning questions, one in 150 catches one
+out-of-scope question fewer and one answerable question more.)"""
 _SENTENCE_MARKS = frozenset(".!?:;\"'‘“([—–-")
 """After these a capital starts a sentence, a quotation or an aside, and says nothing about a name."""
 

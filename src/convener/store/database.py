@@ -201,6 +201,15 @@ class Database:
             with self._uncheckpointed() as connection:
                 yield connection
 
+    def commit_lazily(self, connection: Connection) -> None:
+        """Let the transaction of ``connection`` commit without waiting for its log to reach the disk
+        (PostgreSQL's ``synchronous_commit = off``, for that transaction alone), for work that is done again if
+        lost. A crash of the server can lose the last such transactions, each whole and in the order they
+        committed; never one that a later durable commit followed, since that one's wait flushes the log before
+        it. SQLite's commits never wait for the disk here (WAL with ``synchronous=NORMAL``): nothing to do."""
+        if self.dialect == "postgresql":
+            connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """SQLite: the threads of this process take the write lock in turn, waking as soon as it is free.

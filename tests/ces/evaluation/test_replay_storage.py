@@ -1,10 +1,12 @@
-"""Where a STABLE replay's turns are stored: with their result, in the transaction that stores it (one
-transaction a result, not one more for its sessions), and only by the attempt that still holds the result."""
+"""How a played result is stored: a STABLE replay's turns with it, in the transaction that stores it (one
+transaction a result, not one more for its sessions), only by the attempt that still holds the result; and
+without waiting for the disk, but for the transaction that finishes the run."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,17 +26,23 @@ from tests.ces.session_helpers import runtime_settings
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def queued(database_url: str, tmp_path: Path) -> Iterator[tuple[Services, int, Job]]:
-    """A store with a queued run of one golden evaluation (one turn), opened by a process that plays nothing
-    by itself: its services, the result's row and its job."""
+async def _queued(database_url: str, tmp_path: Path, count: int) -> tuple[Services, list[int], list[Job]]:
+    """A store with a queued run of ``count`` golden evaluations (one turn each, a job each), opened by a
+    process that plays nothing by itself: its services, the results' rows and their jobs."""
     settings = runtime_settings(database_url, tmp_path, worker=False)
-    _, pks = await _queue_checks(settings, 1)
+    _, pks = await _queue_checks(settings, count)
     services = Services.open(settings)
     with services.database.reading() as connection:
-        row = connection.execute(select(jobs.c.payload, jobs.c.operation)).one()
+        rows = connection.execute(select(jobs.c.payload, jobs.c.operation).order_by(jobs.c.id)).all()
+    return services, pks, [Job(PlayResult.model_validate(row.payload), row.operation) for row in rows]
+
+
+@pytest.fixture
+async def queued(database_url: str, tmp_path: Path) -> Iterator[tuple[Services, int, Job]]:
+    """One golden evaluation's result queued (see ``_queued``)."""
+    services, pks, [job] = await _queued(database_url, tmp_path, 1)
     try:
-        yield services, pks[0], Job(PlayResult.model_validate(row.payload), row.operation)
+        yield services, pks[0], job
     finally:
         services.close()
 
@@ -78,9 +86,9 @@ def _after_playing(services: Services, monkeypatch: pytest.MonkeyPatch, then: An
     monkeypatch.setattr(services.runtime.sessions, "play_turn", played_then)
 
 
-async def test_a_stable_replay_stores_its_session_in_the_transaction_that_stores_its_result(
-        queued: tuple[Services, int, Job]) -> None:
-    services, pk, job = queued
+@contextmanager
+def _transactions(services: Services) -> Iterator[list[list[str]]]:
+    """The statements of each transaction committed meanwhile, in the order they committed."""
     transactions: list[list[str]] = []
     current: dict[int, list[str]] = {}
 
@@ -92,6 +100,13 @@ async def test_a_stable_replay_stores_its_session_in_the_transaction_that_stores
 
     with services.database.listening("before_cursor_execute", executed), \
             services.database.listening("commit", committed):
+        yield transactions
+
+
+async def test_a_stable_replay_stores_its_session_in_the_transaction_that_stores_its_result(
+        queued: tuple[Services, int, Job]) -> None:
+    services, pk, job = queued
+    with _transactions(services) as transactions:
         _play(services, job)
     assert _result(services, pk).execution_state == "COMPLETED"
     writing = [statements for statements in transactions if any(
@@ -153,3 +168,26 @@ async def test_turns_that_cannot_be_stored_leave_their_result_stored_without_the
     assert (row.execution_state, row.evaluation_status) == ("COMPLETED", "PASS")
     assert _eval_sessions(services) == []
     assert "could not be stored; stored without them" in caplog.text
+
+
+async def test_results_commit_without_waiting_for_the_disk_but_the_one_finishing_the_run(
+        database_url: str, tmp_path: Path) -> None:
+    services, pks, jobs_queued = await _queued(database_url, tmp_path, 2)
+    lazily = "SET LOCAL synchronous_commit TO OFF"
+    try:
+        with _transactions(services) as transactions:
+            for job in jobs_queued:
+                _play(services, job)
+        stores = [statements for statements in transactions if any(
+            statement.startswith("UPDATE ces_evaluation_results SET execution_state") for statement in statements)]
+        assert len(stores) == 4, "each job's claim, then its store"
+        finished = [statements for statements in stores if any(
+            statement.startswith("UPDATE ces_evaluation_runs SET state") for statement in statements)]
+        assert finished == [stores[-1]], "the last store finishes the run"
+        if services.database.dialect == "postgresql":
+            assert [lazily in statements for statements in stores] == [True, True, True, False]
+        else:  # SQLite's commits do not wait for the disk (synchronous=NORMAL): nothing to say
+            assert not any(lazily in statements for statements in transactions)
+        assert [_result(services, pk).execution_state for pk in pks] == ["COMPLETED", "COMPLETED"]
+    finally:
+        services.close()

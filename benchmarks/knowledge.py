@@ -88,11 +88,11 @@ from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
 GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
-ROUNDS = ("round2",)
+ROUNDS = ("round2", "round3")
 """Earlier rounds' held-out sets (``knowledge_gold/<round>-held-out.json``, both corpora in one file), scored
 once each and tuning data since: each is a split of its own."""
-HELD_OUT = "round3-held-out"
-"""The current round's held-out questions (``knowledge_gold/round3-held-out.json``, the same format): scored
+HELD_OUT = "round4-held-out"
+"""The current round's held-out questions (``knowledge_gold/round4-held-out.json``, the same format): scored
 only with ``--held-out``, once, at the end of a round; their texts are never printed."""
 SPLITS = ("tuning", "held-out", *ROUNDS, HELD_OUT)
 

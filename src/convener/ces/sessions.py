@@ -51,8 +51,8 @@ _APP_AND_SESSION = select(
 session's ID is its conversation's; null before it is recorded) and what its draft is made of, in one statement."""
 _INSERTS_SESSION = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(sessions.c.id)
                     for dialect in ("sqlite", "postgresql")}
-"""A session's first turn: inserted unless a turn of the same session stored it first (then no row returned: a
-rowcount says nothing there: it is -1 for such an insert on PostgreSQL)."""
+"""A session's first turn: inserted unless a turn of the same session stored it first, and then it returns no
+row (its rowcount would not say: it is -1 for such an insert on PostgreSQL)."""
 _UPDATE_SESSION = (update(sessions)
                    .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
                    .values(revision=bindparam("b_next_revision"), state=bindparam("b_state"),

@@ -39,6 +39,7 @@ from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Pla
 from convener.analytics.planner.catalog import _Catalog, _choose_table, glossed_names
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
+from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
@@ -95,6 +96,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted))
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
+    apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
     where = _describe_filters(reading.filters) + _describe_group_conditions(reading)
     used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]

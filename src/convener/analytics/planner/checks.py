@@ -113,7 +113,10 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
     cancelled flight" listed unordered), a time bucket other than the one grouped by ("day of the week"
     grouped by day; without a bucket "days" may just name the rows), an average of nothing, a unit with no number. Such words are not filler: ignored,
     the plan would answer a broader question than the one asked."""
-    ranked = reading.top is not None or reading.order_measure is not None or reading.direction is not None \
+    # A direction alone ranks only groups, which it orders: without a key, a limit or a column to rank by,
+    # "the three airlines with the highest average delay" would be answered by the table's one average.
+    ranked = reading.top is not None or reading.order_measure is not None \
+        or reading.direction is not None and (reading.keys or reading.bucket is not None) \
         or any(aggregate in (MIN, MAX) for _, aggregate in reading.measures)
     found: set[int] = set()
     for index, token in enumerate(reading.tokens):
@@ -160,7 +163,7 @@ def _looks_like_name(reading: _Reading, word: str) -> bool:
 
 _BE = frozenset({"were", "was", "are", "is", "been", "being", "be", "got", "get", "gets"})
 _PRESENTED = frozenset({"listed", "included", "recorded", "observed", "measured", "counted", "tracked",
-                        "stored", "logged", "shown", "named", "called"})
+                        "stored", "logged", "shown", "named", "called", "sampled", "contained"})
 """Participles that say how the data holds the rows, not which rows: "how many airlines are listed"."""
 
 
@@ -183,6 +186,15 @@ def _unknown_condition(reading: _Reading, unknown: list[str]) -> str | None:
     return None
 
 
+def _asked_unknown(reading: _Reading, unknown: list[str]) -> str | None:
+    """An unknown word right after which/what ("which pilot flew the most hours"): what the question asks
+    for is not in the data, so whatever the rest computes answers another question."""
+    for index, token in enumerate(reading.tokens[1:], start=1):
+        if token.text in unknown and reading.free(index) and reading.norm(index - 1) in ("which", "what"):
+            return token.text
+    return None
+
+
 def _leftover_numbers(reading: _Reading) -> list[str]:
     """Numbers and dates no step claimed: a question with one left is not understood."""
     return [token.text for index, token in enumerate(reading.tokens)
@@ -199,6 +211,8 @@ def _dangling_aggregate(reading: _Reading) -> int | None:
             continue
         if token.norm == "total" and reading.norm(index + 1) in ("number", "count"):
             continue
+        if token.norm == "total" and reading.norm(index - 1) == "in" and reading.count:
+            continue  # "how many flights … in total": the count itself
         return index
     return None
 
@@ -281,6 +295,9 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     names = [word for word in unknown if _looks_like_name(reading, word)]
     if names:
         raise NoPlan(f"found no value '{names[0]}' in {reading.table.name}")
+    asked = _asked_unknown(reading, unknown)
+    if asked is not None:
+        raise NoPlan(f"nothing in {reading.table.name} is a '{asked}', which the question asks about")
     condition = _unknown_condition(reading, unknown)
     if condition is not None:
         raise NoPlan(f"nothing in {reading.table.name} tells which rows were '{condition}'")

@@ -30,10 +30,12 @@ from convener.analytics.planner.state import (
     _Scope,
 )
 from convener.analytics.planner.absence import read_absence, settle_presence
+from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.conversion import read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
+from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.yesno import read_any_row, read_exists
@@ -182,6 +184,11 @@ def _read_comparisons(reading: _Reading) -> None:
                 or _column_of_unit(reading, number_at + 1)
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
+            if column is None and op == ">=" and number.number == 1 and _rows_follow(reading, number_at + 1):
+                # "which carriers had at least one cancelled flight": the rows the other conditions keep
+                # exist for each value listed or counted; the comparison adds nothing to them
+                reading.used.update(range(index, number_at + 1))
+                break
             if column is None and _names_rows_at(reading, number_at + 1):
                 # "among destinations with at least 50 flights": a condition on each group's rows
                 reading.group_conditions.append((op, number.number or 0))
@@ -194,6 +201,21 @@ def _read_comparisons(reading: _Reading) -> None:
             reading.filters.append(_Filter(column, op, (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
+
+
+def _rows_follow(reading: _Reading, index: int) -> bool:
+    """Whether the rows' noun follows at ``index``, past values describing them ("one cancelled flight")."""
+    words = _table_words(reading.base)
+    for _ in range(3):
+        mention = reading.mention_at(index)
+        if mention is None or mention.start != index:
+            break
+        if reading.tokens[mention.end - 1].stem in words:
+            return True  # "one cancelled flight" as a glossary term, "one flight" as the column flight
+        if not mention.is_value:
+            return False
+        index = mention.end
+    return _names_rows_at(reading, index)
 
 
 def _names_rows_at(reading: _Reading, index: int) -> bool:
@@ -449,7 +471,7 @@ def _read_top(reading: _Reading) -> None:
                 after = value.end  # "the 3 Adelie penguins with the longest flippers": values of the rows
             named = reading.mention_at(after)
             if named is not None and not named.is_value and named.start == after \
-                    or after < len(tokens) and reading.tokens[after].stem in _table_words(reading.base):
+                    or after < len(tokens) and reading.tokens[after].stem in _rows_words(reading):
                 # "the 5 planes with the most seats"
                 # "the two tail numbers with the most flights"
                 reading.top = int(tokens[index + 1].number or 0)
@@ -462,6 +484,14 @@ def _read_top(reading: _Reading) -> None:
             reading.top, reading.descending = 10, token.norm == "top"
             reading.used.add(index)
             return
+
+
+def _rows_words(reading: _Reading) -> set[str]:
+    """The words naming the queried table's rows or a joined table's ("the 3 airlines with …")."""
+    words = set(_table_words(reading.base))
+    for join in reading.scope.joins if reading.scope else ():
+        words |= _table_words(join.table)
+    return words
 
 
 def _names_one_number(reading: _Reading, index: int) -> bool:
@@ -665,8 +695,10 @@ def _read_ranked_join(reading: _Reading) -> None:
     for join in reading.scope.joins:
         words = _table_words(join.table)
         named = [i for i, token in enumerate(reading.tokens) if reading.free(i) and token.stem in words]
+        # "which airline", "which 3 airlines", "the three airlines with the highest …" (its N read as the top)
         asked = [i for i in named if reading.norm(i - 1) in ("which", "what") or reading.norm(i - 2) in ("which", "what")
-                 and _number_at(reading, i - 1)]
+                 and _number_at(reading, i - 1) or reading.norm(i - 2) in ("the", "which", "what")
+                 and reading.top is not None and reading.tokens[i - 1].number == reading.top]
         if not named or not join.chosen and not asked:
             continue
         reading.keys.append(join.on[0][0])
@@ -1043,7 +1075,7 @@ def _read_missing(reading: _Reading) -> None:
             # the word after the column: "flights with an arrival delay recorded", "a delay not recorded"
             mention = reading.mention_at(between)
             if mention is None or mention.is_value or mention.end != between + 1 or mention not in reading.mentions \
-                    or not _had_before(reading, mention.start):
+                    or not _had_before(reading, mention.start) and not _asked_of_column(reading, mention.start, index):
                 continue  # "the earliest egg date recorded for …" describes the date, it sets no condition
             said = range(mention.end, index)
             # "without a delay recorded", "no body mass recorded": empty
@@ -1083,7 +1115,17 @@ def _had_before(reading: _Reading, index: int) -> str | None:
     while reading.norm(index) in ("a", "an", "the", "their", "its"):
         index -= 1
     word = reading.norm(index)
-    return word if word in ("with", "had", "has", "have", "having", "without", "no") else None
+    # "whose sex is recorded": the rows' own column said to hold a value
+    return word if word in ("with", "had", "has", "have", "having", "without", "no", "whose") else None
+
+
+def _asked_of_column(reading: _Reading, start: int, index: int) -> bool:
+    """"For how many penguins is the sex not recorded?": an auxiliary before the column and the word saying
+    it holds a value (or not) closing the question ask about the column's being filled in."""
+    before = start - 1
+    while reading.norm(before) in ("a", "an", "the", "their", "its"):
+        before -= 1
+    return reading.norm(before) in ("is", "was", "are", "were") and index == len(reading.tokens) - 1
 
 
 # whether each word says the column holds a value (True) or is left empty (False)
@@ -1232,10 +1274,12 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    read_arithmetic(reading)
     read_exists(reading, text)
     read_any_row(reading)
     read_column_list(reading, text)
     _read_clock_times(reading)
+    read_sort_order(reading, text)
     _read_top(reading)
     read_lateness(reading)
     check_condition_ends(reading)

@@ -112,6 +112,9 @@ class _Reading:
     """Conditions some row of a group must meet, said beside an absent one ("from JFK but never from LGA")."""
     exists: bool = False
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""
+    sort: tuple[str | None, bool] | None = None
+    """The order every row is asked in ("oldest date first": the column, or None for the measure; whether
+    descending), which ranks nothing away."""
     unplaced: list[str] = field(default_factory=list)
     """Columns the question names that no step made a key, filter, measure or ordering of ("per plane
     manufacturer" when the manufacturer could not be grouped by): words the plan does not account for."""

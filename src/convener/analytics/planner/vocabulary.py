@@ -104,6 +104,9 @@ _FILLER = frozenset({
     # "cover more than 5,000 miles", "fly out of LaGuardia", "live on Biscoe"
     "weigh", "weighs", "weighed", "cover", "covers", "covered", "fly", "flies", "flying", "live", "lives",
     "living", "lived", "anything", "happen", "happens", "occur", "occurs", "leave", "leaves",
+    # words for the data as a whole and its rows' being in it: "how many flights does the sample contain",
+    # "how many Chinstrap penguins were sampled", "among the penguins whose …"
+    "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

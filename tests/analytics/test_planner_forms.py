@@ -1,0 +1,154 @@
+"""Question forms a new writer used that earlier readings missed, each read as a general rule on tables of
+another domain (orders of shops, runners of races): "the N <joined table's rows> with the highest …", a
+direction with nothing to rank, "whose <column> is recorded", "<column>, oldest first"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from typing import Any
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+ORDERS = TableInfo("orders", (
+    ColumnInfo("order_id", "INTEGER"), ColumnInfo("vendor", "STRING", "Code of the supplier; the suppliers table names it"),
+    ColumnInfo("order_date", "DATE"), ColumnInfo("amount", "FLOAT", "Amount paid, in dollars"),
+    ColumnInfo("shipping_cost", "FLOAT", "Shipping cost, in dollars"),
+    ColumnInfo("channel", "STRING", "Where the order was placed; null when unknown")),
+    description="Orders: one row per order.")
+SUPPLIERS = TableInfo("suppliers", (ColumnInfo("vendor", "STRING"), ColumnInfo("name", "STRING", "Full name")),
+                      description="Suppliers: one row per supplier.")
+JOIN = Relationship("orders", ("vendor",), "suppliers", ("vendor",))
+VALUES = {("orders", "vendor"): ["A", "B", "C", "D"], ("orders", "channel"): ["web", "store"],
+          ("suppliers", "vendor"): ["A", "B", "C", "D"],
+          ("suppliers", "name"): ["Alder", "Birch", "Cedar", "Dogwood"]}
+
+
+def values_of(table: str, column: str) -> list[str]:
+    return VALUES.get((table, column), [])
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [ORDERS], values_of=values_of, relationships=(JOIN,), related=[SUPPLIERS])
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE suppliers (vendor VARCHAR, name VARCHAR)",
+        "INSERT INTO suppliers VALUES ('A', 'Alder'), ('B', 'Birch'), ('C', 'Cedar'), ('D', 'Dogwood')",
+        "CREATE TABLE orders (order_id INTEGER, vendor VARCHAR, order_date DATE, amount DOUBLE, "
+        "shipping_cost DOUBLE, channel VARCHAR)",
+        "INSERT INTO orders VALUES (1, 'A', '2024-01-03', 10, 2, 'web'), (2, 'A', '2024-01-09', 30, 4, NULL), "
+        "(3, 'B', '2024-02-01', 50, 5, 'store'), (4, 'C', '2024-02-11', 5, 1, 'web'), "
+        "(5, 'D', '2024-03-05', 40, 8, 'web'), (6, 'D', '2024-03-06', 20, 2, NULL)")
+
+
+def rows(data: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in data.execute(sql).fetchall()]
+
+
+def test_the_n_rows_of_a_joined_table_with_the_highest_aggregate_rank_its_groups(
+        data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Name the two suppliers with the highest average amount.")
+    assert sorted(row[-1] for row in rows(data, made.sql)) == [30.0, 50.0]
+    assert "Birch" in {value for row in rows(data, made.sql) for value in row}
+
+
+@pytest.mark.parametrize("question", ["What is the highest average amount?",
+                                      "Show the 2 suppliers with the highest average amount.",
+                                      "Name the two couriers with the highest average amount."])
+def test_a_superlative_with_nothing_it_ranks_is_never_dropped_silently(question: str) -> None:
+    """Without a group, a limit or a column to rank by, "highest" would leave the table's one average
+    presented as the answer."""
+    try:
+        made = plan_question(question, [ORDERS])
+    except NoPlan:
+        return
+    assert made.unaccounted
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("For orders whose channel is recorded, what is the average amount of each channel?",
+     [("store", 50.0), ("web", 18.333333)]),
+    ("For how many orders is the channel not recorded?", [(2,)]),
+])
+def test_whose_column_is_recorded_is_a_condition_on_it_being_filled(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[Any, ...]]) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert sorted(rows(data, made.sql)) == expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many web orders were sampled?", [(3,)]),
+    ("How many orders does the sample contain in total?", [(6,)]),
+])
+def test_words_for_the_data_itself_and_in_total_leave_a_count_as_it_is(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[Any, ...]]) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert rows(data, made.sql) == expected
+
+
+@pytest.mark.parametrize(("question", "first"), [
+    ("List the order dates, vendors and amounts of the web orders, oldest date first.", (date(2024, 1, 3),)),
+    ("List the order ids and amounts of the web orders, newest first.", (5,)),
+])
+def test_an_order_asked_for_keeps_every_row(data: duckdb.DuckDBPyConnection, question: str,
+                                            first: tuple[Any, ...]) -> None:
+    """"oldest date first" orders the rows; read as a ranking it would keep only the oldest."""
+    made = plan(question)
+    assert not made.unaccounted
+    found = rows(data, made.sql)
+    assert len(found) == 3
+    assert found[0][:len(first)] == first
+
+
+@pytest.mark.parametrize("question", ["Total amount per vendor, biggest total first.",
+                                      "What's the average amount for each vendor, from the highest average to the lowest?",
+                                      "number of orders per vendor, most orders first"])
+def test_a_breakdown_in_the_order_asked_is_ordered_by_its_measure(data: duckdb.DuckDBPyConnection,
+                                                                  question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    measures = [row[-1] for row in rows(data, made.sql)]
+    assert len(measures) == 4 and measures == sorted(measures, reverse=True)
+
+
+def test_at_least_one_row_of_a_kind_is_the_rows_that_kind_keeps(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Which vendors had at least one web order? List them alphabetically.")
+    assert not made.unaccounted
+    assert rows(data, made.sql) == [("A",), ("C",), ("D",)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What is the average of amount divided by shipping cost across all orders?", [(7.083333,)]),
+    ("average amount minus shipping cost of web orders", [(14.666667,)]),
+    ("total amount plus shipping cost per channel", None),
+])
+def test_two_columns_joined_by_an_operator_are_one_computed_column(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[Any, ...]] | None) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    if expected is not None:
+        assert rows(data, made.sql) == expected
+    else:
+        assert sorted(rows(data, made.sql), key=str) == [("store", 55.0), ("web", 66.0), (None, 56.0)]
+
+
+def test_an_unknown_thing_asked_for_by_which_is_refused() -> None:
+    """"Which courier …": what is asked for is not in the data; the rest would answer another question."""
+    with pytest.raises(NoPlan):
+        plan("Which courier delivered the most orders in the sample?")
+
+
+def test_first_before_a_verb_is_no_order() -> None:
+    """"the most orders first shipped": "first" goes with the verb, the ranking stays one."""
+    made = plan("On which order date were the most orders first placed?")
+    assert "LIMIT" in made.sql or "<=" in made.sql or ">=" in made.sql

@@ -36,7 +36,7 @@ def said_or_refused(question: str) -> tuple[str, ...] | None:
 
 @pytest.mark.parametrize(("question", "word"), [
     ("How many flights departed more than an hour late?", "than"),  # a comparison with no number read
-    ("Which day of the week has the most flights?", "week"),  # grouped by day, not by weekday
+    ("Which day of the month has the most flights?", "month"),  # grouped by date, not by day of the month
     ("On what date was the first cancelled flight?", "first"),  # listed unordered
     ("What is the average seat count of the flights?", "average"),  # an average of nothing
 ])

@@ -10,6 +10,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.periods import read_periods
 from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.planner.weekdays import weekday_bucket
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _UNITS, _YEAR_PREPOSITIONS
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import MONTHS, Token, split_identifier, stem
@@ -65,6 +66,13 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
     used: set[int] = set()
     for index, token in enumerate(tokens):
         span: list[int] = []
+        days = weekday_bucket(tokens, index)
+        if days and norm(index - 1) in ("per", "by", "each", "every", "which", "what") and not used.intersection(days):
+            # "for each day of the week", "which day of the week": the day's name, not the date
+            unit = "weekday"
+            used.update(days)
+            used.update(i for i in (index - 1, index - 2) if norm(i) in ("per", "by", "each", "every", "for"))
+            continue
         if token.norm in _BUCKET_ADJECTIVES:
             span = [index]
         elif token.norm in _BUCKETS and norm(index - 1) in ("per", "by", "each", "every", "a"):

@@ -38,6 +38,7 @@ from convener.analytics.planner.lateness import check_condition_ends, read_laten
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.listing import _identifier, read_column_list
+from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
@@ -1285,6 +1286,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     check_condition_ends(reading)
     _read_comparisons(reading)
     _read_dates(reading)
+    read_weekdays(reading)
     read_contrast(reading)
     # (a value is no superlative, whatever it ends with: "Southwest", "Key West")
     reading.direction = _direction([t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i))

@@ -40,7 +40,10 @@ def _shape_asked(reading: _Reading) -> str:
     """The shape of what the question computes, yes/no aside."""
     if reading.contrast is not None:
         return "contrast"
-    multi = [f for f in reading.filters if f.op in ("in",) and f.kind in ("value", "year")]
+    # days of the week set side by side ("compare Saturdays with Sundays") are compared; "on Saturdays or
+    # Sundays" alone is one condition
+    multi = [f for f in reading.filters if f.op in ("in",) and (f.kind in ("value", "year")
+                                                                or f.kind == "weekday" and reading.compare)]
     if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
         return "share"
     if reading.top is not None:

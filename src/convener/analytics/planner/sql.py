@@ -12,6 +12,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _row_nouns, _table_words
 from convener.analytics.planner.dates import _time_column
 from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.planner.weekdays import weekday_of
 from convener.analytics.planner.vocabulary import _AGG_NAMES, AVG, MAX, MEDIAN, MIN, SUM
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, TableInfo
 from convener.analytics.wording import snake, split_identifier, stem
@@ -199,9 +200,9 @@ def _build_group(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 def _build_compare(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """A group by the column whose values the question lists ("Europe and Japan", "2014 and 2015"),
     restricted to those values by the IN filter already read."""
-    multi = next(f for f in reading.filters if f.op == "in" and f.kind in ("value", "year"))
-    if multi.kind == "year":
-        reading.bucket = "year"
+    multi = next(f for f in reading.filters if f.op == "in" and f.kind in ("value", "year", "weekday"))
+    if multi.kind in ("year", "weekday"):
+        reading.bucket = multi.kind
     reading.keys = [multi.column, *reading.keys]
     query, name, explanation = _build_group(reading, dialect)
     listed = " and ".join(str(_plain(v)) for v in multi.values)
@@ -422,6 +423,8 @@ _SQLITE_BUCKETS = {
 
 def _bucket(column: exp.Expr, unit: str, dialect: str) -> exp.Expr:
     """The start of the ``unit`` a date falls in (the year as a number for "year")."""
+    if unit == "weekday":
+        return weekday_of(column, dialect)
     if dialect == "sqlite":
         return _substitute(sqlglot.parse_one(_SQLITE_BUCKETS[unit], read="sqlite"), column)
     if unit == "year":
@@ -488,6 +491,8 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
                          for start, end in zip(bounds[::2], bounds[1::2], strict=True)))
     if item.kind == "month":
         return _compare(_month_of(column, dialect), item.op, [_literal(v) for v in item.values])
+    if item.kind == "weekday":
+        return _compare(weekday_of(column, dialect), item.op, [_literal(v) for v in item.values])
     if item.kind == "day":
         return _compare(_day_of(column, dialect), item.op, [_literal(v) for v in item.values])
     if item.kind == "boolean":

@@ -1,0 +1,75 @@
+"""The day of the week: "on a Saturday", "on Saturdays or Sundays" (a condition on the day's name), "for
+each day of the week", "which day of the week …" (a bucket of seven named days). SQL per dialect: DuckDB's
+DAYNAME, PostgreSQL's TO_CHAR, SQLite's day number named by a CASE."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.wording import Token
+
+DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+_NAMES = {name.lower(): name for name in DAYS} | {name.lower() + "s": name for name in DAYS}
+_TEMPLATES = {
+    "duckdb": ("DAYNAME(x)", "duckdb"),
+    "postgres": ("TRIM(TO_CHAR(x, 'FMDay'))", "postgres"),
+    "sqlite": ("CASE CAST(STRFTIME('%w', x) AS INTEGER) "
+               + " ".join(f"WHEN {number} THEN '{name}'" for number, name in enumerate(DAYS)) + " END", "sqlite"),
+}
+
+
+def weekday_of(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The English name of the day of the week of a date column ("Saturday")."""
+    template = _TEMPLATES.get(dialect)
+    if template is None:
+        raise NoPlan(f"the day of the week is not planned in {dialect}")
+    tree = sqlglot.parse_one(template[0], read=template[1])
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.name == "x" and not node.table:
+            return column.copy()
+        return node
+
+    return tree.transform(replace)
+
+
+def weekday_bucket(tokens: list[Token], index: int) -> list[int]:
+    """The tokens of "day of the week" / "day of week" starting at ``index`` ("day"), or "weekday"; [] if none."""
+    norm = [token.norm for token in tokens]
+    if norm[index] in ("weekday", "weekdays") and (index == 0 or norm[index - 1] != "on"):
+        return [index]
+    if norm[index] in ("day", "days") and norm[index + 1:index + 3] == ["of", "week"]:
+        return [index, index + 1, index + 2]
+    if norm[index] in ("day", "days") and norm[index + 1:index + 4] == ["of", "the", "week"]:
+        return [index, index + 1, index + 2, index + 3]
+    return []
+
+
+def read_weekdays(reading: _Reading) -> None:
+    """Names of days of the week no value of the data claims: a condition that the row's date falls on
+    one of them ("on Saturdays or Sundays")."""
+    found: list[str] = []
+    start = -1
+    for index, token in enumerate(reading.tokens):
+        name = _NAMES.get(token.norm)
+        if name is None or not reading.free(index):
+            continue
+        found.append(name)
+        start = index if start < 0 else start
+        reading.used.add(index)
+        if reading.norm(index - 1) in ("a", "an") and reading.free(index - 1):
+            reading.used.add(index - 1)
+        if reading.norm(index - 1) in ("or", "and") and reading.free(index - 1):
+            reading.used.add(index - 1)
+    if not found:
+        return
+    from convener.analytics.planner.dates import _time_column  # (dates reads buckets with this module)
+
+    column = _time_column(reading)
+    if column is None:
+        raise NoPlan(f"{reading.table.name} has no date to tell the day of the week by")
+    values = tuple(dict.fromkeys(found))
+    reading.filters.append(_Filter(column.name, "in" if len(values) > 1 else "=", values, "weekday", start))

@@ -1,0 +1,65 @@
+"""The day of the week, on a table of sales by date: names of days as conditions ("on a Saturday"), "for each
+day of the week" and "which day of the week" as a bucket of named days, on DuckDB, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+SALES = TableInfo("sales", (ColumnInfo("sale_date", "DATE"), ColumnInfo("region", "STRING"),
+                            ColumnInfo("revenue", "FLOAT")), description="Sales: one row per sale.")
+ROWS = [("2024-06-01", "north", 10.0), ("2024-06-02", "north", 20.0), ("2024-06-08", "south", 30.0),
+        ("2024-06-03", "south", 5.0)]  # Saturday, Sunday, Saturday, Monday
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE sales (sale_date DATE, region VARCHAR, revenue DOUBLE)",
+                        "INSERT INTO sales VALUES " + ", ".join(f"('{d}', '{r}', {v})" for d, r, v in ROWS))
+
+
+def test_a_day_named_is_a_condition_on_the_date(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("How many sales were made on a Saturday?", [SALES])
+    assert not made.unaccounted
+    assert data.execute(made.sql).fetchall() == [(2,)]
+    both = plan_question("total revenue on Saturdays or Sundays", [SALES])
+    assert data.execute(both.sql).fetchall() == [(60.0,)]
+
+
+def test_days_compared_are_each_their_own_row(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Compare the number of sales on Saturdays with the number on Sundays.", [SALES])
+    assert sorted(data.execute(made.sql).fetchall()) == [("Saturday", 2), ("Sunday", 1)]
+
+
+def test_each_day_of_the_week_is_a_bucket_of_named_days(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("What's the total revenue for each day of the week?", [SALES])
+    assert not made.unaccounted
+    assert sorted(data.execute(made.sql).fetchall()) == [("Monday", 5.0), ("Saturday", 40.0), ("Sunday", 20.0)]
+    top = plan_question("Which day of the week had the most sales?", [SALES])
+    assert data.execute(top.sql).fetchall()[0][0] == "Saturday"
+
+
+def test_the_day_of_the_week_on_sqlite_and_postgresql() -> None:
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE sales (sale_date TEXT, region TEXT, revenue REAL)")
+    connection.executemany("INSERT INTO sales VALUES (?, ?, ?)", ROWS)
+    made = plan_question("total revenue by day of week", [SALES], dialect="sqlite")
+    assert sorted(connection.execute(made.sql).fetchall()) == [("Monday", 5.0), ("Saturday", 40.0),
+                                                                ("Sunday", 20.0)]
+    assert connection.execute(plan_question("How many sales on a Sunday?", [SALES],
+                                            dialect="sqlite").sql).fetchall() == [(1,)]
+    connection.close()
+    assert "TO_CHAR" in plan_question("How many sales on a Sunday?", [SALES], dialect="postgres").sql
+
+
+def test_a_day_named_without_a_date_column_is_not_answered() -> None:
+    undated = TableInfo("sales", (ColumnInfo("region", "STRING"), ColumnInfo("revenue", "FLOAT")))
+    with pytest.raises(NoPlan):
+        plan_question("How many sales were made on a Saturday?", [undated])

@@ -37,12 +37,17 @@ def said_or_refused(question: str) -> tuple[str, ...] | None:
 @pytest.mark.parametrize(("question", "word"), [
     ("How many flights departed more than an hour late?", "than"),  # a comparison with no number read
     ("Which day of the month has the most flights?", "month"),  # grouped by date, not by day of the month
-    ("On what date was the first cancelled flight?", "first"),  # listed unordered
+    ("List the flights that were first cancelled", "first"),  # listed unordered
     ("What is the average seat count of the flights?", "average"),  # an average of nothing
 ])
 def test_a_structure_word_left_unread_is_named_or_refused(question: str, word: str) -> None:
     unaccounted = said_or_refused(question)
     assert unaccounted is None or word in unaccounted, plan(question).sql
+
+
+def test_the_first_row_of_a_condition_is_the_earliest_date_of_those_rows() -> None:
+    made = plan("On what date was the first cancelled flight?")
+    assert not made.unaccounted and made.sql.startswith('SELECT MIN("flight_date")') and "AVG" not in made.sql
 
 
 def test_a_ranking_accounts_for_its_superlative() -> None:

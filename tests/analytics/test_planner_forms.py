@@ -4,6 +4,7 @@ direction with nothing to rank, "whose <column> is recorded", "<column>, oldest 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import date
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 import duckdb
 import pytest
 
+from convener.analytics.pipeline import _describe
 from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
-from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.shapes import ColumnInfo, QueryResult, ResultColumn, TableInfo
 from tests.analytics.small_tables import database
 
 ORDERS = TableInfo("orders", (
@@ -152,3 +154,52 @@ def test_first_before_a_verb_is_no_order() -> None:
     """"the most orders first shipped": "first" goes with the verb, the ranking stays one."""
     made = plan("On which order date were the most orders first placed?")
     assert "LIMIT" in made.sql or "<=" in made.sql or ">=" in made.sql
+
+
+def test_a_date_cut_into_years_shows_the_year_and_its_first_day(data: duckdb.DuckDBPyConnection) -> None:
+    """The year as a number to read, and its first day as a date (a time axis; a bucket written DATE_TRUNC)."""
+    made = plan("total amount per year")
+    assert [(row[0], str(row[1])[:10], row[2]) for row in rows(data, made.sql)] == [(2024, "2024-01-01", 155.0)]
+    ranked = plan("Which year had the most orders?")
+    assert [(row[0], str(row[1])[:10]) for row in rows(data, ranked.sql)] == [(2024, "2024-01-01")]
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE orders (order_date TEXT, amount REAL)")
+    connection.executemany("INSERT INTO orders VALUES (?, ?)", [("2023-05-02", 1.0), ("2024-01-09", 2.0)])
+    by_year = plan_question("total amount per year", [ORDERS], dialect="sqlite").sql
+    assert connection.execute(by_year).fetchall() == [(2023, "2023-01-01", 1.0), (2024, "2024-01-01", 2.0)]
+    connection.close()
+
+
+def test_a_year_is_written_without_a_thousands_separator() -> None:
+    table = QueryResult(columns=(ResultColumn("year", "INTEGER"), ResultColumn("orders", "INTEGER")),
+                        rows=[(2013, 1200), (2014, 1300)])
+    assert _describe(table) == "2 rows of year, orders. The first: 2013, 1,200; 2014, 1,300."
+
+
+def test_a_word_repeating_the_description_of_the_date_used_is_no_ranking(data: duckdb.DuckDBPyConnection) -> None:
+    """"first shipped" of a date described as "Date the order was first shipped": its meaning, not the first."""
+    shipped = TableInfo("orders", (ColumnInfo("order_id", "INTEGER"),
+                                   ColumnInfo("order_date", "DATE", "Date the order was first shipped")),
+                        description="Orders: one row per order.")
+    made = plan_question("How many orders were first shipped in each month?", [shipped])
+    assert not made.unaccounted
+    assert [row[-1] for row in rows(data, made.sql)] == [2, 2, 2]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What was the date of the first web order of 2024?", "2024-01-03"),
+    ("On what date was the last web order placed?", "2024-03-05"),
+])
+def test_the_first_or_last_row_past_its_conditions_is_a_superlative_of_time(
+        data: duckdb.DuckDBPyConnection, question: str, expected: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert [str(row[0])[:10] for row in rows(data, made.sql)] == [expected]
+
+
+def test_a_year_column_is_never_averaged_unasked_beside_a_date_asked_for() -> None:
+    signed = TableInfo("orders", (ColumnInfo("order_date", "DATE"), ColumnInfo("channel", "STRING", samples=("web",)),
+                                  ColumnInfo("year", "INTEGER", "Year the customer signed up")),
+                       description="Orders: one row per order.")
+    made = plan_question("On what date was the first web order of the year?", [signed])
+    assert "AVG" not in made.sql and made.unaccounted == ("year",)

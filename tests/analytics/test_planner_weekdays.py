@@ -63,3 +63,12 @@ def test_a_day_named_without_a_date_column_is_not_answered() -> None:
     undated = TableInfo("sales", (ColumnInfo("region", "STRING"), ColumnInfo("revenue", "FLOAT")))
     with pytest.raises(NoPlan):
         plan_question("How many sales were made on a Saturday?", [undated])
+
+
+def test_weeks_starting_on_monday_say_how_weeks_are_cut_not_which_days_count(
+        data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("number of sales per week of June 2024 (weeks starting on Monday)", [SALES])
+    assert not made.unaccounted and "'Monday'" not in made.sql
+    assert [row[1] for row in data.execute(made.sql).fetchall()] == [2, 2]  # Sat 1 and Sun 2; Mon 3 and Sat 8
+    with pytest.raises(NoPlan):
+        plan_question("number of sales per week, weeks starting on Sunday", [SALES])

@@ -478,11 +478,13 @@ def _text(value: Any) -> Any:
     return str(value)
 
 
-def _formatted(value: Any) -> Any:
+def _formatted(value: Any, column: str = "") -> Any:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "Yes" if value else "No"
+    if isinstance(value, int) and _names_period(column):
+        return str(value)  # the year 2013, not 2,013
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float | Decimal):
@@ -493,12 +495,19 @@ def _formatted(value: Any) -> Any:
     return _text(value)
 
 
+def _names_period(column: str) -> bool:
+    """Whether a column's name says it counts time (``year``, ``order_month``), whose numbers are labels."""
+    name = column.lower()
+    return name in charts.PERIOD_NAMES or any(name.endswith("_" + period) for period in charts.PERIOD_NAMES)
+
+
 def _data_result(name: str, result: QueryResult) -> DataResult:
     """Values as strings; ``formattedData`` only when formatting changes some value (numbers, dates,
     booleans): the seed leaves it empty when no formatting applies."""
     names = [c.name for c in result.columns]
     data = [dict(zip(names, (_text(v) for v in row), strict=True)) for row in result.rows]
-    formatted = [dict(zip(names, (_formatted(v) for v in row), strict=True)) for row in result.rows]
+    formatted = [dict(zip(names, (_formatted(v, n) for n, v in zip(names, row, strict=True)), strict=True))
+                 for row in result.rows]
     return DataResult(
         name=name,
         schema_=Schema(fields=[SchemaField(name=c.name, type=c.type, mode="NULLABLE") for c in result.columns]),
@@ -513,11 +522,12 @@ def _describe(result: QueryResult) -> str:
     if not rows:
         return "The query returned no rows: nothing in the data matches the question."
     if len(rows) == 1 and len(columns) == 1:
-        return f"The {_label(columns[0].name)} is {_formatted(rows[0][0])}."
+        return f"The {_label(columns[0].name)} is {_formatted(rows[0][0], columns[0].name)}."
     if len(rows) == 1:
-        pairs = ", ".join(f"{_label(c.name)} {_formatted(v)}" for c, v in zip(columns, rows[0], strict=True))
+        pairs = ", ".join(f"{_label(c.name)} {_formatted(v, c.name)}" for c, v in zip(columns, rows[0], strict=True))
         return f"The result is one row: {pairs}."
-    shown = "; ".join(", ".join(str(_formatted(v)) for v in row) for row in rows[:SHOWN_ROWS])
+    shown = "; ".join(", ".join(str(_formatted(v, c.name)) for c, v in zip(columns, row, strict=True))
+                      for row in rows[:SHOWN_ROWS])
     more = f" ({len(rows)} rows.)"
     header = ", ".join(_label(c.name) for c in columns)
     return f"{len(rows)} rows of {header}. The first: {shown}.{more if len(rows) > SHOWN_ROWS else ''}".strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
 from convener.analytics.planner.catalog import _common, _named_vocabulary, _table_words
+from convener.analytics.planner.dates import _time_columns
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
@@ -86,7 +87,7 @@ def _unknown_words(reading: _Reading) -> list[str]:
             vocabulary = vocabulary | _table_words(join.table)
     # The description of a column the plan uses tells what the column is ("wind speed" for wind): its words
     # are accounted for by that column.
-    for name in _used_columns(reading):
+    for name in _read_columns(reading):
         column = reading.table.column(name)
         if column is not None and column.description:
             vocabulary = vocabulary | set(phrase(column.description))
@@ -119,10 +120,13 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
         or reading.direction is not None and (reading.keys or reading.bucket is not None) \
         or any(aggregate in (MIN, MAX) for _, aggregate in reading.measures)
     found: set[int] = set()
+    described = _described_words(reading)
     for index, token in enumerate(reading.tokens):
         if not reading.free(index):
             continue
         word, before = token.norm, reading.norm(index - 1)
+        if word in described and _participle(reading.norm(index + 1)):
+            continue  # "nests first seen with an egg" of a date "the nest was first observed with one egg"
         if word in _COMPARISON_WORDS and not (word == "than" and before in ("other", "rather")):
             found.add(index)
         elif word in _ORDER_WORDS and not ranked:
@@ -134,6 +138,30 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
         elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index):
             found.add(index)
     return found
+
+
+def _described_words(reading: _Reading) -> set[str]:
+    """The words of the descriptions of the columns the plan reads, the time column of a bucket among them."""
+    words: set[str] = set()
+    for name in _read_columns(reading):
+        column = reading.table.column(name)
+        if column is not None and column.description:
+            words |= {word.lower() for word in column.description.split()}
+    return words
+
+
+def _read_columns(reading: _Reading) -> set[str]:
+    """The columns the plan reads, with the time column a bucket cuts."""
+    names = _used_columns(reading)
+    if reading.bucket is not None:
+        names |= {column.name for column in _time_columns(reading.table)[:1]}
+    return names
+
+
+def _participle(word: str) -> bool:
+    """A past participle ("observed", "seen"): what a word before it qualifies is an event, not a ranking."""
+    return len(word) > 3 and word.endswith("ed") or word in ("seen", "made", "built", "done", "taken", "given",
+                                                             "sold", "bought", "flown", "found", "born")
 
 
 def _after_number(reading: _Reading, index: int) -> bool:

@@ -816,6 +816,13 @@ def _read_measures(reading: _Reading) -> None:
         # before it then ranks the groups rather than replacing the aggregate it names.
         agg = (_aggregate_named(reading, mention) if reading.virtual(column.name) else None) \
             or _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention)
+        if agg is None and reading.measures and column in _time_columns(reading.table):
+            # "the first cancelled flight of the year" beside the date asked for: a year is never averaged
+            # unasked; said so rather than computed
+            reading.unplaced.append(_text(reading, mention))
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            continue
         if agg is None:
             global_agg = global_agg or [_global_aggregate(reading)]
             agg = global_agg[0]
@@ -1230,8 +1237,13 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
         elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
             found = ([index], word in _TIME_HIGH)
         elif word in ("first", "last") and before == "the" and reading.tokens[index + 1:index + 2] \
-                and (reading.tokens[index + 1].stem in table_words or _names_time(reading, index + 1)):
+                and (_rows_named_after(reading, index + 1, table_words) is not None or _names_time(reading, index + 1)):
             found = ([index], word == "last")
+            noun = _rows_named_after(reading, index + 1, table_words)
+            mention = reading.mention_at(noun) if noun is not None else None
+            if mention is not None and not mention.is_value and mention.start == noun and mention.end == noun + 1:
+                reading.mentions.remove(mention)  # "the first cancelled flight": the rows, not a column "flight"
+                found[0].append(noun)
         if found:
             break
     if found is None:
@@ -1260,6 +1272,18 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.descending = latest
     if named is not None and reading.norm(named.start - 1) in ("which", "what"):
         reading.ties = False  # "on which date was the earliest egg": the date itself, once
+
+
+def _rows_named_after(reading: _Reading, index: int, table_words: set[str]) -> int | None:
+    """Where the rows' noun is, at ``index`` or past words already read as their conditions ("the first
+    cancelled flight", "the last Chinstrap nest"); None when it is not there."""
+    for position in range(index, min(index + 4, len(reading.tokens))):
+        if reading.tokens[position].stem in table_words:
+            return position
+        mention = reading.mention_at(position)
+        if position not in reading.used and (mention is None or not mention.is_value):
+            return None
+    return None
 
 
 def _names_time(reading: _Reading, index: int) -> bool:

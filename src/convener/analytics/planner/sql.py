@@ -185,13 +185,39 @@ def _keys(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, exp.Expr, str
     return keys
 
 
+def _key_columns(reading: _Reading, keys: list[tuple[exp.Expr, exp.Expr, str]],
+                 dialect: str) -> tuple[list[exp.Expr], list[exp.Expr], list[int]]:
+    """What the keys select and group by, and where each key is selected. A date cut into years shows the
+    year's first day beside the year's number: both name the year, as a number to read and as a date for a
+    time axis (and for whoever compares the answer with a bucket written as DATE_TRUNC)."""
+    selects: list[exp.Expr] = []
+    groups: list[exp.Expr] = []
+    positions: list[int] = []
+    for (grouped, selected, name), key in zip(keys, reading.keys, strict=True):
+        selects.append(selected)
+        groups.append(grouped)
+        positions.append(len(selects))
+        if name == "year" and reading.column(key).type in TIME_TYPES:
+            start = _year_start(_col(key), dialect)
+            selects.append(exp.alias_(start, "year_start", quoted=True))
+            groups.append(start.copy())
+    return selects, groups, positions
+
+
+def _year_start(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The first day of the year of a date column, per dialect."""
+    if dialect == "sqlite":
+        return _substitute(sqlglot.parse_one("DATE(x, 'start of year')", read="sqlite"), column)
+    return _substitute(sqlglot.parse_one("DATE_TRUNC('YEAR', x)", read="duckdb"), column)
+
+
 def _build_group(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """The measures (or a count) for each value of the group keys, ordered by the keys."""
     keys = _keys(reading, dialect)
     values = _values(reading, dialect)
-    positions: list[exp.Expr] = [exp.Literal.number(i + 1) for i in range(len(keys))]
-    query = _Query([selected for _, selected, _ in keys] + [value for value, _ in values],
-                   group=[grouped for grouped, _, _ in keys], order=positions)
+    selects, groups, places = _key_columns(reading, keys, dialect)
+    positions: list[exp.Expr] = [exp.Literal.number(place) for place in places]
+    query = _Query(selects + [value for value, _ in values], group=groups, order=positions)
     by = " and ".join(name for _, _, name in keys)
     name = f"{'_and_'.join(alias for _, alias in values)}_by_{snake(by)}"
     return query, name, f"Computes {_value_words(reading)} of {reading.table.name} for each {by}"
@@ -289,11 +315,11 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
     # "the two tail numbers with the most flights": rows without one are no tail number, so no group ranked
     reading.filters.extend(_Filter(key, "not null", (), "value") for key in reading.keys
                            if reading.column(key).type not in TIME_TYPES)
-    first_value: exp.Expr = exp.Literal.number(len(keys) + 1)
+    selects, groups, _ = _key_columns(reading, keys, dialect)
+    first_value: exp.Expr = exp.Literal.number(len(selects) + 1)
     if reading.ties and isinstance(values[0][0], exp.Alias):
         first_value = values[0][0].this.copy()  # compared with the cut-off in HAVING, so the expression itself
-    query = _Query([selected for _, selected, _ in keys] + [value for value, _ in values],
-                   group=[grouped for grouped, _, _ in keys],
+    query = _Query(selects + [value for value, _ in values], group=groups,
                    order=[exp.Ordered(this=first_value, desc=descending)], limit=limit, ties=reading.ties)
     by = " and ".join(name for _, _, name in keys)
     name = f"{'top' if descending else 'bottom'}_{limit}_{snake(by)}_by_{values[0][1]}"

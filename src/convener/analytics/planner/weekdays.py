@@ -13,6 +13,7 @@ from convener.analytics.wording import Token
 
 DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _NAMES = {name.lower(): name for name in DAYS} | {name.lower() + "s": name for name in DAYS}
+_STARTING = frozenset({"starting", "beginning", "start", "starts", "begin", "begins", "began", "started"})
 _TEMPLATES = {
     "duckdb": ("DAYNAME(x)", "duckdb"),
     "postgres": ("TRIM(TO_CHAR(x, 'FMDay'))", "postgres"),
@@ -56,6 +57,13 @@ def read_weekdays(reading: _Reading) -> None:
     for index, token in enumerate(reading.tokens):
         name = _NAMES.get(token.norm)
         if name is None or not reading.free(index):
+            continue
+        if reading.norm(index - 1) == "on" and reading.norm(index - 2) in _STARTING:
+            # "weeks starting on Monday" says how weeks are cut, not which days count: weeks are cut on
+            # Mondays (ISO 8601), and cut on any other day they are not planned
+            if reading.bucket != "week" or name != "Monday":
+                raise NoPlan(f"weeks starting on {name} are not something this planner cuts")
+            reading.used.update((index - 2, index - 1, index))
             continue
         found.append(name)
         start = index if start < 0 else start

@@ -31,6 +31,7 @@ from convener.analytics.planner.state import (
 )
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
+from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.conversion import read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
@@ -327,7 +328,8 @@ def _read_counted_numbers(reading: _Reading) -> None:
             continue
         if reading.norm(index - 1) in ("top", "bottom", "which", "what", "first", "last"):
             continue
-        reading.filters.append(_Filter(mention.target.column, "=", (token.number,), "number", index))
+        op = reading.bounds.pop(index, ("=", ()))[0]  # "5,500 g or more"
+        reading.filters.append(_Filter(mention.target.column, op, (token.number,), "number", index))
         reading.mentions.remove(mention)
         reading.used.update(range(index, mention.end))
         _note_term(reading, mention)
@@ -1305,6 +1307,8 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_column_list(reading, text)
     _read_clock_times(reading)
     read_sort_order(reading, text)
+    read_open_bounds(reading)
+    read_measure_of_number(reading, _in_column_unit)
     _read_top(reading)
     read_lateness(reading)
     check_condition_ends(reading)
@@ -1341,6 +1345,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_leftover_columns(reading)
     settle_presence(reading)
     read_compared_periods(reading)
+    settle_open_bounds(reading)
     return reading
 
 

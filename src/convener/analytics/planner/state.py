@@ -112,6 +112,8 @@ class _Reading:
     """Conditions some row of a group must meet, said beside an absent one ("from JFK but never from LGA")."""
     exists: bool = False
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""
+    bounds: dict[int, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    """Numbers followed by "or more"/"or less" (by position): the comparison their equality becomes."""
     sort: tuple[str | None, bool] | None = None
     """The order every row is asked in ("oldest date first": the column, or None for the measure; whether
     descending), which ranks nothing away."""

@@ -1,0 +1,53 @@
+"""Numbers said with their bound after them ("4 kg or more", "2 items or fewer") and a measure said with
+"of" before its amount ("a delivery time of 90 minutes"), on a table of parcels; a number that is also a
+text column's value is still the measure's amount there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+PARCELS = TableInfo("parcels", (
+    ColumnInfo("weight_kg", "INTEGER", "Weight of the parcel in kilograms"), ColumnInfo("items", "INTEGER"),
+    ColumnInfo("delivery_time", "INTEGER", "Delivery time in minutes"),
+    ColumnInfo("service", "STRING", samples=("90", "express"))), description="Parcels: one row per parcel.")
+
+
+def values_of(table: str, column: str) -> list[str]:
+    return ["90", "express"] if column == "service" else []
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE parcels (weight_kg INTEGER, items INTEGER, delivery_time INTEGER, "
+                        "service VARCHAR)",
+                        "INSERT INTO parcels VALUES (2, 1, 30, '90'), (4, 2, 90, 'express'), (6, 3, 120, '90')")
+
+
+def count(data: duckdb.DuckDBPyConnection, question: str) -> int:
+    made = plan_question(question, [PARCELS], values_of=values_of)
+    assert not made.unaccounted, made.sql
+    return int(data.execute(made.sql).fetchall()[0][0])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many parcels weigh 4 kg or more?", 2),
+    ("How many parcels have 2 items or fewer?", 2),
+    ("How many parcels had a delivery time of 90 minutes or more?", 2),
+    ("How many parcels had a delivery time of 90 minutes?", 1),
+    ("How many parcels had a delivery time of 2 hours or less?", 3),
+])
+def test_a_bound_after_a_number_and_a_measure_of_an_amount(data: duckdb.DuckDBPyConnection, question: str,
+                                                           expected: int) -> None:
+    assert count(data, question) == expected
+
+
+def test_a_bound_on_a_number_no_column_reads_is_not_dropped() -> None:
+    made = plan_question("How many parcels of service 90 or more?", [PARCELS], values_of=values_of)
+    assert made.unaccounted

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import plan_question
+from convener.analytics.planner import NoPlan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -51,3 +51,19 @@ def test_a_bound_after_a_number_and_a_measure_of_an_amount(data: duckdb.DuckDBPy
 def test_a_bound_on_a_number_no_column_reads_is_not_dropped() -> None:
     made = plan_question("How many parcels of service 90 or more?", [PARCELS], values_of=values_of)
     assert made.unaccounted
+
+
+def test_a_standard_deviation_or_variance_of_a_measure(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("What is the sample standard deviation of delivery time, in minutes, per service?", [PARCELS],
+                         values_of=values_of)
+    assert not made.unaccounted and "standard deviation" in made.explanation
+    assert sorted(data.execute(made.sql).fetchall(), key=str)[0][0] == "90"
+    variance = plan_question("population variance of weight", [PARCELS]).sql
+    assert round(data.execute(variance).fetchall()[0][0], 6) == round(8 / 3, 6)
+    with pytest.raises(NoPlan):
+        plan_question("standard deviation of weight", [PARCELS], dialect="sqlite")
+
+
+def test_a_number_before_another_column_is_that_columns_not_the_measures(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("average delivery time of 3 item parcels", [PARCELS], values_of=values_of)
+    assert data.execute(made.sql).fetchall() == [(120.0,)]

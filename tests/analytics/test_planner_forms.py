@@ -203,3 +203,28 @@ def test_a_year_column_is_never_averaged_unasked_beside_a_date_asked_for() -> No
                        description="Orders: one row per order.")
     made = plan_question("On what date was the first web order of the year?", [signed])
     assert "AVG" not in made.sql and made.unaccounted == ("year",)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Outside the web channel, how many orders were there?", [(1,)]),
+    ("Leaving out vendor A, how many orders were there combined?", [(4,)]),
+    ("How many orders came out of vendor A?", [(2,)]),
+])
+def test_outside_and_leaving_out_exclude_a_value(data: duckdb.DuckDBPyConnection, question: str,
+                                                 expected: list[tuple[Any, ...]]) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert rows(data, made.sql) == expected
+
+
+def test_a_superlative_adjective_before_an_aggregate_ranks_groups_by_it() -> None:
+    cables = TableInfo("cables", (ColumnInfo("supplier", "STRING"), ColumnInfo("cable_length_m", "INTEGER")),
+                       description="Cables: one row per cable.")
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE cables (supplier VARCHAR, cable_length_m INTEGER)")
+    connection.execute("INSERT INTO cables VALUES ('north', 10), ('north', 30), ('south', 5), ('south', 45), "
+                       "('east', 12)")
+    made = plan_question("Which supplier has the shortest average cable length?", [cables])
+    assert not made.unaccounted
+    assert [row[0] for row in connection.execute(made.sql).fetchall()] == ["east"]
+    connection.close()

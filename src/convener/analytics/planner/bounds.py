@@ -54,6 +54,9 @@ def read_measure_of_number(reading: _Reading,
         measure = _numeric_mention(reading, index - 2)
         if measure is None or measure.end != index - 1 or measure not in reading.mentions:
             continue
+        following = reading.mention_at(index + 1)
+        if following is not None and not following.is_value and following.target.column != measure.target.column:
+            continue  # "average displacement of 8 cylinder cars": the number is the next column's
         value = reading.mention_at(index)
         if value is not None and value.is_value and value.start == index and value.end == index + 1:
             reading.mentions.remove(value)  # a number said as a measure's amount is no text value

@@ -239,8 +239,9 @@ def _dangling_aggregate(reading: _Reading) -> int | None:
             continue
         if token.norm == "total" and reading.norm(index + 1) in ("number", "count"):
             continue
-        if token.norm == "total" and reading.norm(index - 1) == "in" and reading.count:
-            continue  # "how many flights … in total": the count itself
+        if reading.count and (token.norm == "total" and reading.norm(index - 1) == "in"
+                              or token.norm in ("combined", "altogether", "overall")):
+            continue  # "how many flights … in total", "… combined": the count itself
         return index
     return None
 

@@ -38,6 +38,7 @@ from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
+from convener.analytics.planner.spread import read_spread
 from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
@@ -115,6 +116,12 @@ def _read_dimensions(reading: _Reading) -> None:
                 after += 1
             continue
         if degree != "superlative":
+            continue
+        if reading.norm(index + 1) in ("average", "mean", "median", "total") and reading.free(index + 1):
+            # "the shortest average flipper length": a ranking by the aggregate named after it, which the
+            # measures read with its column, as after "lowest"
+            reading.used.add(index)
+            reading.direction = high
             continue
         column = _settle_column(reading, index, columns)
         if column is None:
@@ -352,6 +359,8 @@ def _read_values(reading: _Reading) -> None:
                 and reading.tokens[begin - 1].text[:1].isupper():
             begin -= 1  # "didn't go to Atlanta (ATL)": the value's name, read as said by it, stands between
         negations = [i for i in range(max(0, begin - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
+                      and reading.norm(i - 1) in _LEAVE_OUT and reading.free(i) for j in (i - 1, i)]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
         negated = bool(negations) or _continues_negated_list(reading, previous, mention)
@@ -379,6 +388,11 @@ def _read_values(reading: _Reading) -> None:
         one = said[(column, negated)]
         kind = "name" if len(one) == 1 and one[0].target.alternatives else "value"
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)]))
+
+
+_LEAVE_OUT = frozenset({"leaving", "leave", "left", "leaves", "leaves", "keeping", "keep", "ruling", "rule"})
+"""Verbs that with "out" right before a value exclude it ("leaving out JFK", "ruling out Dream"); "out of JFK"
+says where from."""
 
 
 def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
@@ -1302,6 +1316,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
     read_arithmetic(reading)
+    read_spread(reading)
     read_exists(reading, text)
     read_any_row(reading)
     read_column_list(reading, text)

@@ -13,7 +13,18 @@ from convener.analytics.planner.catalog import _row_nouns, _table_words
 from convener.analytics.planner.dates import _time_column
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_of
-from convener.analytics.planner.vocabulary import _AGG_NAMES, AVG, MAX, MEDIAN, MIN, SUM
+from convener.analytics.planner.vocabulary import (
+    _AGG_NAMES,
+    AVG,
+    MAX,
+    MEDIAN,
+    MIN,
+    STDDEV_POP,
+    STDDEV_SAMP,
+    SUM,
+    VAR_POP,
+    VAR_SAMP,
+)
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, TableInfo
 from convener.analytics.wording import snake, split_identifier, stem
 
@@ -48,14 +59,18 @@ def _aggregate(agg: str | None, column: str, dialect: str) -> exp.Expr:
     agg = agg or AVG
     if agg == MEDIAN and dialect == "sqlite":
         raise NoPlan("a median cannot be computed on SQLite")
+    if agg in (STDDEV_SAMP, STDDEV_POP, VAR_SAMP, VAR_POP) and dialect == "sqlite":
+        raise NoPlan("a standard deviation or variance cannot be computed on SQLite")
     functions: dict[str, type[exp.Func]] = {AVG: exp.Avg, SUM: exp.Sum, MIN: exp.Min, MAX: exp.Max,
-                                            MEDIAN: exp.Median}
+                                            MEDIAN: exp.Median, STDDEV_SAMP: exp.StddevSamp,
+                                            STDDEV_POP: exp.StddevPop, VAR_SAMP: exp.Variance,
+                                            VAR_POP: exp.VariancePop}
     return functions[agg](this=_col(column))
 
 
 def _measure_alias(agg: str | None, column: str) -> str:
     """``average_horsepower``, ``total_yield``…"""
-    return f"{_AGG_NAMES[agg or AVG]}_{snake(column)}"
+    return f"{snake(_AGG_NAMES[agg or AVG])}_{snake(column)}"
 
 
 def _measures(reading: _Reading, dialect: str, default: str | None = AVG) -> list[tuple[exp.Expr, str]]:
@@ -144,8 +159,12 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     agg = agg or AVG
     if agg == MEDIAN and dialect == "sqlite":
         raise NoPlan("a median cannot be computed on SQLite")
+    if agg in (STDDEV_SAMP, STDDEV_POP, VAR_SAMP, VAR_POP) and dialect == "sqlite":
+        raise NoPlan("a standard deviation or variance cannot be computed on SQLite")
     functions: dict[str, type[exp.Func]] = {AVG: exp.Avg, SUM: exp.Sum, MIN: exp.Min, MAX: exp.Max,
-                                            MEDIAN: exp.Median}
+                                            MEDIAN: exp.Median, STDDEV_SAMP: exp.StddevSamp,
+                                            STDDEV_POP: exp.StddevPop, VAR_SAMP: exp.Variance,
+                                            VAR_POP: exp.VariancePop}
 
     def of(item: _Filter) -> exp.Expr:
         return functions[agg](this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=_col(column))]))

@@ -6,7 +6,10 @@ from __future__ import annotations
 # --- Vocabulary --------------------------------------------------------------------------------------------
 
 AVG, SUM, MIN, MAX, MEDIAN = "AVG", "SUM", "MIN", "MAX", "MEDIAN"
-_AGG_NAMES = {AVG: "average", SUM: "total", MIN: "minimum", MAX: "maximum", MEDIAN: "median"}
+STDDEV_SAMP, STDDEV_POP, VAR_SAMP, VAR_POP = "STDDEV_SAMP", "STDDEV_POP", "VAR_SAMP", "VAR_POP"
+_AGG_NAMES = {AVG: "average", SUM: "total", MIN: "minimum", MAX: "maximum", MEDIAN: "median",
+              STDDEV_SAMP: "standard deviation", STDDEV_POP: "population standard deviation",
+              VAR_SAMP: "variance", VAR_POP: "population variance"}
 
 _AGG_WORDS = {
     "average": AVG, "avg": AVG, "mean": AVG, "typical": AVG, "typically": AVG, "usual": AVG,
@@ -68,7 +71,7 @@ _TREND_WORDS = frozenset({"change", "changed", "changes", "evolve", "evolved", "
                           "developed"})
 _FUTURE_WORDS = frozenset({"tomorrow", "forecast", "forecasts", "predict", "predicted", "prediction",
                            "projected", "projection", "future", "will"})
-_NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides",
+_NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides", "outside",
                         # contractions, as tokenized without their apostrophe ("didn't go to Atlanta")
                         "didnt", "dont", "doesnt", "isnt", "wasnt", "werent", "arent", "havent", "hasnt",
                         "hadnt"})

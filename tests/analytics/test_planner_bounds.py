@@ -67,3 +67,9 @@ def test_a_standard_deviation_or_variance_of_a_measure(data: duckdb.DuckDBPyConn
 def test_a_number_before_another_column_is_that_columns_not_the_measures(data: duckdb.DuckDBPyConnection) -> None:
     made = plan_question("average delivery time of 3 item parcels", [PARCELS], values_of=values_of)
     assert data.execute(made.sql).fetchall() == [(120.0,)]
+
+
+def test_a_year_or_later_is_left_to_the_dates() -> None:
+    dated = TableInfo("parcels", (*PARCELS.columns, ColumnInfo("sent_year", "INTEGER", "Year the parcel was sent")))
+    made = plan_question("How many parcels were sent in 2020 or later?", [dated])
+    assert not made.unaccounted and ">= 2020" in made.sql

@@ -228,3 +228,30 @@ def test_a_superlative_adjective_before_an_aggregate_ranks_groups_by_it() -> Non
     assert not made.unaccounted
     assert [row[0] for row in connection.execute(made.sql).fetchall()] == ["east"]
     connection.close()
+
+
+def test_a_joined_tables_rows_after_a_group_marker_are_its_groups(data: duckdb.DuckDBPyConnection) -> None:
+    """"per supplier" where suppliers are another table: grouped by the column joining them, never dropped."""
+    made = plan("total amount per supplier")
+    assert sorted(rows(data, made.sql)) == [("A", "Alder", 40.0), ("B", "Birch", 50.0), ("C", "Cedar", 5.0),
+                                            ("D", "Dogwood", 60.0)]
+    named = plan("Sum of the amounts per supplier (full name), biggest total first.")
+    assert not named.unaccounted
+    assert rows(data, named.sql) == [("Dogwood", 60.0), ("Birch", 50.0), ("Alder", 40.0), ("Cedar", 5.0)]
+
+
+def test_each_combination_of_two_columns_groups_by_both(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("How many orders are there for each combination of vendor and channel?")
+    assert not made.unaccounted
+    assert len(rows(data, made.sql)) == 6
+
+
+def test_which_n_calendar_months_rank_months(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Which 2 calendar months of 2024 had the fewest orders?")
+    assert not made.unaccounted
+    assert len(rows(data, made.sql)) == 3  # all three months have two orders: the tie is kept
+
+
+def test_by_after_a_participle_names_who_did_it_not_groups(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("How many orders were shipped by suppliers in 2024?")
+    assert "GROUP BY" not in made.sql

@@ -6,21 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from convener.analytics.planner.dates import _is_year, _time_columns
 from convener.analytics.planner.state import _Filter, _note_term, _numeric_mention, _Reading
 from convener.analytics.planner.vocabulary import _UNITS
 
 _UPWARD = frozenset({"more", "above", "greater", "higher", "over", "larger", "bigger", "longer", "heavier",
-                     "later", "after", "beyond"})
-_DOWNWARD = frozenset({"less", "below", "fewer", "lower", "under", "smaller", "shorter", "lighter", "earlier",
-                       "before"})
+                     "beyond"})
+_DOWNWARD = frozenset({"less", "below", "fewer", "lower", "under", "smaller", "shorter", "lighter"})
+# ("2005 or later", "2010 or before" are years, which the dates read)
 
 
 def read_open_bounds(reading: _Reading) -> None:
     """Marks "or more|less …" after a number (past its unit or column, a few words) as read, and records
     the bound on the number's position for the step that reads the number."""
     for index, token in enumerate(reading.tokens):
-        if token.number is None or token.kind != "number" or index in reading.used:
-            continue
+        if token.number is None or token.kind != "number" or index in reading.used \
+                or _is_year(token) and _time_columns(reading.table) and reading.norm(index + 1) == "or":
+            continue  # ("made in 2005 or more recently": a year, read with the dates; "2,000 miles or more" is not)
         position = index + 1
         while position < len(reading.tokens) and position - index <= 4 and reading.norm(position) != "or" \
                 and (reading.norm(position) in _UNITS or reading.mention_at(position) is not None

@@ -152,14 +152,23 @@ def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | N
 
 def _read_ranked_bucket(reading: _Reading) -> None:
     """"Which month had the most flights": the time bucket asked about, ranked."""
-    if reading.top is not None or reading.direction is None:
+    if reading.direction is None:
         return
     for index, token in enumerate(reading.tokens[:-1]):
-        following = reading.tokens[index + 1]
-        if token.norm in ("which", "what") and following.norm in _BUCKETS and reading.free(index + 1):
-            reading.bucket = _BUCKETS[following.norm]
-            reading.top = 1
-            reading.used.update((index, index + 1))
+        if token.norm not in ("which", "what"):
+            continue
+        position = index + 1
+        numbered = reading.top is not None and reading.tokens[position].number == reading.top
+        if numbered:
+            position += 1  # "which 2 months": the N read as the ranking's
+        elif reading.top is not None:
+            return
+        if reading.norm(position) == "calendar" and reading.free(position):
+            position += 1  # "which 2 calendar months"
+        if reading.norm(position) in _BUCKETS and reading.free(position):
+            reading.bucket = _BUCKETS[reading.norm(position)]
+            reading.top = reading.top or 1
+            reading.used.update(range(index, position + 1))
             return
 
 
@@ -587,6 +596,7 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             continue
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
+            reading.used.update(i for i in range(index, after) if reading.free(i) and reading.norm(i) in _GROUP_FILLER)
             if _is_order_measure(reading, mention, marker):
                 reading.order_measure = mention.target.column  # left for _read_measures, with its aggregate
             else:
@@ -607,7 +617,42 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                     mention = following
             index = mention.end
             continue
+        agent = marker == ("by",) and _passive(reading.norm(index - 1))  # "flown by planes made in 2005"
+        if mention is None and not agent and not _passive(reading.norm(after)) \
+                and _read_joined_key(reading, index + len(marker), after):
+            reading.used.update(range(index, index + len(marker)))
         index = after
+
+
+def _passive(word: str) -> bool:
+    """A past participle ("operated", "flown", "made"): "by" after it names who did it, and one after a
+    noun describes the noun ("planes made in 2005")."""
+    return len(word) > 3 and word.endswith("ed") or word in ("flown", "made", "built", "run", "seen", "done", "owned",
+                                                             "sold", "bought", "taken", "driven", "written")
+
+
+def _read_joined_key(reading: _Reading, start: int, end: int) -> bool:
+    """"total distance per airline": a joined table's rows named after a group marker, and no column of
+    theirs, are the groups of the queried table's column that joins them (with their name, where they have
+    one), not words to pass over."""
+    if reading.scope is None:
+        return False
+    for join in reading.scope.joins:
+        words = _table_words(join.table)
+        named = [i for i in range(start, end) if reading.free(i) and reading.tokens[i].stem in words]
+        if not named:
+            continue
+        key = join.on[0][0]
+        if key in reading.keys:
+            return False
+        reading.keys.append(key)
+        alias = join.table.name.split(".")[-1]
+        reading.keys.extend(name for name, expression in reading.scope.virtual.items()
+                            if isinstance(expression, exp.Column) and expression.table == alias
+                            and expression.name.lower() == "name" and name not in reading.keys)
+        reading.used.update(named)
+        return True
+    return False
 
 
 def _read_key_bucket(reading: _Reading, key: _Mention) -> None:

@@ -255,3 +255,29 @@ def test_which_n_calendar_months_rank_months(data: duckdb.DuckDBPyConnection) ->
 def test_by_after_a_participle_names_who_did_it_not_groups(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("How many orders were shipped by suppliers in 2024?")
     assert "GROUP BY" not in made.sql
+
+
+@pytest.mark.parametrize("question", ["How many orders were placed on 9 January 2024?",
+                                      "How many orders were placed on the 9th of January 2024?"])
+def test_a_day_written_before_its_month(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert rows(data, made.sql) == [(1,)]
+
+
+def test_a_single_row_named_by_the_tables_noun_is_no_column_of_that_name() -> None:
+    """"for a trip going to Boston": one of the rows, where a column is also called trip (its number)."""
+    trips = TableInfo("trips", (ColumnInfo("trip", "INTEGER", "Trip number"), ColumnInfo("city", "STRING"),
+                                ColumnInfo("fare", "FLOAT", "Fare paid, in dollars")),
+                      description="Trips: one row per trip.")
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE trips (trip INTEGER, city VARCHAR, fare DOUBLE)")
+    connection.execute("INSERT INTO trips VALUES (900, 'Boston', 20), (901, 'Boston', 35), (2, 'Denver', 50)")
+    made = plan_question("What was the largest fare for a trip going to Boston?", [trips],
+                         values_of=lambda table, column: ["Boston", "Denver"] if column == "city" else [])
+    assert not made.unaccounted
+    assert connection.execute(made.sql).fetchall() == [(35.0,)]
+    numbered = plan_question("What is the largest trip number for a trip going to Boston?", [trips],
+                             values_of=lambda table, column: ["Boston", "Denver"] if column == "city" else [])
+    assert [row[-1] for row in connection.execute(numbered.sql).fetchall()] == [901]
+    connection.close()

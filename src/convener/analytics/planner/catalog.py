@@ -193,6 +193,9 @@ class _Catalog:
                     if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
                             and tokens[start].norm != words[0] and tokens[start].norm.endswith("s"):
                         continue  # "flights" names the rows of flights, not its column "flight"
+                    if end - start == 1 and len(words) == 1 and tokens[start].stem in named and start > 0 \
+                            and tokens[start - 1].norm in _ONE_ROW and not _describes(keys.column, tokens, end):
+                        continue  # "for a flight going to ORD", "any single flight": one of the rows
                     found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
             entity = _table_words(keys.table)
             for words in keys.parts:
@@ -346,6 +349,16 @@ def _condition_of(description: str, table: TableInfo) -> str | None:
         if all(isinstance(node, _COMPARISONS) for node in tree.walk()):
             return tree.sql()
     return None
+
+
+_ONE_ROW = frozenset({"a", "an", "any", "single", "one"})
+"""Words before the rows' noun that make it one row ("a flight"); "each flight" may be a group, by a column."""
+
+
+def _describes(column: ColumnInfo, tokens: list[Token], index: int) -> bool:
+    """Whether the word at ``index`` continues the column's description ("a flight number")."""
+    return index < len(tokens) and tokens[index].kind == "word" \
+        and tokens[index].norm in (column.description or "").lower().split()
 
 
 def _names(description: str, column: str) -> bool:

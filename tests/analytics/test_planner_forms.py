@@ -281,3 +281,16 @@ def test_a_single_row_named_by_the_tables_noun_is_no_column_of_that_name() -> No
                              values_of=lambda table, column: ["Boston", "Denver"] if column == "city" else [])
     assert [row[-1] for row in connection.execute(numbered.sql).fetchall()] == [901]
     connection.close()
+
+
+@pytest.mark.parametrize("question", ["What is the ratio of the number of web orders to the number of store orders?",
+                                      "ratio of web orders to store orders"])
+def test_a_ratio_of_two_counts_of_rows_said_in_full(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert rows(data, made.sql) == [(3.0,)]
+
+
+def test_a_ratio_of_values_of_two_columns_is_still_refused() -> None:
+    with pytest.raises(NoPlan):
+        plan("What is the ratio of orders from vendor A to orders on the web channel?")

@@ -1112,11 +1112,15 @@ def _read_share_unit(reading: _Reading) -> None:
 def _read_ratio(reading: _Reading, index: int) -> None:
     """"the ratio of male to female penguins": two values of one column, the first's rows over the
     second's. Any other ratio is refused."""
-    first = reading.mention_at(index + 2)
-    second = reading.mention_at(first.end + 1) if first is not None else None
+    start = _past_row_count(reading, index + 2)
+    first = reading.mention_at(start)
+    to = _past_row_count(reading, first.end) if first is not None else start  # "Adelie penguins to …"
+    second = reading.mention_at(_past_row_count(reading, to + 1)) if first is not None else None
     if first is None or second is None or not first.is_value or not second.is_value \
-            or reading.norm(first.end) != "to" or first.target.column != second.target.column:
+            or reading.norm(to) != "to" or first.target.column != second.target.column:
         raise NoPlan("a ratio is planned only as 'the ratio of <value> to <value>' of one column")
+    # "the ratio of the number of flights from EWR to the number of flights from LGA": the rows counted
+    reading.used.update(i for i in range(index + 2, second.start) if reading.mention_at(i) is None)
     column = first.target.column
     reading.ratio = (_Filter(column, "=", (first.target.value or "",), "value", first.start),
                      _Filter(column, "=", (second.target.value or "",), "value", second.start))
@@ -1125,7 +1129,21 @@ def _read_ratio(reading: _Reading, index: int) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
-    reading.used.add(first.end)
+    reading.used.add(to)
+    reading.used.update(i for i in range(second.end, _past_row_count(reading, second.end))
+                        if reading.tokens[i].stem in _table_words(reading.base))
+
+
+_COUNTED_ROWS = frozenset({"the", "number", "count", "of", "from", "in", "on", "at", "with", "for", "by"})
+
+
+def _past_row_count(reading: _Reading, index: int) -> int:
+    """Past "the number of flights from" before a value in a ratio: the rows of the value are what is counted."""
+    words = _table_words(reading.base)
+    while index < len(reading.tokens) and reading.mention_at(index) is None \
+            and (reading.norm(index) in _COUNTED_ROWS or reading.tokens[index].stem in words):
+        index += 1
+    return index
 
 
 def _read_missing(reading: _Reading) -> None:

@@ -35,6 +35,7 @@ from convener.analytics.planner.bounds import read_measure_of_number, read_open_
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.conversion import read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
+from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
@@ -617,42 +618,11 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                     mention = following
             index = mention.end
             continue
-        agent = marker == ("by",) and _passive(reading.norm(index - 1))  # "flown by planes made in 2005"
-        if mention is None and not agent and not _passive(reading.norm(after)) \
-                and _read_joined_key(reading, index + len(marker), after):
+        agent = marker == ("by",) and passive(reading.norm(index - 1))  # "flown by planes made in 2005"
+        if mention is None and not agent and not passive(reading.norm(after)) \
+                and read_joined_key(reading, index + len(marker), after):
             reading.used.update(range(index, index + len(marker)))
         index = after
-
-
-def _passive(word: str) -> bool:
-    """A past participle ("operated", "flown", "made"): "by" after it names who did it, and one after a
-    noun describes the noun ("planes made in 2005")."""
-    return len(word) > 3 and word.endswith("ed") or word in ("flown", "made", "built", "run", "seen", "done", "owned",
-                                                             "sold", "bought", "taken", "driven", "written")
-
-
-def _read_joined_key(reading: _Reading, start: int, end: int) -> bool:
-    """"total distance per airline": a joined table's rows named after a group marker, and no column of
-    theirs, are the groups of the queried table's column that joins them (with their name, where they have
-    one), not words to pass over."""
-    if reading.scope is None:
-        return False
-    for join in reading.scope.joins:
-        words = _table_words(join.table)
-        named = [i for i in range(start, end) if reading.free(i) and reading.tokens[i].stem in words]
-        if not named:
-            continue
-        key = join.on[0][0]
-        if key in reading.keys:
-            return False
-        reading.keys.append(key)
-        alias = join.table.name.split(".")[-1]
-        reading.keys.extend(name for name, expression in reading.scope.virtual.items()
-                            if isinstance(expression, exp.Column) and expression.table == alias
-                            and expression.name.lower() == "name" and name not in reading.keys)
-        reading.used.update(named)
-        return True
-    return False
 
 
 def _read_key_bucket(reading: _Reading, key: _Mention) -> None:

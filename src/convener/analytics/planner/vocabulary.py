@@ -39,8 +39,8 @@ _GROUP_MARKERS = (("grouped", "by"), ("broken", "down", "by"), ("split", "by"), 
                   ("across",))
 _GROUP_FILLER = frozenset({"number", "of", "type", "types", "kind", "kinds", "different", "the", "a", "an",
                            "individual", "single", "its", "their", "category",
-                           # "for each combination of species and island", "per airline (full name)"
-                           "combination", "combinations", "pair", "pairs", "full"})
+                           # "for each combination of species and island"
+                           "combination", "combinations", "pair", "pairs"})
 _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("no", "more", "than"), "<="), (("no", "less", "than"), ">="), (("not", "more", "than"), "<="),
     (("more", "than"), ">"), (("greater", "than"), ">"), (("higher", "than"), ">"), (("larger", "than"), ">"),

@@ -314,3 +314,31 @@ def test_a_conversation_is_written_while_the_one_before_commits_and_takes_no_id_
         stored = set(connection.execute(select(spaces.c.display_name, messages.c.sender_id).join(
             messages, messages.c.space_id == spaces.c.space_id)))
     assert stored == {("one", "bot"), ("two", "bot-2")}
+
+
+def test_an_import_interrupted_midway_keeps_the_conversations_before_whole_and_nothing_of_the_one_being_read(
+        services: Services) -> None:
+    """Interrupted while a conversation is read (on PostgreSQL the one before may still be committing on the
+    inserter's thread): every conversation before it is stored whole, mentions and activity time included,
+    and nothing of the one being read."""
+    people = [ImportedUser("U-ANA", "Ana Lima", "ana@example.com", preferred_id="ana"),
+              ImportedUser("U-BO", "Bo Ek", "bo@example.com", preferred_id="bo")]
+    long = _mentioning("long", batch_of(services) + 30, 0)
+
+    def interrupted() -> Iterator[ImportedMessage]:
+        yield from _mentioning("cut", 5, 50_000)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ChatImporter(services.database).run(RecordsExport(people, [
+            ImportedConversation("C-LONG", "SPACE", "long", ("U-ANA",), iter(long)),
+            ImportedConversation("C-CUT", "SPACE", "cut", ("U-ANA",), interrupted()),
+        ]))
+
+    expected = {(message.external_id, user) for message in long
+                for user, tag in (("ana", "<@U-ANA>"), ("bo", "<@U-BO>")) if tag in message.text}
+    assert _stored_mentions(services) == expected
+    with services.database.reading() as connection:
+        assert connection.execute(select(spaces.c.display_name, spaces.c.last_active_time_us)).all() == [
+            ("long", long[-1].create_time)]
+        assert connection.scalar(select(func.count()).select_from(messages)) == len(long)

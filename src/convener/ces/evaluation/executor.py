@@ -393,7 +393,8 @@ class RunExecutor:
         wrote them is still held by then (its end is a durable commit, after them), so it is taken again once
         its lease lapses and plays again the results it finds unsettled. The transaction that finishes a run
         (and its operation) waits for the disk, and with it every one before it: a run seen finished stays so.
-        (On PostgreSQL here a commit's wait for the disk took about 3 ms, several times a result's own work.)"""
+        (A commit's wait for the disk took 0.15 ms on this project's test machine when its disk was idle, 2.8 ms
+        while another process wrote a lot: half a result's own work.)"""
         if settlement is not Settlement.FINISHED:
             self.database.commit_lazily(connection)
 

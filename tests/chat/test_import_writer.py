@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import func, select
 
 from convener.chat.ids import safe_id
-from convener.chat.importing import writer as writer_module
-from convener.chat.importing.writer import (
-    BATCH,
-    COPY_BATCH,
-    ChatImporter,
-    ImportProgress,
-    MessageCounts,
-    _attachments,
-)
+from convener.chat.importing.writer import BATCH, COPY_BATCH, ChatImporter, ImportProgress, _attachments
 from convener.chat.models import ChatAttachmentMetadata
 from convener.chat.records import (
     ImportedAttachment,
@@ -270,75 +260,3 @@ def test_attachments_are_written_as_their_model_writes_them() -> None:
     assert [list(entry) for entry in written] == [list(entry) for entry in expected]  # the keys' order too
     with pytest.raises(ValueError):
         _attachments("S", "M", [ImportedAttachment("x", source="ELSEWHERE")])  # type: ignore[arg-type]
-
-
-def test_a_conversation_is_written_while_the_one_before_commits_and_takes_no_id_that_one_took(
-        services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On PostgreSQL a conversation commits on the inserter's thread while the next one is written on
-    another connection, which cannot see what the first has not committed yet: a space ID or a user ID the
-    first took is still not taken twice (here the first commits only once the second is written)."""
-    postgresql = services.database.dialect == "postgresql"
-    second_written = threading.Event()
-    overlapped: list[bool] = []
-    commit, write = writer_module._commit, writer_module._ConversationWriter.write
-
-    def late_commit(writer: writer_module._ConversationWriter, transaction: ExitStack) -> None:
-        if postgresql and not overlapped:
-            overlapped.append(second_written.wait(10))
-        commit(writer, transaction)
-
-    def writing(self: writer_module._ConversationWriter, conversation: ImportedConversation,
-                tick: Callable[[int], None]) -> MessageCounts:
-        written = write(self, conversation, tick)
-        if conversation.external_id != "C ONE":
-            second_written.set()
-        return written
-
-    monkeypatch.setattr(writer_module, "_commit", late_commit)
-    monkeypatch.setattr(writer_module._ConversationWriter, "write", writing)
-    bot = ImportedUser("", "bot", None, "APP", preferred_id="bot")
-
-    def by_bot(external: str, minute: int) -> ImportedMessage:
-        # a bot's own profile, one per conversation: each is a user of its own, both preferring "bot"
-        return ImportedMessage(f"m{minute}", micros(at(minute)), "beep", "slack", f"B-{external}",
-                               sender_profile=bot)
-
-    summary = ChatImporter(services.database).run(RecordsExport([], [
-        ImportedConversation("C ONE", "SPACE", "one", (), iter([by_bot("ONE", 1)])),
-        ImportedConversation(safe_id("C ONE"), "SPACE", "two", (), iter([by_bot("TWO", 2)])),
-    ]))
-
-    assert overlapped == ([True] if postgresql else [])
-    assert summary.conversations == 2 and summary.added == 2 and summary.failed_conversations == 0
-    with services.database.reading() as connection:
-        stored = set(connection.execute(select(spaces.c.display_name, messages.c.sender_id).join(
-            messages, messages.c.space_id == spaces.c.space_id)))
-    assert stored == {("one", "bot"), ("two", "bot-2")}
-
-
-def test_an_import_interrupted_midway_keeps_the_conversations_before_whole_and_nothing_of_the_one_being_read(
-        services: Services) -> None:
-    """Interrupted while a conversation is read (on PostgreSQL the one before may still be committing on the
-    inserter's thread): every conversation before it is stored whole, mentions and activity time included,
-    and nothing of the one being read."""
-    people = [ImportedUser("U-ANA", "Ana Lima", "ana@example.com", preferred_id="ana"),
-              ImportedUser("U-BO", "Bo Ek", "bo@example.com", preferred_id="bo")]
-    long = _mentioning("long", batch_of(services) + 30, 0)
-
-    def interrupted() -> Iterator[ImportedMessage]:
-        yield from _mentioning("cut", 5, 50_000)
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        ChatImporter(services.database).run(RecordsExport(people, [
-            ImportedConversation("C-LONG", "SPACE", "long", ("U-ANA",), iter(long)),
-            ImportedConversation("C-CUT", "SPACE", "cut", ("U-ANA",), interrupted()),
-        ]))
-
-    expected = {(message.external_id, user) for message in long
-                for user, tag in (("ana", "<@U-ANA>"), ("bo", "<@U-BO>")) if tag in message.text}
-    assert _stored_mentions(services) == expected
-    with services.database.reading() as connection:
-        assert connection.execute(select(spaces.c.display_name, spaces.c.last_active_time_us)).all() == [
-            ("long", long[-1].create_time)]
-        assert connection.scalar(select(func.count()).select_from(messages)) == len(long)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -173,9 +173,6 @@ class _Spaces:
         for external, space_id, display_name in connection.execute(named):
             self.by_external[external] = space_id
             self.names[external] = display_name
-        self.ids = set(self.by_external.values())
-        """Our IDs of these spaces, including those linked by transactions of this import not yet committed
-        (which another connection's query does not see)."""
         self._undo: list[tuple[str, str | None, str | None]] = []  # (external, space ID, name) before
 
     def stage(self, external: str, space_id: str, display_name: str | None) -> None:
@@ -183,7 +180,6 @@ class _Spaces:
         self._undo.append((external, self.by_external.get(external), self.names.get(external)))
         self.by_external[external] = space_id
         self.names[external] = display_name
-        self.ids.add(space_id)
 
     def commit(self) -> None:
         self._undo.clear()
@@ -191,7 +187,7 @@ class _Spaces:
     def rollback(self) -> None:
         for external, space_id, display_name in reversed(self._undo):
             if space_id is None:
-                self.ids.discard(self.by_external.pop(external, ""))
+                self.by_external.pop(external, None)
                 self.names.pop(external, None)
             else:
                 self.by_external[external] = space_id
@@ -263,43 +259,22 @@ class ChatImporter:
     def _import_conversations(self, export: ChatExport, progress: Progress | None, summary: ImportSummary,
                               directory: _Directory, known_spaces: _Spaces, total: int | None,
                               written_to: set[str], inserter: ThreadPoolExecutor, row_ids: _RowIds) -> None:
-        # PostgreSQL: a conversation's end (its last batch's COPY, its held mentions, its commit) is left to
-        # the inserter's thread while this one starts the next conversation in a transaction of its own, on
-        # another connection: the server's work on one and this thread's reading of the other overlap. One
-        # conversation at most is committing so; the next one commits only once it has. SQLite has one
-        # writer at a time: a conversation ends there before the next begins.
-        overlap = self.database.dialect == "postgresql"
-        committing: Future[None] | None = None
         for conversation in export.conversations(summary.report):
             label = conversation.display_name or conversation.external_id
 
             def tick(count: int, label: str = label) -> None:
                 self._tick(progress, summary, total, label, count)
 
-            transaction = ExitStack()
-            connection = transaction.enter_context(self.database.transaction(checkpoint=False))
-            writer = _ConversationWriter(connection, export.source, directory, known_spaces, inserter, row_ids)
             try:
-                written = writer.write(conversation, tick)
-                if committing is not None:
-                    before: Future[None] = committing
-                    committing = None
-                    before.result()  # this conversation commits only if the one before did
+                with self.database.transaction(checkpoint=False) as connection:
+                    written = _ConversationWriter(connection, export.source, directory, known_spaces,
+                                                  inserter, row_ids).write(conversation, tick)
             except MalformedConversation as error:
-                _roll_back(writer, transaction, error)
                 directory.rollback()
                 known_spaces.rollback()
                 summary.failed_conversations += 1
                 summary.report(error.problem)
                 continue
-            except BaseException as error:
-                _roll_back(writer, transaction, error)
-                raise
-            if overlap:
-                committing = inserter.submit(_commit, writer, transaction)
-            else:
-                _commit(writer, transaction)
-            # Counted now: a conversation whose commit then fails ends the import with its error.
             directory.commit()
             known_spaces.commit()
             written_to.add(conversation.external_id)
@@ -311,8 +286,6 @@ class ChatImporter:
             if progress is not None:
                 progress(ImportProgress(summary.conversations + summary.failed_conversations, total,
                                         summary.messages, label))
-        if committing is not None:
-            committing.result()
 
     @staticmethod
     def _tick(progress: Progress | None, summary: ImportSummary, total: int | None, label: str, count: int) -> None:
@@ -340,8 +313,7 @@ def _write_user(connection: Connection, source: str, directory: _Directory, user
         connection.execute(update(users).where(users.c.user_id == user_id).values(**values))
         directory.remember(user_id, values["display_name"], values.get("email"))
     else:
-        user_id = _free_id(connection, users.c.user_id, safe_id(user.preferred_id or user.external_id),
-                           directory.names)
+        user_id = _free_id(connection, users.c.user_id, safe_id(user.preferred_id or user.external_id))
         connection.execute(insert(users).values(user_id=user_id, display_name=user.display_name[:512] or user_id,
                                                 email=email, user_type=user.user_type))
     if directory.by_external.get(user.external_id) != user_id:
@@ -352,30 +324,13 @@ def _write_user(connection: Connection, source: str, directory: _Directory, user
     return user_id
 
 
-def _free_id(connection: Connection, column: Any, wanted: str, known: Container[str]) -> str:
-    """``wanted``, or ``wanted-2``, ``wanted-3``… whichever is not yet taken in ``column`` nor ``known``
-    (the IDs this import gave, some perhaps in a transaction still committing on another connection)."""
+def _free_id(connection: Connection, column: Any, wanted: str) -> str:
+    """``wanted``, or ``wanted-2``, ``wanted-3``… whichever is not yet taken in ``column``."""
     for attempt in itertools.count(1):
         candidate = wanted if attempt == 1 else f"{wanted[:120]}-{attempt}"
-        if candidate not in known and connection.scalar(select(func.count()).where(column == candidate)) == 0:
+        if connection.scalar(select(func.count()).where(column == candidate)) == 0:
             return candidate
     raise AssertionError("unreachable")
-
-
-def _commit(writer: _ConversationWriter, transaction: ExitStack) -> None:
-    """End the conversation and commit its transaction, or roll it back if its end fails."""
-    try:
-        writer.finish()
-    except BaseException as error:
-        _roll_back(writer, transaction, error)
-        raise
-    transaction.close()
-
-
-def _roll_back(writer: _ConversationWriter, transaction: ExitStack, error: BaseException) -> None:
-    """Roll back the conversation's transaction after ``error`` (once no insert uses its connection)."""
-    writer.abandon()
-    transaction.__exit__(type(error), error, error.__traceback__)
 
 
 class _ConversationWriter:
@@ -383,9 +338,8 @@ class _ConversationWriter:
 
     Batches of new messages are inserted by ``inserter``'s thread while this one builds the next batch;
     one batch at a time is in flight. Everything else this writer does on the connection goes through
-    ``connection``, which first waits for that insert to end, or is ``finish``, queued on the inserter's
-    thread behind the last batch: the connection is only ever used by one thread at a time, and in the
-    order the statements were issued.
+    ``connection``, which first waits for that insert to end: the connection is only ever used by one
+    thread at a time, and in the order the statements were issued.
 
     On PostgreSQL a batch costs one statement, its ``COPY``: row IDs come from ``row_ids`` (a block of the
     sequence at a time), and the mentions of inserted messages are held (``_held_mentions``) and copied
@@ -400,9 +354,6 @@ class _ConversationWriter:
         self._inserting: Future[None] | None = None
         self._row_ids = row_ids
         self._held_mentions: list[tuple[int, str]] = []
-        self._space = ""
-        self._last_active = 0
-        """The conversation's space and the time of its latest listed message, for ``finish``."""
         self.source = source
         self.directory = directory
         self.spaces = known_spaces
@@ -422,26 +373,16 @@ class _ConversationWriter:
             inserting.result()
 
     def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
-        """Write the conversation's space, members and messages; its last batch may still be being inserted,
-        its mentions held and its activity time not yet stored: ``finish`` does that."""
-        return self._write(conversation, tick)
-
-    def finish(self) -> None:
-        """The conversation's end, before its commit: on the inserter's thread when called there, after the
-        last batch (which it raises the error of)."""
+        try:
+            written = self._write(conversation, tick)
+        except BaseException:
+            # the transaction is rolled back next: not while an insert is still using the connection
+            if self._inserting is not None:
+                self._inserting.exception()
+                self._inserting = None
+            raise
         self._copy_held_mentions()
-        if self._last_active:
-            self._connection.execute(
-                update(spaces).where(spaces.c.space_id == self._space, spaces.c.last_active_time_us < self._last_active)
-                .values(last_active_time_us=self._last_active)
-            )
-
-    def abandon(self) -> None:
-        """Before the transaction is rolled back: wait for the batch being inserted, if any, whatever it
-        raises (the connection must not be in use)."""
-        if self._inserting is not None:
-            self._inserting.exception()
-            self._inserting = None
+        return written
 
     def _write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
         space_id = self._space_id(conversation.external_id)
@@ -477,7 +418,11 @@ class _ConversationWriter:
             self._write_messages(space_id, list(rows), list(mentioned), written, written_ids)
             last_active = max([last_active, *(row[_CREATE_TIME] for row in rows if row[_LISTED])])
             tick(written.total)
-        self._space, self._last_active = space_id, last_active
+        if last_active:
+            self.connection.execute(
+                update(spaces).where(spaces.c.space_id == space_id, spaces.c.last_active_time_us < last_active)
+                .values(last_active_time_us=last_active)
+            )
         return written
 
     # ------------------------------------------------------------------ spaces and users
@@ -490,10 +435,9 @@ class _ConversationWriter:
         wanted = safe_id(external)
         space_id = wanted
         for attempt in itertools.count(2):
-            # linked by this import, perhaps in the conversation before, still committing on another connection
-            taken = space_id in self.spaces.ids or bool(self.connection.scalar(
-                select(func.count()).select_from(links).where(links.c.kind == "space", links.c.internal_id == space_id)))
-            taken = taken or bool(self.connection.scalar(select(func.count()).where(spaces.c.space_id == space_id)))
+            taken = self.connection.scalar(select(func.count()).select_from(links).where(
+                links.c.kind == "space", links.c.internal_id == space_id))
+            taken = taken or self.connection.scalar(select(func.count()).where(spaces.c.space_id == space_id))
             if not taken:
                 break
             space_id = f"{wanted[:120]}-{attempt}"

@@ -165,45 +165,38 @@ async def test_a_crashing_agent_ends_the_turn_with_a_clear_error(client: Client)
     assert "invalid turn" in text
 
 
+async def _two_turns_at_once_keep_one(client: Client, services: Services, session: str, write: str,
+                                      turns_before: int) -> None:
+    """Two turns of ``session`` at once, both past their reading before either writes (``write``: the statement
+    the store's conflict is met at): one is ABORTED and leaves nothing behind; the session goes on."""
+    results: list[Any] = []
+
+    async def turn(text: str) -> None:
+        results.append(await client.call_tool("run_session", {
+            "config": {"session": f"{APP}/sessions/{session}"}, "inputs": [{"text": text}]}))
+
+    with writers_meet_before(services, write):
+        async with anyio.create_task_group() as group:
+            group.start_soon(turn, "left")
+            group.start_soon(turn, "right")
+    failed = [r for r in results if r.is_error]
+    assert len(failed) == 1 and "ABORTED: " in error_text(failed[0], "ABORTED")
+    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/{session}"}))
+    assert recorded["turnCount"] == turns_before + 1, "the losing turn left nothing behind"
+    assert texts(await run(client, session, {"text": "third"})) == [f"echo {turns_before + 2}: third"]
+
+
 async def test_two_turns_of_one_session_at_once_keep_one(client: Client, services: Services) -> None:
     await _echo_app(client)
     await run(client, "race", {"text": "first"})
-    results: list[Any] = []
-
-    async def turn(text: str) -> None:
-        results.append(await client.call_tool("run_session", {
-            "config": {"session": f"{APP}/sessions/race"}, "inputs": [{"text": text}]}))
-
-    with writers_meet_before(services, "UPDATE ces_sessions"):
-        async with anyio.create_task_group() as group:
-            group.start_soon(turn, "left")
-            group.start_soon(turn, "right")
-    failed = [r for r in results if r.is_error]
-    assert len(failed) == 1 and "ABORTED: " in error_text(failed[0], "ABORTED")
-    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/race"}))
-    assert recorded["turnCount"] == 2, "the losing turn left nothing behind"
-    assert texts(await run(client, "race", {"text": "third"})) == ["echo 3: third"]
+    await _two_turns_at_once_keep_one(client, services, "race", "UPDATE ces_sessions", turns_before=1)
 
 
 async def test_two_first_turns_of_one_session_at_once_keep_one(client: Client, services: Services) -> None:
-    """Both find no session and start it: the second to store is ABORTED (not a database error), and leaves
-    nothing behind."""
+    """Both find no session and start it: the second to store is ABORTED (its insert's conflict clause), not a
+    database error."""
     await _echo_app(client)
-    results: list[Any] = []
-
-    async def turn(text: str) -> None:
-        results.append(await client.call_tool("run_session", {
-            "config": {"session": f"{APP}/sessions/new-race"}, "inputs": [{"text": text}]}))
-
-    with writers_meet_before(services, "INSERT INTO ces_sessions"):
-        async with anyio.create_task_group() as group:
-            group.start_soon(turn, "left")
-            group.start_soon(turn, "right")
-    failed = [r for r in results if r.is_error]
-    assert len(failed) == 1 and "ABORTED: " in error_text(failed[0], "ABORTED")
-    recorded = conversation(await client.call_tool("get_conversation", {"name": f"{APP}/conversations/new-race"}))
-    assert recorded["turnCount"] == 1, "the losing turn left nothing behind"
-    assert texts(await run(client, "new-race", {"text": "third"})) == ["echo 2: third"]
+    await _two_turns_at_once_keep_one(client, services, "new-race", "INSERT INTO ces_sessions", turns_before=0)
 
 
 async def test_every_kind_of_input(client: Client) -> None:

@@ -55,7 +55,13 @@ def _col(name: str) -> exp.Column:
 
 
 def _aggregate(agg: str | None, column: str, dialect: str) -> exp.Expr:
-    """The aggregate function node; MEDIAN does not exist on SQLite and is refused there."""
+    """The aggregate function node of a column; MEDIAN does not exist on SQLite and is refused there."""
+    return _aggregate_of(agg, _col(column), dialect)
+
+
+def _aggregate_of(agg: str | None, operand: exp.Expr, dialect: str) -> exp.Expr:
+    """The aggregate function node of any expression (a column, or a CASE keeping some rows' values); the
+    aggregates SQLite lacks (MEDIAN, standard deviation, variance) are refused there."""
     agg = agg or AVG
     if agg == MEDIAN and dialect == "sqlite":
         raise NoPlan("a median cannot be computed on SQLite")
@@ -65,7 +71,7 @@ def _aggregate(agg: str | None, column: str, dialect: str) -> exp.Expr:
                                             MEDIAN: exp.Median, STDDEV_SAMP: exp.StddevSamp,
                                             STDDEV_POP: exp.StddevPop, VAR_SAMP: exp.Variance,
                                             VAR_POP: exp.VariancePop}
-    return functions[agg](this=_col(column))
+    return functions[agg](this=operand)
 
 
 def _measure_alias(agg: str | None, column: str) -> str:
@@ -157,17 +163,10 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
         raise NoPlan("two groups are compared on one measure at a time; name the one to compare")
     column, agg = measures[0]
     agg = agg or AVG
-    if agg == MEDIAN and dialect == "sqlite":
-        raise NoPlan("a median cannot be computed on SQLite")
-    if agg in (STDDEV_SAMP, STDDEV_POP, VAR_SAMP, VAR_POP) and dialect == "sqlite":
-        raise NoPlan("a standard deviation or variance cannot be computed on SQLite")
-    functions: dict[str, type[exp.Func]] = {AVG: exp.Avg, SUM: exp.Sum, MIN: exp.Min, MAX: exp.Max,
-                                            MEDIAN: exp.Median, STDDEV_SAMP: exp.StddevSamp,
-                                            STDDEV_POP: exp.StddevPop, VAR_SAMP: exp.Variance,
-                                            VAR_POP: exp.VariancePop}
 
     def of(item: _Filter) -> exp.Expr:
-        return functions[agg](this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=_col(column))]))
+        return _aggregate_of(agg, exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=_col(column))]),
+                             dialect)
 
     left, right = (of(first), of(second)) if higher else (of(second), of(first))
     groups = f"{_describe_filters([first]).removeprefix(', where ')} and {_describe_filters([second]).removeprefix(', where ')}"

@@ -492,3 +492,19 @@ def test_import_adk_of_a_missing_file_or_app_fails_cleanly(store: Store) -> None
     evalset = store.tmp_path / "orders.evalset.json"
     evalset.write_text(json.dumps(EVALSET), encoding="utf-8")
     assert_clean_failure(store.run("import-adk", str(evalset), "--app", f"{APP}x"), "NOT_FOUND")
+
+
+def test_results_shown_outside_a_terminal_are_one_aligned_line_each() -> None:
+    from convener.cli import _plain_table
+
+    table = _plain_table([("Order status", "PASS", "1/1", "", "0.004s"),
+                          ("A longer name", "FAIL", "0/12", "turn 1: expected\nthe tool", "-")])
+
+    lines = table.splitlines()
+    assert lines[0].split() == ["Evaluation", "Status", "Turns", "First", "failure", "Latency"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert len(lines) == 4, "a reason's line break does not break its row"
+    assert lines[3].startswith("A longer name  FAIL     0/12  turn 1: expected the tool")
+    assert lines[2].index("PASS") == lines[3].index("FAIL") == lines[0].index("Status")
+    assert lines[2].index("1/1") + 3 == lines[3].index("0/12") + 4, "counts right-aligned"
+    assert lines[2].endswith("0.004s") and lines[3].endswith("-")

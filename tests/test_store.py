@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import bindparam, insert, inspect, select, text
+from sqlalchemy import Connection, bindparam, insert, inspect, select, text
 
 import convener.analytics.tables
 import convener.auth.tables
@@ -330,6 +330,41 @@ def test_a_transaction_that_defers_the_checkpoint_commits_and_leaves_the_connect
         assert logged < len(secret) * 64 * 2000  # the rows are in the log, not yet in the file
         database.checkpoint()
         assert (tmp_path / "store.db").stat().st_size > len(secret) * 64 * 2000
+    finally:
+        database.dispose()
+
+
+def test_a_transaction_commits_lazily_when_told_by_a_statement_or_by_a_column_and_durably_when_told_again(
+        database_url: str) -> None:
+    """PostgreSQL: ``commit_lazily`` and a statement made ``committing_lazily`` (once it returns a row) turn this
+    transaction's ``synchronous_commit`` off, ``commit_durably`` back on; the next transaction waits as before.
+    SQLite: the statement is unchanged and nothing is run."""
+    database = Database(database_url)
+
+    def setting(connection: Connection) -> str | None:
+        if database.dialect != "postgresql":
+            return None
+        return str(connection.exec_driver_sql("SHOW synchronous_commit").scalar())
+
+    claimed = database.committing_lazily(select(installation.c.key).where(installation.c.key == bindparam("key")))
+    try:
+        with database.transaction() as connection:
+            connection.execute(insert(installation).values(key="present", value=b"x"))
+        with database.transaction() as connection:
+            assert connection.execute(claimed, {"key": "absent"}).first() is None
+            assert setting(connection) in ("on", None), "no row, nothing set"
+            assert connection.execute(claimed, {"key": "present"}).one().key == "present"
+            assert setting(connection) in ("off", None)
+            database.commit_durably(connection)
+            assert setting(connection) in ("on", None)
+        with database.transaction() as connection:
+            assert setting(connection) in ("on", None), "only for that transaction"
+            database.commit_lazily(connection)
+            assert setting(connection) in ("off", None)
+        with database.transaction() as connection:
+            assert setting(connection) in ("on", None)
+        if database.dialect == "sqlite":
+            assert len(claimed.selected_columns) == 1
     finally:
         database.dispose()
 

@@ -577,24 +577,44 @@ def _run_summaries(service: EvaluationService, app_name: AppName, run: Evaluatio
 _STATUS_STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "magenta", "CANCELLED": "yellow"}
 
 
+_SUMMARY_COLUMNS = ("Evaluation", "Status", "Turns", "First failure", "Latency")
+_RIGHT_ALIGNED = frozenset({"Turns", "Latency"})
+
+
 def _show_summaries(summaries: list[ResultSummary]) -> None:
+    """A table of the results: drawn by rich on a terminal; elsewhere (a pipe, a CI log) one plain line a result,
+    which grep can read, and which costs a large run a hundredth of what laying out rich's table did."""
+    rows = [(summary.display_name, summary.status,
+             f"{summary.turns_passed}/{summary.turns_total}" if summary.turns_total else "-",
+             summary.reason, f"{summary.mean_latency:.3f}s" if summary.mean_latency is not None else "-")
+            for summary in summaries]
+    if not out.is_terminal:
+        out.file.write(_plain_table(rows))
+        out.file.flush()
+        return
     from rich.table import Table
     from rich.text import Text
 
     table = Table(show_edge=False, pad_edge=False)
-    table.add_column("Evaluation", overflow="fold")
-    table.add_column("Status")
-    table.add_column("Turns", justify="right")
-    table.add_column("First failure", overflow="fold")
-    table.add_column("Latency", justify="right")
-    for summary in summaries:
-        mean = summary.mean_latency
-        table.add_row(
-            Text(summary.display_name), Text(summary.status, style=_STATUS_STYLES.get(summary.status, "")),
-            Text(f"{summary.turns_passed}/{summary.turns_total}" if summary.turns_total else "-"),
-            Text(summary.reason), Text(f"{mean:.3f}s" if mean is not None else "-"),
-        )
+    for column in _SUMMARY_COLUMNS:
+        table.add_column(column, overflow="fold", justify="right" if column in _RIGHT_ALIGNED else "left")
+    for row in rows:
+        table.add_row(*(Text(cell, style=_STATUS_STYLES.get(cell, "") if index == 1 else "")
+                        for index, cell in enumerate(row)))
     out.print(table)
+
+
+def _plain_table(rows: list[tuple[str, ...]]) -> str:
+    """``rows`` under ``_SUMMARY_COLUMNS``, columns as wide as their widest cell, two spaces apart; a cell's line
+    breaks become spaces, so that each row is one line."""
+    cells = [_SUMMARY_COLUMNS, *(tuple(" ".join(cell.split()) for cell in row) for row in rows)]
+    widths = [max(len(row[index]) for row in cells) for index in range(len(_SUMMARY_COLUMNS))]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(cell.rjust(width) if column in _RIGHT_ALIGNED else cell.ljust(width)
+                         for cell, width, column in zip(row, widths, _SUMMARY_COLUMNS)).rstrip() + "\n"
+
+    return line(cells[0]) + line(tuple("-" * width for width in widths)) + "".join(line(row) for row in cells[1:])
 
 
 @eval_app.command("run")

@@ -604,7 +604,7 @@ def _show_summaries(summaries: list[ResultSummary]) -> None:
     out.print(table)
 
 
-def _plain_table(rows: list[tuple[str, ...]]) -> str:
+def _plain_table(rows: Sequence[tuple[str, ...]]) -> str:
     """``rows`` under ``_SUMMARY_COLUMNS``, columns as wide as their widest cell, two spaces apart; a cell's line
     breaks become spaces, so that each row is one line."""
     cells = [_SUMMARY_COLUMNS, *(tuple(" ".join(cell.split()) for cell in row) for row in rows)]

@@ -128,6 +128,10 @@ _HEADER_COLUMNS = ("start_time_us", "start_time_nanos", "end_time_us", "end_time
                    "input_types", "channel_type", "entry_agent", "deployment", "app_version", "language_code")
 # The columns ``_columns`` sets are all of these; were one added there, this fails at import.
 assert tuple(_columns(Conversation(start_time=Timestamp(0), source=Source.LIVE))) == _HEADER_COLUMNS
+_BEGUN_WITH_TURNS: dict[Any, Any] = {statement: conversation_bodies.inserted_with_turns(statement.values(
+    {column: bindparam(column) for column in ("app_pk", "conversation_id", "body", *_HEADER_COLUMNS)}))
+    for statement in (_INSERT, _INSERTS_IF_ABSENT["postgresql"])}
+"""PostgreSQL: each insert of a new conversation's header, with the insert of its turns (a statement for both)."""
 _APPENDED_COLUMNS = ("end_time_us", "end_time_nanos", "turn_count", "input_types", "channel_type")
 """The header columns an appended turn changes (``settle_appended`` updates the end time, turn count, input
 types and channel type; every other field of the header is the stored one's). None is in an index."""
@@ -486,8 +490,10 @@ class ConversationService:
                 header: conversation_bodies.Json, turns: Sequence[conversation_bodies.Json]) -> bool:
         """Insert a new conversation's header row with ``statement`` (returning its ID, or none when it inserted
         nothing) and then its turn rows; False when nothing was inserted."""
-        pk = connection.execute(statement, {"app_pk": app_pk, "conversation_id": name.conversation, "body": header,
-                                            **_columns(settled)}).scalar()
+        values = {"app_pk": app_pk, "conversation_id": name.conversation, "body": header, **_columns(settled)}
+        if turns and connection.dialect.name == "postgresql":
+            return connection.execute(_BEGUN_WITH_TURNS[statement], {**values, "turns": list(turns)}).first() is not None
+        pk = connection.execute(statement, values).scalar()
         if pk is None:
             return False
         conversation_bodies.write_turns(connection, pk, turns)

@@ -1035,7 +1035,7 @@ def test_eval_run_without_evaluation_runs_the_scenarios_too(demo: Store) -> None
     assert result.exit_code == 0, result.output
     assert "7 results: 6 passed, 1 failed, 0 errors" in result.stdout, "two goldens once, the scenario five times"
     scenario_lines = [line for line in result.stdout.splitlines() if "Where is my parcel" in line]
-    assert [line.split("│")[0].strip() for line in scenario_lines] == [f"Where is my parcel #{n}" for n in range(1, 6)]
+    assert [line.split("  ")[0] for line in scenario_lines] == [f"Where is my parcel #{n}" for n in range(1, 6)]
     assert all("PASS" in line and "2/2" in line for line in scenario_lines), "two turns each, passed"
     assert "skipped" not in result.stderr
 

@@ -197,11 +197,28 @@ def results_created(connection: Connection, created: Sequence[CreatedResult]) ->
     _save(connection, rows, Part.RUNS)
 
 
+@dataclass(frozen=True)
+class CompletedResult:
+    """A result that has just completed: its evaluation, its stored body and its key."""
+
+    app_pk: int
+    evaluation_id: str
+    body: dict[str, Any]
+    key: ResultKey
+
+
 def result_completed(connection: Connection, app_pk: int, evaluation_id: str, body: dict[str, Any],
                      key: ResultKey) -> None:
     """Count a result that has just completed (its stored body) into its evaluation's metrics."""
-    rows = _locked(connection, [(app_pk, evaluation_id)], Part.METRICS)
-    rows[(app_pk, evaluation_id)].metrics.add(counted_view(body), key)
+    results_completed(connection, [CompletedResult(app_pk, evaluation_id, body, key)])
+
+
+def results_completed(connection: Connection, completed: Sequence[CompletedResult]) -> None:
+    """Count results that have just completed into their evaluations' metrics: their rows read and written in a
+    statement each, however many."""
+    rows = _locked(connection, ((result.app_pk, result.evaluation_id) for result in completed), Part.METRICS)
+    for result in completed:
+        rows[(result.app_pk, result.evaluation_id)].metrics.add(counted_view(result.body), result.key)
     _save(connection, rows, Part.METRICS)
 
 

@@ -3,18 +3,21 @@
 A run is decided in one transaction (``EvaluationService.run``): the run, one QUEUED result per
 evaluation and repetition (each with the plan it will follow: the evaluation as it was then), the
 operation, and the jobs that play the results (one each, or a few each in a large run: ``results_per_job``).
-A worker (in any process on the store: see ``convener.jobs``) plays a job's results one after the other:
+A worker (in any process on the store: see ``convener.jobs``) plays a job's results one after the other, in
+groups (the first alone, then as many as play in about ``GROUP_SECONDS``: see ``next_group``):
 
-1. claim one (-> RUNNING, under the job's attempt number), unless the run was cancelled (-> CANCELLED);
-2. replay (golden) or simulate (scenario) and score it with no transaction open (agents and judges may be slow),
-   stopping at the next turn if the run is cancelled meanwhile;
-3. store the outcome (COMPLETED, ERROR or CANCELLED) if the attempt still holds the result and, in the same
-   transaction, the sessions a STABLE replay played (see ``replay``), and count it into the run's progress and its
-   operation's metadata; the last result to settle finishes the run and its operation. This is the transaction
-   that claims the job's next result, if any.
+1. claim a group, under the job's attempt number: its first result -> RUNNING, the others held as they are
+   (QUEUED), unless the run was cancelled (-> CANCELLED);
+2. replay (golden) or simulate (scenario) and score each with no transaction open (agents and judges may be
+   slow), stopping at the next turn if the run is cancelled meanwhile;
+3. store the outcomes (COMPLETED, ERROR or CANCELLED) of the results the attempt still holds and, in the same
+   transaction, the sessions a STABLE replay played (see ``replay``), and count them into the run's progress and
+   its operation's metadata; the last result to settle finishes the run and its operation. This is the
+   transaction that claims the job's next group, if any.
 
-A worker killed mid-result loses its job when its hold lapses; the next attempt claims the result again (with a
-fresh session) and the first one's late writes, if any, are refused. Nothing is re-run when a server starts.
+A worker killed mid-result loses its job when its hold lapses; the next attempt claims the results again (with
+fresh sessions), one at a time, and the first one's late writes, if any, are refused. Nothing is re-run when a
+server starts.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, TypeVar, overload
 
-from sqlalchemy import Connection, and_, bindparam, func, select, update
+from sqlalchemy import BindParameter, Connection, Select, and_, bindparam, func, select, update
 from sqlalchemy.exc import DBAPIError
 
 from convener.api.errors import ApiError
@@ -75,6 +78,10 @@ MAX_ATTEMPTS = 3
 JOBS_PER_RUN = 32
 MAX_RESULTS_PER_JOB = 8
 """A job plays at most this many results: a worker stopping gracefully waits for its jobs to finish."""
+GROUP_SECONDS = 0.1
+"""A job claims its results in groups that play in about this long, and stores each group's outcomes together (see
+``next_group``): results that take milliseconds share their transactions, slow ones (a model's turns) are stored
+one by one, each as soon as it is played."""
 CLAIMABLE = (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value)
 PROGRESS_SECONDS = 0.5
 """How often at most this process rewrites a running run's operation metadata with its progress. Waiters on the
@@ -87,21 +94,34 @@ RUN_STATE = tuple(column for column in evaluation_runs.c if column.name != "body
 _RESULT_RUN = select(evaluation_results.c.app_pk, evaluation_results.c.evaluation_run).where(
     evaluation_results.c.id == bindparam("pk"))
 _THE_RUN = (evaluation_runs.c.app_pk == bindparam("app_pk"), evaluation_runs.c.run_id == bindparam("run_id"))
-_RESULT_CLAIMED = select(
+_CLAIMED_COLUMNS = (
     evaluation_results, evaluation_runs.c.cancel_requested.label("run_cancel_requested"),
-    evaluation_runs.c.initiated_by.label("run_initiated_by"), CANCEL_REQUESTED_OF.label("operation_cancel_requested"),
-).join(evaluation_runs, and_(*_THE_RUN)).where(evaluation_results.c.id == bindparam("pk")).with_for_update(
-    of=evaluation_results)
-"""The result a claim takes, locked (PostgreSQL), with what the claim reads of its run: whether it or its operation
-was cancelled (the operation comes first: see ``cancel``) and who started it. The run is not locked: see
-``_claim``. Nothing when the run is gone (with its results)."""
+    evaluation_runs.c.initiated_by.label("run_initiated_by"), CANCEL_REQUESTED_OF.label("operation_cancel_requested"))
+
+
+def _results_claimed(count: int) -> Select[Any]:
+    """The ``count`` results a claim takes (parameters ``pk_0``, ...), locked (PostgreSQL) from the highest row down,
+    with what the claim reads of their run: whether it or its operation was cancelled (the operation comes first:
+    see ``cancel``) and who started it. The run is not locked: see ``_claim``. Nothing when the run is gone (with
+    its results). A parameter per result rather than an expanding one, which SQLAlchemy renders anew each time."""
+    pks: list[BindParameter[int]] = [bindparam(f"pk_{index}") for index in range(count)]
+    return select(*_CLAIMED_COLUMNS).join(evaluation_runs, and_(*_THE_RUN)).where(
+        evaluation_results.c.id.in_(pks) if count > 1 else evaluation_results.c.id == pks[0]).order_by(
+        evaluation_results.c.id.desc()).with_for_update(of=evaluation_results)
+
+
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
+_RESERVE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
+    attempts=bindparam("attempt"))
+"""A queued result claimed in a group behind the one played first: held by the attempt, left QUEUED (cancelled
+with the run's queued results if the run is) until stored."""
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
-_STORE_HELD = _STORE.where(evaluation_results.c.execution_state == ExecutionState.RUNNING.value,
+_STORE_HELD = _STORE.where(evaluation_results.c.execution_state.in_(CLAIMABLE),
                            evaluation_results.c.attempts == bindparam("attempt"))
-"""Stores a played result only while the attempt that claimed it still holds it."""
+"""Stores a played result only while the attempt that claimed it still holds it (RUNNING, or QUEUED as reserved
+in a group)."""
 _COUNTS: dict[frozenset[str], Any] = {}
 """Run count updates by the counts they change (a handful of combinations), returning the run's counts after."""
 
@@ -228,7 +248,8 @@ class RunExecutor:
         self.jobs = jobs
         self.progress_clock = ProgressClock(PROGRESS_SECONDS)
         # A claim's transaction commits lazily, said by its first statement (see ``_commit_durably_if_finished``).
-        self._result_claimed = database.committing_lazily(_RESULT_CLAIMED)
+        self._claims = {count: database.committing_lazily(_results_claimed(count))
+                        for count in range(1, MAX_RESULTS_PER_JOB + 1)}
         self.task = Task(name="ces.play_evaluation_result", queue="evaluations", payload=PlayResult, run=self.play)
         jobs.register(self.task)
 
@@ -251,11 +272,12 @@ class RunExecutor:
             name = self._run_name(connection, run)
             # The queued results first, locked, then the run (the order of every writer: see ``_claim``). A result
             # a claim holds is waited for, then left out: it is RUNNING when the claim commits.
-            settled = [self._store(connection, HeldResult.of(row), ExecutionState.CANCELLED) for row in connection.execute(
-                select(evaluation_results).where(
-                    evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
-                    evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
-                ).order_by(evaluation_results.c.id.desc()).with_for_update()).all()]
+            cancelled = [HeldResult.of(row) for row in connection.execute(select(evaluation_results).where(
+                evaluation_results.c.app_pk == run.app_pk, evaluation_results.c.evaluation_run == name,
+                evaluation_results.c.execution_state == ExecutionState.QUEUED.value,
+            ).order_by(evaluation_results.c.id.desc()).with_for_update()).all()]
+            settled = [self._store(connection, row, ExecutionState.CANCELLED, _final_body(row, ExecutionState.CANCELLED))
+                       for row in cancelled]
             connection.execute(update(evaluation_runs).where(evaluation_runs.c.id == run.id).values(
                 cancel_requested=True))
             self._settle(connection, run.app_pk, run.run_id, settled)
@@ -267,19 +289,29 @@ class RunExecutor:
         """Play a job's results one after the other as its ``attempt``; each outcome is recorded only while that
         attempt is the latest.
 
-        A result is claimed with the attempt's number, which grows each time its job is taken again; a worker that
-        lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
-        nothing, so each result's outcome is recorded exactly once. A result's outcome is stored in the
-        transaction that claims the next one, the last in a transaction of its own.
+        Results are claimed with the attempt's number, which grows each time their job is taken again; a worker
+        that lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
+        nothing, so each result's outcome is recorded exactly once. They are claimed in groups (``next_group``):
+        one first, then as many as play in about ``GROUP_SECONDS``; the outcomes of a group are stored together,
+        in the transaction that claims the next group, the last in a transaction of its own.
         """
-        played: Played | None = None
-        for pk in job.results():
-            claim = self._claim(job, pk, attempt, played)
-            played = None if claim is None else self._play(claim, attempt)
-            if attempt.should_stop():  # cancelled (its queued results are cancelled with it) or lost
+        results = job.results()
+        pending: list[Played] = []
+        taken = 0
+        started = time.monotonic()
+        while taken < len(results):
+            group = results[taken:taken + next_group(attempt.number, taken, time.monotonic() - started)]
+            claims = self._claim(job, group, attempt, pending)
+            pending = []
+            for claim in claims:
+                pending.append(self._play(claim, attempt))
+                if attempt.should_stop():  # cancelled (its queued results are cancelled with it) or lost
+                    break
+            if attempt.should_stop():
                 break
-        if played is not None:
-            self._record(played, attempt.number)
+            taken += len(group)
+        if pending:
+            self._record(pending, attempt.number)
 
     def _play(self, claim: Claim, attempt: Attempt) -> Played:
         row = claim.row
@@ -304,90 +336,117 @@ class RunExecutor:
             body, state, error = None, ExecutionState.CANCELLED, None
         return Played(row, state, body, error, tuple(turns))
 
-    def _record(self, played: Played, attempt: int) -> None:
-        """Store a played result's outcome and count it into its run, if ``attempt`` still holds the result."""
+    def _record(self, played: Sequence[Played], attempt: int) -> None:
+        """Store played results' outcomes and count them into their run, those ``attempt`` still holds."""
         _without_turns_if_they_fail(lambda stored: self._record_once(stored, attempt), played)
 
-    def _record_once(self, played: Played, attempt: int) -> None:
-        row = played.row
+    def _record_once(self, played: Sequence[Played], attempt: int) -> None:
         with self.database.transaction() as connection:
-            # The result, its evaluation's aggregates, then its run, as every writer of them (see ``_claim``);
+            # The results, their evaluations' aggregates, then their run, as every writer of them (see ``_claim``);
             # a run deleted meanwhile took its results with it: nothing is stored.
             settled = self._store_played(connection, played, attempt)
-            if settled is None:
+            if not settled:
                 return
-            settlement = self._settle(connection, row.app_pk, _run_id(row.evaluation_run), [settled])
+            settlement = self._settle(connection, played[0].row.app_pk, _run_id(played[0].row.evaluation_run), settled)
             self._commit_unless_finished(connection, settlement)
         if settlement.rewrote_operation:  # waiters read the operation: wake them only when it changed
             self.operations.notify()
 
-    def _store_played(self, connection: Connection, played: Played, attempt: int) -> Settled | None:
-        # Stored only if still held by this attempt (not deleted, cancelled or taken over by a later attempt
-        # meanwhile), and then the row is as the claim left it (only the holder writes a RUNNING result): its
-        # body need not be read again.
-        settled = self._store(connection, played.row, played.state, outcome=played.outcome, error=played.error,
-                              attempt=attempt)
-        if settled is not None:
-            for turn in played.turns:  # a session a turn of it moved on meanwhile keeps its own turn: not stored
+    def _store_played(self, connection: Connection, played: Sequence[Played], attempt: int) -> list[Settled]:
+        """Store the results of ``played`` that ``attempt`` still holds (not deleted, cancelled or taken over by a
+        later attempt meanwhile), then the completed ones' aggregates, then the turns they played. A held row is
+        as the claim left it (only the holder writes it): its body need not be read again."""
+        settled: list[Settled] = []
+        completed: list[aggregates.CompletedResult] = []
+        stored: list[Played] = []
+        for one in sorted(played, key=lambda one: one.row.id, reverse=True):  # from the highest row down
+            body = _final_body(one.row, one.state, one.outcome, one.error)
+            if self._store(connection, one.row, one.state, body, attempt=attempt) is None:
+                continue
+            settled.append((one.state, str(body.get("evaluationStatus", ""))))
+            stored.append(one)
+            if one.state == ExecutionState.COMPLETED:  # only completed results count in the evaluation's metrics
+                completed.append(aggregates.CompletedResult(one.row.app_pk, one.row.evaluation_id, body,
+                                                            (one.row.create_time_us, one.row.result_id)))
+        if completed:
+            aggregates.results_completed(connection, completed)
+        for one in stored:
+            for turn in one.turns:  # a session a turn of it moved on meanwhile keeps its own turn: not stored
                 self.sessions.save(connection, turn, strict=False)
         return settled
 
-    def _claim(self, job: PlayResult, pk: int, attempt: Attempt, played: Played | None) -> Claim | None:
-        """Store the result the attempt ``played`` last, if any, then mark the result ``pk`` RUNNING under
-        ``attempt`` (queued, or left running by an earlier attempt), unless its run was cancelled (then it is
-        CANCELLED) or it has settled, all in one transaction.
+    def _claim(self, job: PlayResult, group: Sequence[int], attempt: Attempt, played: Sequence[Played]) -> list[Claim]:
+        """Store the results the attempt ``played`` last, if any, then claim the results of ``group`` for ``attempt``
+        (queued, or left running by an earlier attempt), unless their run was cancelled (then they are CANCELLED)
+        or they have settled, all in one transaction. The first result claimed is marked RUNNING; the others are
+        reserved, left QUEUED until stored (a cancel of the run cancels them as queued results).
 
         Rows are locked in one order by every writer of them (PostgreSQL; on SQLite a transaction holds the whole
-        store): results from the highest row down (a job's next result before the one it played), then
+        store): results from the highest row down (a job's next results before the ones it played), then
         evaluations' aggregates, then the run, whose row each settling result updates. So writers wait for each
         other and never deadlock, and the run's row, which every job of the run updates, is held only from the
         counts' update to the commit: when a claim locked it first and held it to its end, the jobs of a run took
         their claims one after the other (a third of their time spent waiting for it on PostgreSQL). The run is
-        read without a lock: the result's lock is what decides. A ``cancel`` committed before the claim locked
-        the result left it CANCELLED (not claimable); one under way waits for the claim, then finds the result
-        RUNNING, no longer queued, and leaves it to finish. The attempt sees its operation's cancellation as the
-        claim read it (the run comes with it): its next question whether to stop needs no transaction of its
-        own."""
-        if played is None:
-            return self._claim_once(job, pk, attempt, None)
-        return _without_turns_if_they_fail(lambda stored: self._claim_once(job, pk, attempt, stored), played)
+        read without a lock: the results' locks are what decide. A ``cancel`` committed before the claim locked
+        the results left them CANCELLED (not claimable); one under way waits for the claim, then cancels what it
+        finds QUEUED (the reserved results too) and leaves the RUNNING one to finish. The attempt sees its
+        operation's cancellation as the claim read it (the run comes with it): its next question whether to stop
+        needs no transaction of its own."""
+        if not played:
+            return self._claim_once(job, group, attempt, ())
+        return _without_turns_if_they_fail(lambda stored: self._claim_once(job, group, attempt, stored), played)
 
-    def _claim_once(self, job: PlayResult, pk: int, attempt: Attempt, played: Played | None) -> Claim | None:
+    def _claim_once(self, job: PlayResult, group: Sequence[int], attempt: Attempt,
+                    played: Sequence[Played]) -> list[Claim]:
         with self.database.transaction() as connection:
             key = self._run_key(connection, job)
             if key is None:
-                return None  # deleted meanwhile, with its results
-            found = connection.execute(self._result_claimed, {"pk": pk, "app_pk": key[0], "run_id": key[1],
-                                                         **operation_key(attempt.operation)}).first()
-            settled: list[Settled] = []
-            if played is not None and (stored := self._store_played(connection, played, attempt.number)):
-                settled.append(stored)
-            claim = self._claim_locked(connection, found, attempt.number, settled)
+                return []  # deleted meanwhile, with its results
+            found = connection.execute(self._claims[len(group)], {
+                "app_pk": key[0], "run_id": key[1], **operation_key(attempt.operation),
+                **{f"pk_{index}": pk for index, pk in enumerate(group)}}).all()
+            settled = self._store_played(connection, played, attempt.number)
+            order = {pk: index for index, pk in enumerate(group)}
+            claims = self._claim_locked(connection, sorted(found, key=lambda row: order[row.id]), attempt.number,
+                                        settled)
             settlement = self._settle(connection, key[0], key[1], settled)
             self._commit_durably_if_finished(connection, settlement)
         if settlement.rewrote_operation:
             self.operations.notify()
-        if claim is not None and found is not None:
+        if claims:
             # The operation is cancelled before its run is (``cancel``, after the operation's commit).
-            attempt.saw(bool(found.operation_cancel_requested))
-        return claim
+            attempt.saw(bool(found[0].operation_cancel_requested))
+        return claims
 
-    def _claim_locked(self, connection: Connection, found: AnyRow | None, attempt: int,
-                      settled: list[Settled]) -> Claim | None:
-        """Claim the result ``found`` (its row as ``_RESULT_CLAIMED`` locked it: None when it is gone) for
-        ``attempt``, or settle it CANCELLED when its run was cancelled."""
-        if found is None or found.attempts >= attempt or found.execution_state not in CLAIMABLE:
-            return None
-        row = HeldResult.of(found)
-        if found.run_cancel_requested:
-            settled.append(self._store(connection, row, ExecutionState.CANCELLED))
-            return None
-        # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
-        row = replace(row, attempts=attempt, body={**row.body, "executionState": ExecutionState.RUNNING.value})
-        connection.execute(_CLAIM, {"pk": row.id, "state": ExecutionState.RUNNING.value, "attempt": row.attempts,
-                                    "body": row.body})
-        return Claim(row, Caller(found.run_initiated_by),
-                     interrupted=found.execution_state == ExecutionState.RUNNING.value)
+    def _claim_locked(self, connection: Connection, found: Sequence[AnyRow], attempt: int,
+                      settled: list[Settled]) -> list[Claim]:
+        """Claim the results ``found`` (their rows as ``_results_claimed`` locked them, in the job's order) for
+        ``attempt``, or settle them CANCELLED when their run was cancelled. The first claimed, and any an earlier
+        attempt left running, are marked RUNNING; the other queued ones are reserved."""
+        claims: list[Claim] = []
+        reserved: list[dict[str, int]] = []
+        for row in found:
+            if row.attempts >= attempt or row.execution_state not in CLAIMABLE:
+                continue
+            held = HeldResult.of(row)
+            if row.run_cancel_requested:
+                settled.append(self._store(connection, held, ExecutionState.CANCELLED,
+                                           _final_body(held, ExecutionState.CANCELLED)))
+                continue
+            interrupted = row.execution_state == ExecutionState.RUNNING.value
+            if claims and not interrupted:
+                held = replace(held, attempts=attempt)
+                reserved.append({"pk": held.id, "attempt": attempt})
+            else:
+                # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
+                held = replace(held, attempts=attempt,
+                               body={**held.body, "executionState": ExecutionState.RUNNING.value})
+                connection.execute(_CLAIM, {"pk": held.id, "state": ExecutionState.RUNNING.value,
+                                            "attempt": attempt, "body": held.body})
+            claims.append(Claim(held, Caller(row.run_initiated_by), interrupted=interrupted))
+        if reserved:
+            connection.execute(_RESERVE, reserved)
+        return claims
 
     def _commit_unless_finished(self, connection: Connection, settlement: Settlement) -> None:
         """A claim's or a result's transaction commits without waiting for the disk (``Database.commit_lazily``),
@@ -487,31 +546,25 @@ class RunExecutor:
 
     @overload
     @staticmethod
-    def _store(connection: Connection, row: HeldResult, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
-               error: EvaluationErrorInfo | None = None, attempt: None = None) -> Settled: ...
+    def _store(connection: Connection, row: HeldResult, state: ExecutionState, body: dict[str, Any], *,
+               attempt: None = None) -> Settled: ...
 
     @overload
     @staticmethod
-    def _store(connection: Connection, row: HeldResult, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
-               error: EvaluationErrorInfo | None = None, attempt: int) -> Settled | None: ...
+    def _store(connection: Connection, row: HeldResult, state: ExecutionState, body: dict[str, Any], *,
+               attempt: int) -> Settled | None: ...
 
     @staticmethod
-    def _store(connection: Connection, row: HeldResult, state: ExecutionState, *, outcome: dict[str, Any] | None = None,
-               error: EvaluationErrorInfo | None = None, attempt: int | None = None) -> Settled | None:
-        """Store the result's final state; with ``attempt``, only if that attempt still holds it (None if not)."""
-        body = {**row.body, **(outcome or {}), "executionState": state.value}
-        if error is not None:
-            body["errorInfo"] = error.to_json()
-            body["error"] = Status(code=13, message=error.error_message).to_json()
+    def _store(connection: Connection, row: HeldResult, state: ExecutionState, body: dict[str, Any], *,
+               attempt: int | None = None) -> Settled | None:
+        """Store the result's final state and ``body`` (``_final_body``); with ``attempt``, only if that attempt
+        still holds it (None if not). A completed result's aggregates are the caller's to count."""
         status = str(body.get("evaluationStatus", ""))
         values = {"pk": row.id, "state": state.value, "status": status, "body": body}
         if attempt is None:
             connection.execute(_STORE, values)
         elif not connection.execute(_STORE_HELD, {**values, "attempt": attempt}).rowcount:
             return None
-        if state == ExecutionState.COMPLETED:  # only completed results count in the evaluation's metrics
-            aggregates.result_completed(connection, row.app_pk, row.evaluation_id, body,
-                                        (row.create_time_us, row.result_id))
         return state, status
 
     @staticmethod
@@ -652,18 +705,38 @@ def _progress(row: AnyRow, total: int) -> EvaluationRunProgress:
                                  completed_count=row.completed_count, passed_count=row.passed_count)
 
 
-def _without_turns_if_they_fail(store: Callable[[Played], _T], played: Played) -> _T:
-    """``store(played)``; if that fails in the store and ``played`` carries turns, ``store`` it again without
-    them: a result is never left running because the sessions of its turns could not be written (say, a
+def next_group(attempt: int, taken: int, seconds: float) -> int:
+    """How many of a job's results to claim next, ``taken`` of them played in ``seconds``: one at first, then as
+    many as played in about ``GROUP_SECONDS`` at that pace (at most ``MAX_RESULTS_PER_JOB``). A job taken again
+    (``attempt`` > 1) plays its results one at a time, as a result its workers stopped on is to be told apart
+    from those after it (see ``MAX_ATTEMPTS``)."""
+    if attempt > 1 or not taken:
+        return 1
+    return max(1, min(MAX_RESULTS_PER_JOB, int(GROUP_SECONDS * taken / max(seconds, 1e-6))))
+
+
+def _final_body(row: HeldResult, state: ExecutionState, outcome: dict[str, Any] | None = None,
+                error: EvaluationErrorInfo | None = None) -> dict[str, Any]:
+    """A result's body in its final ``state``: the claimed body with the outcome and the error, if any."""
+    body = {**row.body, **(outcome or {}), "executionState": state.value}
+    if error is not None:
+        body["errorInfo"] = error.to_json()
+        body["error"] = Status(code=13, message=error.error_message).to_json()
+    return body
+
+
+def _without_turns_if_they_fail(store: Callable[[Sequence[Played]], _T], played: Sequence[Played]) -> _T:
+    """``store(played)``; if that fails in the store and ``played`` carries turns, ``store`` them again without
+    turns: a result is never left running because the sessions of its turns could not be written (say, a
     conversation of the same name imported at that moment)."""
     try:
         return store(played)
     except DBAPIError:
-        if not played.turns:
+        if not any(one.turns for one in played):
             raise
-        logger.warning("evaluation result %s: its replayed turns could not be stored; stored without them",
-                       played.row.result_id, exc_info=True)
-        return store(replace(played, turns=()))
+        logger.warning("evaluation results %s: their replayed turns could not be stored; stored without them",
+                       ", ".join(one.row.result_id for one in played), exc_info=True)
+        return store([replace(one, turns=()) for one in played])
 
 
 def _sessions(name: EvaluationResultName, row: HeldResult) -> str:

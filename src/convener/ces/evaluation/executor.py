@@ -22,6 +22,7 @@ server starts.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -122,6 +123,17 @@ _STORE_HELD = _STORE.where(evaluation_results.c.execution_state.in_(CLAIMABLE),
                            evaluation_results.c.attempts == bindparam("attempt"))
 """Stores a played result only while the attempt that claimed it still holds it (RUNNING, or QUEUED as reserved
 in a group)."""
+
+
+@functools.lru_cache(maxsize=MAX_RESULTS_PER_JOB)
+def _held(count: int) -> Select[Any]:
+    """Which of ``count`` results (``pk_0``, ...) the ``attempt`` still holds, locked from the highest row down: a
+    group's results are stored by one ``_STORE`` of those, rather than by a ``_STORE_HELD`` each."""
+    return select(evaluation_results.c.id).where(
+        evaluation_results.c.id.in_([bindparam(f"pk_{index}") for index in range(count)]),
+        evaluation_results.c.execution_state.in_(CLAIMABLE), evaluation_results.c.attempts == bindparam("attempt"),
+    ).order_by(evaluation_results.c.id.desc()).with_for_update()
+
 _COUNTS: dict[frozenset[str], Any] = {}
 """Run count updates by the counts they change (a handful of combinations), returning the run's counts after."""
 
@@ -357,11 +369,23 @@ class RunExecutor:
         later attempt meanwhile), then the completed ones' aggregates, then the turns they played. A held row is
         as the claim left it (only the holder writes it): its body need not be read again."""
         settled: list[Settled] = []
+        if not played:
+            return settled
         completed: list[aggregates.CompletedResult] = []
         stored: list[Played] = []
-        for one in sorted(played, key=lambda one: one.row.id, reverse=True):  # from the highest row down
-            body = _final_body(one.row, one.state, one.outcome, one.error)
-            if self._store(connection, one.row, one.state, body, attempt=attempt) is None:
+        played = sorted(played, key=lambda one: one.row.id, reverse=True)  # from the highest row down
+        bodies = [_final_body(one.row, one.state, one.outcome, one.error) for one in played]
+        if len(played) == 1:  # one statement: stored if held
+            held = [self._store(connection, played[0].row, played[0].state, bodies[0], attempt=attempt) is not None]
+        else:  # two statements, however many: those held, locked, then stored
+            still = set(connection.execute(_held(len(played)), {
+                "attempt": attempt, **{f"pk_{index}": one.row.id for index, one in enumerate(played)}}).scalars())
+            held = [one.row.id in still for one in played]
+            if any(held):
+                connection.execute(_STORE, [_store_values(one.row, one.state, body)
+                                            for one, body, kept in zip(played, bodies, held) if kept])
+        for one, body, kept in zip(played, bodies, held):
+            if not kept:
                 continue
             settled.append((one.state, str(body.get("evaluationStatus", ""))))
             stored.append(one)
@@ -559,13 +583,12 @@ class RunExecutor:
                attempt: int | None = None) -> Settled | None:
         """Store the result's final state and ``body`` (``_final_body``); with ``attempt``, only if that attempt
         still holds it (None if not). A completed result's aggregates are the caller's to count."""
-        status = str(body.get("evaluationStatus", ""))
-        values = {"pk": row.id, "state": state.value, "status": status, "body": body}
+        values = _store_values(row, state, body)
         if attempt is None:
             connection.execute(_STORE, values)
         elif not connection.execute(_STORE_HELD, {**values, "attempt": attempt}).rowcount:
             return None
-        return state, status
+        return state, values["status"]
 
     @staticmethod
     def _app_name(connection: Connection, app_pk: int) -> str:
@@ -713,6 +736,11 @@ def next_group(attempt: int, taken: int, seconds: float) -> int:
     if attempt > 1 or not taken:
         return 1
     return max(1, min(MAX_RESULTS_PER_JOB, int(GROUP_SECONDS * taken / max(seconds, 1e-6))))
+
+
+def _store_values(row: HeldResult, state: ExecutionState, body: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of ``_STORE`` storing ``row`` in ``state`` with ``body``."""
+    return {"pk": row.id, "state": state.value, "status": str(body.get("evaluationStatus", "")), "body": body}
 
 
 def _final_body(row: HeldResult, state: ExecutionState, outcome: dict[str, Any] | None = None,

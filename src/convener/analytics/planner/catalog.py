@@ -673,7 +673,20 @@ def _table_words(table: TableInfo) -> set[str]:
     words = {word for word in split_identifier(table.name.split(".")[-1]).lower().split() if len(word) > 2}
     for synonym in table.synonyms:
         words |= set(split_identifier(synonym).lower().split())
-    return _forms([stem(word) for word in words] + list(words)) | _row_nouns(table.description or "")
+    columns = {word for column in table.columns for word in phrase(column.name)}
+    return _forms([stem(word) for word in words] + list(words)) | _row_nouns(table.description or "") \
+        | _named_again(table.description or "", {stem(word) for word in words}) - columns
+
+
+def _named_again(description: str, named: set[str]) -> set[str]:
+    """Another name of a table's rows, in parentheses right after its own at the start of its description:
+    "Planes (aircraft) by tail number", "Airlines (carriers): …". Without it "aircraft" would read as a
+    longer form of a column part ("air" of air_time) instead of the rows of planes. A name that is one of the
+    table's columns ("Airlines (carriers)", with a carrier column) names that column, as before."""
+    match = re.match(r"\s*([\w ]+?)\s*\(([\w ]+)\)", description)
+    if not match or not {stem(word) for word in phrase(match.group(1))} & named:
+        return set()
+    return _forms([word for word in phrase(match.group(2)) if word not in ("and", "or")])
 
 
 def _row_nouns(description: str) -> set[str]:
@@ -762,7 +775,10 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
         raise NoPlan("the question does not mention any table, column or value of the data")
     best = scored[0][1]
     counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
-    if counted and best not in counted:
+    # "how many different planes flew to Denver" on flights joined to planes: the planes are told apart by
+    # the flights' key to them (their distinct tail numbers), so the table the rest is about stays queried
+    distinct = counted and joined_to(best, counted[0]) and _counts_distinct(tokens)
+    if counted and best not in counted and not distinct:
         # "how many stores had returned orders" counts stores, whatever the rest of it is about
         return catalog.tables[counted[0]], candidates
     for _, name in scored[1:]:
@@ -775,6 +791,12 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
             return catalog.tables[scored[1][1]], candidates
         raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
     return catalog.tables[best], candidates
+
+
+def _counts_distinct(tokens: list[Token]) -> bool:
+    """Whether the question asks how many different things there are ("how many distinct …")."""
+    return any((tokens[index].norm, tokens[index + 1].norm) == ("how", "many")
+               and tokens[index + 2].norm in ("different", "distinct") for index in range(len(tokens) - 2))
 
 
 _CLAUSE_WORDS = frozenset({"whose", "that", "which", "who", "where", "with", "having"})

@@ -803,6 +803,8 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
         after += 1
     if reading.norm(after) in _DISTINCT_WORDS:
         reading.used.add(after)
+        if _count_joined_rows(reading, after + 1):
+            return
         for mention in reading.mentions:
             if mention.start > after and not mention.is_value:
                 reading.distinct = mention.target.column
@@ -825,6 +827,25 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
             and not _common(counted.norm) and not counted.is_stopword:
         raise NoPlan(f"the data has nothing called '{counted.text}' to count")
+
+
+def _count_joined_rows(reading: _Reading, index: int) -> bool:
+    """"how many different planes flew …" on flights: the rows of a table the queried one joins by a key
+    column are told apart by that column, so the count is of its distinct values (the tail numbers). A key
+    "by" that same column ("different aircraft (by tail number)") says how they are told apart: grouping by
+    it would count one in every group."""
+    if reading.scope is None or not reading.free(index) or reading.tokens[index].kind != "word":
+        return False
+    join = next((join for join in reading.scope.joins if len(join.on) == 1
+                 and reading.tokens[index].stem in _table_words(join.table)), None)
+    if join is None:
+        return False
+    column = join.on[0][0]
+    reading.distinct = column
+    reading.used.add(index)
+    if column in reading.keys:
+        reading.keys.remove(column)
+    return True
 
 
 def _read_measures(reading: _Reading) -> None:

@@ -1,0 +1,69 @@
+"""Readings of the planner on a small shipping schema: a table's other name in parentheses, "how many
+<unit>", a key beside an excluded value of the same column, a true/false column said in its description's
+words, and "how many different <rows of a joined table>"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+VOYAGES = TableInfo("voyages", (
+    ColumnInfo("voyage_id", "INTEGER"), ColumnInfo("port", "STRING", "Port the voyage left from"),
+    ColumnInfo("captain", "STRING", "Captain of the voyage"),
+    ColumnInfo("hull_number", "STRING", "Hull number of the vessel; the vessels table describes it"),
+    ColumnInfo("sea_time", "INTEGER", "Time spent at sea, in hours"),
+    ColumnInfo("distance", "INTEGER", "Distance sailed, in km"),
+    ColumnInfo("full_hold", "BOOLEAN", "Whether the hold was inspected with a full load of three pallets"),
+    ColumnInfo("check_date", "DATE", "Date the hold was first inspected with one pallet")),
+    description="Voyages sailed out of three ports: one row per voyage.")
+VESSELS = TableInfo("vessels", (ColumnInfo("hull_number", "STRING", "Hull number"),
+                                ColumnInfo("builder", "STRING", "Shipyard that built the vessel"),
+                                ColumnInfo("year", "INTEGER", "Year the vessel was built")),
+                    description="Vessels (seacraft) by hull number, from the register.")
+HULLS = (Relationship("voyages", ("hull_number",), "vessels", ("hull_number",)),)
+VALUES = {"port": ["Oslo", "Bergen", "Tromso"], "captain": ["Ahab", "Nemo", "Haddock"],
+          "hull_number": ["H1", "H2", "H3"], "builder": ["Kvaerner", "Ulstein"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE voyages (voyage_id INTEGER, port VARCHAR, captain VARCHAR, hull_number VARCHAR, "
+        "sea_time INTEGER, distance INTEGER, full_hold BOOLEAN, check_date DATE)",
+        "CREATE TABLE vessels (hull_number VARCHAR, builder VARCHAR, year INTEGER)",
+        "INSERT INTO voyages VALUES (1, 'Oslo', 'Ahab', 'H1', 10, 100, true, '2020-01-05'), "
+        "(2, 'Oslo', 'Nemo', 'H1', 20, 300, false, '2020-01-20'), "
+        "(3, 'Bergen', 'Ahab', 'H2', 30, 200, true, '2020-02-03'), "
+        "(4, 'Bergen', 'Haddock', 'H3', 40, 500, true, '2020-02-10'), "
+        "(5, 'Tromso', 'Nemo', 'H3', 50, 400, false, '2020-02-11')",
+        "INSERT INTO vessels VALUES ('H1', 'Kvaerner', 1990), ('H2', 'Ulstein', 2001), ('H3', 'Ulstein', 2010)")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [VOYAGES, VESSELS], values_of=lambda _, column: VALUES.get(column, []),
+                         relationships=HULLS)
+
+
+def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    made = plan(question)
+    return sorted(data.execute(made.sql).fetchall(), key=repr)
+
+
+# --- "Vessels (seacraft)": another name of a table's rows, not a longer form of a column part --------------
+
+
+def test_the_other_name_of_a_joined_tables_rows_counts_them_by_their_key(data: duckdb.DuckDBPyConnection) -> None:
+    # "seacraft" starts with "sea" (of sea_time) but names the vessels; "(by hull number)" says how they
+    # are told apart, so it is no group key
+    assert ask(data, "how many different seacraft (by hull number) appear in the voyages?") == [(3,)]
+    assert ask(data, "How many distinct vessels sailed from Oslo?") == [(1,)]
+
+
+def test_the_other_name_of_a_joined_tables_rows_is_no_measure(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "Which builder's seacraft made the most voyages?") == [("Ulstein", 3)]

@@ -67,3 +67,20 @@ def test_the_other_name_of_a_joined_tables_rows_counts_them_by_their_key(data: d
 
 def test_the_other_name_of_a_joined_tables_rows_is_no_measure(data: duckdb.DuckDBPyConnection) -> None:
     assert ask(data, "Which builder's seacraft made the most voyages?") == [("Ulstein", 3)]
+
+
+# --- "how many <unit>": an amount of the column in that unit ----------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("If you added every voyage from Oslo together, how many km would that be?", 400),
+    ("How many hours did Nemo's voyages spend at sea?", 70),
+    ("how many km did a voyage out of Bergen cover on average?", 350),
+])
+def test_how_many_of_a_columns_unit_asks_for_an_amount(data: duckdb.DuckDBPyConnection, question: str,
+                                                      expected: int) -> None:
+    assert ask(data, question) == [(expected,)]
+
+
+def test_how_many_of_the_rows_still_counts_them(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "How many voyages left from Oslo?") == [(2,)]

@@ -815,7 +815,11 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
         after += 1
     named = reading.mention_at(after)
     if named is not None and _numeric_mention(reading, after) is not None:
-        reading.counted_measure = named.target.column
+        column = named.target.column
+        if unit_named(reading.norm(after)) is not None and unit_named(reading.norm(after)) == unit_of(reading.column(column)):
+            reading.amount = column  # "how many grams would every penguin weigh": an amount, not a number of rows
+        else:
+            reading.counted_measure = column
     if words != ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words and reading.norm(after + 1) == "and":
         reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.vocabulary import SUM
 from convener.analytics.planner.state import _Reading
 from convener.analytics.shapes import TIME_TYPES
 
@@ -11,6 +12,8 @@ def _settle_count(reading: _Reading) -> None:
     """"How many jobs were added in total" sums a measure; "how many stock prices do we have" counts rows."""
     if not reading.count or not reading.measures:
         return
+    if reading.amount is not None and not any(agg for _, agg in reading.measures):
+        reading.measures = [(c, SUM if c == reading.amount else a) for c, a in reading.measures]
     if any(agg for _, agg in reading.measures):
         reading.count = reading.rows_counted  # kept only where the rows are counted beside the measures
     elif reading.counted_measure:

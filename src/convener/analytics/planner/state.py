@@ -77,6 +77,9 @@ class _Reading:
     superlative_top: bool = False
     """The ranking was read from an adjective's superlative alone ("what's the longest flipper"), with no
     number or which-word of its own: asked for each group, it is each group's extreme instead."""
+    amount: str | None = None
+    """"how many grams …", "how many miles …": "how many" before the unit a numeric column is in asks for an
+    amount of that column (its total unless an aggregate word says otherwise), not for a number of rows."""
     rows_counted: bool = False
     """"the number of flights": the count phrase names the table's rows, so it is a count of its own even
     beside aggregated measures ("the number of flights and the maximum delay")."""

@@ -84,3 +84,15 @@ def test_how_many_of_a_columns_unit_asks_for_an_amount(data: duckdb.DuckDBPyConn
 
 def test_how_many_of_the_rows_still_counts_them(data: duckdb.DuckDBPyConnection) -> None:
     assert ask(data, "How many voyages left from Oslo?") == [(2,)]
+
+
+# --- A key and an excluded value of the same column --------------------------------------------------------
+
+
+def test_a_key_stays_a_key_beside_a_value_of_its_column_left_out(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "Average distance per port, excluding Tromso") == [("Bergen", 350.0), ("Oslo", 200.0)]
+    assert ask(data, "total sea time by captain other than Ahab") == [("Haddock", 40), ("Nemo", 70)]
+
+
+def test_by_after_a_participle_names_who_did_it_not_a_key(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "How many voyages were sailed by captains other than Ahab and Nemo?") == [(1,)]

@@ -461,7 +461,14 @@ def _drop_named_column(reading: _Reading, value: _Mention) -> None:
                                                    "other", "than", "except", "excluding", "besides"):
         before -= 1
     preceding = reading.mention_at(before)
-    if preceding is not None and not preceding.is_value and preceding.end == before + 1 \
+    # "per species, excluding Chinstraps": a column right after a group marker is the key asked for, and
+    # the value after it a condition of its own, not the column's name said again
+    # ("operated by carriers other than UA": "by" after a participle names who did it, no key)
+    grouped = preceding is not None and any(
+        tuple(reading.norm(preceding.start - len(marker) + offset) for offset in range(len(marker))) == marker
+        and not (marker == ("by",) and passive(reading.norm(preceding.start - 2)))
+        for marker in _GROUP_MARKERS)
+    if preceding is not None and not preceding.is_value and preceding.end == before + 1 and not grouped \
             and value.target.column in (preceding.target.column, *preceding.ambiguous):
         reading.mentions.remove(preceding)
         reading.used.update(range(preceding.start, preceding.end))
@@ -816,7 +823,8 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     named = reading.mention_at(after)
     if named is not None and _numeric_mention(reading, after) is not None:
         column = named.target.column
-        if unit_named(reading.norm(after)) is not None and unit_named(reading.norm(after)) == unit_of(reading.column(column)):
+        unit = unit_named(reading.norm(after))
+        if unit is not None and unit == unit_of(reading.column(column)):
             reading.amount = column  # "how many grams would every penguin weigh": an amount, not a number of rows
         else:
             reading.counted_measure = column

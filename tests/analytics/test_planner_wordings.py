@@ -96,3 +96,25 @@ def test_a_key_stays_a_key_beside_a_value_of_its_column_left_out(data: duckdb.Du
 
 def test_by_after_a_participle_names_who_did_it_not_a_key(data: duckdb.DuckDBPyConnection) -> None:
     assert ask(data, "How many voyages were sailed by captains other than Ahab and Nemo?") == [(1,)]
+
+
+# --- A true/false column said in its description's words ---------------------------------------------------
+
+
+def test_a_condition_said_in_the_words_of_a_true_false_columns_description(
+        data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "Per port, what percent of voyages were inspected with three pallets?") == [
+        ("Bergen", 100.0), ("Oslo", 50.0), ("Tromso", 0.0)]
+    assert ask(data, "How many voyages were not inspected with 3 pallets?") == [(2,)]
+
+
+def test_a_description_said_with_another_number_is_not_that_condition(data: duckdb.DuckDBPyConnection) -> None:
+    # "first inspected with one pallet" is check_date's description, not full_hold's "three pallets"
+    made = plan("How many voyages were first inspected with a pallet in each month?")
+    assert "full_hold" not in made.sql
+    assert [row[-1] for row in sorted(data.execute(made.sql).fetchall())] == [2, 3]
+
+
+def test_the_verb_of_a_description_alone_is_no_condition() -> None:
+    with pytest.raises(NoPlan):
+        plan("What percent of voyages were inspected?")

@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
+from convener.analytics.planner.described import described_spans
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
@@ -205,6 +206,9 @@ class _Catalog:
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
             found.extend(_compound_spans(tokens, content, keys, target))
+            if keys.column.type == BOOLEAN:
+                found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
+                    tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
         found.extend(_unit_spans(tokens, content, self.columns))
         glossed: list[tuple[_Candidate, int]] = []
         for term, target in self.terms:

@@ -1,0 +1,74 @@
+"""A true/false column said in the words of its description: "nests observed with both eggs" for
+``clutch_completion`` ("Whether the nest was observed with a full clutch of two eggs").
+
+A yes/no column's name is often a noun ("clutch completion") while people ask with the verb its description
+uses. Only a description that reads "Whether <the row> <was verb-ed> …" is used, and only when the question
+says that verb and at least one more content word of the description close after it: the verb alone ("the
+nests observed") says too little to be the condition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from convener.analytics.wording import Token, phrase, stem
+
+_REACH = 5
+"""How many words after the verb the description's other words may come ("observed with both of its eggs")."""
+
+
+def described_spans(tokens: Sequence[Token], content: Sequence[int], description: str, name: Sequence[str],
+                    row_words: set[str]) -> list[tuple[int, int]]:
+    """Spans (start, end) of ``tokens`` that say the condition of a true/false column described by
+    ``description`` (whose name's stems are ``name``; a verb the name already says is read by the name)."""
+    match = re.match(r"\s*whether\s+(.*)", description, re.IGNORECASE | re.DOTALL)
+    if not match:
+        return []
+    said = re.split(r"[(;:]", match.group(1))[0]
+    verb = next((stem(word) for word in re.findall(r"[a-z]+", said.lower()) if word.endswith("ed")), None)
+    if verb is None or verb in name:
+        return []
+    others = {word for word in phrase(said) if word != verb and word not in row_words and len(word) > 2}
+    counts = _counts(said)
+    spans = []
+    for index in content:
+        if tokens[index].kind != "word" or tokens[index].stem != verb:
+            continue
+        last = None
+        strays = 0
+        for after in range(index + 1, min(len(tokens), index + 1 + _REACH)):
+            token = tokens[after]
+            if token.kind == "word" and token.stem in others:
+                told = _count_before(tokens, after)
+                if told is not None and token.stem in counts and counts[token.stem] != told:
+                    break  # "observed with an egg" is not "observed with two eggs"
+                last = after
+            elif not token.is_stopword and token.kind != "number":
+                strays += 1
+                if strays > 1:
+                    break
+        if last is not None:
+            spans.append((index, last + 1))
+    return spans
+
+
+_COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "single": 1, "both": 2, "two": 2, "pair": 2, "three": 3}
+"""Words that say how many of a thing a phrase is about ("both eggs", "an egg")."""
+
+
+def _counts(said: str) -> dict[str, int]:
+    """How many of each noun a description says ("a full clutch of two eggs": egg → 2)."""
+    words = re.findall(r"[a-z0-9]+", said.lower())
+    return {stem(noun): int(word) if word.isdigit() else _COUNT_WORDS[word]
+            for word, noun in zip(words, words[1:], strict=False) if word.isdigit() or word in _COUNT_WORDS}
+
+
+def _count_before(tokens: Sequence[Token], index: int) -> int | None:
+    """How many the word right before ``index`` says there are ("both eggs": 2), if it says."""
+    if index == 0:
+        return None
+    before = tokens[index - 1]
+    if before.number is not None and before.is_integer:
+        return int(before.number)
+    return _COUNT_WORDS.get(before.norm)

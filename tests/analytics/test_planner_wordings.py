@@ -118,3 +118,27 @@ def test_a_description_said_with_another_number_is_not_that_condition(data: duck
 def test_the_verb_of_a_description_alone_is_no_condition() -> None:
     with pytest.raises(NoPlan):
         plan("What percent of voyages were inspected?")
+
+
+# --- A value ending in "ie" named in the plural ------------------------------------------------------------
+
+BAKES = TableInfo("bakes", (ColumnInfo("bake_id", "INTEGER"),
+                            ColumnInfo("item", "STRING", samples=("Brownie", "Cookie", "Scone")),
+                            ColumnInfo("grams", "INTEGER", "Weight in grams")),
+                  description="One row per bake.")
+
+
+@pytest.fixture(scope="module")
+def bakes() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE bakes (bake_id INTEGER, item VARCHAR, grams INTEGER)",
+                        "INSERT INTO bakes VALUES (1, 'Brownie', 80), (2, 'Brownie', 90), (3, 'Cookie', 30), "
+                        "(4, 'Scone', 70)")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many bakes aren't Brownies?", 2), ("How many Cookies were baked?", 1),
+    ("How much heavier are the Brownies' grams on average than the Scones'?", 15.0),
+])
+def test_a_value_ending_in_ie_named_in_the_plural(bakes: duckdb.DuckDBPyConnection, question: str,
+                                                 expected: float) -> None:
+    assert bakes.execute(plan_question(question, [BAKES]).sql).fetchall() == [(expected,)]

@@ -83,8 +83,10 @@ class Token:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Knowledge's stem, then a final "e" dropped, so that "price"/"prices" and "site"/"sites" meet
-    ("prices" loses "es" where "price" keeps its "e")."""
+    ("prices" loses "es" where "price" keeps its "e"), and a final "ie" made "y" as its plural's "ies" is."""
     stemmed = _knowledge_stem(word)
+    if stemmed.endswith("ie") and len(stemmed) > 3:
+        return stemmed[:-2] + "y"  # "Adelie"/"Adelies", "movie"/"movies": the plural's "ies" became "y"
     return stemmed[:-1] if stemmed.endswith("e") and len(stemmed) > 3 else stemmed
 
 

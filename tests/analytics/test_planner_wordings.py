@@ -142,3 +142,15 @@ def bakes() -> Iterator[duckdb.DuckDBPyConnection]:
 def test_a_value_ending_in_ie_named_in_the_plural(bakes: duckdb.DuckDBPyConnection, question: str,
                                                  expected: float) -> None:
     assert bakes.execute(plan_question(question, [BAKES]).sql).fetchall() == [(expected,)]
+
+
+# --- "how far", "how heavy": the column an adjective of measure measures, asked for ------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("On average, how far did a voyage captained by Nemo go?", [(350.0,)]),
+    ("How far do voyages go on average from each port?", [("Bergen", 350.0), ("Oslo", 200.0), ("Tromso", 400.0)]),
+])
+def test_how_and_an_adjective_of_measure_ask_for_its_column(data: duckdb.DuckDBPyConnection, question: str,
+                                                           expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected

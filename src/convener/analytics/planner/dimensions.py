@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convener.analytics.planner.catalog import _compared_forms
+from convener.analytics.planner.catalog import _compared_forms, _Mention, _Target
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import _DIMENSIONS, _IRREGULAR_DIMENSIONS
 from convener.analytics.shapes import NUMBER_TYPES
@@ -27,3 +27,26 @@ def _measured_columns(reading: _Reading, nouns: tuple[str, ...]) -> list[str]:
     """Numeric columns whose names hold one of ``nouns`` ("bill_length_mm" for length)."""
     return [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
             and any(noun in phrase(c.name) or stem(noun) in phrase(c.name) for noun in nouns)]
+
+
+def read_asked_measure(reading: _Reading) -> None:
+    """"How far do flights go on average", "how heavy are the Gentoos": "how" before an adjective of measure
+    asks for the column it measures, as a measure (its aggregate said elsewhere: "on average"). Read only
+    where one column is so measured, or the question names it as well ("how far, in miles")."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        adjective = index + 1
+        if token.norm != "how" or not reading.free(index) or not reading.free(adjective):
+            continue
+        found = _dimension(reading.norm(adjective))
+        if found is None or found[2] != "base":
+            continue
+        columns = _measured_columns(reading, found[0])
+        if any(not m.is_value and m.target.column in columns for m in reading.mentions):
+            reading.used.update((index, adjective))  # the column is named as well: that mention is the measure
+            continue
+        if len(columns) != 1:
+            continue
+        reading.mentions.append(_Mention(adjective, adjective + 1, _Target(reading.table.name, columns[0]),
+                                         "dimension"))
+        reading.mentions.sort(key=lambda mention: mention.start)
+        reading.used.add(index)

@@ -34,7 +34,7 @@ from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
 from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.conversion import read_measure_unit
-from convener.analytics.planner.dimensions import _dimension, _measured_columns
+from convener.analytics.planner.dimensions import _dimension, _measured_columns, read_asked_measure
 from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
@@ -1401,6 +1401,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     reading.direction = _direction([t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i))
                                     and not _in_value(reading, i)])
     _read_dimensions(reading)
+    read_asked_measure(reading)
     _read_ties(reading)
     _read_ranked_bucket(reading)
     _read_counted_numbers(reading)

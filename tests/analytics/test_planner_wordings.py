@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -154,3 +155,45 @@ def test_a_value_ending_in_ie_named_in_the_plural(bakes: duckdb.DuckDBPyConnecti
 def test_how_and_an_adjective_of_measure_ask_for_its_column(data: duckdb.DuckDBPyConnection, question: str,
                                                            expected: list[tuple[object, ...]]) -> None:
     assert ask(data, question) == expected
+
+
+# --- A second column holding a joined table's codes joins it too, in its own role ---------------------------
+
+RIDES = TableInfo("rides", (ColumnInfo("ride_id", "INTEGER"),
+                            ColumnInfo("origin_dock", "STRING", "Code of the dock the ride left from"),
+                            ColumnInfo("end_dock", "STRING", "Code of the destination dock"),
+                            ColumnInfo("bike", "STRING", "Bike code"), ColumnInfo("minutes", "INTEGER")),
+                  description="One row per ride.")
+DOCKS = TableInfo("docks", (ColumnInfo("code", "STRING"), ColumnInfo("name", "STRING")),
+                  description="One row per dock.")
+RIDE_ENDS = (Relationship("rides", ("end_dock",), "docks", ("code",)),)
+RIDE_VALUES = {"code": ["RV", "MK", "PK"], "name": ["Riverside Quay", "Market Square", "Park Gate"],
+               "origin_dock": ["RV", "MK"], "end_dock": ["MK", "PK"], "bike": ["RV", "B7"]}
+
+
+@pytest.fixture(scope="module")
+def rides() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE rides (ride_id INTEGER, origin_dock VARCHAR, end_dock VARCHAR, "
+                        "bike VARCHAR, minutes INTEGER)",
+                        "CREATE TABLE docks (code VARCHAR, name VARCHAR)",
+                        "INSERT INTO rides VALUES (1, 'RV', 'MK', 'RV', 10), (2, 'RV', 'PK', 'B7', 20), "
+                        "(3, 'MK', 'PK', 'B7', 30)",
+                        "INSERT INTO docks VALUES ('RV', 'Riverside Quay'), ('MK', 'Market Square'), "
+                        "('PK', 'Park Gate')")
+
+
+def test_only_a_column_whose_every_value_is_a_code_of_the_joined_key_is_implied() -> None:
+    assert implied_relationships([RIDES, DOCKS], RIDE_ENDS, lambda _, column: RIDE_VALUES.get(column, [])) == [
+        Relationship("rides", ("origin_dock",), "docks", ("code",))]
+    assert implied_relationships([RIDES, DOCKS], RIDE_ENDS, None) == []
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many rides left from Riverside Quay?", 2), ("How many rides went to Park Gate?", 2),
+    ("How many rides had an origin other than Market Square?", 2),
+])
+def test_a_place_named_in_the_role_of_an_implied_relationship(rides: duckdb.DuckDBPyConnection, question: str,
+                                                            expected: int) -> None:
+    made = plan_question(question, [RIDES, DOCKS], values_of=lambda _, column: RIDE_VALUES.get(column, []),
+                         relationships=RIDE_ENDS)
+    assert rides.execute(made.sql).fetchall() == [(expected,)], made.sql

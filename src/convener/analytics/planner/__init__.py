@@ -39,6 +39,7 @@ from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Pla
 from convener.analytics.planner.catalog import _Catalog, _choose_table, glossed_names
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
+from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import _scope, joins_to
@@ -66,6 +67,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]
     others = [table for table in related if table.name not in names]
+    relationships = [*relationships, *implied_relationships([*tables, *others], relationships, values_of)]
     reachable = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
     # Only tables that join one asked about are read into the catalog: matching values costs per table.
     joined = {name for pair in reachable for name in pair if set(pair) & set(names)}

@@ -131,8 +131,10 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         return index is not None and (index in covered or tokens[index].stem in words)
 
     def content(indexes: range) -> int | None:
+        # ("an origin other than Newark": the words of an exclusion stand between the role and its place)
         return next((i for i in indexes if not tokens[i].is_stopword and tokens[i].kind == "word"
-                     and tokens[i].norm not in ("that", "which", "who")), None)
+                     and tokens[i].norm not in ("that", "which", "who", "other", "than", "except", "besides")),
+                    None)
 
     def direction_of(index: int) -> str | None:
         norm = tokens[index].norm if 0 <= index < len(tokens) else ""

@@ -197,3 +197,30 @@ def test_a_place_named_in_the_role_of_an_implied_relationship(rides: duckdb.Duck
     made = plan_question(question, [RIDES, DOCKS], values_of=lambda _, column: RIDE_VALUES.get(column, []),
                          relationships=RIDE_ENDS)
     assert rides.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+# --- A word that could name several columns, settled by a word near it naming one ------------------------
+
+LEGS = TableInfo("legs", (ColumnInfo("leg_id", "INTEGER"), ColumnInfo("wait_time", "INTEGER", "Minutes waiting"),
+                          ColumnInfo("sail_time", "INTEGER", "Minutes sailing")),
+                 description="One row per leg.")
+
+
+@pytest.fixture(scope="module")
+def legs() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE legs (leg_id INTEGER, wait_time INTEGER, sail_time INTEGER)",
+                        "INSERT INTO legs VALUES (1, 50, 10), (2, 5, 40)")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("longest time any leg spent sailing?", [(40,)]), ("the shortest time a leg was waiting", [(5,)]),
+    ("average sail time and wait time", [(25.0, 27.5)]),
+])
+def test_a_word_near_an_ambiguous_one_settles_it(legs: duckdb.DuckDBPyConnection, question: str,
+                                                expected: list[tuple[object, ...]]) -> None:
+    assert legs.execute(plan_question(question, [LEGS]).sql).fetchall() == expected
+
+
+def test_an_ambiguous_word_alone_is_still_refused() -> None:
+    with pytest.raises(NoPlan):
+        plan_question("What is the longest time of a leg?", [LEGS])

@@ -39,6 +39,7 @@ from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
+from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.spread import read_spread
 from convener.analytics.planner.listing import _identifier, read_column_list
 from convener.analytics.planner.weekdays import read_weekdays
@@ -1381,6 +1382,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    settle_rivals(reading)
     read_arithmetic(reading)
     read_spread(reading)
     read_exists(reading, text)

@@ -1,0 +1,40 @@
+"""A word that could name several columns, settled by a word close after or before it that names one of
+them alone: "the longest time any flight spent airborne" is the air time ("time" could be any of five
+times; "airborne" names air_time). The two words then name one column once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from convener.analytics.planner.catalog import _Mention
+from convener.analytics.planner.state import _Reading
+
+_REACH = 4
+"""How many words apart the two may be ("time any flight spent airborne")."""
+_APART = frozenset({"and", "or", "versus", "vs", "than", "with", "by", "per", "each"})
+"""Words after which a second column is a second thing asked (a key, a comparison), not the same one."""
+
+
+def settle_rivals(reading: _Reading) -> None:
+    """Each ambiguous column mention with exactly one unambiguous mention of one of its columns near it
+    becomes that column, over both spans' words; the near mention is then said by it."""
+    for mention in list(reading.mentions):
+        if mention.is_value or not mention.ambiguous or mention not in reading.mentions:
+            continue
+        rivals = {mention.target.column, *mention.ambiguous}
+        near = [other for other in reading.mentions
+                if other is not mention and not other.is_value and not other.ambiguous
+                and other.target.column in rivals and _close(reading, mention, other)]
+        if len(near) != 1:
+            continue
+        other = near[0]
+        reading.mentions.remove(other)
+        reading.used.update(range(other.start, other.end))
+        index = reading.mentions.index(mention)
+        reading.mentions[index] = replace(mention, target=other.target, ambiguous=())
+
+
+def _close(reading: _Reading, first: _Mention, second: _Mention) -> bool:
+    start, end = (first.end, second.start) if first.start < second.start else (second.end, first.start)
+    return 0 <= end - start <= _REACH and all(reading.norm(i) not in _APART and reading.mention_at(i) is None
+                                              for i in range(start, end))

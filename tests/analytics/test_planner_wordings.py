@@ -224,3 +224,14 @@ def test_a_word_near_an_ambiguous_one_settles_it(legs: duckdb.DuckDBPyConnection
 def test_an_ambiguous_word_alone_is_still_refused() -> None:
     with pytest.raises(NoPlan):
         plan_question("What is the longest time of a leg?", [LEGS])
+
+
+# --- "in <unit>" after a column already in that unit ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("farthest Oslo distance in km", [(300,)]), ("the farthest distance in km sailed by Ahab", [(200,)]),
+])
+def test_a_columns_own_unit_said_after_it_is_no_second_measure(data: duckdb.DuckDBPyConnection, question: str,
+                                                              expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected

@@ -40,3 +40,20 @@ def read_measure_unit(reading: _Reading) -> None:
                                                                                            f"{column} in {said}")))
         reading.measures = [(name, agg) for _, agg in reading.measures]
         return
+
+
+def drop_restated_unit(reading: _Reading) -> None:
+    """"The heaviest Gentoo body mass in grams": "in" and the unit a column named elsewhere in the question is
+    already in say that column's unit again; read as a second mention of it, the question would ask for the
+    column twice (once ranked, once not) and be refused."""
+    for mention in list(reading.mentions):
+        if mention.is_value or mention.end - mention.start != 1 or reading.norm(mention.start - 1) not in ("in", "as"):
+            continue
+        column = mention.target.column
+        if unit_named(reading.norm(mention.start)) is None \
+                or unit_named(reading.norm(mention.start)) != unit_of(reading.column(column)):
+            continue
+        if any(other is not mention and not other.is_value and other.target.column == column
+               for other in reading.mentions):
+            reading.mentions.remove(mention)
+            reading.used.update((mention.start - 1, mention.start))

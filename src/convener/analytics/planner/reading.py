@@ -33,7 +33,7 @@ from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
 from convener.analytics.planner.contrast import read_contrast
-from convener.analytics.planner.conversion import read_measure_unit
+from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns, read_asked_measure
 from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
@@ -1383,6 +1383,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
     settle_rivals(reading)
+    drop_restated_unit(reading)
     read_arithmetic(reading)
     read_spread(reading)
     read_exists(reading, text)

@@ -235,3 +235,16 @@ def test_an_ambiguous_word_alone_is_still_refused() -> None:
 def test_a_columns_own_unit_said_after_it_is_no_second_measure(data: duckdb.DuckDBPyConnection, question: str,
                                                               expected: list[tuple[object, ...]]) -> None:
     assert ask(data, question) == expected
+
+
+# --- A ranking's N opening the question ("5 penguins with the longest bills") ---------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("2 voyages with the longest sea time", [4, 5]), ("list 3 voyages with the shortest distance", [1, 2, 3]),
+    ("show 1 Oslo voyage with the greatest distance", [2]),
+])
+def test_a_number_opening_the_question_is_how_many_rows_to_rank(data: duckdb.DuckDBPyConnection, question: str,
+                                                               expected: list[int]) -> None:
+    made = plan(question)
+    assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == expected, made.sql

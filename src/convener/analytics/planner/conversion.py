@@ -47,7 +47,8 @@ def drop_restated_unit(reading: _Reading) -> None:
     already in say that column's unit again; read as a second mention of it, the question would ask for the
     column twice (once ranked, once not) and be refused."""
     for mention in list(reading.mentions):
-        if mention.is_value or mention.end - mention.start != 1 or reading.norm(mention.start - 1) not in ("in", "as"):
+        if mention.is_value or mention.end - mention.start != 1 \
+                or reading.norm(mention.start - 1) not in ("in", "as"):
             continue
         column = mention.target.column
         if unit_named(reading.norm(mention.start)) is None \

@@ -500,8 +500,13 @@ def _read_top(reading: _Reading) -> None:
             reading.top = int(tokens[index + 1].number or 0)
             reading.used.update((index, index + 1))
             return
-        if token.norm == "the" and _number_at(reading, index + 1) and _direction(tokens[index + 2:]) is not None:
-            after = index + 2
+        # "the 5 planes with the most seats"; "5 penguins with the longest bills", "list 3 …": a number that
+        # opens the question or follows a verb of listing counts the rows as "the" would
+        opening = token.number is not None and (index == 0 or reading.norm(index - 1) in _OPENING_VERBS)
+        number = index if opening else index + 1
+        if (token.norm == "the" and _number_at(reading, index + 1) or opening and _number_at(reading, index)) \
+                and _direction(tokens[number + 1:]) is not None:
+            after = number + 1
             while (value := reading.mention_at(after)) is not None and value.is_value and value.start == after:
                 after = value.end  # "the 3 Adelie penguins with the longest flippers": values of the rows
             named = reading.mention_at(after)
@@ -509,8 +514,8 @@ def _read_top(reading: _Reading) -> None:
                     or after < len(tokens) and reading.tokens[after].stem in _rows_words(reading):
                 # "the 5 planes with the most seats"
                 # "the two tail numbers with the most flights"
-                reading.top = int(tokens[index + 1].number or 0)
-                reading.used.update((index, index + 1))
+                reading.top = int(tokens[number].number or 0)
+                reading.used.update((index, number))
                 return
     for index, token in enumerate(tokens):
         if token.norm in ("top", "bottom") and index not in reading.used and not in_value(index):
@@ -519,6 +524,10 @@ def _read_top(reading: _Reading) -> None:
             reading.top, reading.descending = 10, token.norm == "top"
             reading.used.add(index)
             return
+
+
+_OPENING_VERBS = frozenset({"list", "show", "give", "name", "find", "me", "get"})
+"""Verbs a request for N rows opens with ("list 3 penguins with …", "show me 5 …")."""
 
 
 def _rows_words(reading: _Reading) -> set[str]:

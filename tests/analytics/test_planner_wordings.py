@@ -248,3 +248,15 @@ def test_a_number_opening_the_question_is_how_many_rows_to_rank(data: duckdb.Duc
                                                                expected: list[int]) -> None:
     made = plan(question)
     assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == expected, made.sql
+
+
+# --- "busiest", "quietest": a group ranked by how many rows it has ----------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("the 2 busiest ports", [("Bergen", 2), ("Oslo", 2)]), ("Which is the quietest port?", [("Tromso", 1)]),
+    ("Which captain is the busiest?", [("Ahab", 2), ("Nemo", 2)]),
+])
+def test_busiest_and_quietest_rank_groups_by_their_rows(data: duckdb.DuckDBPyConnection, question: str,
+                                                       expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected

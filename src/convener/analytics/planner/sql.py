@@ -15,6 +15,7 @@ from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_of
 from convener.analytics.planner.vocabulary import (
     _AGG_NAMES,
+    _BUSY_WORDS,
     AVG,
     MAX,
     MEDIAN,
@@ -117,7 +118,7 @@ def _values(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, str]]:
         counted = [_count_expression(reading)] if reading.count and reading.rows_counted else []
         return [*counted, *_measures(reading, dialect)]
     if not (reading.count or reading.distinct or _names_rows(reading) or _ranks_by_condition(reading)
-            or reading.absent):
+            or _ranks_by_activity(reading) or reading.absent):
         by = " and ".join(reading.keys) or "group"
         raise NoPlan(f"could not tell what to compute for each {by} of {reading.table.name}")
     return [_count_expression(reading)]
@@ -130,6 +131,11 @@ def _ranks_by_condition(reading: _Reading) -> bool:
     return reading.top is not None and any(
         token.norm in ("most", "fewest", "least") and conditions & {index + 1, index + 2, index + 3}
         for index, token in enumerate(reading.tokens))
+
+
+def _ranks_by_activity(reading: _Reading) -> bool:
+    """"The 3 busiest carriers", "the quietest month": how busy a group is is how many rows it has."""
+    return reading.top is not None and any(token.norm in _BUSY_WORDS for token in reading.tokens)
 
 
 def _names_rows(reading: _Reading) -> bool:

@@ -21,8 +21,10 @@ _AGG_WORDS = {
 }
 _LOW_WORDS = frozenset({
     "lowest", "smallest", "least", "fewest", "worst", "minimum", "min", "bottom", "cheapest", "coldest",
-    "shortest", "lightest", "slowest", "weakest", "poorest", "earliest", "oldest",
+    "shortest", "lightest", "slowest", "weakest", "poorest", "earliest", "oldest", "quietest",
 })
+_BUSY_WORDS = frozenset({"busiest", "quietest"})
+"""Superlatives of how many rows a group has ("the busiest airports": those with the most flights)."""
 _HIGH_WORDS = frozenset({
     "highest", "largest", "biggest", "greatest", "most", "best", "top", "maximum", "max", "peak",
     "record",

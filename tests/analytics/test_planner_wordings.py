@@ -260,3 +260,30 @@ def test_a_number_opening_the_question_is_how_many_rows_to_rank(data: duckdb.Duc
 def test_busiest_and_quietest_rank_groups_by_their_rows(data: duckdb.DuckDBPyConnection, question: str,
                                                        expected: list[tuple[object, ...]]) -> None:
     assert ask(data, question) == expected
+
+
+# --- A column in parentheses glossing the words before it; a noun for its value before a comparison ------------
+
+
+WELLS = TableInfo("wells", (ColumnInfo("well_id", "INTEGER"), ColumnInfo("ph", "FLOAT", "Acidity of the water"),
+                            ColumnInfo("depth_m", "FLOAT", "Depth in metres")),
+                  description="One row per well.")
+
+
+def test_a_column_in_parentheses_after_words_of_its_description_is_a_gloss() -> None:
+    connection = duckdb.connect()
+    try:
+        connection.execute("CREATE TABLE wells (well_id INTEGER, ph FLOAT, depth_m FLOAT)")
+        connection.execute("INSERT INTO wells VALUES (1, 6.5, 10), (2, 7.5, 20), (3, 8.0, 30)")
+        made = plan_question("Which wells have a water acidity (pH) reading above 7?", [WELLS])
+        assert sorted(row[0] for row in connection.execute(made.sql).fetchall()) == [2, 3], made.sql
+    finally:
+        connection.close()
+
+
+def test_a_noun_for_a_columns_value_stands_between_it_and_a_comparison(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "How many voyages have a distance reading over 250?") == [(3,)]
+
+
+def test_columns_in_parentheses_after_the_rows_are_still_what_is_shown(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "List the Oslo voyages (captain, distance)") == [("Ahab", 100), ("Nemo", 300)]

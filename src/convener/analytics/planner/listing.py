@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from convener.analytics.planner.state import _note_term, _Reading
+from convener.analytics.planner.vocabulary import _AGG_WORDS
 from convener.analytics.wording import phrase
 
 _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return"})
@@ -26,6 +27,11 @@ def read_column_list(reading: _Reading, text: str) -> None:
             continue
         introducer = _introducer(reading, index, text)
         if introducer is None or (len(items) < 2 and introducer in ("verb", "with")):
+            index = end
+            continue
+        glossed = _glossed(reading, index, items, text)
+        if glossed:
+            reading.used.update(glossed)  # the words the column in parentheses names, said by its mention
             index = end
             continue
         for column, span in items:
@@ -96,6 +102,25 @@ def _gap(text: str, reading: _Reading, index: int) -> str:
     if not 0 < index < len(reading.tokens):
         return ""
     return text[reading.tokens[index - 1].end:reading.tokens[index].start]
+
+
+def _glossed(reading: _Reading, index: int, items: list[tuple[str, range]], text: str) -> list[int]:
+    """"a nitrogen isotope (delta 15N) reading": one column in parentheses right after words its name or
+    description uses restates them, as a gloss; it is no list of columns to show. Returns those words."""
+    if len(items) != 1 or "(" not in _gap(text, reading, index):
+        return []
+    column = reading.table.column(items[0][0])
+    if column is None:
+        return []
+    words = set(phrase(column.name)) | set(phrase(column.description or ""))
+    before = []
+    at = index - 1
+    # (an aggregate word is never the gloss's: "fastest on average (mph)", with a column called average_speed)
+    while at >= 0 and reading.free(at) and reading.tokens[at].kind == "word" and reading.tokens[at].stem in words \
+            and reading.norm(at) not in _AGG_WORDS:
+        before.append(at)
+        at -= 1
+    return before
 
 
 def _introducer(reading: _Reading, index: int, text: str) -> str | None:

@@ -321,18 +321,28 @@ def _column_before(reading: _Reading, index: int) -> str | None:
     above")."""
     index -= 1
     steps = 0
+    nouns: list[int] = []
     while index >= 0 and steps < 4:
         mention = _numeric_mention(reading, index)
         if mention:
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
+            reading.used.update(nouns)
             _note_term(reading, mention)
             return mention.target.column
-        if not (reading.tokens[index].is_stopword or reading.tokens[index].norm in ("was", "is", "were", "are")):
+        if reading.norm(index) in _READING_NOUNS:
+            nouns.append(index)
+        if not (reading.tokens[index].is_stopword or reading.tokens[index].norm in ("was", "is", "were", "are")
+                or reading.norm(index) in _READING_NOUNS and reading.free(index)):
             return None
         index -= 1
         steps += 1
     return None
+
+
+_READING_NOUNS = frozenset({"reading", "readings", "measurement", "measurements", "value", "values", "level",
+                            "levels", "figure", "score", "scores"})
+"""Nouns for what a column holds, between it and a comparison ("a delta 15N reading above 10"): the column's."""
 
 
 def _read_counted_numbers(reading: _Reading) -> None:

@@ -287,3 +287,16 @@ def test_a_noun_for_a_columns_value_stands_between_it_and_a_comparison(data: duc
 
 def test_columns_in_parentheses_after_the_rows_are_still_what_is_shown(data: duckdb.DuckDBPyConnection) -> None:
     assert ask(data, "List the Oslo voyages (captain, distance)") == [("Ahab", 100), ("Nemo", 300)]
+
+
+# --- "… and what were the two averages?": the aggregate computed, asked to be shown ----------------------------
+
+
+def test_asking_to_see_the_aggregates_computed_is_understood(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "Which had the longer average sea time, Oslo or Bergen, and what were the two averages?") == [
+        ("Bergen", 35.0), ("Oslo", 15.0)]
+    assert ask(data, "Total distance of Ahab versus Nemo? Show both totals.") == [("Ahab", 300), ("Nemo", 700)]
+
+
+def test_asking_to_see_an_aggregate_not_computed_is_said_not_understood() -> None:
+    assert "medians" in plan("Total distance of Ahab versus Nemo? Show both medians.").unaccounted

@@ -104,8 +104,14 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         if token.number is not None:
             continue
+        if token.norm in _AGGREGATE_NOUNS and _AGGREGATE_NOUNS[token.norm] in {agg for _, agg in reading.measures}:
+            continue  # "… and what were the two averages?": the averages computed, asked to be shown
         unknown.append(token.text)
     return unknown
+
+
+_AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "medians": MEDIAN}
+"""Plural nouns of an aggregate: asking to see the values of the one the plan computes."""
 
 
 def _unaccounted_structure(reading: _Reading) -> set[int]:

@@ -300,3 +300,15 @@ def test_asking_to_see_the_aggregates_computed_is_understood(data: duckdb.DuckDB
 
 def test_asking_to_see_an_aggregate_not_computed_is_said_not_understood() -> None:
     assert "medians" in plan("Total distance of Ahab versus Nemo? Show both medians.").unaccounted
+
+
+# --- "served from", "found on": verbs of the rows' being at the place named ----------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many different captains were served from Oslo?", [(2,)]),
+    ("Which captains were never found at Tromso?", [("Ahab",), ("Haddock",)]),
+])
+def test_verbs_of_being_at_a_place_carry_only_the_place(data: duckdb.DuckDBPyConnection, question: str,
+                                                      expected: list[tuple[object, ...]]) -> None:
+    assert [row[:1] for row in ask(data, question)] == expected

@@ -312,3 +312,27 @@ def test_asking_to_see_an_aggregate_not_computed_is_said_not_understood() -> Non
 def test_verbs_of_being_at_a_place_carry_only_the_place(data: duckdb.DuckDBPyConnection, question: str,
                                                       expected: list[tuple[object, ...]]) -> None:
     assert [row[:1] for row in ask(data, question)] == expected
+
+
+# --- "between A and B": a range of a number, ends included ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many voyages sailed between 200 and 400 km?", 3),  # the column by its unit
+    ("How many voyages had a sea time between 20 and 40, both ends included?", 3),  # the column before "between"
+    ("How many voyages had a distance between 300 and 100?", 0),  # as written: nothing lies from 300 up to 100
+])
+def test_a_number_range_is_read_with_its_ends(data: duckdb.DuckDBPyConnection, question: str,
+                                             expected: int) -> None:
+    assert ask(data, question) == [(expected,)]
+
+
+def test_years_between_stay_dates(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("How many voyages were checked between 2019 and 2020?")
+    assert "check_date" in made.sql and data.execute(made.sql).fetchall() == [(5,)]
+
+
+def test_of_columns_in_one_unit_the_one_named_after_it_is_compared() -> None:
+    # wait_time and sail_time are both in minutes; "spent sailing" picks one
+    made = plan_question("How many legs spent between 20 and 60 minutes sailing?", [LEGS])
+    assert '"sail_time" >= 20' in made.sql and '"sail_time" <= 60' in made.sql

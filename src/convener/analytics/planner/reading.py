@@ -39,6 +39,7 @@ from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.lateness import check_condition_ends, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
+from convener.analytics.planner.ranges import read_number_ranges
 from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.spread import read_spread
 from convener.analytics.planner.listing import _identifier, read_column_list
@@ -223,6 +224,11 @@ def _read_comparisons(reading: _Reading) -> None:
             break
 
 
+def _range_column(reading: _Reading, between: int, after: int) -> str | None:
+    """The column of "between A and B": named after B (by name or unit), else right before "between"."""
+    return _column_after(reading, after) or _column_before(reading, between) or _column_of_unit(reading, after)
+
+
 def _rows_follow(reading: _Reading, index: int) -> bool:
     """Whether the rows' noun follows at ``index``, past values describing them ("one cancelled flight")."""
     words = _table_words(reading.base)
@@ -272,6 +278,16 @@ def _column_of_unit(reading: _Reading, index: int) -> str | None:
     found = [column.name for column in reading.table.columns if column.type in NUMBER_TYPES
              and (phrase(column.name)[-1:] and phrase(column.name)[-1] in {*names, *map(stem, names)}
                   or described_in(column.description or "", names))]
+    if len(found) > 1:
+        # "90 minutes in the air": of the columns in minutes, the one named right after the unit
+        named = [m for m in reading.mentions if not m.is_value and index < m.start <= index + 3
+                 and m.target.column in found and all(reading.free(i) for i in range(index + 1, m.start))]
+        if len(named) != 1:
+            return None
+        reading.mentions.remove(named[0])
+        reading.used.update(range(index, named[0].end))
+        _note_term(reading, named[0])
+        return named[0].target.column
     if len(found) != 1:
         return None
     reading.used.add(index)
@@ -1415,6 +1431,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_top(reading)
     read_lateness(reading)
     check_condition_ends(reading)
+    read_number_ranges(reading, _range_column, _in_column_unit)
     _read_comparisons(reading)
     _read_dates(reading)
     read_weekdays(reading)

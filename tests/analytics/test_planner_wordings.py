@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
 from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
@@ -336,3 +336,13 @@ def test_of_columns_in_one_unit_the_one_named_after_it_is_compared() -> None:
     # wait_time and sail_time are both in minutes; "spent sailing" picks one
     made = plan_question("How many legs spent between 20 and 60 minutes sailing?", [LEGS])
     assert '"sail_time" >= 20' in made.sql and '"sail_time" <= 60' in made.sql
+
+
+# --- "at least one <row> <condition>": the rows meeting the condition exist --------------------------------
+
+
+def test_at_least_one_row_with_a_term_said_after_it(data: duckdb.DuckDBPyConnection) -> None:
+    terms = [Term("loaded voyage", "A voyage with its hold full, that is voyages whose full_hold = true.", ("loaded",))]
+    made = plan_question("From how many distinct ports was at least one voyage loaded?", [VOYAGES, VESSELS], terms,
+                         values_of=lambda _, column: VALUES.get(column, []), relationships=HULLS)
+    assert data.execute(made.sql).fetchall() == [(2,)], made.sql

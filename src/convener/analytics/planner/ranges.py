@@ -38,7 +38,8 @@ def read_number_ranges(reading: _Reading, find_column: FindColumn, in_unit: InUn
                                        index))
         reading.filters.append(_Filter(column, "<=", (in_unit(reading, column, high.number, unit_at),), "number",
                                        index))
-        for number in (index + 1, index + 3):  # (a number that is also some text column's value: a plane model "60")
+        # (a number that is also some text column's value: a plane model "60")
+        for number in (index + 1, index + 3):
             mention = reading.mention_at(number)
             if mention is not None:
                 reading.mentions.remove(mention)

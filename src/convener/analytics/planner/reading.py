@@ -236,8 +236,10 @@ def _rows_follow(reading: _Reading, index: int) -> bool:
         mention = reading.mention_at(index)
         if mention is None or mention.start != index:
             break
-        if reading.tokens[mention.end - 1].stem in words:
-            return True  # "one cancelled flight" as a glossary term, "one flight" as the column flight
+        if reading.tokens[mention.end - 1].stem in words or mention.is_value and reading.tokens[index].stem in words:
+            # "one cancelled flight" as a glossary term, "one flight" as the column flight, "one flight
+            # cancelled" as the term said the other way round
+            return True
         if not mention.is_value:
             return False
         index = mention.end

@@ -346,3 +346,16 @@ def test_at_least_one_row_with_a_term_said_after_it(data: duckdb.DuckDBPyConnect
     made = plan_question("From how many distinct ports was at least one voyage loaded?", [VOYAGES, VESSELS], terms,
                          values_of=lambda _, column: VALUES.get(column, []), relationships=HULLS)
     assert data.execute(made.sql).fetchall() == [(2,)], made.sql
+
+
+# --- "more <rows> in A than in B": two groups' numbers of rows set against each other --------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Did more voyages leave from Bergen than from Tromso?", True),
+    ("Were fewer voyages sailed by Haddock than by Ahab?", True),
+    ("How many more voyages did Ahab sail than Haddock?", 1),
+])
+def test_more_rows_of_one_group_than_of_another(data: duckdb.DuckDBPyConnection, question: str,
+                                                expected: object) -> None:
+    assert ask(data, question) == [(expected,)]

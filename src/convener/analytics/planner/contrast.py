@@ -7,7 +7,7 @@ unit names ("miles")."""
 
 from __future__ import annotations
 
-from convener.analytics.planner.catalog import _Mention
+from convener.analytics.planner.catalog import _Mention, _table_words
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.planner.units import UNIT_NAMES, described_in
@@ -19,6 +19,8 @@ _HIGHER = frozenset({"greater", "higher", "more", "larger", "bigger", "later", "
                      "farther", "wider", "deeper", "taller", "faster"})
 _LOWER = frozenset({"less", "lower", "fewer", "smaller", "earlier", "shorter", "lighter", "narrower", "shallower",
                     "slower"})
+_OF_NUMBER = frozenset({"more", "fewer", "less"})
+"""Comparatives that, before the rows' noun, compare how many rows each group has."""
 _AUXILIARIES = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "had"})
 _FILLER_AFTER_THAN = frozenset({"that", "those", "the", "of", "for", "one", "ones"})
 
@@ -47,6 +49,12 @@ def read_contrast(reading: _Reading) -> None:
     if before is None:
         return
     measure = _measure(reading, comparative, said)
+    rows = comparative + 1
+    if measure is None and word in _OF_NUMBER and rows < len(reading.tokens) and reading.free(rows) \
+            and reading.tokens[rows].stem in _table_words(reading.base):
+        # "Were more penguins sampled in PAL0809 than in PAL0708?": the groups' numbers of rows
+        reading.count = True
+        said = [*said, rows]
     reading.contrast = (_side(before), _side(after), word in _HIGHER, kind)
     for mention in (before, after):
         reading.mentions.remove(mention)

@@ -165,23 +165,32 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     assert reading.contrast is not None
     first, second, higher, asked = reading.contrast
     measures = list(dict.fromkeys(reading.measures))  # "how many mm longer are the flippers": one, said twice
-    if len(measures) != 1:
-        raise NoPlan("two groups are compared on one measure at a time; name the one to compare")
-    column, agg = measures[0]
-    agg = agg or AVG
+    groups = f"{_describe_filters([first]).removeprefix(', where ')} and {_describe_filters([second]).removeprefix(', where ')}"
+    if not measures and reading.count:
+        # "were more penguins sampled in PAL0809 than in PAL0708": each group's number of rows
+        def of(item: _Filter) -> exp.Expr:
+            return exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
+                                                     true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+        alias = f"number_of_{_rows_called(reading.base)}"
+        words = f"the number of rows of {reading.table.name} where {groups}"
+    else:
+        if len(measures) != 1:
+            raise NoPlan("two groups are compared on one measure at a time; name the one to compare")
+        column, agg = measures[0]
+        measured = agg or AVG
 
-    def of(item: _Filter) -> exp.Expr:
-        return _aggregate_of(agg, exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=_col(column))]),
-                             dialect)
+        def of(item: _Filter) -> exp.Expr:
+            case = exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=_col(column))])
+            return _aggregate_of(measured, case, dialect)
+        alias = _measure_alias(measured, column)
+        words = f"the {_AGG_NAMES[measured]} {column} of the rows of {reading.table.name} where {groups}"
 
     left, right = (of(first), of(second)) if higher else (of(second), of(first))
-    groups = f"{_describe_filters([first]).removeprefix(', where ')} and {_describe_filters([second]).removeprefix(', where ')}"
-    words = f"the {_AGG_NAMES[agg]} {column} of the rows of {reading.table.name} where {groups}"
     if asked == "whether":
         answer = exp.alias_(exp.GT(this=left, expression=right), "answer", quoted=True)
-        return _Query([answer]), f"{_measure_alias(agg, column)}_compared", f"Tells which is higher of {words}"
+        return _Query([answer]), f"{alias}_compared", f"Tells which is higher of {words}"
     difference = exp.alias_(exp.Sub(this=left, expression=right), "difference", quoted=True)
-    return _Query([difference]), f"difference_in_{_measure_alias(agg, column)}", f"Computes the difference between {words}"
+    return _Query([difference]), f"difference_in_{alias}", f"Computes the difference between {words}"
 
 
 def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

@@ -359,3 +359,15 @@ def test_at_least_one_row_with_a_term_said_after_it(data: duckdb.DuckDBPyConnect
 def test_more_rows_of_one_group_than_of_another(data: duckdb.DuckDBPyConnection, question: str,
                                                 expected: object) -> None:
     assert ask(data, question) == [(expected,)]
+
+
+# --- Two periods either side of "than" are the groups compared ----------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Was the average distance higher in February than in January?", True),
+    ("By how many km was the average distance in February longer than in January?", 166.66666666666666),
+    ("Were more voyages checked in February than in January?", True),
+])
+def test_two_periods_set_against_each_other(data: duckdb.DuckDBPyConnection, question: str, expected: object) -> None:
+    assert ask(data, question) == [(pytest.approx(expected),)]

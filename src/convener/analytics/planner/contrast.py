@@ -42,11 +42,13 @@ def read_contrast(reading: _Reading) -> None:
         return
     kind, said = form
     after = _value_after(reading, than + 1)
-    if after is None:
+    periods = _periods_around(reading, than) if after is None else None
+    if after is None and periods is None:
         return
     before = next((m for m in sorted(reading.mentions, key=lambda m: -m.start)
-                   if m.is_value and m.end <= than and m.target.column == after.target.column), None)
-    if before is None:
+                   if after is not None and m.is_value and m.end <= than and m.target.column == after.target.column),
+                  None)
+    if before is None and periods is None:
         return
     measure = _measure(reading, comparative, said)
     rows = comparative + 1
@@ -55,13 +57,20 @@ def read_contrast(reading: _Reading) -> None:
         # "Were more penguins sampled in PAL0809 than in PAL0708?": the groups' numbers of rows
         reading.count = True
         said = [*said, rows]
-    reading.contrast = (_side(before), _side(after), word in _HIGHER, kind)
-    for mention in (before, after):
-        reading.mentions.remove(mention)
-        reading.used.update(range(mention.start, mention.end))
-        _note_term(reading, mention)
+    if periods is not None:
+        # "higher in July than in December": the two periods are the groups, no longer conditions on every row
+        reading.contrast = (periods[0], periods[1], word in _HIGHER, kind)
+        for period in periods:
+            reading.filters.remove(period)
+        reading.used.update(i for i in range(than + 1, periods[1].start) if reading.norm(i) in _FILLER_AFTER_THAN)
+    elif before is not None and after is not None:
+        reading.contrast = (_side(before), _side(after), word in _HIGHER, kind)
+        for mention in (before, after):
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            _note_term(reading, mention)
+        reading.used.update(i for i in range(than + 1, after.start) if reading.norm(i) in _FILLER_AFTER_THAN)
     reading.used.update((comparative, than, *said))
-    reading.used.update(i for i in range(than + 1, after.start) if reading.norm(i) in _FILLER_AFTER_THAN)
     if measure is not None:
         reading.measures.append((measure, AVG))
         # "the average Gentoo … the average Adelie", "on average": the aggregate of the measure named here
@@ -93,6 +102,22 @@ def _value_after(reading: _Reading, index: int) -> _Mention | None:
         if mention is not None and mention.is_value and mention.start == position:
             return mention
     return None
+
+
+_PERIOD_KINDS = frozenset({"month", "year"})
+"""Conditions that name one period of a date column each ("in July", "in 2012"): two of them, either side
+of "than", are the two groups compared."""
+
+
+def _periods_around(reading: _Reading, than: int) -> tuple[_Filter, _Filter] | None:
+    """The period named before "than" and the one of the same column and kind named just after it."""
+    after = next((f for f in reading.filters if f.kind in _PERIOD_KINDS and f.op == "="
+                  and than < f.start <= than + 4), None)
+    if after is None:
+        return None
+    before = next((f for f in sorted(reading.filters, key=lambda f: -f.start) if f.start < than
+                   and (f.column, f.kind, f.op) == (after.column, after.kind, after.op)), None)
+    return (before, after) if before is not None else None
 
 
 def _side(mention: _Mention) -> _Filter:

@@ -371,3 +371,35 @@ def test_more_rows_of_one_group_than_of_another(data: duckdb.DuckDBPyConnection,
 ])
 def test_two_periods_set_against_each_other(data: duckdb.DuckDBPyConnection, question: str, expected: object) -> None:
     assert ask(data, question) == [(pytest.approx(expected),)]
+
+
+# --- "whose trains arrived later on average": the delay at the end the verb names ----------------------------
+
+TRAINS = TableInfo("trains", (ColumnInfo("train_id", "INTEGER"), ColumnInfo("line", "STRING", samples=("Red", "Blue")),
+                              ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes"),
+                              ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes")),
+                   description="One row per train.")
+
+
+@pytest.fixture(scope="module")
+def trains() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE trains (train_id INTEGER, line VARCHAR, dep_delay INTEGER, arr_delay INTEGER)",
+                        "INSERT INTO trains VALUES (1, 'Red', 5, 1), (2, 'Red', 7, 3), (3, 'Blue', 0, 9)")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Red or Blue - whose trains arrived later on average?", [("Blue", 9.0), ("Red", 2.0)]),
+    ("Red or Blue: whose trains departed later on average?", [("Blue", 0.0), ("Red", 6.0)]),
+])
+def test_a_verb_of_one_end_and_later_measure_that_ends_delay(trains: duckdb.DuckDBPyConnection, question: str,
+                                                             expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [TRAINS])
+    assert sorted(trains.execute(made.sql).fetchall()) == expected, made.sql
+
+
+def test_later_with_no_groups_set_against_each_other_is_not_read() -> None:
+    try:
+        made = plan_question("Which line's trains arrived later on average?", [TRAINS])
+    except NoPlan:
+        return
+    assert "later" in made.unaccounted

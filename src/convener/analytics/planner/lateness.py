@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.catalog import _Mention, _Target
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Filter, _matches, _Reading
 from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
@@ -152,3 +153,29 @@ def _column(reading: _Reading, index: int, delays: list[ColumnInfo],
     if len(matching) != 1:
         return None, None
     return matching[0], verb
+
+
+def read_later_measure(reading: _Reading) -> None:
+    """"B6 or EV: whose flights arrived later on average?": a verb of one end of the trip and "later" or
+    "earlier", with no number to compare, asks for that end's delay as a measure (its aggregate said
+    elsewhere), compared between the groups the question names."""
+    delays = _delay_columns(reading)
+    # Only where groups are set against each other ("B6 or EV"): else "later" compares with nothing said,
+    # and left unread it tells the reader so.
+    valued = [mention.target.column for mention in reading.mentions if mention.is_value]
+    if not any(valued.count(column) > 1 for column in valued):
+        return
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("later", "earlier") or not reading.free(index) or reading.norm(index + 1) == "than":
+            continue
+        verb = index - 1
+        if reading.norm(verb) not in _VERBS or not reading.free(verb):
+            continue
+        end = "toward" if reading.norm(verb) in _TOWARD else "away" if reading.norm(verb) in _AWAY else None
+        columns = [column for column in delays if _direction_of(column) == end]
+        if end is None or len(columns) != 1:
+            continue
+        reading.mentions.append(_Mention(index, index + 1, _Target(reading.table.name, columns[0].name), "lateness"))
+        reading.mentions.sort(key=lambda mention: mention.start)
+        reading.used.add(verb)
+        return

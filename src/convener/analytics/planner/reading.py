@@ -36,7 +36,7 @@ from convener.analytics.planner.contrast import read_contrast
 from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns, read_asked_measure
 from convener.analytics.planner.grouping import passive, read_joined_key
-from convener.analytics.planner.lateness import check_condition_ends, read_lateness
+from convener.analytics.planner.lateness import check_condition_ends, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.ranges import read_number_ranges
@@ -1443,6 +1443,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
                                     and not _in_value(reading, i)])
     _read_dimensions(reading)
     read_asked_measure(reading)
+    read_later_measure(reading)
     _read_ties(reading)
     _read_ranked_bucket(reading)
     _read_counted_numbers(reading)

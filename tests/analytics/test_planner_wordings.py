@@ -403,3 +403,15 @@ def test_later_with_no_groups_set_against_each_other_is_not_read() -> None:
     except NoPlan:
         return
     assert "later" in made.unaccounted
+
+
+# --- "for each of the three ports": how many groups there are, said before the key ------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Average distance for each of the 3 ports", [("Bergen", 350.0), ("Oslo", 200.0), ("Tromso", 400.0)]),
+    ("Count the voyages for each of the 3 captains", [("Ahab", 2), ("Haddock", 1), ("Nemo", 2)]),
+])
+def test_the_number_of_groups_before_a_key(data: duckdb.DuckDBPyConnection, question: str,
+                                           expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected

@@ -617,7 +617,9 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
         after = index + len(marker)
         while after < len(reading.tokens) and (
                 reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
-                                         or reading.tokens[after].stem in table_words)
+                                         or reading.tokens[after].stem in table_words
+                                         # "for each of the three origin airports": how many groups there are
+                                         or reading.tokens[after].number is not None and reading.norm(after - 1) == "the")
                 or after in reading.used and reading.mention_at(after) is None
                 and reading.tokens[after].stem in table_words):  # "of each aircraft type": the rows, then the key
             after += 1
@@ -642,7 +644,8 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             continue
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
-            reading.used.update(i for i in range(index, after) if reading.free(i) and reading.norm(i) in _GROUP_FILLER)
+            reading.used.update(i for i in range(index, after) if reading.free(i) and (
+                reading.norm(i) in _GROUP_FILLER or reading.tokens[i].number is not None))
             if _is_order_measure(reading, mention, marker):
                 reading.order_measure = mention.target.column  # left for _read_measures, with its aggregate
             else:

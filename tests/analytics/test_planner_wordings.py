@@ -415,3 +415,15 @@ def test_later_with_no_groups_set_against_each_other_is_not_read() -> None:
 def test_the_number_of_groups_before_a_key(data: duckdb.DuckDBPyConnection, question: str,
                                            expected: list[tuple[object, ...]]) -> None:
     assert ask(data, question) == expected
+
+
+# --- "leaving out the ones from Oslo": the rows named again between the verb and the value ---------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Average distance of voyages, leaving out the ones from Oslo and Tromso", [(350.0,)]),
+    ("How many voyages, ruling out those from Oslo?", [(3,)]),
+])
+def test_leaving_out_the_ones_named_again(data: duckdb.DuckDBPyConnection, question: str,
+                                          expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected

@@ -400,6 +400,11 @@ def _read_values(reading: _Reading) -> None:
         negations = [i for i in range(max(0, begin - 3), mention.start) if reading.norm(i) in _NEGATIONS]
         negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
                       and reading.norm(i - 1) in _LEAVE_OUT and reading.free(i) for j in (i - 1, i)]
+        # "leaving out the ones to LAX", "ruling out those from JFK": the rows named again between
+        out = next((i for i in range(begin - 1, max(0, begin - 5), -1) if reading.norm(i) == "out"), None)
+        if not negations and out is not None and reading.norm(out - 1) in _LEAVE_OUT and reading.free(out) \
+                and all(reading.norm(i) in _NAMED_AGAIN and reading.free(i) for i in range(out + 1, begin)):
+            negations = [out - 1, out, *range(out + 1, begin)]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
         negated = bool(negations) or _continues_negated_list(reading, previous, mention)
@@ -429,6 +434,8 @@ def _read_values(reading: _Reading) -> None:
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)]))
 
 
+_NAMED_AGAIN = frozenset({"the", "ones", "those", "one", "that", "to", "from", "at", "on", "in", "of"})
+"""Words that name the rows again between "leaving out" and the value that picks them ("the ones to")."""
 _LEAVE_OUT = frozenset({"leaving", "leave", "left", "leaves", "leaves", "keeping", "keep", "ruling", "rule"})
 """Verbs that with "out" right before a value exclude it ("leaving out JFK", "ruling out Dream"); "out of JFK"
 says where from."""

@@ -22,6 +22,7 @@ from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.tables import apps, definitions
 from convener.outside.limits import APP_VERSION_TEXT
 from convener.store.database import Database
+from convener.store.expressions import one_of
 
 MAX_TEXT = APP_VERSION_TEXT
 
@@ -37,7 +38,7 @@ BLUEPRINT_COLLECTIONS = (AgentName.collection, ToolName.collection, ToolsetName.
                          GuardrailName.collection)
 """What a draft's Blueprint is made of (besides the app's row): only these parts key it, not the app's
 evaluations, datasets or versions, which can be many and do not change how a turn runs."""
-_PARTS_OF_APP = and_(definitions.c.app_pk == apps.c.id, definitions.c.collection.in_(BLUEPRINT_COLLECTIONS))
+_PARTS_OF_APP = and_(definitions.c.app_pk == apps.c.id, one_of(definitions.c.collection, BLUEPRINT_COLLECTIONS))
 DRAFT_FINGERPRINT = (
     apps.c.etag.label("draft_app_etag"),
     select(func.count()).where(_PARTS_OF_APP).scalar_subquery().label("draft_parts"),

@@ -22,6 +22,7 @@ from convener.api.protojson import Timestamp
 from convener.jobs.model import Attempt, ClaimedJob, Execute, Holding, QueuedJob, Unrunnable
 from convener.jobs.tables import jobs
 from convener.store.database import Database
+from convener.store.expressions import one_of
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def _oldest_claimable(table: FromClause, queues: frozenset[str] | None) -> Selec
     before ``now`` (bound at execution), in one of ``queues`` (any, if None)."""
     statement = select(table.c.id).where(table.c.lease_until_us < bindparam("now"))
     if queues is not None:
-        statement = statement.where(table.c.queue.in_(sorted(queues)))
+        statement = statement.where(one_of(table.c.queue, sorted(queues)))
     return statement.order_by(table.c.id).limit(1)
 
 

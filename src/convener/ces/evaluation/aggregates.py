@@ -22,11 +22,12 @@ migration 0014 fills the table with it.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -138,6 +139,9 @@ def _select_locked(connection: Connection, wanted: Sequence[EvaluationKey],
         ids = [evaluation_id for pk, evaluation_id in wanted if pk == app_pk]
         if len(ids) == 1:  # the hot path (a result completing): one statement, compiled once
             rows = connection.execute(_ONE_LOCKED[part], {"app_pk": app_pk, "evaluation_id": ids[0]}).all()
+        elif len(ids) <= _FEW:  # a group of results completing together: built once per size
+            rows = connection.execute(_few_locked(part, len(ids)), {
+                "app_pk": app_pk, **{f"evaluation_id_{index}": value for index, value in enumerate(ids)}}).all()
         else:
             rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(
                 evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id.in_(ids),
@@ -145,6 +149,19 @@ def _select_locked(connection: Connection, wanted: Sequence[EvaluationKey],
         for row in rows:
             found[(app_pk, row.evaluation_id)] = _read(row, part)
     return found
+
+
+_FEW = 16
+
+
+@functools.lru_cache(maxsize=64)
+def _few_locked(part: Part, count: int) -> Select[Any]:
+    """The ``part`` of ``count`` evaluations' rows of one app (``evaluation_id_0``, ...), locked in key order: a
+    parameter each, rather than an expanding one, which SQLAlchemy renders anew at every execution."""
+    return select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(
+        evaluation_aggregates.c.app_pk == bindparam("app_pk"),
+        evaluation_aggregates.c.evaluation_id.in_([bindparam(f"evaluation_id_{index}") for index in range(count)]),
+    ).order_by(evaluation_aggregates.c.evaluation_id).with_for_update()
 
 
 _ONE_LOCKED = {part: select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(

@@ -68,6 +68,7 @@ from convener.llm.judges import Judge
 from convener.longrunning.models import Status
 from convener.longrunning.service import CANCEL_REQUESTED_OF, OperationService, operation_key
 from convener.store.database import AnyRow, Database
+from convener.store.expressions import one_of
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -119,7 +120,7 @@ _RESERVE = update(evaluation_results).where(evaluation_results.c.id == bindparam
 with the run's queued results if the run is) until stored."""
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
-_STORE_HELD = _STORE.where(evaluation_results.c.execution_state.in_(CLAIMABLE),
+_STORE_HELD = _STORE.where(one_of(evaluation_results.c.execution_state, CLAIMABLE),
                            evaluation_results.c.attempts == bindparam("attempt"))
 """Stores a played result only while the attempt that claimed it still holds it (RUNNING, or QUEUED as reserved
 in a group)."""
@@ -131,7 +132,7 @@ def _held(count: int) -> Select[Any]:
     group's results are stored by one ``_STORE`` of those, rather than by a ``_STORE_HELD`` each."""
     return select(evaluation_results.c.id).where(
         evaluation_results.c.id.in_([bindparam(f"pk_{index}") for index in range(count)]),
-        evaluation_results.c.execution_state.in_(CLAIMABLE), evaluation_results.c.attempts == bindparam("attempt"),
+        one_of(evaluation_results.c.execution_state, CLAIMABLE), evaluation_results.c.attempts == bindparam("attempt"),
     ).order_by(evaluation_results.c.id.desc()).with_for_update()
 
 _COUNTS: dict[frozenset[str], Any] = {}

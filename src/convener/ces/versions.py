@@ -62,19 +62,33 @@ class KeptBlueprints:
     def __init__(self, size: int = 64) -> None:
         self.size = size
         self.lock = threading.Lock()
+        self.making = threading.Lock()
         self.kept: OrderedDict[Hashable, Blueprint] = OrderedDict()
 
     def get(self, key: Hashable, make: Callable[[], Blueprint]) -> Blueprint:
-        with self.lock:
-            if key in self.kept:
-                self.kept.move_to_end(key)
-                return self.kept[key]
-        blueprint = make()
-        with self.lock:
-            self.kept[key] = blueprint
-            while len(self.kept) > self.size:
-                self.kept.popitem(last=False)
+        """The Blueprint kept under ``key``, made by ``make`` if there is none. One is made at a time: the workers
+        of a process starting a run together all miss the app's Blueprint, and each made it (a tenth of a second
+        each, at a command's start) where the first one's serves them all."""
+        found = self._kept(key)
+        if found is not None:
+            return found
+        with self.making:
+            found = self._kept(key)  # made while this thread waited
+            if found is not None:
+                return found
+            blueprint = make()
+            with self.lock:
+                self.kept[key] = blueprint
+                while len(self.kept) > self.size:
+                    self.kept.popitem(last=False)
         return blueprint
+
+    def _kept(self, key: Hashable) -> Blueprint | None:
+        with self.lock:
+            if key not in self.kept:
+                return None
+            self.kept.move_to_end(key)
+            return self.kept[key]
 
 
 class DraftBlueprints:

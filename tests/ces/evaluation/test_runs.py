@@ -658,3 +658,16 @@ async def test_an_operation_is_seen_and_cancelled_only_by_who_started_it(client:
     assert operations.list("projects/acme/locations/global", None, None, None, stranger) == ([], None)
     done = await call_json(client, "wait_operation", {"name": operation["name"]})
     assert done["done"] is True and "error" not in done, "the stranger's cancel did nothing"
+
+
+async def test_an_evaluation_named_twice_runs_once_in_the_order_first_named(client: Client) -> None:
+    await _checker_app(client)
+    for evaluation_id in ("b", "a"):
+        await call_json(client, "create_evaluation", {"parent": APP, "evaluationId": evaluation_id, "evaluation": {
+            "displayName": evaluation_id, "golden": {"turns": [{"steps": [user("check A-1"), called("A-1")]}]}}})
+    named = [f"{APP}/evaluations/{evaluation_id}" for evaluation_id in ("b", "a", "b", "a", "b")]
+    operation = await call_json(client, "run_evaluation", {"app": APP, "evaluations": named})
+    done = await call_json(client, "wait_operation", {"name": operation["name"]})
+    run = await call_json(client, "get_evaluation_run", {"name": done["response"]["evaluationRun"]})
+    assert run["evaluations"] == named[:2]
+    assert [name.split("/evaluations/")[1].split("/")[0] for name in run["evaluationResults"]] == ["b", "a"]

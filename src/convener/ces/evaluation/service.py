@@ -572,7 +572,7 @@ class EvaluationService:
             if not names:
                 raise FailedPrecondition(f"evaluation dataset {dataset} has no evaluations")
             return names, (str(dataset), str(body.get("displayName") or dataset.id))
-        names = []
+        asked: dict[EvaluationName, None] = {}  # in the order asked, each once
         wanted = []
         for value in request.evaluations or ():
             try:
@@ -586,9 +586,8 @@ class EvaluationService:
                 raise InvalidArgument(f"evaluations[{index}]: {value} is not in the app {parts.app}")
             if name.id not in existing:
                 raise NotFound(f"evaluation {name} does not exist")
-            if name not in names:
-                names.append(name)
-        return names, None
+            asked[name] = None
+        return list(asked), None
 
     def _version(self, connection: Connection, parts: AppParts, version: str | None) -> tuple[str | None, str | None]:
         """The app version to run (name, display name), or (None, None) for the draft."""

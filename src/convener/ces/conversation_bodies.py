@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from convener.ces.models import Conversation
 from convener.ces.tables import conversation_turns
+from convener.store.expressions import among_parameters, numbered
 
 Json = dict[str, Any]
 
@@ -66,15 +67,12 @@ cost more than SQLite takes to run it, on every page of a list."""
 
 
 @functools.lru_cache(maxsize=128)
-def _turn_texts(count: int) -> tuple[Select[Any], tuple[str, ...]]:
-    """The turns, as stored JSON text, of ``count`` conversations, in order, and the names of its parameters
-    (one per conversation). Built once per count with a parameter per conversation rather than an expanding
-    one, which SQLAlchemy renders anew on every execution: on a list's page (at most 100 conversations) that
-    rendering cost about as much as SQLite takes to run the query."""
-    names = tuple(f"pk_{index}" for index in range(count))
-    statement = select(t.conversation_pk, cast(t.body, Text)).where(
-        t.conversation_pk.in_([bindparam(name) for name in names])).order_by(t.conversation_pk, t.turn_index)
-    return statement, names
+def _turn_texts(count: int) -> Select[Any]:
+    """The turns, as stored JSON text, of ``count`` conversations (``numbered("pk", …)``), in order. Built once
+    per count (``among_parameters``): on a list's page (at most 100 conversations) rendering an expanding
+    parameter cost about as much as SQLite takes to run the query."""
+    return select(t.conversation_pk, cast(t.body, Text)).where(
+        among_parameters(t.conversation_pk, "pk", count)).order_by(t.conversation_pk, t.turn_index)
 
 
 def bodies(connection: Connection, headers: Mapping[int, Json]) -> dict[int, Json]:
@@ -94,8 +92,8 @@ def body_texts(connection: Connection, headers: Mapping[int, str]) -> dict[int, 
     The turns are joined in as text, after the header's other keys (a JSON object's keys have no order)."""
     turns: dict[int, list[str]] = {pk: [] for pk in headers}
     if headers:
-        statement, names = _turn_texts(len(headers))
-        for pk, text in connection.execute(statement, dict(zip(names, headers))).all():  # fetched at once
+        statement = _turn_texts(len(headers))
+        for pk, text in connection.execute(statement, numbered("pk", headers)).all():  # fetched at once
             turns[pk].append(text)
     return {pk: _with_turns(header, turns[pk]) for pk, header in headers.items()}
 

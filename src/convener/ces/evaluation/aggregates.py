@@ -34,6 +34,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from convener.ces.evaluation.aggregation import Aggregate, ResultKey, app_version_id, counted_view
 from convener.ces.evaluation.models import ExecutionState
 from convener.ces.tables import evaluation_aggregates, evaluation_results
+from convener.store.expressions import among_parameters, numbered
 
 EvaluationKey = tuple[int, str]
 """(app_pk, evaluation_id)"""
@@ -141,7 +142,7 @@ def _select_locked(connection: Connection, wanted: Sequence[EvaluationKey],
             rows = connection.execute(_ONE_LOCKED[part], {"app_pk": app_pk, "evaluation_id": ids[0]}).all()
         elif len(ids) <= _FEW:  # a group of results completing together: built once per size
             rows = connection.execute(_few_locked(part, len(ids)), {
-                "app_pk": app_pk, **{f"evaluation_id_{index}": value for index, value in enumerate(ids)}}).all()
+                "app_pk": app_pk, **numbered("evaluation_id", ids)}).all()
         else:
             rows = connection.execute(select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(
                 evaluation_aggregates.c.app_pk == app_pk, evaluation_aggregates.c.evaluation_id.in_(ids),
@@ -156,11 +157,11 @@ _FEW = 16
 
 @functools.lru_cache(maxsize=64)
 def _few_locked(part: Part, count: int) -> Select[Any]:
-    """The ``part`` of ``count`` evaluations' rows of one app (``evaluation_id_0``, ...), locked in key order: a
-    parameter each, rather than an expanding one, which SQLAlchemy renders anew at every execution."""
+    """The ``part`` of ``count`` evaluations' rows of one app (``numbered("evaluation_id", …)``), locked in key
+    order."""
     return select(evaluation_aggregates.c.evaluation_id, *_columns(part)).where(
         evaluation_aggregates.c.app_pk == bindparam("app_pk"),
-        evaluation_aggregates.c.evaluation_id.in_([bindparam(f"evaluation_id_{index}") for index in range(count)]),
+        among_parameters(evaluation_aggregates.c.evaluation_id, "evaluation_id", count),
     ).order_by(evaluation_aggregates.c.evaluation_id).with_for_update()
 
 

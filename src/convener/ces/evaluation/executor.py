@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, TypeVar, overload
 
-from sqlalchemy import BindParameter, Connection, Select, and_, bindparam, func, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, func, select, update
 from sqlalchemy.exc import DBAPIError
 
 from convener.api.errors import ApiError
@@ -68,7 +68,7 @@ from convener.llm.judges import Judge
 from convener.longrunning.models import Status
 from convener.longrunning.service import CANCEL_REQUESTED_OF, OperationService, operation_key
 from convener.store.database import AnyRow, Database
-from convener.store.expressions import one_of
+from convener.store.expressions import among_parameters, numbered, one_of
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -102,13 +102,12 @@ _CLAIMED_COLUMNS = (
 
 
 def _results_claimed(count: int) -> Select[Any]:
-    """The ``count`` results a claim takes (parameters ``pk_0``, ...), locked (PostgreSQL) from the highest row down,
+    """The ``count`` results a claim takes (parameters ``numbered("pk", …)``), locked (PostgreSQL) from the highest row down,
     with what the claim reads of their run: whether it or its operation was cancelled (the operation comes first:
     see ``cancel``) and who started it. The run is not locked: see ``_claim``. Nothing when the run is gone (with
-    its results). A parameter per result rather than an expanding one, which SQLAlchemy renders anew each time."""
-    pks: list[BindParameter[int]] = [bindparam(f"pk_{index}") for index in range(count)]
+    its results)."""
     return select(*_CLAIMED_COLUMNS).join(evaluation_runs, and_(*_THE_RUN)).where(
-        evaluation_results.c.id.in_(pks) if count > 1 else evaluation_results.c.id == pks[0]).order_by(
+        among_parameters(evaluation_results.c.id, "pk", count)).order_by(
         evaluation_results.c.id.desc()).with_for_update(of=evaluation_results)
 
 
@@ -128,10 +127,10 @@ in a group)."""
 
 @functools.lru_cache(maxsize=MAX_RESULTS_PER_JOB)
 def _held(count: int) -> Select[Any]:
-    """Which of ``count`` results (``pk_0``, ...) the ``attempt`` still holds, locked from the highest row down: a
+    """Which of ``count`` results (``numbered("pk", …)``) the ``attempt`` still holds, locked from the highest row down: a
     group's results are stored by one ``_STORE`` of those, rather than by a ``_STORE_HELD`` each."""
     return select(evaluation_results.c.id).where(
-        evaluation_results.c.id.in_([bindparam(f"pk_{index}") for index in range(count)]),
+        among_parameters(evaluation_results.c.id, "pk", count),
         one_of(evaluation_results.c.execution_state, CLAIMABLE), evaluation_results.c.attempts == bindparam("attempt"),
     ).order_by(evaluation_results.c.id.desc()).with_for_update()
 
@@ -380,7 +379,7 @@ class RunExecutor:
             held = [self._store(connection, played[0].row, played[0].state, bodies[0], attempt=attempt) is not None]
         else:  # two statements, however many: those held, locked, then stored
             still = set(connection.execute(_held(len(played)), {
-                "attempt": attempt, **{f"pk_{index}": one.row.id for index, one in enumerate(played)}}).scalars())
+                "attempt": attempt, **numbered("pk", (one.row.id for one in played))}).scalars())
             held = [one.row.id in still for one in played]
             if any(held):
                 connection.execute(_STORE, [_store_values(one.row, one.state, body)
@@ -429,7 +428,7 @@ class RunExecutor:
                 return []  # deleted meanwhile, with its results
             found = connection.execute(self._claims[len(group)], {
                 "app_pk": key[0], "run_id": key[1], **operation_key(attempt.operation),
-                **{f"pk_{index}": pk for index, pk in enumerate(group)}}).all()
+                **numbered("pk", group)}).all()
             settled = self._store_played(connection, played, attempt.number)
             order = {pk: index for index, pk in enumerate(group)}
             claims = self._claim_locked(connection, sorted(found, key=lambda row: order[row.id]), attempt.number,

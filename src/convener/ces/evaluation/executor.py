@@ -221,9 +221,9 @@ class PlayResult(Payload):
 
 def results_per_job(results: int) -> int:
     """How many results of a run of ``results`` one job plays: one in a small run; in a large one a few, so that
-    each job's take and each result's separate claim are not paid for every result (a result's outcome is stored
-    in the transaction that claims the next), while a run still makes enough jobs (about ``JOBS_PER_RUN``) for
-    many workers to share it."""
+    each job's take and claim are not paid for every result (a job claims its quick results in groups, and stores
+    a group's outcomes in the transaction that claims the next: see ``play``), while a run still makes enough jobs
+    (about ``JOBS_PER_RUN``) for many workers to share it."""
     return max(1, min(MAX_RESULTS_PER_JOB, results // JOBS_PER_RUN))
 
 

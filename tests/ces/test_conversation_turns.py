@@ -15,7 +15,7 @@ from convener.api.errors import AlreadyExists, NotFound
 from convener.api.protojson import Timestamp
 from convener.auth.caller import LOCAL_USER
 from convener.ces import conversation_bodies
-from convener.ces.conversations import RecordedHistory, _columns
+from convener.ces.conversations import Appended, RecordedHistory, _columns
 from convener.ces.importing import import_conversations
 from convener.ces.models import Conversation
 from convener.ces.names import AppName, ConversationName
@@ -251,8 +251,8 @@ def test_a_conversation_made_between_a_turns_reading_and_its_writing_gets_the_tu
     name = ConversationName.parse(f"{APP}/conversations/raced")
     late = Conversation.model_validate({"turns": [turn(5)]}).turns or []
     with services.database.transaction() as connection:  # as a turn whose reading found no conversation
-        services.conversations.append(connection, app_pk, name, late[0], end_time=None, start=Conversation(),
-                                      seen_absent=True)
+        services.conversations.append(connection, app_pk, [Appended(name, late[0], None, Conversation(),
+                                                                    seen_absent=True)])
     header, indexes = stored_rows(services, "raced")
     assert indexes == [0, 1, 2]
     got = get(services, "raced")

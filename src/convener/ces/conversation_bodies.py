@@ -9,11 +9,10 @@ of n turns wrote O(n²) bytes). Now ``ces_conversations.body`` keeps the header 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, Insert, Select, Text, bindparam, cast, func, insert, select, true
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import BindParameter, Connection, Select, Text, bindparam, cast, insert, select
 
 from convener.ces.models import Conversation
 from convener.ces.tables import conversation_turns
@@ -115,27 +114,13 @@ _INSERT_TURNS = insert(conversation_turns)
 """Built once: every recorded turn writes a row."""
 
 
-def write_turns(connection: Connection, pk: int, turns: Iterable[Json], first_index: int = 0) -> None:
-    """Append ``turns`` to conversation ``pk``, the first one at ``first_index`` (its turn count so far)."""
+def write_turns(connection: Connection, turns: Mapping[int, Sequence[Json]], first_index: int = 0) -> None:
+    """Append to each conversation of ``turns`` (by row ID) its turns, the first one at ``first_index`` (its turn
+    count so far), all in one statement."""
     rows = [{"conversation_pk": pk, "turn_index": index, "body": turn}
-            for index, turn in enumerate(turns, start=first_index)]
+            for pk, written in turns.items() for index, turn in enumerate(written, start=first_index)]
     if rows:
         connection.execute(_INSERT_TURNS, rows)
-
-
-def inserted_with_turns(header: Insert) -> Insert:
-    """PostgreSQL: ``header`` (an insert of a conversation's header row returning its ID, or none when it inserts
-    nothing) and the insert of its turns, bound as one JSON array ``turns``, in one statement: a round trip less
-    for every conversation begun (every session's first turn). It returns a row per turn inserted (their
-    ``conversation_pk``), none when the header was not. ``header`` must name its values (``values``): a statement
-    within another takes none from the execution's parameters."""
-    begun = header.cte("begun")
-    turns = func.jsonb_array_elements(bindparam("turns", type_=JSONB)).table_valued(
-        "value", with_ordinality="position").render_derived()
-    return insert(conversation_turns).from_select(
-        ["conversation_pk", "turn_index", "body"],
-        select(begun.c.id, turns.c.position - 1, turns.c.value).select_from(begun).join(turns, true()),
-    ).returning(t.conversation_pk)
 
 
 def turns_before(connection: Connection, pk: int, end: int, count: int) -> list[Json]:

@@ -70,10 +70,12 @@ c = table.c
 # takes to run it.
 _BY_NAME = and_(c.app_pk == bindparam("app_pk"), c.conversation_id == bindparam("conversation_id"))
 _STORED = select(c.id, c.start_time_us, c.body).where(_BY_NAME)
-_INSERT = insert(table).returning(c.id)
-_INSERTS_IF_ABSENT = {dialect: upsert(dialect, table, ["app_pk", "conversation_id"], []).returning(c.id)
-                      for dialect in ("sqlite", "postgresql")}
-"""A conversation's first turn when its session's reading found none: inserted unless one was made meanwhile."""
+_INSERT = insert(table).returning(c.id, c.conversation_id)
+"""New conversations' header rows, returning the ID and conversation ID of each. Executed with a list of rows,
+SQLAlchemy inserts them in one statement ("insertmanyvalues")."""
+_INSERTS_IF_ABSENT = {dialect: upsert(dialect, table, ["app_pk", "conversation_id"], []).returning(
+    c.id, c.conversation_id) for dialect in ("sqlite", "postgresql")}
+"""The same, each unless a conversation of its name exists (then left as it is, and returned by none)."""
 
 
 def _names(enum: type[Enum]) -> tuple[str, ...]:
@@ -128,10 +130,6 @@ _HEADER_COLUMNS = ("start_time_us", "start_time_nanos", "end_time_us", "end_time
                    "input_types", "channel_type", "entry_agent", "deployment", "app_version", "language_code")
 # The columns ``_columns`` sets are all of these; were one added there, this fails at import.
 assert tuple(_columns(Conversation(start_time=Timestamp(0), source=Source.LIVE))) == _HEADER_COLUMNS
-_BEGUN_WITH_TURNS: dict[Any, Any] = {statement: conversation_bodies.inserted_with_turns(statement.values(
-    {column: bindparam(column) for column in ("app_pk", "conversation_id", "body", *_HEADER_COLUMNS)}))
-    for statement in (_INSERT, _INSERTS_IF_ABSENT["postgresql"])}
-"""PostgreSQL: each insert of a new conversation's header, with the insert of its turns (a statement for both)."""
 _APPENDED_COLUMNS = ("end_time_us", "end_time_nanos", "turn_count", "input_types", "channel_type")
 """The header columns an appended turn changes (``settle_appended`` updates the end time, turn count, input
 types and channel type; every other field of the header is the stored one's). None is in an index."""
@@ -161,6 +159,24 @@ class Stored:
 
     conversation: Conversation
     created: bool
+
+
+@dataclass(frozen=True)
+class Appended:
+    """A turn to record as its conversation's next (``ConversationService.append``)."""
+
+    name: ConversationName
+    turn: Turn
+    end_time: Timestamp | None
+    """The conversation's new end, when known."""
+    start: Conversation
+    """The conversation (without turns) to begin when there is none."""
+    seen_absent: bool = False
+    """The caller's reading found no such conversation."""
+
+    def begun(self) -> Conversation:
+        """The conversation this turn begins, when there is none."""
+        return self.start.model_copy(update={"turns": [self.turn], "end_time": self.end_time})
 
 
 @dataclass(frozen=True)
@@ -472,53 +488,60 @@ class ConversationService:
                 raise AlreadyExists(f"conversation {name} already exists with different content")
             connection.execute(update(table).where(c.id == existing.id).values(body=header, **_columns(settled)))
             connection.execute(delete(conversation_turns).where(conversation_turns.c.conversation_pk == existing.id))
-            conversation_bodies.write_turns(connection, existing.id, turns)
+            conversation_bodies.write_turns(connection, {existing.id: turns})
             return Stored(settled, created=False)
-        ConversationService._insert(connection, _INSERT, app_pk, name, settled, header, turns)
+        ConversationService._insert(connection, app_pk, [(name, settled)], if_absent=False)
         return Stored(settled, created=True)
 
     @staticmethod
-    def _begin(connection: Connection, app_pk: int, name: ConversationName, conversation: Conversation) -> bool:
-        """Store a conversation unless one of that name exists; False (nothing written) when one does."""
-        settled = settle(conversation, name, received=Timestamp.now())
-        header, turns = conversation_bodies.split(settled.to_json())
-        return ConversationService._insert(connection, _INSERTS_IF_ABSENT[connection.dialect.name], app_pk, name,
-                                           settled, header, turns)
+    def _begin(connection: Connection, app_pk: int, begun: Sequence[tuple[ConversationName, Conversation]]) -> set[str]:
+        """Store the conversations ``begun`` of app ``app_pk``, each unless one of its name exists (then it is left
+        as it is): the IDs of those stored."""
+        received = Timestamp.now()
+        settled = [(name, settle(conversation, name, received=received)) for name, conversation in begun]
+        return ConversationService._insert(connection, app_pk, settled, if_absent=True) if settled else set()
 
     @staticmethod
-    def _insert(connection: Connection, statement: Any, app_pk: int, name: ConversationName, settled: Conversation,
-                header: conversation_bodies.Json, turns: Sequence[conversation_bodies.Json]) -> bool:
-        """Insert a new conversation's header row with ``statement`` (returning its ID, or none when it inserted
-        nothing) and then its turn rows; False when nothing was inserted."""
-        values = {"app_pk": app_pk, "conversation_id": name.conversation, "body": header, **_columns(settled)}
-        if turns and connection.dialect.name == "postgresql":
-            return connection.execute(_BEGUN_WITH_TURNS[statement], {**values, "turns": list(turns)}).first() is not None
-        pk = connection.execute(statement, values).scalar()
-        if pk is None:
-            return False
-        conversation_bodies.write_turns(connection, pk, turns)
-        return True
+    def _insert(connection: Connection, app_pk: int, new: Sequence[tuple[ConversationName, Conversation]], *,
+                if_absent: bool) -> set[str]:
+        """Insert new settled conversations of app ``app_pk``, their headers in one statement and their turns in
+        another: the IDs of those inserted (``if_absent``: those of which none existed)."""
+        headers: list[dict[str, Any]] = []
+        turns: dict[str, list[conversation_bodies.Json]] = {}
+        for name, settled in new:
+            header, turns[name.conversation] = conversation_bodies.split(settled.to_json())
+            headers.append({"app_pk": app_pk, "conversation_id": name.conversation, "body": header,
+                            **_columns(settled)})
+        statement = _INSERTS_IF_ABSENT[connection.dialect.name] if if_absent else _INSERT
+        inserted: dict[int, str] = {pk: conversation for pk, conversation in connection.execute(statement, headers)}
+        conversation_bodies.write_turns(connection, {pk: turns[conversation] for pk, conversation in inserted.items()})
+        return set(inserted.values())
 
-    def append(self, connection: Connection, app_pk: int, name: ConversationName, turn: Turn, *,
-               end_time: Timestamp | None, start: Conversation, seen_absent: bool = False) -> None:
-        """Record ``turn`` as the conversation's next turn: one turn row written and the header updated, whatever
-        the number of turns before it. ``start`` is the conversation (without turns) to begin when there is none;
-        ``seen_absent`` when the caller's reading found none: it is begun without looking for it first (as it
-        would be had it not been made meanwhile)."""
-        if seen_absent and self._begin(connection, app_pk, name,
-                                       start.model_copy(update={"turns": [turn], "end_time": end_time})):
-            return
-        existing = connection.execute(_STORED, {"app_pk": app_pk, "conversation_id": name.conversation}).first()
+    def append(self, connection: Connection, app_pk: int, appended: Sequence[Appended]) -> None:
+        """Record each turn of ``appended`` as its conversation's next turn, in order: one turn row written and the
+        header updated, whatever the number of turns before it. The conversations their callers' readings found
+        absent (``seen_absent``) are begun first, in one statement, without looking for them (as they would be
+        had none been made meanwhile); the others, and those made meanwhile after all, a turn at a time."""
+        first_absent: dict[str, Appended] = {}
+        for one in appended:
+            if one.seen_absent:
+                first_absent.setdefault(one.name.conversation, one)
+        begun = self._begin(connection, app_pk, [(one.name, one.begun()) for one in first_absent.values()])
+        for one in appended:
+            if first_absent.get(one.name.conversation) is not one or one.name.conversation not in begun:
+                self._append(connection, app_pk, one)
+
+    def _append(self, connection: Connection, app_pk: int, one: Appended) -> None:
+        existing = connection.execute(_STORED, {"app_pk": app_pk, "conversation_id": one.name.conversation}).first()
         if existing is None:  # the first turn: the conversation begins (not looked up again)
-            self._store(connection, app_pk, name, start.model_copy(update={"turns": [turn], "end_time": end_time}),
-                        None, False)
+            self._store(connection, app_pk, one.name, one.begun(), None, False)
             return
         before = Conversation.model_validate(existing.body)
-        header, settled_turn = settle_appended(before, turn, end_time=end_time)
+        header, settled_turn = settle_appended(before, one.turn, end_time=one.end_time)
         columns = _columns(header)
         connection.execute(_APPENDED, {"b_pk": existing.id, "b_body": header.to_json(),
                                        **{f"b_{key}": columns[key] for key in _APPENDED_COLUMNS}})
-        conversation_bodies.write_turns(connection, existing.id, [settled_turn.to_json()], before.turn_count or 0)
+        conversation_bodies.write_turns(connection, {existing.id: [settled_turn.to_json()]}, before.turn_count or 0)
 
     def history(self, pk: int, turn_count: int) -> RecordedHistory:
         """The messages of the first ``turn_count`` turns of the conversation of row ``pk`` (found by the caller's

@@ -12,7 +12,7 @@ at the history, and then only the last ones it asks for.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from convener.api.errors import Aborted, ApiError, Code, FailedPrecondition, Inv
 from convener.api.protojson import Timestamp
 from convener.auth.caller import Caller
 from convener.ces.apps import AppService
-from convener.ces.conversations import ConversationService
+from convener.ces.conversations import Appended, ConversationService
 from convener.ces.deployments import resolve_deployment
 from convener.ces.models import Chunk, Conversation, Message, Source, Turn
 from convener.ces.names import AgentName, SessionName
@@ -49,10 +49,11 @@ _APP_AND_SESSION = select(
     apps.c.name == bindparam("name"))
 """A turn's app (its row id), session (null columns before its first turn), recorded conversation (the
 session's ID is its conversation's; null before it is recorded) and what its draft is made of, in one statement."""
-_INSERTS_SESSION = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(sessions.c.id)
-                    for dialect in ("sqlite", "postgresql")}
-"""A session's first turn: inserted unless a turn of the same session stored it first, and then it returns no
-row (its rowcount would not say: it is -1 for such an insert on PostgreSQL)."""
+_INSERTS_SESSIONS = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(sessions.c.session_id)
+                     for dialect in ("sqlite", "postgresql")}
+"""Sessions' first turns: each inserted unless a turn of the same session stored it first; it returns the IDs of
+those it inserted (a rowcount would not say which). Executed with a list of rows, SQLAlchemy inserts them in one
+statement ("insertmanyvalues")."""
 _UPDATE_SESSION = (update(sessions)
                    .where(sessions.c.id == bindparam("b_pk"), sessions.c.revision == bindparam("b_revision"))
                    .values(revision=bindparam("b_next_revision"), state=bindparam("b_state"),
@@ -170,18 +171,38 @@ class SessionService:
                             fakes, observe).run(request.inputs)
         return UnsavedTurn(app_pk, name, row, blueprint, deployment, record, config, begins=recorded is None)
 
-    def save(self, connection: Connection, turn: UnsavedTurn, *, strict: bool = True) -> bool:
+    def save(self, connection: Connection, turn: UnsavedTurn) -> None:
         """Store a played turn: the session's new state, and the turn in the session's conversation. If the
         session moved on since the turn read it (another turn of it was stored first), nothing is stored:
-        ABORTED, or False when not ``strict``. Conflicts never fail the caller's transaction otherwise: an
-        evaluation stores its turns with its result."""
-        if not self._save(connection, turn):
-            if strict:
-                raise Aborted(f"session {turn.name} ran another turn at the same time; nothing of this turn was "
-                              "kept, retry it")
-            return False
-        self._record(connection, turn)
-        return True
+        ABORTED."""
+        if not self.save_all(connection, [turn]):
+            raise Aborted(f"session {turn.name} ran another turn at the same time; nothing of this turn was kept, "
+                          "retry it")
+
+    def save_all(self, connection: Connection, turns: Sequence[UnsavedTurn]) -> list[UnsavedTurn]:
+        """Store played turns as ``save`` does, in order, those whose sessions have not moved on meanwhile (a session
+        that did keeps its own turn; conflicts never fail the caller's transaction: an evaluation stores the turns
+        of a group of results with them): the turns stored. The sessions they begin are inserted together, a
+        statement for each app's, and so are the conversations these begin (``ConversationService.append``)."""
+        begun: dict[tuple[int, str], UnsavedTurn] = {}
+        for turn in turns:
+            if turn.row is None:
+                begun.setdefault((turn.app_pk, turn.name.id), turn)
+        inserted: set[tuple[int, str]] = set()
+        for app_pk, firsts in _by_app(begun.values()).items():
+            inserted.update((app_pk, session) for session in self._insert_sessions(connection, app_pk, firsts))
+        stored: list[UnsavedTurn] = []
+        for turn in turns:
+            key = (turn.app_pk, turn.name.id)
+            if turn.row is None:
+                if begun[key] is turn and key in inserted:
+                    stored.append(turn)
+            elif self._update_session(connection, turn):
+                stored.append(turn)
+        for app_pk, recorded in _by_app(stored).items():
+            self.conversations.append(connection, app_pk, [appended for turn in recorded
+                                                           if (appended := self._appended(turn)) is not None])
+        return stored
 
     @staticmethod
     def _pinned(connection: Connection, app_pk: int, name: SessionName, row: AnyRow | None,
@@ -229,30 +250,32 @@ class SessionService:
         return new_state(entry, defaults)
 
     @staticmethod
-    def _save(connection: Connection, turn: UnsavedTurn) -> bool:
+    def _insert_sessions(connection: Connection, app_pk: int, turns: Sequence[UnsavedTurn]) -> set[str]:
+        """Insert the sessions ``turns`` begin (each its session's first turn, of app ``app_pk``) with the state each
+        leaves, each unless a turn of the same session stored it first: the IDs of those inserted."""
+        now = Timestamp.now().to_micros()
+        rows = [{"app_pk": app_pk, "session_id": turn.name.id, "app_version": turn.blueprint.version or "",
+                 "deployment": turn.deployment, "revision": 1, **_state_values(turn, now)} for turn in turns]
+        return set(connection.execute(_INSERTS_SESSIONS[connection.dialect.name], rows).scalars())
+
+    @staticmethod
+    def _update_session(connection: Connection, turn: UnsavedTurn) -> bool:
         """Write the session's new state; False (nothing written) if it moved on since the turn read it."""
-        record = turn.record
-        values = {
-            "state": record.state,
-            "ended": bool(record.state.get("ended")),
-            "update_time_us": Timestamp.now().to_micros(),
-        }
         row = turn.row
-        if row is None:
-            return connection.execute(_INSERTS_SESSION[connection.dialect.name], {
-                "app_pk": turn.app_pk, "session_id": turn.name.id, "app_version": turn.blueprint.version or "",
-                "deployment": turn.deployment, "revision": 1, **values}).first() is not None
+        assert row is not None
+        values = _state_values(turn, Timestamp.now().to_micros())
         return bool(connection.execute(_UPDATE_SESSION, {
             "b_pk": row.id, "b_revision": row.revision, "b_next_revision": row.revision + 1,
             **{f"b_{key}": value for key, value in values.items()}}).rowcount)
 
-    def _record(self, connection: Connection, turn: UnsavedTurn) -> None:
-        """Record the turn in the session's conversation."""
+    @staticmethod
+    def _appended(turn: UnsavedTurn) -> Appended | None:
+        """The turn as the session's conversation records it; None when nothing happened that a recording would
+        show."""
         record, blueprint, config = turn.record, turn.blueprint, turn.config
         if not record.messages:
-            return  # nothing happened that a recording would show
+            return None
         name = turn.name
-        recorded = Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span)
         start = Conversation(
             start_time=record.root_span.start_time,
             entry_agent=blueprint.agent_name(record.state["entryAgent"]),
@@ -262,8 +285,22 @@ class SessionService:
                            if blueprint.app.language_settings else None),
             source=config.source if config.source not in (None, Source.SOURCE_UNSPECIFIED) else Source.LIVE,
         )
-        self.conversations.append(connection, turn.app_pk, name.app_name.conversation(name.id), recorded,
-                                  end_time=record.root_span.end_time, start=start, seen_absent=turn.begins)
+        return Appended(name.app_name.conversation(name.id),
+                        Turn(messages=[m for m in record.messages if m.chunks], root_span=record.root_span),
+                        record.root_span.end_time, start, seen_absent=turn.begins)
+
+
+def _state_values(turn: UnsavedTurn, now: int) -> dict[str, Any]:
+    """The session columns every turn writes: the state it leaves."""
+    return {"state": turn.record.state, "ended": bool(turn.record.state.get("ended")), "update_time_us": now}
+
+
+def _by_app(turns: Iterable[UnsavedTurn]) -> dict[int, list[UnsavedTurn]]:
+    """``turns`` by their app's row, in order."""
+    apps: dict[int, list[UnsavedTurn]] = {}
+    for turn in turns:
+        apps.setdefault(turn.app_pk, []).append(turn)
+    return apps
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,7 @@ async def test_turns_that_cannot_be_stored_leave_their_result_stored_without_the
     def failing(*_: Any, **__: Any) -> bool:
         raise IntegrityError("INSERT INTO ces_conversation_turns …", {}, Exception("duplicate key"))
 
-    monkeypatch.setattr(services.runtime.sessions, "save", failing)
+    monkeypatch.setattr(services.runtime.sessions, "save_all", failing)
     with caplog.at_level(logging.WARNING, logger="convener.ces.evaluation.executor"):
         _play(services, job)
     row = _result(services, pk)

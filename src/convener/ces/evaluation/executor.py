@@ -394,9 +394,9 @@ class RunExecutor:
                                                             (one.row.create_time_us, one.row.result_id)))
         if completed:
             aggregates.results_completed(connection, completed)
-        for one in stored:
-            for turn in one.turns:  # a session a turn of it moved on meanwhile keeps its own turn: not stored
-                self.sessions.save(connection, turn, strict=False)
+        if turns := [turn for one in stored for turn in one.turns]:
+            # a session a turn of it moved on meanwhile keeps its own turn: not stored
+            self.sessions.save_all(connection, turns)
         return settled
 
     def _claim(self, job: PlayResult, group: Sequence[int], attempt: Attempt, played: Sequence[Played]) -> list[Claim]:

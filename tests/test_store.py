@@ -369,6 +369,33 @@ def test_a_transaction_commits_lazily_when_told_by_a_statement_or_by_a_column_an
         database.dispose()
 
 
+def test_an_insert_of_several_rows_is_one_statement_sent_once(database_url: str) -> None:
+    """An insert executed with a list of rows reaches the server as one statement of them all on PostgreSQL (not a
+    statement a row, as psycopg's executemany sends them), and as one executemany on SQLite; every row lands."""
+    database = Database(database_url)
+    sent: list[tuple[str, bool]] = []
+
+    def seen(conn: object, cursor: object, statement: str, parameters: object, context: object,
+             executemany: bool) -> None:
+        sent.append((statement, executemany))
+
+    rows = [{"key": f"several-{index}", "value": b"x"} for index in range(3)]
+    try:
+        with database.listening("before_cursor_execute", seen), database.transaction() as connection:
+            connection.execute(insert(installation), rows)
+        assert len(sent) == 1
+        statement, executemany = sent[0]
+        if database.dialect == "postgresql":
+            assert statement.count("%(key__") == 3, statement
+        else:
+            assert executemany
+        with database.reading() as connection:
+            stored = connection.execute(select(installation.c.key).where(installation.c.key.like("several-%")))
+            assert sorted(stored.scalars()) == [row["key"] for row in rows]
+    finally:
+        database.dispose()
+
+
 @pytest.mark.skipif(not POSTGRES_URL, reason="PostgreSQL is not configured (CONVENER_TEST_DATABASE_URL)")
 def test_a_postgresql_connection_is_pinged_only_after_idling_and_replaced_when_its_server_side_is_gone(
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, TypeVar, overload
 
-from sqlalchemy import Connection, Select, and_, bindparam, func, select, update
+from sqlalchemy import Connection, Select, Update, and_, bindparam, func, select, update
 from sqlalchemy.exc import DBAPIError
 
 from convener.api.errors import ApiError
@@ -113,16 +113,21 @@ def _results_claimed(count: int) -> Select[Any]:
 
 _CLAIM = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), attempts=bindparam("attempt"), body=bindparam("body"))
-_RESERVE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
-    attempts=bindparam("attempt"))
-"""A queued result claimed in a group behind the one played first: held by the attempt, left QUEUED (cancelled
-with the run's queued results if the run is) until stored."""
 _STORE = update(evaluation_results).where(evaluation_results.c.id == bindparam("pk")).values(
     execution_state=bindparam("state"), evaluation_status=bindparam("status"), body=bindparam("body"))
 _STORE_HELD = _STORE.where(one_of(evaluation_results.c.execution_state, CLAIMABLE),
                            evaluation_results.c.attempts == bindparam("attempt"))
 """Stores a played result only while the attempt that claimed it still holds it (RUNNING, or QUEUED as reserved
 in a group)."""
+
+
+@functools.lru_cache(maxsize=MAX_RESULTS_PER_JOB)
+def _reserving(count: int) -> Update:
+    """``count`` queued results (``numbered("pk", …)``) claimed in a group behind the one played first: held by the
+    attempt, left QUEUED (cancelled with the run's queued results if the run is) until stored. One statement
+    for all, built once per count."""
+    return update(evaluation_results).where(among_parameters(evaluation_results.c.id, "pk", count)).values(
+        attempts=bindparam("attempt"))
 
 
 @functools.lru_cache(maxsize=MAX_RESULTS_PER_JOB)
@@ -448,7 +453,7 @@ class RunExecutor:
         ``attempt``, or settle them CANCELLED when their run was cancelled. The first claimed, and any an earlier
         attempt left running, are marked RUNNING; the other queued ones are reserved."""
         claims: list[Claim] = []
-        reserved: list[dict[str, int]] = []
+        reserved: list[int] = []
         for row in found:
             if row.attempts >= attempt or row.execution_state not in CLAIMABLE:
                 continue
@@ -460,7 +465,7 @@ class RunExecutor:
             interrupted = row.execution_state == ExecutionState.RUNNING.value
             if claims and not interrupted:
                 held = replace(held, attempts=attempt)
-                reserved.append({"pk": held.id, "attempt": attempt})
+                reserved.append(held.id)
             else:
                 # The row as the claim leaves it, without reading it back (its plan and body are the larger part).
                 held = replace(held, attempts=attempt,
@@ -469,7 +474,7 @@ class RunExecutor:
                                             "attempt": attempt, "body": held.body})
             claims.append(Claim(held, Caller(row.run_initiated_by), interrupted=interrupted))
         if reserved:
-            connection.execute(_RESERVE, reserved)
+            connection.execute(_reserving(len(reserved)), {"attempt": attempt, **numbered("pk", reserved)})
         return claims
 
     def _commit_unless_finished(self, connection: Connection, settlement: Settlement) -> None:

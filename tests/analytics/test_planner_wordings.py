@@ -427,3 +427,15 @@ def test_the_number_of_groups_before_a_key(data: duckdb.DuckDBPyConnection, ques
 def test_leaving_out_the_ones_named_again(data: duckdb.DuckDBPyConnection, question: str,
                                           expected: list[tuple[object, ...]]) -> None:
     assert ask(data, question) == expected
+
+
+# --- "anything but Oslo": "but" after a word for every other value excludes it ------------------------------
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("voyages whose port is anything but Oslo: how many?", [(3,)]),
+    ("How many voyages from all but Bergen?", [(3,)]),
+    ("voyages from any port but Tromso, how many", [(4,)]),
+])
+def test_anything_but_a_value_excludes_it(data: duckdb.DuckDBPyConnection, question: str,
+                                          expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected

@@ -398,6 +398,7 @@ def _read_values(reading: _Reading) -> None:
                 and reading.tokens[begin - 1].text[:1].isupper():
             begin -= 1  # "didn't go to Atlanta (ATL)": the value's name, read as said by it, stands between
         negations = [i for i in range(max(0, begin - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        negations += _all_but(reading, begin)
         negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
                       and reading.norm(i - 1) in _LEAVE_OUT and reading.free(i) for j in (i - 1, i)]
         # "leaving out the ones to LAX", "ruling out those from JFK": the rows named again between
@@ -434,6 +435,23 @@ def _read_values(reading: _Reading) -> None:
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)]))
 
 
+_ALL_BUT = frozenset({"anything", "everything", "all", "any"})
+"""Words that with "but" right before a value exclude it ("anything but Turbo-fan"); "but" alone joins clauses."""
+
+
+def _all_but(reading: _Reading, begin: int) -> list[int]:
+    """"anything but Turbo-fan", "all but Adelie", "any port but Tromso": "but" right before a value, after a
+    word for every other value (a column's name may stand between), excludes the value: the words that say so."""
+    but = begin - 1
+    if but < 1 or reading.norm(but) != "but" or not reading.free(but):
+        return []
+    for index in range(but - 1, max(-1, but - 4), -1):
+        if reading.norm(index) in _ALL_BUT and reading.free(index):
+            return [index, but]
+        found = reading.mention_at(index)
+        if found is None or found.is_value:
+            return []
+    return []
 _NAMED_AGAIN = frozenset({"the", "ones", "those", "one", "that", "to", "from", "at", "on", "in", "of"})
 """Words that name the rows again between "leaving out" and the value that picks them ("the ones to")."""
 _LEAVE_OUT = frozenset({"leaving", "leave", "left", "leaves", "leaves", "keeping", "keep", "ruling", "rule"})
@@ -494,7 +512,8 @@ def _drop_named_column(reading: _Reading, value: _Mention) -> None:
         reading.used.update(range(following.start, following.end))
     before = value.start - 1  # "whose engine is not Turbo-fan", "carriers other than UA"
     while before >= 0 and reading.norm(before) in ("is", "was", "not", "are", "were", "=", "equal", "equals",
-                                                   "other", "than", "except", "excluding", "besides"):
+                                                   "other", "than", "except", "excluding", "besides", "but",
+                                                   *_ALL_BUT):
         before -= 1
     preceding = reading.mention_at(before)
     # "per species, excluding Chinstraps": a column right after a group marker is the key asked for, and

@@ -88,6 +88,7 @@ def test_a_name_before_a_value_in_parentheses_is_that_values_name(
     ("Are there any DL flights out of LaGuardia?", True), ("did carrier AA fly anything out of Newark?", False),
     ("Does any flight in the data cover more than 1,000 miles?", True),
     ("On January 2, 2013, was there a flight to Miami?", False),
+    ("any flight covering more than 1,000 miles?", True), ("Any flights from JFK to Atlanta (ATL)?", False),
 ])
 def test_a_yes_no_question_asks_whether_any_row_meets_its_conditions(
         data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:

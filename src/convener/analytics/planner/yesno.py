@@ -27,7 +27,7 @@ def read_exists(reading: _Reading, text: str) -> None:
     or "is there a …", "are there flights …": the question asks whether such rows exist. The words that ask it are read, and the
     row noun right after "any" ("any flight") names the rows, not a column called flight."""
     for start in _clause_starts(reading, text):
-        said = _asks_whether(reading, start)
+        said = _asks_whether(reading, start) or _any_asked(reading, start, text)
         if said:
             reading.exists = True
             reading.used.update(said)
@@ -57,6 +57,16 @@ def _asks_whether(reading: _Reading, start: int) -> list[int]:
         return []
     _take_row_noun(reading, found + 1)
     return [*said, found]
+
+
+def _any_asked(reading: _Reading, start: int, text: str) -> list[int]:
+    """"Any penguin weighing over 6 kg?", "any flights to HNL in May?": a question opened by "any" and the rows'
+    noun, the auxiliary left out, asks whether such rows exist too (a statement "any flight …" does not)."""
+    if reading.norm(start) != "any" or not reading.free(start) or not text.rstrip().endswith("?") \
+            or start + 1 >= len(reading.tokens) or reading.tokens[start + 1].stem not in _table_words(reading.base):
+        return []
+    _take_row_noun(reading, start + 1)
+    return [start]
 
 
 def _take_row_noun(reading: _Reading, index: int) -> None:

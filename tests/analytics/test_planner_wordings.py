@@ -4,6 +4,7 @@ words, and "how many different <rows of a joined table>"."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 
 import duckdb
@@ -439,3 +440,14 @@ def test_leaving_out_the_ones_named_again(data: duckdb.DuckDBPyConnection, quest
 def test_anything_but_a_value_excludes_it(data: duckdb.DuckDBPyConnection, question: str,
                                           expected: list[tuple[object, ...]]) -> None:
     assert ask(data, question) == expected
+
+
+# --- "earliest check": a part of one column's name, which no other column has, names that column -------------
+
+def test_a_part_of_only_one_columns_name_names_it(data: duckdb.DuckDBPyConnection) -> None:
+    assert ask(data, "earliest check?") == [(datetime.date(2020, 1, 5),)]
+
+
+def test_a_part_two_columns_share_names_neither() -> None:
+    with pytest.raises(NoPlan):
+        plan("average hull?")  # hull_number is in voyages and in vessels

@@ -3,6 +3,8 @@ the table a question is about."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +94,9 @@ class _Catalog:
         self._values_of = values_of
         self._values: dict[tuple[str, str], list[str]] = {}
         self.columns = [self._column_keys(table, column) for table in tables for column in table.columns]
+        # how many columns of the catalog each part of a name belongs to: a part only one column has
+        # ("flipper" of flipper_length_mm) names that column as surely as a table's word names its table
+        self.part_owners = Counter(part for keys in self.columns for part in set(keys.parts))
         self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
         self.row_words = set().union(*(_table_words(table) for table in tables)) if tables else set()
         self._candidates: tuple[tuple[tuple[Token, ...], frozenset[int]], list[_Candidate]] | None = None
@@ -204,7 +209,8 @@ class _Catalog:
                     if not exact and tokens[start].stem in self.row_words:
                         continue  # "airports" is a table, not an abbreviation of air_time
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
-                        found.append(_Candidate(start, end, target, 1.0 if exact else 0.8, "partial"))
+                        strength = (2.0 if self.part_owners[words] == 1 else 1.0) if exact else 0.8
+                        found.append(_Candidate(start, end, target, strength, "partial"))
             found.extend(_compound_spans(tokens, content, keys, target))
             if keys.column.type == BOOLEAN:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(

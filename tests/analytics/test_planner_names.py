@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 
 import duckdb
@@ -194,3 +195,14 @@ def test_which_row_of_a_joined_table_ranks_by_the_rows_that_join_it(data: duckdb
                          values_of=lambda t, c: VALUES.get((t, c), []),
                          relationships=(Relationship("flights", ("carrier",), "airlines", ("carrier",)),))
     assert data.execute(made.sql).fetchall() == [("DL", "Delta", 3)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("latest date with an EWR to MIA flight", [(datetime.date(2013, 1, 1),)]),
+    ("longest distance of a JFK flight", [(1090,)]),
+])
+def test_one_row_noun_after_the_codes_that_qualify_it_is_the_rows_not_the_flight_number(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan(question)
+    assert '"flight"' not in made.sql, made.sql
+    assert answer(data, question) == expected

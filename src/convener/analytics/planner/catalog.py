@@ -199,9 +199,9 @@ class _Catalog:
                     if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
                             and tokens[start].norm != words[0] and tokens[start].norm.endswith("s"):
                         continue  # "flights" names the rows of flights, not its column "flight"
-                    if end - start == 1 and len(words) == 1 and tokens[start].stem in named and start > 0 \
-                            and tokens[start - 1].norm in _ONE_ROW and not _describes(keys.column, tokens, end):
-                        continue  # "for a flight going to ORD", "any single flight": one of the rows
+                    if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
+                            and _one_row_before(tokens, start) and not _describes(keys.column, tokens, end):
+                        continue  # "for a flight going to ORD", "any single flight", "an EWR to SFO flight"
                     found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
             entity = _table_words(keys.table)
             for words in keys.parts:
@@ -363,6 +363,17 @@ def _condition_of(description: str, table: TableInfo) -> str | None:
 
 _ONE_ROW = frozenset({"a", "an", "any", "single", "one"})
 """Words before the rows' noun that make it one row ("a flight"); "each flight" may be a group, by a column."""
+_ROUTE_WORDS = frozenset({"to", "from", "-", "→"})
+
+
+def _one_row_before(tokens: list[Token], noun: int) -> bool:
+    """Whether a word of ``_ONE_ROW`` makes the noun at ``noun`` one row: right before it, or before codes that
+    qualify it ("an EWR to SFO flight", "a JFK flight"), which are written in capitals."""
+    index = noun - 1
+    while index >= 0 and noun - index <= 4 and (tokens[index].norm in _ROUTE_WORDS or (
+            tokens[index].text.isupper() and tokens[index].text.isalnum() and len(tokens[index].text) > 1)):
+        index -= 1
+    return index >= 0 and tokens[index].norm in _ONE_ROW
 
 
 def _describes(column: ColumnInfo, tokens: list[Token], index: int) -> bool:

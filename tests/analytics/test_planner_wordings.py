@@ -451,3 +451,31 @@ def test_a_part_of_only_one_columns_name_names_it(data: duckdb.DuckDBPyConnectio
 def test_a_part_two_columns_share_names_neither() -> None:
     with pytest.raises(NoPlan):
         plan("average hull?")  # hull_number is in voyages and in vessels
+
+
+# --- "LGA departures": a plural noun several columns abbreviate alike is the rows, the events they record -------
+
+TRIPS = TableInfo("trips", (ColumnInfo("origin", "STRING"), ColumnInfo("dep_time", "INTEGER", "Departure time, HHMM"),
+                            ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, HHMM"),
+                            ColumnInfo("dep_delay", "INTEGER", "Departure delay, in minutes"),
+                            ColumnInfo("distance", "INTEGER", "Distance, in miles")),
+                  description="Trips: one row per trip.")
+
+
+@pytest.fixture(scope="module")
+def trips() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE trips (origin VARCHAR, dep_time INTEGER, sched_dep_time INTEGER, "
+                        "dep_delay INTEGER, distance INTEGER)",
+                        "INSERT INTO trips VALUES ('LGA', 900, 850, 10, 700), ('LGA', 1000, 1000, 0, 900), "
+                        "('JFK', 1100, 1030, 30, 2500)")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("average distance of LGA departures", [(800.0,)]),
+    ("JFK departures: count them", [(1,)]),
+])
+def test_a_plural_noun_several_columns_abbreviate_is_the_rows(trips: duckdb.DuckDBPyConnection, question: str,
+                                                              expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [TRIPS], values_of=lambda _, column: {"origin": ["LGA", "JFK"]}.get(column, []))
+    assert trips.execute(made.sql).fetchall() == expected
+

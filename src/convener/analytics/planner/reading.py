@@ -709,6 +709,23 @@ def _read_key_bucket(reading: _Reading, key: _Mention) -> None:
     reading.used.add(key.end)
 
 
+def _events_of_rows(reading: _Reading, mention: _Mention) -> bool:
+    """"LGA departures", "B6 departures from JFK: count them": a plural noun that several columns abbreviate
+    alike (dep_time, dep_delay, sched_dep_time), none of them by its whole word, nor followed by what would say
+    which (a part of one of their names), is the rows themselves, the events they record."""
+    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1:
+        return False
+    token = reading.tokens[mention.start]
+    if not token.norm.endswith("s") or len(token.norm) < 5:
+        return False
+    columns = (mention.target.column, *mention.ambiguous)
+    parts = {part for column in columns for part in phrase(column)}
+    if token.stem in parts or token.norm in parts:
+        return False
+    following = reading.norm(mention.end)
+    return following not in parts and reading.mention_at(mention.end) is None
+
+
 def _exact_rival(reading: _Reading, mention: _Mention) -> str:
     """Of the columns a phrase could name, the one named exactly as written ("engine", not "engines");
     refused when none is and it could name several."""
@@ -937,6 +954,10 @@ def _read_measures(reading: _Reading) -> None:
             continue
         column = reading.column(mention.target.column)
         if column.type not in NUMBER_TYPES:
+            continue
+        if _events_of_rows(reading, mention):
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
             continue
         # Only a number can be averaged or totalled: a rival that is not one ("engine", the engine's type,
         # beside "engines", their number) is not what a measure means.

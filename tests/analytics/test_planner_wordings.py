@@ -479,3 +479,17 @@ def test_a_plural_noun_several_columns_abbreviate_is_the_rows(trips: duckdb.Duck
     made = plan_question(question, [TRIPS], values_of=lambda _, column: {"origin": ["LGA", "JFK"]}.get(column, []))
     assert trips.execute(made.sql).fetchall() == expected
 
+
+
+# --- "the 2 most frequent captains": how often a group's rows occur is how many there are -----------------------
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("the 2 most frequent captains", [("Ahab", 2), ("Nemo", 2)]),
+    ("1 least common port", [("Tromso", 1)]),
+    ("the 2 most popular ports", [("Bergen", 2), ("Oslo", 2)]),
+])
+def test_most_frequent_ranks_groups_by_their_rows(data: duckdb.DuckDBPyConnection, question: str,
+                                                  expected: list[tuple[object, ...]]) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert ask(data, question) == expected

@@ -54,6 +54,7 @@ from convener.analytics.planner.vocabulary import (
     _COMPARE_WORDS,
     _COUNT_PHRASES,
     _DISTINCT_WORDS,
+    _FREQUENT,
     _GROUP_FILLER,
     _GROUP_MARKERS,
     _HIGH_WORDS,
@@ -549,6 +550,8 @@ def _read_top(reading: _Reading) -> None:
         if token.number is not None and token.is_integer and _superlative_after(reading, index + 1):
             reading.top = int(token.number)
             reading.used.add(index)
+            if reading.norm(index + 1) in ("most", "least") and reading.norm(index + 2) in _FREQUENT:
+                reading.used.add(index + 2)  # "5 most frequent destinations": ranked by their rows' number
             return
         if token.norm in ("which", "what") and _number_at(reading, index + 1):
             reading.top = int(tokens[index + 1].number or 0)

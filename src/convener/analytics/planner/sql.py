@@ -16,6 +16,7 @@ from convener.analytics.planner.weekdays import weekday_of
 from convener.analytics.planner.vocabulary import (
     _AGG_NAMES,
     _BUSY_WORDS,
+    _FREQUENT,
     AVG,
     MAX,
     MEDIAN,
@@ -134,8 +135,13 @@ def _ranks_by_condition(reading: _Reading) -> bool:
 
 
 def _ranks_by_activity(reading: _Reading) -> bool:
-    """"The 3 busiest carriers", "the quietest month": how busy a group is is how many rows it has."""
-    return reading.top is not None and any(token.norm in _BUSY_WORDS for token in reading.tokens)
+    """"The 3 busiest carriers", "the quietest month", "the 5 most frequent destinations", "the least common
+    species": how busy, frequent or common a group is is how many rows it has."""
+    tokens = reading.tokens
+    return reading.top is not None and any(
+        token.norm in _BUSY_WORDS or token.norm in _FREQUENT and index > 0
+        and tokens[index - 1].norm in ("most", "least", "fewest") for index, token in enumerate(tokens))
+
 
 
 def _names_rows(reading: _Reading) -> bool:

@@ -493,3 +493,21 @@ def test_most_frequent_ranks_groups_by_their_rows(data: duckdb.DuckDBPyConnectio
     made = plan(question)
     assert not made.unaccounted
     assert ask(data, question) == expected
+
+
+# --- "total voyages", "long voyages by port": rows counted where they are named, or a condition said as them ----
+
+LONG = Term("long voyage", "A voyage of more than 250 km, that is voyages whose distance > 250", ("long voyages",))
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("total voyages from Oslo", [(2,)]),
+    ("total long voyages", [(3,)]),
+    ("long voyages by port", [("Bergen", 1), ("Oslo", 1), ("Tromso", 1)]),
+])
+def test_rows_or_a_condition_said_as_rows_are_counted(data: duckdb.DuckDBPyConnection, question: str,
+                                                      expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [VOYAGES, VESSELS], [LONG], values_of=lambda _, column: VALUES.get(column, []),
+                         relationships=HULLS)
+    assert not made.unaccounted
+    assert sorted(data.execute(made.sql).fetchall(), key=repr) == expected

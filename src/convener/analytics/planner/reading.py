@@ -884,10 +884,29 @@ def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
     return False
 
 
+def _total_of_rows(reading: _Reading, table_words: set[str]) -> int | None:
+    """Where "total" counts rows: before the rows' plural noun ("total flights") or a true/false condition said as
+    its rows ("total late arrivals", a glossary term), which have nothing to add up but their number."""
+    for index, token in enumerate(reading.tokens[:-1]):
+        if token.norm != "total" or not reading.free(index):
+            continue
+        if reading.tokens[index + 1].stem in table_words and reading.norm(index + 1).endswith("s"):
+            return index
+        # the condition read already: its filter ends where its words do, right after "total"
+        if any(f.kind == "boolean" and index < f.start <= index + 3 and reading.norm(f.start).endswith("s")
+               and all(i in reading.used for i in range(index + 1, f.start + 1)) for f in reading.filters):
+            return index
+    return None
+
+
 def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     """"how many …", "number of …", "count …": a count; "how many different X" counts distinct X."""
     found = _find_phrase(reading, _COUNT_PHRASES)
     if found is None:
+        total = _total_of_rows(reading, table_words)
+        if total is not None:  # "total flights in 2013", "total late arrivals"
+            reading.count = True
+            reading.used.add(total)
         return
     index, words = found
     reading.count = True

@@ -145,9 +145,12 @@ def _ranks_by_activity(reading: _Reading) -> bool:
 
 
 def _names_rows(reading: _Reading) -> bool:
-    """Whether the question names the table's rows ("airports", "days")."""
+    """Whether the question names the table's rows ("airports", "days"), or some of them by a glossary term of
+    a condition said as their plural ("late arrivals by quarter": the flights that arrived late)."""
     words = _table_words(reading.table)
-    return any(token.stem in words for token in reading.tokens if token.kind == "word")
+    return any(token.stem in words for token in reading.tokens if token.kind == "word") or any(
+        f.kind == "boolean" and reading.virtual(f.column) and 0 <= f.start < len(reading.tokens)
+        and reading.tokens[f.start].norm.endswith("s") for f in reading.filters)
 
 
 def _build_count(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

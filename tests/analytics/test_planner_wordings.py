@@ -511,3 +511,11 @@ def test_rows_or_a_condition_said_as_rows_are_counted(data: duckdb.DuckDBPyConne
                          relationships=HULLS)
     assert not made.unaccounted
     assert sorted(data.execute(made.sql).fetchall(), key=repr) == expected
+
+
+# --- "Which voyages left Oslo? Captain, distance and port please.": a list of columns as a sentence of its own ----
+
+def test_a_sentence_that_lists_columns_names_the_columns_shown(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Which voyages left Oslo? Captain, distance and port please.")
+    assert not made.unaccounted
+    assert sorted(data.execute(made.sql).fetchall()) == [("Ahab", 100, "Oslo"), ("Nemo", 300, "Oslo")]

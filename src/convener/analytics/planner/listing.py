@@ -26,7 +26,7 @@ def read_column_list(reading: _Reading, text: str) -> None:
             index += 1
             continue
         introducer = _introducer(reading, index, text)
-        if introducer is None or (len(items) < 2 and introducer in ("verb", "with")):
+        if introducer is None or (len(items) < 2 and introducer in ("verb", "with", "sentence")):
             index = end
             continue
         glossed = _glossed(reading, index, items, text)
@@ -129,6 +129,8 @@ def _introducer(reading: _Reading, index: int, text: str) -> str | None:
     gap = _gap(text, reading, index)
     if any(mark in gap for mark in (":", "(", " - ", " – ", " — ")):
         return "punctuation"
+    if index > 0 and any(mark in gap for mark in ("?", ".")):
+        return "sentence"  # "Which JFK flights were cancelled? Date, carrier and flight please."
     before = index - 1
     owners = []
     while before >= 0 and reading.norm(before) in _OWNERS and reading.free(before):

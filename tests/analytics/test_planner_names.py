@@ -206,3 +206,8 @@ def test_one_row_noun_after_the_codes_that_qualify_it_is_the_rows_not_the_flight
     made = plan(question)
     assert '"flight"' not in made.sql, made.sql
     assert answer(data, question) == expected
+
+
+def test_groups_that_never_did_something_out_of_a_place(data: duckdb.DuckDBPyConnection) -> None:
+    # UA flew only out of Newark, B6 only out of JFK; AA and DL flew out of LGA
+    assert [row[0] for row in answer(data, "Which carriers never flew out of LGA?")] == ["B6", "UA"]

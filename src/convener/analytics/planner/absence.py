@@ -14,7 +14,7 @@ from convener.analytics.shapes import BOOLEAN, STRING
 
 _ABSENT = frozenset({"never", "no"})
 _BETWEEN = frozenset({"had", "have", "has", "a", "an", "any", "single", "one", "from", "to", "at", "on", "in",
-                      "with", "been", "was", "were", "flown", "seen"})
+                      "out", "of", "with", "been", "was", "were", "flown", "seen"})
 
 
 def read_absence(reading: _Reading) -> None:

@@ -519,3 +519,16 @@ def test_a_sentence_that_lists_columns_names_the_columns_shown(data: duckdb.Duck
     made = plan("Which voyages left Oslo? Captain, distance and port please.")
     assert not made.unaccounted
     assert sorted(data.execute(made.sql).fetchall()) == [("Ahab", 100, "Oslo"), ("Nemo", 300, "Oslo")]
+
+
+
+# --- "to Seattle": a capitalised word inside the question is a name, not a column's word said loosely -----------
+
+def test_a_capitalised_word_inside_the_question_is_a_name_not_a_column_said_loosely() -> None:
+    from convener.analytics.planner.catalog import _token_matches
+    from convener.analytics.wording import tokenize
+
+    assert _token_matches(tokenize("earliest flight to Seattle")[-1], "seat", True) == (False, False)
+    # the same word in lower case, or opening the question, may still be a column's word said loosely
+    assert _token_matches(tokenize("earliest flight to seattle")[-1], "seat", True) == (True, False)
+    assert _token_matches(tokenize("Seattle")[0], "seat", True) == (True, False)

@@ -398,7 +398,9 @@ def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, 
         return False, False
     if abbreviations and token.norm in _compared_forms(part):
         return True, False  # (a glossary "late" is not "later")
-    if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN:
+    # "to Seattle": a capitalised word inside the question is a name, not a column's word said loosely ("seats")
+    named = token.start > 0 and token.text[:1].isupper() and token.text[1:].islower()
+    if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN and not named:
         if len(part) >= 3 and token.norm.startswith(part) and not token.norm.endswith("ed") \
                 and token.norm not in _dimension_forms():
             return True, False  # ("longest" measures a length; it is no abbreviation of lon)

@@ -532,3 +532,11 @@ def test_a_capitalised_word_inside_the_question_is_a_name_not_a_column_said_loos
     # the same word in lower case, or opening the question, may still be a column's word said loosely
     assert _token_matches(tokenize("earliest flight to seattle")[-1], "seat", True) == (True, False)
     assert _token_matches(tokenize("Seattle")[0], "seat", True) == (True, False)
+
+
+# --- "by the year of the check date": a time bucket after "by the" --------------------------------------------
+
+def test_a_bucket_after_by_the_groups_by_it(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Average distance by the month of the check date?")
+    assert ask(data, "Average distance by the month of the check date?") == [
+        (datetime.datetime(2020, 1, 1), 200.0), (datetime.datetime(2020, 2, 1), 366.6666666666667)], made.sql

@@ -77,6 +77,8 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             span = [index]
         elif token.norm in _BUCKETS and norm(index - 1) in ("per", "by", "each", "every", "a"):
             span = [index - 2, index - 1, index] if norm(index - 2) in ("for", "in", "of") else [index - 1, index]
+        elif token.norm in _BUCKETS and norm(index - 1) == "the" and norm(index - 2) in ("per", "by"):
+            span = [index - 2, index - 1, index]  # "by the year of the egg date"
         elif token.norm in ("years", "time") and norm(index - 1) == "the" and norm(index - 2) == "over":
             span = [index - 2, index - 1, index]
         elif token.norm == "time" and norm(index - 1) == "over":

@@ -4,9 +4,9 @@ A call reads the session (or starts it) and the app it runs (the draft, or an ap
 no transaction open (tools and models may be slow), then writes the session's new state and the new turn (a
 row appended to the conversation) in one transaction, conditional on the session not having moved on
 meanwhile (else ABORTED, and nothing is written). An evaluation's replay plays a turn and stores it later,
-in the transaction that stores its result (``play_turn``, then ``save``). Nothing a turn reads or writes
-grows with the number of turns before it: the conversation's earlier turns are read only if an agent looks
-at the history, and then only the last ones it asks for.
+in the transaction that stores its result (``play_turn``, then ``save_all``, with a group of results' turns).
+Nothing a turn reads or writes grows with the number of turns before it: the conversation's earlier turns are
+read only if an agent looks at the history, and then only the last ones it asks for.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ _APP_AND_SESSION = select(
     apps.c.name == bindparam("name"))
 """A turn's app (its row id), session (null columns before its first turn), recorded conversation (the
 session's ID is its conversation's; null before it is recorded) and what its draft is made of, in one statement."""
-_INSERTS_SESSIONS = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(sessions.c.session_id)
-                     for dialect in ("sqlite", "postgresql")}
+_INSERTS_SESSIONS = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(
+    sessions.c.session_id) for dialect in ("sqlite", "postgresql")}
 """Sessions' first turns: each inserted unless a turn of the same session stored it first; it returns the IDs of
 those it inserted (a rowcount would not say which). Executed with a list of rows, SQLAlchemy inserts them in one
 statement ("insertmanyvalues")."""

@@ -121,8 +121,8 @@ class Database:
         if self.dialect != "sqlite":
             _ping_when_idle(self.engine)
             # An insert executed with several rows is one statement of them all, as an insert returning rows is
-            # ("insertmanyvalues"): psycopg's executemany sends a statement a row (in a pipeline, entered and
-            # synchronised for each call), which cost the client about four times a statement's CPU.
+            # ("insertmanyvalues"): psycopg's executemany has the server run a statement a row (pipelined). Three
+            # rows took 0.22 ms so against 0.26 ms, the same CPU on the client.
             self.engine.dialect.use_insertmanyvalues_wo_returning = True
         self._write_lock = threading.RLock()
         self._reading_engine = self.engine

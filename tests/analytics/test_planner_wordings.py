@@ -504,6 +504,7 @@ LONG = Term("long voyage", "A voyage of more than 250 km, that is voyages whose 
     ("total voyages from Oslo", [(2,)]),
     ("total long voyages", [(3,)]),
     ("long voyages by port", [("Bergen", 1), ("Oslo", 1), ("Tromso", 1)]),
+    ("total voyages distance", [(1500,)]),  # a number column named: it is what is added up, not the rows
 ])
 def test_rows_or_a_condition_said_as_rows_are_counted(data: duckdb.DuckDBPyConnection, question: str,
                                                       expected: list[tuple[object, ...]]) -> None:

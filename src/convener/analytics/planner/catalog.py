@@ -363,7 +363,8 @@ def _condition_of(description: str, table: TableInfo) -> str | None:
 
 _ONE_ROW = frozenset({"a", "an", "any", "single", "one"})
 """Words before the rows' noun that make it one row ("a flight"); "each flight" may be a group, by a column."""
-_ROUTE_WORDS = frozenset({"to", "from", "-", "→"})
+_ROUTE_WORDS = frozenset({"to", "from"})
+"""Words between codes that qualify a row's noun ("an EWR to SFO flight"); "EWR-SFO" is two words already."""
 
 
 def _one_row_before(tokens: list[Token], noun: int) -> bool:

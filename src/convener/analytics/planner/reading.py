@@ -886,7 +886,11 @@ def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
 
 def _total_of_rows(reading: _Reading, table_words: set[str]) -> int | None:
     """Where "total" counts rows: before the rows' plural noun ("total flights") or a true/false condition said as
-    its rows ("total late arrivals", a glossary term), which have nothing to add up but their number."""
+    its rows ("total late arrivals", a glossary term), which have nothing to add up but their number. Never
+    where the question names a number column ("total penguins body mass": that column is what is added up)."""
+    if any(not mention.is_value and reading.column(mention.target.column).type in NUMBER_TYPES
+           for mention in reading.mentions):
+        return None
     for index, token in enumerate(reading.tokens[:-1]):
         if token.norm != "total" or not reading.free(index):
             continue

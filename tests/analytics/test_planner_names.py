@@ -115,6 +115,16 @@ def test_a_noun_of_direction_points_at_what_follows_not_at_the_place_before(
     assert [row[0] for row in rows] == ["ATL"]  # of LGA's flights (ATL 20, MIA none); not flights *to* LaGuardia
 
 
+@pytest.mark.parametrize("question", ["How many different destinations did LaGuardia flights go to?",
+                                      "Which destinations did LaGuardia flights serve?",
+                                      "Which origins did Miami flights come from?"])
+def test_a_noun_of_direction_before_a_verb_is_what_is_asked_about_not_the_end_of_the_place_after(
+        question: str) -> None:
+    # "LaGuardia flights" says no direction: read by "destinations" it became flights *to* LaGuardia
+    with pytest.raises(NoPlan):
+        plan(question)
+
+
 def test_side_by_side_compares_the_values_named(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "Show the average arrival delay of UA and of B6 side by side.") == [("B6", 3.0), ("UA", 10.0)]
 

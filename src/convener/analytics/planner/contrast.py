@@ -11,7 +11,7 @@ from convener.analytics.planner.catalog import _Mention, _table_words
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.planner.units import UNIT_NAMES, described_in
-from convener.analytics.planner.vocabulary import AVG
+from convener.analytics.planner.vocabulary import AUXILIARIES, AVG
 from convener.analytics.shapes import NUMBER_TYPES
 from convener.analytics.wording import phrase, stem
 
@@ -21,7 +21,6 @@ _LOWER = frozenset({"less", "lower", "fewer", "smaller", "earlier", "shorter", "
                     "slower"})
 _OF_NUMBER = frozenset({"more", "fewer", "less"})
 """Comparatives that, before the rows' noun, compare how many rows each group has."""
-_AUXILIARIES = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "had"})
 _FILLER_AFTER_THAN = frozenset({"that", "those", "the", "of", "for", "one", "ones"})
 
 
@@ -82,7 +81,7 @@ def _form(reading: _Reading, comparative: int) -> tuple[str, list[int]] | None:
     """Whether the question asks whether ("is the average … greater than …": ``whether``) or by how much
     ("by how many grams …", "how many miles longer …", "how much …": ``difference``), with the words that
     ask it; None for any other comparative ("more than 300", "compare …")."""
-    if reading.norm(0) in _AUXILIARIES and reading.free(0):
+    if reading.norm(0) in AUXILIARIES and reading.free(0):
         return "whether", [0]
     for index in range(comparative):
         if reading.norm(index) == "how" and reading.norm(index + 1) in ("many", "much") and reading.free(index):

@@ -13,7 +13,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import Relationship
 from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
-from convener.analytics.planner.vocabulary import _AWAY, _DIRECTION_PREPOSITIONS, _TOWARD
+from convener.analytics.planner.vocabulary import _AWAY, _DIRECTION_PREPOSITIONS, _TOWARD, AUXILIARIES
 from convener.analytics.shapes import BOOLEAN, FLOAT, ColumnInfo, TableInfo
 from convener.analytics.wording import Token, phrase, snake, split_identifier, stem, tokenize
 
@@ -140,12 +140,18 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         norm = tokens[index].norm if 0 <= index < len(tokens) else ""
         return "toward" if norm in _TOWARD else "away" if norm in _AWAY else None
 
+    def points_forward(index: int) -> bool:
+        # "which destinations did LaGuardia flights go to": a role noun before a verb is what the question
+        # asks about, and the place after the verb is not its end
+        return tokens[index].norm not in _ROLE_NOUNS or index + 1 >= len(tokens) \
+            or tokens[index + 1].norm not in AUXILIARIES
+
     asked: dict[str, set[int]] = {}
     for index, token in enumerate(tokens):
         direction = direction_of(index)
         if direction is None:
             continue
-        if names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
+        if points_forward(index) and names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
                 or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS \
                 and names_other(content(range(index - 1, max(-1, index - 4), -1))):
             said = asked.setdefault(direction, set())

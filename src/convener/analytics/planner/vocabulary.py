@@ -155,6 +155,8 @@ whether more of the adjective is more of the column."""
 _IRREGULAR_DIMENSIONS = {"farther": "far", "further": "far", "farthest": "far", "furthest": "far",
                          "more expensive": "expensive", "most expensive": "expensive"}
 _TIE_WORDS = frozenset({"tie", "ties", "tied"})
+AUXILIARIES = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "had"})
+"""Verbs that open a clause of their own ("did any flight …", "which destinations did LaGuardia serve")."""
 _TIE_FILLER = frozenset({"counting", "count", "include", "including", "includes", "with", "allow", "keep",
                          "keeping", "if", "there", "is", "a", "any", "show", "all", "of", "them", "list"})
 

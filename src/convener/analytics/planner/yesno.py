@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.vocabulary import AUXILIARIES
 
-_AUXILIARIES = frozenset({"does", "do", "did", "is", "are", "was", "were", "has", "have", "had"})
 _ANY = frozenset({"any", "anything", "anyone", "anybody", "ever"})
 
 
@@ -34,12 +34,12 @@ def read_exists(reading: _Reading, text: str) -> None:
             return
     # "Did United fly to Denver in March 2013?": a question opened by an auxiliary asks yes or no too; it is
     # answered so where what it asks about is rows (the shape decides)
-    reading.yes_no = reading.norm(0) in _AUXILIARIES and reading.free(0)
+    reading.yes_no = reading.norm(0) in AUXILIARIES and reading.free(0)
 
 
 def _asks_whether(reading: _Reading, start: int) -> list[int]:
     """The words of a clause starting at ``start`` that ask whether rows exist; empty when it does not."""
-    if reading.norm(start) not in _AUXILIARIES or not reading.free(start):
+    if reading.norm(start) not in AUXILIARIES or not reading.free(start):
         return []
     after = start + 1
     said = [start]

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS
 from convener.analytics.wording import phrase
 
-_GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return"})
+_GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return",
+                   # "I'd like the penguin ID, species and bill length": a wish names what to show, as a verb
+                   "like", "want", "need"})
 _WITH = frozenset({"with"})
 _OWNERS = frozenset({"me", "us", "the", "its", "their", "his", "her"})
 _JOINERS = frozenset({"and"})
@@ -53,7 +56,7 @@ def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, ra
     ends); empty when no column is named at ``index``."""
     items: list[tuple[str, range]] = []
     while True:
-        item = _item(reading, index)
+        item = _item(reading, index, text)
         if item is None:
             break
         items.append(item)
@@ -70,7 +73,7 @@ def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, ra
     return items, (items[-1][1].stop if items else index)
 
 
-def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
+def _item(reading: _Reading, index: int, text: str) -> tuple[str, range] | None:
     """The column named at ``index`` and the words that name it: a column's mention, with words of its
     description right after it ("flight number" for ``flight``, "Flight number"), or "ID"."""
     mention = reading.mention_at(index)
@@ -81,10 +84,15 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
         while reading.free(end) and reading.tokens[end].stem in described and reading.norm(end) not in _JOINERS:
             end += 1
         return column.name, range(index, end)
-    if reading.norm(index) in ("id", "ids") and reading.free(index):
+    # "the penguin ID": the rows' own noun right before "ID" says whose identifier it is ("penguins: ID" is a
+    # list of their columns)
+    named = reading.tokens[index].stem in _table_words(reading.base) and reading.free(index) \
+        and reading.norm(index + 1) in ("id", "ids") and _gap(text, reading, index + 1).isspace()
+    at = index + 1 if named else index
+    if reading.norm(at) in ("id", "ids") and reading.free(at):
         identifier = _identifier(reading)
         if identifier is not None:
-            return identifier, range(index, index + 1)
+            return identifier, range(index, at + 1)
     return None
 
 

@@ -61,7 +61,7 @@ def test_every_table_is_in_the_shared_metadata() -> None:
     assert set(metadata.tables) == EXPECTED_TABLES
 
 
-HEAD = "0014"
+HEAD = "0015"
 
 
 def test_upgrading_a_store_of_the_first_revision_keeps_recorded_nanoseconds(empty_database_url: str) -> None:

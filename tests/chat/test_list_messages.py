@@ -178,3 +178,33 @@ def test_message_select_has_the_columns_message_reads_by_position() -> None:
     from convener.chat.service import _MESSAGE_FIELDS, ChatService
 
     assert tuple(column.name for column in ChatService._message_select().selected_columns) == _MESSAGE_FIELDS
+
+
+def test_a_threads_listing_reads_the_thread_index_which_holds_threaded_messages_only(
+        chat_workspace: Workspace) -> None:
+    """The thread index leaves out messages outside threads (most of an export's), and a thread's listing can
+    still use it: its condition on the thread implies the index's."""
+    from sqlalchemy import text
+
+    from convener.chat.service import _listing
+
+    database = chat_workspace.services.database
+    query = _listing(True, False, False, False).params(space=chat_workspace.general.rsplit("/", 1)[-1],
+                                                       thread="t", limit=20)
+    compiled = query.compile(database.engine)
+    sql, values = str(compiled), compiled.params
+    # The driver's own parameters: positional on SQLite, named on PostgreSQL.
+    parameters = tuple(values[name] for name in compiled.positiontup or ()) if compiled.positional else values
+    with database.engine.connect() as connection:
+        if database.dialect == "sqlite":
+            definition = connection.execute(text(
+                "SELECT sql FROM sqlite_master WHERE name = 'ix_chat_messages_thread'")).scalar_one()
+            plan = " ".join(row[-1] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}",
+                                                                                   parameters))
+        else:
+            definition = connection.execute(text(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_chat_messages_thread'")).scalar_one()
+            connection.execute(text("SET LOCAL enable_seqscan = off"))  # the test's tables are tiny
+            plan = " ".join(row[0] for row in connection.exec_driver_sql(f"EXPLAIN {sql}", parameters))
+    assert "thread_id IS NOT NULL" in definition
+    assert "ix_chat_messages_thread" in plan

@@ -9,7 +9,7 @@ this metadata, because it differs by engine: an FTS5 index over ``search_text`` 
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import BigInteger, Boolean, Column, ForeignKey, Index, Integer, String, Table, Text, text
 
 from convener.store.schema import Json, metadata
 
@@ -76,7 +76,9 @@ messages = Table(
     Column("quote", Json, nullable=True),
     Index("ix_chat_messages_id", "space_id", "message_id", unique=True),
     Index("ix_chat_messages_listing", "space_id", "listed", "create_time_us", "row_id"),
-    Index("ix_chat_messages_thread", "space_id", "thread_id", "listed", "create_time_us", "row_id"),
+    # Threaded messages only: every query of it names a thread (migration 0015).
+    Index("ix_chat_messages_thread", "space_id", "thread_id", "listed", "create_time_us", "row_id",
+          postgresql_where=text("thread_id IS NOT NULL"), sqlite_where=text("thread_id IS NOT NULL")),
     Index("ix_chat_messages_sender", "sender_id", "create_time_us"),
     Index("ix_chat_messages_time", "create_time_us", "row_id"),
 )

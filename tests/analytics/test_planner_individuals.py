@@ -1,5 +1,6 @@
 """Questions about individual rows on a small tree survey: the columns wished for ("I'd like the tree ID,
-species and leaf length") and the rows' own identifier said with their noun ("tree ID")."""
+species and leaf length"), the rows' own identifier said with their noun ("tree ID"), and identifiers
+listed one per row."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import Plan, plan_question
+from convener.analytics.planner.listing import identifies_rows
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -28,7 +30,8 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
                         "INSERT INTO trees VALUES ('T1', 'Oak', 'Kew', 40, true), "
                         "('T2', 'Oak', 'Hyde', 90, false), ('T3', 'Ash', 'Kew', 30, true), "
                         "('T4', 'Elm', 'Regent', 70, false), "
-                        "('T5', 'Ash', 'Hyde', 35, false), ('T6', 'Elm', 'Kew', 60, true)")
+                        "('T5', 'Ash', 'Hyde', 35, false), ('T6', 'Elm', 'Kew', 60, true), "
+                        "('T7', 'Oak', 'Kew', 50, true), ('T7', 'Oak', 'Kew', 55, true)")
 
 
 def plan(question: str) -> Plan:
@@ -46,3 +49,32 @@ def test_the_columns_wished_for_are_shown_of_each_row_ranked(data: duckdb.DuckDB
     # not the species with the shortest leaves: the rows, with their identifier
     rows = data.execute(plan(question).sql).fetchall()
     assert rows == [("T3", "Ash", 30), ("T5", "Ash", 35), ("T1", "Oak", 40)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Give me the individual IDs of Oak trees.", [("T1",), ("T2",), ("T7",), ("T7",)]),
+    ("List the individual IDs of trees in Kew that were healthy.",
+     [("T1",), ("T3",), ("T6",), ("T7",), ("T7",)]),
+])
+def test_the_rows_identifiers_are_listed_one_per_row(data: duckdb.DuckDBPyConnection, question: str,
+                                                     expected: list[tuple[object, ...]]) -> None:
+    # T7 was surveyed twice: two rows, two identifiers (a listing of distinct values would show it once)
+    assert sorted(data.execute(plan(question).sql).fetchall()) == expected
+
+
+def test_the_values_of_another_column_are_listed_once(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan("List the species of trees in Kew").sql).fetchall()
+    assert rows == [("Ash",), ("Elm",), ("Oak",)]
+
+
+ORDERS = TableInfo("orders", (ColumnInfo("order_id", "STRING"),
+                              ColumnInfo("customer_id", "STRING", "Identifier of the customer who ordered"),
+                              ColumnInfo("id", "INTEGER")), description="One row per order.")
+
+
+@pytest.mark.parametrize(("table", "column", "expected"), [
+    (TREES, "individual_id", True), (ORDERS, "order_id", True), (ORDERS, "id", True),
+    (ORDERS, "customer_id", False),  # another table's rows' identifier: a customer has many orders
+])
+def test_which_column_identifies_the_rows(table: TableInfo, column: str, expected: bool) -> None:
+    assert identifies_rows(table, column) is expected

@@ -6,7 +6,8 @@ from __future__ import annotations
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS
-from convener.analytics.wording import phrase
+from convener.analytics.shapes import TableInfo
+from convener.analytics.wording import phrase, split_identifier, stem
 
 _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return",
                    # "I'd like the penguin ID, species and bill length": a wish names what to show, as a verb
@@ -103,6 +104,21 @@ def _identifier(reading: _Reading) -> str | None:
         return "id"
     ids = [name for name in columns if name.lower().endswith("_id")]
     return ids[0] if len(ids) == 1 else None
+
+
+def identifies_rows(table: TableInfo, name: str) -> bool:
+    """Whether column ``name`` is the identifier of ``table``'s rows: ``id``, named after them (``tree_id``
+    of trees) or described as theirs ("Identifier of the penguin" for individual_id of one row per penguin).
+    Its values are listed one per row: each is a row's, and a repeated one is two rows, never one."""
+    column = table.column(name)
+    words = split_identifier(name).lower().split()
+    if column is None or not words or words[-1] != "id":
+        return False
+    rows = _table_words(table)
+    if words == ["id"] or len(words) >= 2 and stem(words[-2]) in rows:
+        return True
+    said = phrase(column.description or "")[:2]
+    return len(said) == 2 and said[0] in ("identifier", "id") and said[1] in rows
 
 
 def _gap(text: str, reading: _Reading, index: int) -> str:

@@ -11,6 +11,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _row_nouns, _table_words
 from convener.analytics.planner.dates import _time_column
+from convener.analytics.planner.listing import identifies_rows
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_of
 from convener.analytics.planner.vocabulary import (
@@ -463,9 +464,11 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
         query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
-        query.distinct = not reading.shown_per_row
+        # (the rows' identifiers are listed one per row: "the individual IDs of …" are the rows')
+        per_row = reading.shown_per_row or any(identifies_rows(reading.base, name) for name in reading.shown)
+        query.distinct = not per_row
         named = " and ".join(reading.shown)
-        each = "the" if reading.shown_per_row else "the distinct"
+        each = "the" if per_row else "the distinct"
         return query, f"{snake(table)}_{snake(named)}", f"Lists {each} {named} of {reading.table.name}"
     return _Query([exp.Star()]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
 

@@ -272,10 +272,21 @@ def _build_compare(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     multi = next(f for f in reading.filters if f.op == "in" and f.kind in ("value", "year", "weekday"))
     if multi.kind in ("year", "weekday"):
         reading.bucket = multi.kind
-    reading.keys = [multi.column, *reading.keys]
+    reading.keys = [*_joined_by(reading, multi.column), multi.column, *reading.keys]
     query, name, explanation = _build_group(reading, dialect)
     listed = " and ".join(str(_plain(v)) for v in multi.values)
     return query, name, f"Compares {listed}: {explanation[0].lower()}{explanation[1:]}"
+
+
+def _joined_by(reading: _Reading, column: str) -> list[str]:
+    """The queried table's column that a joined table's ``column`` is reached by ("United vs American": the
+    airlines' names, reached by flights.carrier), or none. Groups compared by such names are that column's
+    values (what the rows themselves say), the names shown beside them as the question said them."""
+    expression = reading.scope.virtual.get(column) if reading.scope else None
+    if reading.scope is None or not isinstance(expression, exp.Column) or not expression.table:
+        return []
+    return [mine for join in reading.scope.joins if join.table.name.split(".")[-1] == expression.table
+            for mine, _ in join.on if mine not in reading.keys][:1]
 
 
 def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

@@ -1,6 +1,6 @@
 """Questions about individual rows on a small tree survey: the columns wished for ("I'd like the tree ID,
 species and leaf length"), the rows' own identifier said with their noun ("tree ID"), and identifiers
-listed one per row."""
+listed one per row; rows of an empty column kept as a group of their own."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
                         "('T2', 'Oak', 'Hyde', 90, false), ('T3', 'Ash', 'Kew', 30, true), "
                         "('T4', 'Elm', 'Regent', 70, false), "
                         "('T5', 'Ash', 'Hyde', 35, false), ('T6', 'Elm', 'Kew', 60, true), "
-                        "('T7', 'Oak', 'Kew', 50, true), ('T7', 'Oak', 'Kew', 55, true)")
+                        "('T7', 'Oak', 'Kew', 50, true), ('T7', 'Oak', 'Kew', 55, true), "
+                        "('T8', 'Elm', NULL, 65, false)")
 
 
 def plan(question: str) -> Plan:
@@ -78,3 +79,22 @@ ORDERS = TableInfo("orders", (ColumnInfo("order_id", "STRING"),
 ])
 def test_which_column_identifies_the_rows(table: TableInfo, column: str, expected: bool) -> None:
     assert identifies_rows(table, column) is expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Trees per park, with unknown park as its own group",
+     [("Hyde", 2), ("Kew", 5), ("Regent", 1), (None, 1)]),
+    ("Number of trees per park, with a missing park as a separate category",
+     [("Hyde", 2), ("Kew", 5), ("Regent", 1), (None, 1)]),
+    ("Which 2 parks have the fewest trees, with unknown park as a group of its own?",
+     [("Regent", 1), (None, 1)]),
+])
+def test_empty_values_asked_as_a_group_of_their_own_are_kept_as_one(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    # not the trees of unknown park alone (a condition), nor the other parks alone (NULLs left out)
+    rows = data.execute(plan(question).sql).fetchall()
+    assert sorted(rows, key=repr) == sorted(expected, key=repr)
+
+
+def test_an_empty_group_of_a_column_not_grouped_by_is_not_passed_over() -> None:
+    assert plan("Trees per species, with unknown park as its own group").unaccounted == ("park",)

@@ -1301,6 +1301,16 @@ def _read_missing(reading: _Reading) -> None:
                 back -= 1
             if back >= 0 and reading.free(back) and reading.norm(back) in _NEGATIONS:
                 said = range(back, index)
+        group = _own_group(reading, mention.end)
+        if group and index < mention.start:
+            # "with unknown sex as its own group": the empty ones are kept, a group beside the others
+            # (the column stays a mention: it must still be read as the grouping, or the question is declined)
+            column = range(mention.start, mention.end)
+            reading.used.update(i for i in range(index, group.stop) if i not in column)
+            if reading.norm(index - 1) in ("with", "and") and reading.free(index - 1):
+                reading.used.add(index - 1)
+            reading.empty_grouped.add(mention.target.column)
+            continue
         words = {reading.norm(i) for i in said}
         denied = bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) != lacking
         if denied:
@@ -1310,6 +1320,26 @@ def _read_missing(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(min(index, mention.start), max(index + 1, mention.end)))
         _note_term(reading, mention)
+
+
+_OWN_GROUP_NOUNS = frozenset({"group", "category", "bucket", "row"})
+_OWN_GROUP_FILLER = frozenset({"its", "their", "a", "an", "own", "separate"})
+
+
+def _own_group(reading: _Reading, index: int) -> range | None:
+    """"as its own group", "as a separate category", "as a group of its own" from ``index``: their indexes,
+    or None."""
+    if reading.norm(index) != "as" or not reading.free(index):
+        return None
+    end = index + 1
+    while end < index + 4 and reading.free(end) and reading.norm(end) in _OWN_GROUP_FILLER:
+        end += 1
+    if end == index + 1 or reading.norm(end) not in _OWN_GROUP_NOUNS or not reading.free(end):
+        return None
+    end += 1
+    if [reading.norm(i) for i in range(end, end + 3)] in (["of", "its", "own"], ["of", "their", "own"]):
+        end += 3
+    return range(index, end)
 
 
 def _had_before(reading: _Reading, index: int) -> str | None:

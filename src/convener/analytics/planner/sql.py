@@ -368,7 +368,7 @@ def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: b
     values = _values(reading, dialect)
     # "the two tail numbers with the most flights": rows without one are no tail number, so no group ranked
     reading.filters.extend(_Filter(key, "not null", (), "value") for key in reading.keys
-                           if reading.column(key).type not in TIME_TYPES)
+                           if reading.column(key).type not in TIME_TYPES and key not in reading.empty_grouped)
     selects, groups, _ = _key_columns(reading, keys, dialect)
     first_value: exp.Expr = exp.Literal.number(len(selects) + 1)
     if reading.ties and isinstance(values[0][0], exp.Alias):

@@ -63,6 +63,8 @@ class _Reading:
     used: set[int] = field(default_factory=set)
     filters: list[_Filter] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
+    empty_grouped: set[str] = field(default_factory=set)
+    """Group keys whose empty values are a group of their own ("with unknown sex as its own group")."""
     bucket: str | None = None
     measures: list[tuple[str, str | None]] = field(default_factory=list)
     count: bool = False

@@ -68,7 +68,7 @@ from convener.analytics.models import (
     TextType,
     UserMessage,
 )
-from convener.analytics.planner import NoPlan, Relationship, Term, plan_question
+from convener.analytics.planner import Guess, NoPlan, Relationship, Term, plan_question
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN
 from convener.analytics.sandbox import run_analysis
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, QueryResult, TableInfo
@@ -113,6 +113,10 @@ class Answer:
     table: Table | None = None
     unaccounted: tuple[str, ...] = ()
     """Words of the question the answer does not account for: the final response says so first."""
+    guessed: tuple[Guess, ...] = ()
+    """Words the planner read as the longer names they are a word of ("Boston": Boston Back Bay Station)."""
+    unmatched: list[Guess] = field(default_factory=list)
+    """Of ``guessed``, those whose names no row has, where the answer is nothing: it says so first."""
 
 
 class Turn:
@@ -279,7 +283,7 @@ class Pipeline:
         used_terms = [t for t in context.glossary_terms or [] if t.display_name in plan.terms_used]
         answer = Answer(sql=plan.sql, result_name=plan.result_name, explanation=plan.explanation,
                         offline_by="the rule-based planner", terms=used_terms, table=table,
-                        unaccounted=plan.unaccounted)
+                        unaccounted=plan.unaccounted, guessed=plan.guessed)
         return self._execute(turn, answer, table, tables)
 
     def _generate(self, turn: Turn, provider: ModelProvider, question: str, tables: Sequence[Table],
@@ -334,7 +338,20 @@ class Pipeline:
             answer.result = None
             return answer
         turn.system(data=DataMessage(result=_data_result(answer.result_name, answer.result)))
+        if answer.guessed and _nothing_found(answer.result):
+            # an answer of nothing may only say that no row has the names a word was guessed to mean
+            answer.unmatched = [guess for guess in answer.guessed if not self._has_rows(guess, table, tables)]
         return answer
+
+    def _has_rows(self, guess: Guess, table: Table, tables: Sequence[Table]) -> bool:
+        """Whether any row has the names ``guess`` read a word as; a check that fails leaves the answer as it
+        is (a limit reached still ends the question, as it does for the answer's own query)."""
+        try:
+            return _any_row(self._run(guess.check, table, tables))
+        except OVER_LIMIT:
+            raise
+        except ApiError:
+            return True
 
     def _analyse(self, turn: Turn, question: str, answer: Answer) -> None:
         assert answer.result is not None
@@ -387,6 +404,8 @@ class Pipeline:
         text = _describe(answer.result) + _cut_note(answer.result, self.row_limit)
         if answer.unaccounted:
             text = _unaccounted_note(answer.unaccounted) + text
+        if answer.unmatched:
+            text = _unmatched_note(answer.unmatched) + text
         if answer.offline_by:
             text += f"\n\n{OFFLINE_NOTE}{answer.offline_by}. {answer.explanation}.)".replace("..)", ".)")
         citation = _citation(text, answer)
@@ -539,6 +558,28 @@ def _unaccounted_note(words: Sequence[str]) -> str:
     named = " or ".join(f"'{word}'" for word in words)
     return (f"I could not use {named}: nothing in the data matches it, so the result below does not account "
             f"for that part of the question and is not the answer to it. Without it: ")
+
+
+def _nothing_found(result: QueryResult) -> bool:
+    """Whether a result says nothing was found: no rows, or one row of nothing but NULL, zero or false."""
+    if not result.rows:
+        return not result.truncated
+    return len(result.rows) == 1 and all(value is None or value is False
+                                         or type(value) in (int, float, Decimal) and value == 0
+                                         for value in result.rows[0])
+
+
+def _any_row(result: QueryResult) -> bool:
+    return bool(result.rows) and bool(result.rows[0][0])
+
+
+def _unmatched_note(guesses: Sequence[Guess]) -> str:
+    """An answer of nothing that rests on names no row has, said before it: the word was read as those names
+    by a guess, and most likely means something else."""
+    named = " or ".join(f"'{guess.said}'" for guess in guesses)
+    read = "; ".join(f"'{guess.said}' as {' or '.join(guess.names)}" for guess in guesses)
+    return (f"I could not use {named}: I read {read}, and no row in the data has that, so the result below "
+            f"may well not be the answer to the question. As read: ")
 
 
 def _relationships(context: Context) -> list[Relationship]:

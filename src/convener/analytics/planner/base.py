@@ -24,6 +24,17 @@ class Term:
 
 
 @dataclass(frozen=True)
+class Guess:
+    """A word of the question (``said``) read as the longer ``names`` it is a word of ("Boston": Boston Back
+    Bay Station), and ``check``: SQL answering whether any row of the queried table has those names. An
+    answer of nothing that rests on names no row has is no answer: whoever shows it must say so."""
+
+    said: str
+    names: tuple[str, ...]
+    check: str
+
+
+@dataclass(frozen=True)
 class Plan:
     """What the planner decided: ``sql`` in the requested dialect, a snake_case ``result_name``
     ("average_horsepower_by_origin"), the ``tables`` read, an ``explanation`` in words (shown as the
@@ -41,6 +52,9 @@ class Plan:
     terms_used: tuple[str, ...]
     shape: str
     unaccounted: tuple[str, ...] = ()
+    guessed: tuple[Guess, ...] = ()
+    """Words of the question read as the longer names they are a word of ("Boston": Boston Back Bay
+    Station): readings the data may not bear out."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,68 @@
+"""Names read from one word of them: "flights to Boston" read as the one airport whose name has "Boston" in
+it (Boston Back Bay Station). The data may not bear such a reading out (Boston's airport is Logan, whose
+name does not say Boston), and nothing in the schema tells. The plan names each such reading with a query
+asking whether any row has those names, so that an answer of nothing resting on a name no row has is
+shown as a reading that could not be used, not as the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from sqlglot import exp
+
+from convener.analytics.planner.base import Guess
+from convener.analytics.planner.catalog import _Candidate, _Catalog, _name_word_spans, _Target
+from convener.analytics.planner.sql import _condition, _Query, _render
+from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.shapes import STRING
+from convener.analytics.wording import Token, tokenize
+
+
+def _whole(token: Token, target: _Target) -> bool:
+    """Whether ``token`` is every word of each name it reads ("LaGuardia" for La Guardia), not one of them."""
+    return all(token.norm == "".join(t.norm for t in tokenize(value) if t.kind == "word")
+               for value in (target.value or "", *target.alternatives))
+
+
+def guessed(catalog: _Catalog, tokens: list[Token], used: set[int]) -> list[_Candidate]:
+    """The phrases of the question that only a word of longer names reads as those names: no other reading
+    (a name's first word said as the data writes it, "Delta"; the whole name said) reads its words so."""
+    found = catalog.candidates(tokens, used)
+    guesses: list[_Candidate] = []
+    for keys in catalog.columns:
+        if keys.column.type == STRING:
+            values = tuple(catalog.values(keys.table, keys.column))
+            guesses.extend(candidate for candidate in _name_word_spans(
+                tokens, used | catalog._row_word_indexes(tokens), keys, values)
+                if not _whole(tokens[candidate.start], candidate.target))
+    surer = [c for c in found if c not in guesses and c.target.value is not None]
+    return [guess for guess in guesses if not any(_said_otherwise(guess, other) for other in surer)]
+
+
+def _said_otherwise(guess: _Candidate, other: _Candidate) -> bool:
+    """Whether ``other`` reads the words of ``guess`` (and maybe more: "Royal Docks Central" said whole) as
+    one of the names it guesses."""
+    names = {guess.target.value, *guess.target.alternatives}
+    same = other.target.table == guess.target.table and other.target.column == guess.target.column
+    return same and other.start <= guess.start and guess.end <= other.end and other.target.value in names
+
+
+def read_guesses(guesses: Sequence[_Candidate], reading: _Reading, dialect: str) -> tuple[Guess, ...]:
+    """Of ``guesses``, the ones a condition of the plan rests on, each with the query that tells whether any
+    row of the queried table has the names it was read as."""
+    read: list[Guess] = []
+    for guess in guesses:
+        names = (guess.target.value or "", *guess.target.alternatives)
+        said = " ".join(token.text for token in reading.tokens[guess.start:guess.end])
+        condition = next((f for f in reading.filters if f.kind in ("value", "name") and f.op in ("=", "in")
+                          and set(names) <= set(f.values)), None)
+        if condition is None or any(known.said == said for known in read):
+            continue
+        alone = _Filter(condition.column, "in" if len(names) > 1 else "=", names, condition.kind)
+        # the rows' own conditions aside: whether the name is any row's at all
+        bare = replace(reading, filters=[alone], group_conditions=[], absent=[], present=[])
+        query = _Query([exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
+                                   "any_row", quoted=True)], where=[_condition(bare, alone, dialect)])
+        read.append(Guess(said, names, _render(bare, query, dialect)))
+    return tuple(read)

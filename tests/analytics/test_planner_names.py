@@ -117,12 +117,21 @@ def test_a_noun_of_direction_points_at_what_follows_not_at_the_place_before(
 
 @pytest.mark.parametrize("question", ["How many different destinations did LaGuardia flights go to?",
                                       "Which destinations did LaGuardia flights serve?",
-                                      "Which origins did Miami flights come from?"])
+                                      "Which origins did Miami flights come from?",
+                                      "Which destinations were LaGuardia flights headed to?"])
 def test_a_noun_of_direction_before_a_verb_is_what_is_asked_about_not_the_end_of_the_place_after(
         question: str) -> None:
     # "LaGuardia flights" says no direction: read by "destinations" it became flights *to* LaGuardia
     with pytest.raises(NoPlan):
         plan(question)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Count the flights whose destination is Miami.", 3), ("How many flights whose origin was LaGuardia?", 2),
+])
+def test_a_noun_of_direction_before_a_verb_that_says_what_it_is_points_at_the_place(
+        data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    assert answer(data, question) == [(expected,)]
 
 
 def test_side_by_side_compares_the_values_named(data: duckdb.DuckDBPyConnection) -> None:

@@ -13,7 +13,13 @@ from sqlglot import exp
 from convener.analytics.planner.base import Relationship
 from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
-from convener.analytics.planner.vocabulary import _AWAY, _DIRECTION_PREPOSITIONS, _TOWARD, AUXILIARIES
+from convener.analytics.planner.vocabulary import (
+    _AWAY,
+    _DIRECTION_PREPOSITIONS,
+    _DISTINCT_WORDS,
+    _TOWARD,
+    AUXILIARIES,
+)
 from convener.analytics.shapes import BOOLEAN, FLOAT, ColumnInfo, TableInfo
 from convener.analytics.wording import Token, phrase, snake, split_identifier, stem, tokenize
 
@@ -141,10 +147,15 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         return "toward" if norm in _TOWARD else "away" if norm in _AWAY else None
 
     def points_forward(index: int) -> bool:
-        # "which destinations did LaGuardia flights go to": a role noun before a verb is what the question
-        # asks about, and the place after the verb is not its end
-        return tokens[index].norm not in _ROLE_NOUNS or index + 1 >= len(tokens) \
-            or tokens[index + 1].norm not in AUXILIARIES
+        # "which destinations did LaGuardia flights go to": a role noun asked about, before a verb, is not
+        # the end of the place after the verb ("whose destination was Miami" still says it is)
+        if tokens[index].norm not in _ROLE_NOUNS or index + 1 >= len(tokens) \
+                or tokens[index + 1].norm not in AUXILIARIES:
+            return True
+        before = index - 1
+        while before >= 0 and tokens[before].norm in _DISTINCT_WORDS:
+            before -= 1
+        return before < 0 or tokens[before].norm not in ("which", "what", "many")
 
     asked: dict[str, set[int]] = {}
     for index, token in enumerate(tokens):

@@ -63,6 +63,11 @@ def test_the_rows_identifiers_are_listed_one_per_row(data: duckdb.DuckDBPyConnec
     assert sorted(data.execute(plan(question).sql).fetchall()) == expected
 
 
+def test_identifiers_asked_once_each_are_listed_once(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan("List the distinct individual IDs of Oak trees.").sql).fetchall()
+    assert rows == [("T1",), ("T2",), ("T7",)]
+
+
 def test_the_values_of_another_column_are_listed_once(data: duckdb.DuckDBPyConnection) -> None:
     rows = data.execute(plan("List the species of trees in Kew").sql).fetchall()
     assert rows == [("Ash",), ("Elm",), ("Oak",)]

@@ -17,6 +17,7 @@ from convener.analytics.planner.weekdays import weekday_of
 from convener.analytics.planner.vocabulary import (
     _AGG_NAMES,
     _BUSY_WORDS,
+    _DISTINCT_WORDS,
     _FREQUENT,
     AVG,
     MAX,
@@ -475,8 +476,11 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
         query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
-        # (the rows' identifiers are listed one per row: "the individual IDs of …" are the rows')
-        per_row = reading.shown_per_row or any(identifies_rows(reading.base, name) for name in reading.shown)
+        # (the rows' identifiers are listed one per row, "the individual IDs of …", unless asked once each:
+        # "the distinct IDs")
+        once = any(token.norm in _DISTINCT_WORDS for token in reading.tokens)
+        per_row = reading.shown_per_row or not once and any(identifies_rows(reading.base, name)
+                                                              for name in reading.shown)
         query.distinct = not per_row
         named = " and ".join(reading.shown)
         each = "the" if per_row else "the distinct"

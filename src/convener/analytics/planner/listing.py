@@ -15,6 +15,9 @@ _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "r
 _WITH = frozenset({"with"})
 _OWNERS = frozenset({"me", "us", "the", "its", "their", "his", "her"})
 _JOINERS = frozenset({"and"})
+_NUMBER_ABBREVIATIONS = frozenset({"no", "nr", "num"})
+"""Short for "number" when a period follows ("flight no., arrival delay"): else "no" would end the list and
+the columns after it go unshown."""
 
 
 def read_column_list(reading: _Reading, text: str) -> None:
@@ -82,7 +85,8 @@ def _item(reading: _Reading, index: int, text: str) -> tuple[str, range] | None:
         column = reading.column(mention.target.column)
         end = mention.end
         described = set(phrase(column.description or ""))
-        while reading.free(end) and reading.tokens[end].stem in described and reading.norm(end) not in _JOINERS:
+        while reading.free(end) and (reading.tokens[end].stem in described or _abbreviates_number(reading, end, text)) \
+                and reading.norm(end) not in _JOINERS:
             end += 1
         return column.name, range(index, end)
     # "the penguin ID": the rows' own noun right before "ID" says whose identifier it is ("penguins: ID" is a
@@ -95,6 +99,12 @@ def _item(reading: _Reading, index: int, text: str) -> tuple[str, range] | None:
         if identifier is not None:
             return identifier, range(index, at + 1)
     return None
+
+
+def _abbreviates_number(reading: _Reading, index: int, text: str) -> bool:
+    """Whether the word at ``index`` is "no." (or "nr.", "num."): "number" cut short, right after a column."""
+    token = reading.tokens[index]
+    return token.norm in _NUMBER_ABBREVIATIONS and text[token.end:token.end + 1] == "."
 
 
 def _identifier(reading: _Reading) -> str | None:

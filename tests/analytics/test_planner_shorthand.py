@@ -1,0 +1,50 @@
+"""Shorthand of questions on a small schema of sea samples: "buoy no." for a number column, a number below
+zero ("-1.5"), and columns listed after the one a condition reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import Plan, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+SAMPLES = TableInfo("samples", (
+    ColumnInfo("sample_id", "STRING", "Identifier of the sample"), ColumnInfo("buoy", "INTEGER", "Buoy number"),
+    ColumnInfo("site", "STRING", "Site the sample was taken at", samples=("North", "South")),
+    ColumnInfo("sample_date", "DATE", "Date the sample was taken"),
+    ColumnInfo("water_temp", "FLOAT", "Water temperature in degrees Celsius; below zero under the ice"),
+    ColumnInfo("salinity", "FLOAT", "Salinity in practical salinity units")),
+    description="Sea water samples taken from buoys: one row per sample.")
+VALUES = {"site": ["North", "South"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE samples (sample_id VARCHAR, buoy INTEGER, site VARCHAR, sample_date DATE, water_temp DOUBLE, "
+        "salinity DOUBLE)",
+        "INSERT INTO samples VALUES ('S1', 7, 'North', '2021-01-04', -1.8, 35.2), "
+        "('S2', 7, 'North', '2021-02-01', -0.5, 34.1), ('S3', 12, 'South', '2021-01-09', 4.5, 35.9), "
+        "('S4', 12, 'South', '2021-03-15', 6.0, 33.8)")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [SAMPLES], values_of=lambda _, column: VALUES.get(column, []))
+
+
+def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    return sorted(data.execute(plan(question).sql).fetchall(), key=repr)
+
+
+@pytest.mark.parametrize("question", [
+    "Samples with salinity above 35: site, buoy no., water temp",
+    "Samples with salinity above 35 - site, buoy no. and water temp",
+    "Show the site, buoy no., water temp of samples with salinity above 35",
+])
+def test_no_with_a_period_after_a_column_is_short_for_number(data: duckdb.DuckDBPyConnection,
+                                                             question: str) -> None:
+    assert ask(data, question) == [("North", 7, -1.8), ("South", 12, 4.5)]

@@ -10,6 +10,7 @@ import pytest
 
 from convener.analytics.planner import Plan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.wording import tokenize
 from tests.analytics.small_tables import database
 
 SAMPLES = TableInfo("samples", (
@@ -48,3 +49,20 @@ def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ..
 def test_no_with_a_period_after_a_column_is_short_for_number(data: duckdb.DuckDBPyConnection,
                                                              question: str) -> None:
     assert ask(data, question) == [("North", 7, -1.8), ("South", 12, 4.5)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Samples with water temp below -1: sample id and buoy", [("S1", 7)]),
+    ("Which samples had a water temperature above -1? sample id and buoy", [("S2", 7), ("S3", 12), ("S4", 12)]),
+    ("Which samples had a water temp between -2 and 0? sample id and buoy", [("S1", 7), ("S2", 7)]),
+    ("Samples with water temp under \u22120.5 (sample id, buoy)", [("S1", 7)]),
+])
+def test_a_minus_sign_before_a_number_makes_it_negative(data: duckdb.DuckDBPyConnection, question: str,
+                                                        expected: list[tuple[object, ...]]) -> None:
+    assert ask(data, question) == expected
+
+
+@pytest.mark.parametrize(("text", "numbers"), [("34-35", [34, 35]), ("N-5", [5]), ("-1,200", [-1200]),
+                                               ("(\u22122.5)", [-2.5]), ("2021-01-04", [])])
+def test_a_dash_after_a_word_or_number_is_no_minus_sign(text: str, numbers: list[float]) -> None:
+    assert [token.number for token in tokenize(text) if token.kind == "number"] == numbers

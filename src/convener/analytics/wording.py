@@ -28,7 +28,9 @@ CONTENT_STOPWORDS = frozenset(STOPWORDS - MEANINGFUL)
 
 _TOKEN = re.compile(
     r"(?P<date>\d{4}-\d{1,2}-\d{1,2})"
-    r"|(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?)"
+    # a minus sign that follows no word or number is the number's own ("above -24"; "5-10" is a range)
+    r"|(?P<number>(?:(?<![\w\-\u2212])[-\u2212](?=\d))?"
+    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?))"
     r"|(?P<sign>>=|<=|<>|!=|[<>=%$])"
     r"|(?P<word>[^\W_]+(?:['’][^\W_]+)*)",
     re.UNICODE,
@@ -105,7 +107,8 @@ def tokenize(text: str) -> list[Token]:
         kind = match.lastgroup or "word"
         raw = match.group()
         if kind == "number":
-            tokens.append(Token(raw, raw, raw, "number", match.start(), match.end(), float(raw.replace(",", ""))))
+            number = float(raw.replace(",", "").replace("\u2212", "-"))
+            tokens.append(Token(raw, raw, raw, "number", match.start(), match.end(), number))
             continue
         if kind in ("date", "sign"):
             tokens.append(Token(raw, raw, raw, kind, match.start(), match.end()))

@@ -9,7 +9,7 @@ import pytest
 
 from convener.knowledge.answers import NOT_FOUND, OFFLINE_NOTE, Evidence, Passage, extractive_answer
 from convener.knowledge.ingest import IngestPlan
-from convener.knowledge.scope import RARE_NAME_RARITY, names
+from convener.knowledge.scope import RARE_NAME_RARITY, holds_phrase, name_runs, names
 from convener.services import Services
 from tests.knowledge.conftest import BASE_URL, name_of
 
@@ -107,3 +107,51 @@ def test_a_name_the_documentation_uses_everywhere_counts_as_naming_nothing() -> 
     evidence = Evidence(EVEN, common=frozenset({"harbor"}))
 
     assert extractive_answer("ledger rollup nightly Harbor?", [HALF], evidence).references == [HALF.document]
+
+
+@pytest.mark.parametrize(("query", "common", "expected"), [
+    ("How do I configure a GitHub Actions workflow?", set(), [("github", "actions")]),
+    ("How do I set up Entity Framework Core with it?", set(), [("entity", "framework", "core")]),
+    ("Open it in DB Browser for SQLite", set(), [("db", "browser")]),
+    ("In SQLite FTS5, how do I rank?", {"sqlite"}, []),  # the documentation's own subject qualifies a name
+    ("Are SQLite's JSON functions fast?", set(), []),  # a possessive ends a name
+    ("Does GitHub, GitLab or Gitea mirror it?", set(), []),  # names apart, not one name
+    ("Kubernetes Ingress: how?", set(), []),  # the first word of a sentence is no sign of a name
+])
+def test_name_runs_are_names_of_several_words_written_together(query: str, common: set[str],
+                                                             expected: list[tuple[str, ...]]) -> None:
+    assert name_runs(query, common) == expected
+
+
+def test_a_phrase_is_held_whatever_its_case_and_punctuation_between() -> None:
+    assert holds_phrase("Runs on GitHub-actions too.", ("github", "actions"))
+    assert not holds_phrase("GitHub runs the actions.", ("github", "actions"))
+    assert not holds_phrase("See MyGitHub Actionsfile.", ("github", "actions"))
+
+
+MIRROR_MD = """# Quill Mirror
+
+Quill Mirror copies every backup to a second server. To restore the newest backup from Quill Mirror, run
+`quill restore --mirror latest`.
+"""
+
+
+def test_a_name_of_several_words_no_page_holds_together_is_not_found(services: Services, docs: Path) -> None:
+    (docs / "mirror.md").write_text(MIRROR_MD, encoding="utf-8")
+    services.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+
+    # "Homebrew" is on the installation page and "Mirror" on the mirror's; "Homebrew Mirror" on none.
+    unheld = services.knowledge.answer("How do I restore the newest backup from Homebrew Mirror?")
+    held = services.knowledge.answer("How do I restore the newest backup from Quill Mirror?")
+
+    assert unheld.text == NOT_FOUND
+    assert held.references[0] == name_of("mirror.md")
+
+
+def test_an_unheld_name_of_several_words_stops_an_answer() -> None:
+    question = "How do I restore a backup folder with the Zephyrix Cloud?"
+    held = Passage(RESTORE.document, RESTORE.content + " Zephyrix keeps it in the cloud.", 0, RESTORE.heading)
+    rarity = {**RARITY, "cloud": 2.0}
+
+    assert extractive_answer(question, [held], Evidence(rarity)).references == [RESTORE.document]
+    assert extractive_answer(question, [held], Evidence(rarity, unheld=(("zephyrix", "cloud"),))).text == NOT_FOUND

@@ -152,6 +152,10 @@ class Evidence:
     common: frozenset[str] = frozenset()
     """Stems of the question's words that the index's chunks hold everywhere (at least the number a word's
     rarity is counted up to): the documentation's own subject, such as "Git" in Git's manual."""
+    unheld: tuple[tuple[str, ...], ...] = ()
+    """The question's names of several words ("GitHub Actions", ``scope.name_runs``) that no chunk holds
+    together: each word may be in the documentation ("GitHub" in a page on sending patches, "actions"
+    everywhere), the thing they name is not."""
 
 
 def extractive_answer(query: str, passages: Sequence[Passage], evidence: Evidence | None = None) -> Answer:
@@ -170,6 +174,8 @@ def extractive_answer(query: str, passages: Sequence[Passage], evidence: Evidenc
             MIN_COVERAGE_UNNAMED if unnamed else MIN_COVERAGE):
         return _not_found()
     if evidence is not None and names_elsewhere(named, evidence.absent, evidence.rarity, best.stems):
+        return _not_found()
+    if evidence is not None and evidence.unheld:
         return _not_found()
     # Sentences of the best-supported page first; others only for words that page does not cover.
     preference = {doc.name: (1.0 if index == 0 else OTHER_PAGE_FACTOR) for index, doc in enumerate(ranking[:3])}

@@ -36,6 +36,7 @@ from convener.knowledge.models import (
     IngestSummary,
 )
 from convener.knowledge.names import check_name
+from convener.knowledge.scope import holds_phrase, name_runs
 from convener.knowledge.tables import chunks, data_sources, documents
 from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms, stem
 from convener.llm.base import ModelProvider
@@ -222,7 +223,7 @@ class KnowledgeService:
                 similarity = {r.row_id: r.score for r in semantic}
                 ranked = retrieval.fuse([self._lexical(connection, terms, None, depth), semantic])[:ANSWER_WINDOW]
             passages = self._passages(connection, ranked, similarity)
-            evidence = self._evidence(connection, terms)
+            evidence = self._evidence(connection, query, terms)
         provider = self.provider()
         if provider is not None and passages:
             generated = generated_answer(provider, query, passages[:ANSWER_PASSAGES])
@@ -230,11 +231,11 @@ class KnowledgeService:
                 return generated
         return extractive_answer(query, passages, evidence)
 
-    def _evidence(self, connection: Connection, terms: Sequence[str]) -> Evidence:
+    def _evidence(self, connection: Connection, query: str, terms: Sequence[str]) -> Evidence:
         """The IDF of each query word over every chunk, under the answer composer's stem of it, the words
-        no chunk holds and those that many do. A word's chunks are counted by a lexical search for it alone,
-        up to ``RARITY_DEPTH``: beyond that a word is common, and its exact count would not change how little it
-        weighs."""
+        no chunk holds and those that many do, and the question's names of several words that no chunk holds
+        together. A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``: beyond
+        that a word is common, and its exact count would not change how little it weighs."""
         total = int(connection.execute(select(func.count()).select_from(chunks)).scalar_one())
         rarity: dict[str, float] = {}
         absent: set[str] = set()
@@ -248,7 +249,18 @@ class KnowledgeService:
                 absent.add(key)
             elif frequency >= RARITY_DEPTH:
                 common.add(key)
-        return Evidence(rarity, frozenset(absent), frozenset(common))
+        unheld = tuple(phrase for phrase in name_runs(query, common) if not self._holds(connection, phrase))
+        return Evidence(rarity, frozenset(absent), frozenset(common), unheld)
+
+    def _holds(self, connection: Connection, phrase: Sequence[str]) -> bool:
+        """Whether a chunk holds ``phrase``'s words together: one holding them all is among the lexical
+        search's best for them, so its ``RARITY_DEPTH`` best chunks are read rather than every chunk."""
+        ranked = self._lexical(connection, query_terms(" ".join(phrase)), None, RARITY_DEPTH)
+        if not ranked:
+            return False
+        rows = connection.execute(select(chunks.c.content, chunks.c.heading)
+                                  .where(chunks.c.row_id.in_([r.row_id for r in ranked])))
+        return any(holds_phrase(row.content, phrase) or holds_phrase(row.heading, phrase) for row in rows)
 
     def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked],
                   similarity: dict[int, float] | None = None) -> list[Passage]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import Plan, plan_question
+from convener.analytics.planner import NoPlan, Plan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from convener.analytics.wording import tokenize
 from tests.analytics.small_tables import database
@@ -66,3 +66,17 @@ def test_a_minus_sign_before_a_number_makes_it_negative(data: duckdb.DuckDBPyCon
                                                ("(\u22122.5)", [-2.5]), ("2021-01-04", [])])
 def test_a_dash_after_a_word_or_number_is_no_minus_sign(text: str, numbers: list[float]) -> None:
     assert [token.number for token in tokenize(text) if token.kind == "number"] == numbers
+
+
+@pytest.mark.parametrize("question", ["Samples with water temp below 0: give id, site and the value",
+                                      "Samples with water temp below 0 - sample id, site, value"])
+def test_the_value_in_a_list_of_columns_is_the_column_of_the_number_condition(data: duckdb.DuckDBPyConnection,
+                                                                              question: str) -> None:
+    assert ask(data, question) == [("S1", "North", -1.8), ("S2", "North", -0.5)]
+
+
+@pytest.mark.parametrize("question", ["Samples from North: give id, site and the value",
+                                      "Samples with water temp below 5 and salinity above 34: id and the values"])
+def test_the_value_with_no_one_number_condition_is_declined(question: str) -> None:
+    with pytest.raises(NoPlan):
+        plan(question)

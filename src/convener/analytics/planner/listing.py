@@ -42,7 +42,9 @@ def read_column_list(reading: _Reading, text: str) -> None:
             index = end
             continue
         for column, span in items:
-            if column not in reading.shown:
+            if column == _VALUE:
+                reading.shown_value = len(reading.shown)
+            elif column not in reading.shown:
                 reading.shown.append(column)
             for mention in [m for m in reading.mentions if m.start in span]:
                 reading.mentions.remove(mention)
@@ -60,7 +62,7 @@ def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, ra
     ends); empty when no column is named at ``index``."""
     items: list[tuple[str, range]] = []
     while True:
-        item = _item(reading, index, text)
+        item = _item(reading, index, text) or (_value_item(reading, index) if items else None)
         if item is None:
             break
         items.append(item)
@@ -99,6 +101,32 @@ def _item(reading: _Reading, index: int, text: str) -> tuple[str, range] | None:
         if identifier is not None:
             return identifier, range(index, at + 1)
     return None
+
+
+_VALUE = ""
+"""The item of a list that is "the value": no column's name, the column a number condition reads."""
+_VALUE_NOUNS = frozenset({"value", "values", "reading", "readings", "measurement", "measurements"})
+
+
+def _value_item(reading: _Reading, index: int) -> tuple[str, range] | None:
+    """"the value" (or "its value", "the reading") at ``index``, after other columns of a list."""
+    at = index + 1 if reading.norm(index) in _OWNERS and reading.free(index) else index
+    if reading.norm(at) in _VALUE_NOUNS and reading.free(at):
+        return _VALUE, range(index, at + 1)
+    return None
+
+
+def settle_shown_value(reading: _Reading) -> None:
+    """"Penguins with delta 13 C above -24: give id, species and the value": "the value" is the column of
+    the question's number conditions, shown where it was said. With no such condition, or conditions on
+    several columns, it names nothing the plan can tell: it is left unaccounted for rather than dropped."""
+    if reading.shown_value is None:
+        return
+    columns = list(dict.fromkeys(f.column for f in reading.filters if f.kind == "number"))
+    if len(columns) != 1:
+        reading.unplaced.append("the value")
+    elif columns[0] not in reading.shown:
+        reading.shown.insert(reading.shown_value, columns[0])
 
 
 def _abbreviates_number(reading: _Reading, index: int, text: str) -> bool:

@@ -42,7 +42,7 @@ from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.ranges import read_number_ranges
 from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.spread import read_spread
-from convener.analytics.planner.listing import _identifier, read_column_list
+from convener.analytics.planner.listing import _identifier, read_column_list, settle_shown_value
 from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
@@ -1572,6 +1572,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_extreme(reading)
     _read_flags(reading)
     _read_judgement(reading)
+    settle_shown_value(reading)
     _read_leftover_columns(reading)
     settle_presence(reading)
     read_compared_periods(reading)

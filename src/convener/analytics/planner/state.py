@@ -103,6 +103,9 @@ class _Reading:
     shown_per_row: bool = False
     """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
     shown_whole: bool = False
+    shown_value: int | None = None
+    """Where "the value" stands among the shown columns ("give id, species and the value"): the column the
+    question's one number condition reads, placed there once the conditions are read."""
     """The rows are shown whole, the shown columns beside them ("flights … with their arrival delay")."""
     contrast: tuple[_Filter, _Filter, bool, str] | None = None
     """Two groups set against each other ("is the average … of males greater than that of females"): the

@@ -729,6 +729,17 @@ def _events_of_rows(reading: _Reading, mention: _Mention) -> bool:
     return following not in parts and reading.mention_at(mention.end) is None
 
 
+def _rows_asked_for(reading: _Reading, mention: _Mention) -> bool:
+    """"Which flight had the longest air time", where ``flight`` is the flight's number: the rows' own noun
+    right after which/what asks for a row, when another number column is there to rank it by; the noun is
+    no measure of its own to rank by (the highest flight number)."""
+    if mention.end - mention.start != 1 or reading.norm(mention.start - 1) not in ("which", "what") \
+            or reading.tokens[mention.start].stem not in _table_words(reading.base):
+        return False
+    return any(other is not mention and not other.is_value and other.start > mention.end
+               and reading.column(other.target.column).type in NUMBER_TYPES for other in reading.mentions)
+
+
 def _exact_rival(reading: _Reading, mention: _Mention) -> str:
     """Of the columns a phrase could name, the one named exactly as written ("engine", not "engines");
     refused when none is and it could name several."""
@@ -982,6 +993,10 @@ def _read_measures(reading: _Reading) -> None:
         if column.type not in NUMBER_TYPES:
             continue
         if _events_of_rows(reading, mention):
+            reading.mentions.remove(mention)
+            reading.used.update(range(mention.start, mention.end))
+            continue
+        if _rows_asked_for(reading, mention):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
             continue

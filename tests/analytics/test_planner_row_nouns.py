@@ -1,0 +1,54 @@
+"""Rows whose noun is also a column's name, on a small schema of taxi trips: ``trip`` is the trip's number,
+and "which trip had the longest duration" asks for a trip, not for the highest trip number."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import Plan, Term, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip", "INTEGER", "Trip number"), ColumnInfo("driver", "STRING", "Driver of the taxi"),
+    ColumnInfo("trip_date", "DATE", "Date of the trip"), ColumnInfo("distance", "INTEGER", "Distance driven, in miles"),
+    ColumnInfo("duration", "INTEGER", "Time the trip took, in minutes"),
+    ColumnInfo("wait", "INTEGER", "Minutes the passenger waited for the taxi")),
+    description="Taxi trips of one week: one row per trip.")
+TERMS = (Term("average speed", "A trip's speed in miles per hour: distance / (duration / 60), from the trips table.",
+              ("speed", "mph")),)
+VALUES = {"driver": ["Ann", "Bo", "Cy"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip INTEGER, driver VARCHAR, trip_date DATE, distance INTEGER, duration INTEGER, "
+        "wait INTEGER)",
+        "INSERT INTO trips VALUES (101, 'Ann', '2022-05-02', 12, 30, 4), (102, 'Bo', '2022-05-02', 30, 40, 9), "
+        "(103, 'Cy', '2022-05-03', 5, 25, 2), (104, 'Ann', '2022-05-04', 8, 12, 7)")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [TRIPS], TERMS, values_of=lambda _, column: VALUES.get(column, []))
+
+
+def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    return sorted(data.execute(plan(question).sql).fetchall(), key=repr)
+
+
+@pytest.mark.parametrize(("question", "driver"), [
+    ("Which trip had the highest duration?", "Bo"),
+    ("Which trip had the lowest wait?", "Cy"),
+    ("What trip had the highest average speed? Give its date, driver and trip number.", "Bo"),
+])
+def test_which_before_the_rows_noun_asks_for_a_row(data: duckdb.DuckDBPyConnection, question: str,
+                                                   driver: str) -> None:
+    made = plan(question)
+    result = data.execute(made.sql)
+    columns = [column[0] for column in result.description]
+    rows = result.fetchall()
+    assert not made.unaccounted and len(rows) == 1 and rows[0][columns.index("driver")] == driver

@@ -9,7 +9,7 @@ import pytest
 
 from convener.knowledge.answers import NOT_FOUND, OFFLINE_NOTE, Evidence, Passage, extractive_answer
 from convener.knowledge.ingest import IngestPlan
-from convener.knowledge.scope import RARE_NAME_RARITY, holds_phrase, name_runs, names
+from convener.knowledge.scope import RARE_NAME_RARITY, compounds, family, holds_phrase, name_runs, names
 from convener.services import Services
 from tests.knowledge.conftest import BASE_URL, name_of
 
@@ -155,3 +155,29 @@ def test_an_unheld_name_of_several_words_stops_an_answer() -> None:
 
     assert extractive_answer(question, [held], Evidence(rarity)).references == [RESTORE.document]
     assert extractive_answer(question, [held], Evidence(rarity, unheld=(("zephyrix", "cloud"),))).text == NOT_FOUND
+
+
+def test_compounds_are_the_hyphenated_words_split_at_their_hyphens() -> None:
+    assert compounds("Use git-flow's 'git flow start' or a two-factor up-to-date key") == [
+        ("git", "flow"), ("two", "factor"), ("up", "to", "date")]
+
+
+def test_a_family_is_what_the_documentation_names_with_a_prefix() -> None:
+    assert family(["Run git-add, then Git-Commit; not legit-x or git-", "git-add again"], "git") == {"add", "commit"}
+
+
+COMMANDS_MD = "# Commands\n\n" + "\n\n".join(f"The quill-task{index} command runs task {index}." for index in range(60))
+
+
+def test_a_hyphenated_name_of_the_documentation_s_own_kind_that_it_lacks_is_not_found(
+        services: Services, docs: Path) -> None:
+    question = "How do I restore the newest backup with quill-mirror?"
+    services.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+    assert services.knowledge.answer(question).references[0] == name_of("admin/backups.rst")
+
+    # With sixty commands named "quill-…", "quill-mirror" reads as a command the documentation does not have.
+    (docs / "commands.md").write_text(COMMANDS_MD, encoding="utf-8")
+    services.knowledge.ingest(IngestPlan.make(docs, BASE_URL))
+
+    assert services.knowledge.answer(question).text == NOT_FOUND
+    assert services.knowledge.answer("How do I restore the newest backup with quill-task7?").text != NOT_FOUND

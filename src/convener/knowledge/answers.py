@@ -153,9 +153,10 @@ class Evidence:
     """Stems of the question's words that the index's chunks hold everywhere (at least the number a word's
     rarity is counted up to): the documentation's own subject, such as "Git" in Git's manual."""
     unheld: tuple[tuple[str, ...], ...] = ()
-    """The question's names of several words ("GitHub Actions", ``scope.name_runs``) that no chunk holds
-    together: each word may be in the documentation ("GitHub" in a page on sending patches, "actions"
-    everywhere), the thing they name is not."""
+    """The question's names of several words ("GitHub Actions", ``scope.name_runs``; "git-flow" where the
+    documentation names its own things "git-…", ``scope.FAMILY_SIZE``) that no chunk holds together: each word
+    may be in the documentation ("GitHub" in a page on sending patches, "actions" everywhere), the thing they
+    name is not."""
 
 
 def extractive_answer(query: str, passages: Sequence[Passage], evidence: Evidence | None = None) -> Answer:

@@ -36,7 +36,7 @@ from convener.knowledge.models import (
     IngestSummary,
 )
 from convener.knowledge.names import check_name
-from convener.knowledge.scope import holds_phrase, name_runs
+from convener.knowledge.scope import FAMILY_SIZE, compounds, family, holds_phrase, name_runs
 from convener.knowledge.tables import chunks, data_sources, documents
 from convener.knowledge.text import MAX_QUERY_CHARACTERS, query_terms, stem
 from convener.llm.base import ModelProvider
@@ -234,8 +234,9 @@ class KnowledgeService:
     def _evidence(self, connection: Connection, query: str, terms: Sequence[str]) -> Evidence:
         """The IDF of each query word over every chunk, under the answer composer's stem of it, the words
         no chunk holds and those that many do, and the question's names of several words that no chunk holds
-        together. A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``: beyond
-        that a word is common, and its exact count would not change how little it weighs."""
+        together (hyphenated ones only where the documentation makes its own names that way, ``FAMILY_SIZE``).
+        A word's chunks are counted by a lexical search for it alone, up to ``RARITY_DEPTH``: beyond that a word
+        is common, and its exact count would not change how little it weighs."""
         total = int(connection.execute(select(func.count()).select_from(chunks)).scalar_one())
         rarity: dict[str, float] = {}
         absent: set[str] = set()
@@ -249,18 +250,27 @@ class KnowledgeService:
                 absent.add(key)
             elif frequency >= RARITY_DEPTH:
                 common.add(key)
-        unheld = tuple(phrase for phrase in name_runs(query, common) if not self._holds(connection, phrase))
-        return Evidence(rarity, frozenset(absent), frozenset(common), unheld)
+        unheld = [phrase for phrase in name_runs(query, common) if not self._holds(connection, phrase)]
+        for parts in compounds(query):
+            named_so = len(family(self._texts(connection, parts[:1]), parts[0])) >= FAMILY_SIZE
+            if named_so and not self._holds(connection, parts):
+                unheld.append(parts)
+        return Evidence(rarity, frozenset(absent), frozenset(common), tuple(unheld))
 
     def _holds(self, connection: Connection, phrase: Sequence[str]) -> bool:
         """Whether a chunk holds ``phrase``'s words together: one holding them all is among the lexical
         search's best for them, so its ``RARITY_DEPTH`` best chunks are read rather than every chunk."""
-        ranked = self._lexical(connection, query_terms(" ".join(phrase)), None, RARITY_DEPTH)
+        texts = self._texts(connection, phrase)
+        return any(holds_phrase(text, phrase) for text in texts)
+
+    def _texts(self, connection: Connection, words: Sequence[str]) -> list[str]:
+        """The content and heading of the ``RARITY_DEPTH`` chunks a lexical search for ``words`` finds first."""
+        ranked = self._lexical(connection, query_terms(" ".join(words)), None, RARITY_DEPTH)
         if not ranked:
-            return False
+            return []
         rows = connection.execute(select(chunks.c.content, chunks.c.heading)
                                   .where(chunks.c.row_id.in_([r.row_id for r in ranked])))
-        return any(holds_phrase(row.content, phrase) or holds_phrase(row.heading, phrase) for row in rows)
+        return [text for row in rows for text in (row.content, row.heading)]
 
     def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked],
                   similarity: dict[int, float] | None = None) -> list[Passage]:

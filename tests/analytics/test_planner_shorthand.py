@@ -80,3 +80,10 @@ def test_the_value_in_a_list_of_columns_is_the_column_of_the_number_condition(da
 def test_the_value_with_no_one_number_condition_is_declined(question: str) -> None:
     with pytest.raises(NoPlan):
         plan(question)
+
+
+@pytest.mark.parametrize("question", ["Samples with salinity above 35: site, buoy. water temp",
+                                      "Samples with salinity above 35: site, buoy, so water temp"])
+def test_a_number_column_named_past_the_end_of_a_list_is_not_dropped_unsaid(question: str) -> None:
+    with pytest.raises(NoPlan):
+        plan(question)

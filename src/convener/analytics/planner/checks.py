@@ -297,6 +297,16 @@ def _absent_rows(reading: _Reading) -> str | None:
     return None
 
 
+def _unshown_measures(reading: _Reading, shape: str) -> list[str]:
+    """Number columns named beside a list of the columns to show ("…: date, captain, hull. distance") that
+    the list left out and no condition reads: a listing shows no measure, so they would go unshown unsaid."""
+    if shape != "rows" or not reading.shown or reading.shown_whole:
+        return []
+    conditions = {f.column for f in reading.filters}
+    return list(dict.fromkeys(column for column, agg in reading.measures
+                              if agg is None and column not in reading.shown and column not in conditions))
+
+
 def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     """Refuse a plan that would silently ignore part of the question: an unsupported computation, an
     aggregate of nothing, a number or name left unexplained, several unknown words. Returns the one unknown
@@ -323,7 +333,7 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
         word = reading.tokens[dangling].text.lower()
         of = f" '{reading.tokens[dangling + 1].text}'" if dangling + 1 < len(reading.tokens) else ""
         raise NoPlan(f"could not tell which column of {reading.table.name} to take the {word} of{of}")
-    unknown = _unknown_words(reading)
+    unknown = _unknown_words(reading) + _unshown_measures(reading, shape)
     numbers = _leftover_numbers(reading)
     if numbers:
         raise NoPlan(f"could not tell what {', '.join(numbers[:3])} refers to in {reading.table.name}")

@@ -87,3 +87,10 @@ def test_the_value_with_no_one_number_condition_is_declined(question: str) -> No
 def test_a_number_column_named_past_the_end_of_a_list_is_not_dropped_unsaid(question: str) -> None:
     with pytest.raises(NoPlan):
         plan(question)
+
+
+@pytest.mark.parametrize("question", ["Did any sample from North have a water temp below -1? yes or no",
+                                      "Was there any sample with water temp below -1 at North? (Yes/no)"])
+def test_yes_or_no_after_a_question_asking_whether_is_its_answer_form(data: duckdb.DuckDBPyConnection,
+                                                                      question: str) -> None:
+    assert data.execute(plan(question).sql).fetchall() == [(True,)]

@@ -31,10 +31,23 @@ def read_exists(reading: _Reading, text: str) -> None:
         if said:
             reading.exists = True
             reading.used.update(said)
+            reading.used.update(_answer_form(reading))
             return
     # "Did United fly to Denver in March 2013?": a question opened by an auxiliary asks yes or no too; it is
     # answered so where what it asks about is rows (the shape decides)
     reading.yes_no = reading.norm(0) in AUXILIARIES and reading.free(0)
+    if reading.yes_no:
+        reading.used.update(_answer_form(reading))
+
+
+def _answer_form(reading: _Reading) -> list[int]:
+    """"… more than 5 hours late? yes or no", "(yes/no)": the answer's form, said after a question that asks
+    whether; the words name no condition."""
+    for index in range(len(reading.tokens) - 1):
+        said = [index, index + 1, index + 2] if reading.norm(index + 1) == "or" else [index, index + 1]
+        if reading.norm(index) == "yes" and reading.norm(said[-1]) == "no" and all(reading.free(i) for i in said):
+            return said
+    return []
 
 
 def _asks_whether(reading: _Reading, start: int) -> list[int]:

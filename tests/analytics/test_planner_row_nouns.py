@@ -1,5 +1,6 @@
-"""Rows whose noun is also a column's name, on a small schema of taxi trips: ``trip`` is the trip's number,
-and "which trip had the longest duration" asks for a trip, not for the highest trip number."""
+"""Words that name rows or columns by more than one reading, on small schemas of a taxi firm: ``trip`` is the
+trip's number, and "which trip had the longest duration" asks for a trip, not for the highest trip number;
+"seat" is the seat's type and "seats" their number, and "the seat types" is the type."""
 
 from __future__ import annotations
 
@@ -52,3 +53,27 @@ def test_which_before_the_rows_noun_asks_for_a_row(data: duckdb.DuckDBPyConnecti
     columns = [column[0] for column in result.description]
     rows = result.fetchall()
     assert not made.unaccounted and len(rows) == 1 and rows[0][columns.index("driver")] == driver
+
+
+CABS = TableInfo("cabs", (
+    ColumnInfo("plate", "STRING", "Licence plate"), ColumnInfo("type", "STRING", "Type of cab, e.g. sedan"),
+    ColumnInfo("seats", "INTEGER", "Number of seats"), ColumnInfo("seat", "STRING", "Type of seat, e.g. leather")),
+    description="Cabs of the fleet: one row per cab.")
+SEATS = {"type": ["sedan", "van"], "seat": ["leather", "cloth", "vinyl"]}
+
+
+@pytest.fixture(scope="module")
+def cabs() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE cabs (plate VARCHAR, type VARCHAR, seats INTEGER, seat VARCHAR)",
+                        "INSERT INTO cabs VALUES ('A1', 'sedan', 4, 'leather'), ('B2', 'van', 7, 'cloth'), "
+                        "('C3', 'sedan', 4, 'vinyl'), ('D4', 'van', 8, 'cloth')")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("List the seat types in the cabs table", [("cloth",), ("leather",), ("vinyl",)]),
+    ("List the seat types except leather", [("cloth",), ("vinyl",)]),
+])
+def test_a_word_two_columns_share_followed_by_its_description_names_the_one_written(
+        cabs: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [CABS], values_of=lambda _, column: SEATS.get(column, []))
+    assert sorted(cabs.execute(made.sql).fetchall()) == expected

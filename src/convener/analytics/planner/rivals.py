@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from convener.analytics.planner.catalog import _Mention
 from convener.analytics.planner.state import _Reading
+from convener.analytics.wording import phrase
 
 _REACH = 4
 """How many words apart the two may be ("time any flight spent airborne")."""
@@ -21,6 +22,8 @@ def settle_rivals(reading: _Reading) -> None:
     for mention in list(reading.mentions):
         if mention.is_value or not mention.ambiguous or mention not in reading.mentions:
             continue
+        if _settle_described(reading, mention):
+            continue
         rivals = {mention.target.column, *mention.ambiguous}
         near = [other for other in reading.mentions
                 if other is not mention and not other.is_value and not other.ambiguous
@@ -32,6 +35,27 @@ def settle_rivals(reading: _Reading) -> None:
         reading.used.update(range(other.start, other.end))
         index = reading.mentions.index(mention)
         reading.mentions[index] = replace(mention, target=other.target, ambiguous=())
+
+
+def _settle_described(reading: _Reading, mention: _Mention) -> bool:
+    """"the engine types", with columns engine ("Type of engine") and engines (their number): the one column
+    of the rivals named exactly as written, followed by a word of its own description, is that column; the
+    word after it is said by it, even where it could name a column of its own (type)."""
+    written = "_".join(token.norm for token in reading.tokens[mention.start:mention.end])
+    exact = [name for name in (mention.target.column, *mention.ambiguous) if name.lower() == written]
+    column = reading.table.column(exact[0]) if len(exact) == 1 else None
+    if column is None or mention.end >= len(reading.tokens) \
+            or reading.tokens[mention.end].stem not in phrase(column.description or ""):
+        return False
+    following = reading.mention_at(mention.end)
+    if following is not None and (following.is_value or following.start != mention.end):
+        return False
+    if following is not None:
+        reading.mentions.remove(following)
+    reading.used.add(mention.end)
+    index = reading.mentions.index(mention)
+    reading.mentions[index] = replace(mention, target=replace(mention.target, column=column.name), ambiguous=())
+    return True
 
 
 def _close(reading: _Reading, first: _Mention, second: _Mention) -> bool:

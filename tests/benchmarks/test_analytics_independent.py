@@ -51,3 +51,18 @@ def test_held_out_results_are_never_printed_per_question(run_benchmark: RunBench
     else:
         assert "heldout.json is not there" in output
     assert not re.search(r"^  (RIGHT|WRONG|CONF-WRONG) ", output, re.MULTILINE)
+
+
+def test_a_limit_below_one_is_refused_before_any_question_is_asked() -> None:
+    """``--limit 0`` had asked every question: run on the held-out set, it scored it whole."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    completed = subprocess.run([sys.executable, str(root / "benchmarks" / "analytics_independent.py"),
+                                "--set", "heldout", "--limit", "0"], cwd=root, capture_output=True, text=True,
+                               timeout=60)
+
+    assert completed.returncode == 2
+    assert "--limit must be at least 1" in completed.stderr
+    assert "accuracy" not in completed.stdout

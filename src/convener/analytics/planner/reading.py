@@ -567,7 +567,9 @@ def _read_top(reading: _Reading) -> None:
             while (value := reading.mention_at(after)) is not None and value.is_value and value.start == after:
                 after = value.end  # "the 3 Adelie penguins with the longest flippers": values of the rows
             named = reading.mention_at(after)
-            if named is not None and not named.is_value and named.start == after \
+            # "the five Adelies with the shallowest bills": the values themselves name the rows counted
+            valued = after > number + 1 and reading.norm(after) in _ROWS_FOLLOWERS
+            if named is not None and not named.is_value and named.start == after or valued \
                     or after < len(tokens) and reading.tokens[after].stem in _rows_words(reading):
                 # "the 5 planes with the most seats"
                 # "the two tail numbers with the most flights"
@@ -582,6 +584,9 @@ def _read_top(reading: _Reading) -> None:
             reading.used.add(index)
             return
 
+
+_ROWS_FOLLOWERS = frozenset({"with", "that", "who", "which", "whose", "having"})
+"""Words after which a value named right after a ranking's N stands for the rows it counts."""
 
 _OPENING_VERBS = frozenset({"list", "show", "give", "name", "find", "me", "get"})
 """Verbs a request for N rows opens with ("list 3 penguins with …", "show me 5 …")."""

@@ -476,10 +476,15 @@ _LIST_JOINERS = frozenset({",", "and", "or", "nor"})
 
 def _continues_negated_list(reading: _Reading, previous: tuple[_Mention, bool] | None, mention: _Mention) -> bool:
     """"other than UA, B6 and EV": a value joined to a negated value of the same column only by commas and
-    "and"/"or" is in the same negated list, not a condition of its own."""
+    "and"/"or" (and the value's own name, if said before it) is in the same negated list, not a condition of
+    its own."""
     if previous is None or not previous[1] or previous[0].target.column != mention.target.column:
         return False
-    between = range(previous[0].end, mention.start)
+    begin = mention.start
+    while begin > previous[0].end and begin - 1 in reading.used and reading.mention_at(begin - 1) is None \
+            and reading.tokens[begin - 1].text[:1].isupper():
+        begin -= 1  # "other than United (UA), Delta (DL) and American (AA)": each value said by its name too
+    between = range(previous[0].end, begin)
     return all(reading.norm(i) in _LIST_JOINERS for i in between)
 
 

@@ -681,6 +681,11 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             reading.used.update(range(index, after + 1))
             index = after + 1
             continue
+        if mention and not mention.is_value and mention.start == after and marker == ("by",) \
+                and passive(reading.norm(index - 1)) and _excepted(reading, mention.end):
+            # "operated by carriers other than UA": who did it, all but some, not a group of each
+            index = after
+            continue
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
             reading.used.update(i for i in range(index, after) if reading.free(i) and (
@@ -710,6 +715,12 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 and read_joined_key(reading, index + len(marker), after):
             reading.used.update(range(index, index + len(marker)))
         index = after
+
+
+def _excepted(reading: _Reading, index: int) -> bool:
+    """Whether "other than", "except", "excluding" or "besides" stands at ``index``."""
+    return reading.norm(index) == "other" and reading.norm(index + 1) == "than" \
+        or reading.norm(index) in ("except", "excluding", "besides")
 
 
 def _read_key_bucket(reading: _Reading, key: _Mention) -> None:

@@ -405,7 +405,8 @@ def _read_values(reading: _Reading) -> None:
         # "leaving out the ones to LAX", "ruling out those from JFK": the rows named again between
         out = next((i for i in range(begin - 1, max(0, begin - 5), -1) if reading.norm(i) == "out"), None)
         if not negations and out is not None and reading.norm(out - 1) in _LEAVE_OUT and reading.free(out) \
-                and all(reading.norm(i) in _NAMED_AGAIN and reading.free(i) for i in range(out + 1, begin)):
+                and all(reading.norm(i) in _NAMED_AGAIN and reading.free(i) or _rows_noun(reading, i)
+                        for i in range(out + 1, begin)):  # "leave out birds from North": the rows' noun
             negations = [out - 1, out, *range(out + 1, begin)]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
@@ -472,6 +473,11 @@ def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
 
 
 _LIST_JOINERS = frozenset({",", "and", "or", "nor"})
+
+
+def _rows_noun(reading: _Reading, index: int) -> bool:
+    """Whether the queried table's own noun for its rows, naming no column, stands at ``index``."""
+    return reading.mention_at(index) is None and reading.tokens[index].stem in _table_words(reading.base)
 
 
 def _continues_negated_list(reading: _Reading, previous: tuple[_Mention, bool] | None, mention: _Mention) -> bool:

@@ -108,3 +108,37 @@ def test_nothing_found_for_a_name_some_row_has_is_the_answer(pipeline_tables: li
     # trips do go to Milltown Central Pier: none of them took that long, which is the answer
     _, text = ask(pipeline_tables, "How many trips to Milltown took more than 100 minutes?")
     assert "could not use" not in text and text.startswith("The number of trips is 0."), text
+
+
+# A period the question names is checked as a name is: data with no row in it answers nothing, which says so.
+SAILINGS = [(1, "2024-03-02", 120), (2, "2024-03-20", 340), (3, "2024-07-11", 80)]
+
+
+@pytest.fixture(scope="module")
+def sailings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Table]]:
+    folder: Path = tmp_path_factory.mktemp("sailings")
+    (folder / "sailings.csv").write_text("sailing_id,sailed_on,passengers\n"
+                                         + "".join(f"{n},{d},{p}\n" for n, d, p in SAILINGS))
+    engine = open_engine(str(folder))
+    yield [Table("ferries", info, engine) for info in engine.tables()]
+    engine.close()
+
+
+def test_a_named_period_is_read_with_a_check_of_it(sailings: list[Table]) -> None:
+    made = plan_question("How many sailings were there in March 2031?", [sailings[0].info])
+    assert [guess.said for guess in made.guessed] == ["March 2031"]
+    assert sailings[0].engine.execute(made.guessed[0].check, row_limit=10, timeout_seconds=5).rows == [(False,)]
+
+
+@pytest.mark.parametrize("question", ["How many sailings were there in 2031?",
+                                      "What was the average number of passengers in January 2031?"])
+def test_nothing_found_in_a_period_no_row_is_in_says_the_period_could_not_be_used(
+        sailings: list[Table], question: str) -> None:
+    sql, text = ask(sailings, question)
+    assert sql is not None
+    assert text.startswith("I could not use '") and "2031" in text.split(":")[0], text
+
+
+def test_nothing_found_in_a_period_some_row_is_in_is_the_answer(sailings: list[Table]) -> None:
+    _, text = ask(sailings, "How many sailings in 2024 had more than 500 passengers?")
+    assert "could not use" not in text and text.startswith("The number of sailings is 0."), text

@@ -47,7 +47,7 @@ from convener.analytics.planner.base import (
 from convener.analytics.planner.catalog import _Catalog, _choose_table, glossed_names
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
-from convener.analytics.planner.guesses import guessed, read_guesses
+from convener.analytics.planner.guesses import guessed, read_guesses, read_periods
 from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.reading import _read
@@ -115,7 +115,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     # Which of several ways to reach a table was taken ("airports by dest, not origin") is said.
     by = "".join(f", {join.table.name} joined by {table.name}.{mine} = {join.table.name}.{theirs}"
                  for join in used_joins if join.chosen for mine, theirs in join.on)
-    guesses = read_guesses(guessed(catalog, tokens, used), reading, dialect)
+    guesses = read_guesses(guessed(catalog, tokens, used), reading, dialect) + read_periods(reading, dialect)
     return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
 

@@ -2,7 +2,8 @@
 it (Boston Back Bay Station). The data may not bear such a reading out (Boston's airport is Logan, whose
 name does not say Boston), and nothing in the schema tells. The plan names each such reading with a query
 asking whether any row has those names, so that an answer of nothing resting on a name no row has is
-shown as a reading that could not be used, not as the answer."""
+shown as a reading that could not be used, not as the answer. A period the question names ("in 2015", "in
+January 2014") is checked the same way: data that holds no row of it answers nothing, which is no answer."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlglot import exp
 
 from convener.analytics.planner.base import Guess
 from convener.analytics.planner.catalog import _Candidate, _Catalog, _name_word_spans, _Target
-from convener.analytics.planner.sql import _condition, _Query, _render
+from convener.analytics.planner.sql import _condition, _describe_filters, _Query, _render
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.shapes import STRING
 from convener.analytics.wording import Token, tokenize
@@ -66,3 +67,33 @@ def read_guesses(guesses: Sequence[_Candidate], reading: _Reading, dialect: str)
                                    "any_row", quoted=True)], where=[_condition(bare, alone, dialect)])
         read.append(Guess(said, names, _render(bare, query, dialect)))
     return tuple(read)
+
+
+_PERIODS = ("year", "month", "day", "date", "periods")
+"""Kinds of condition that name a stretch of time."""
+
+
+def read_periods(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
+    """The periods the plan's conditions name, one for each place in the question that named one, each with
+    the query that tells whether any row of the queried table falls in it."""
+    said_at: dict[tuple[int, str], list[_Filter]] = {}
+    for condition in reading.filters:
+        if condition.kind in _PERIODS and condition.start >= 0:
+            said_at.setdefault((condition.start, condition.column), []).append(condition)
+    read: list[Guess] = []
+    for (start, _), conditions in said_at.items():
+        bare = replace(reading, filters=conditions, group_conditions=[], absent=[], present=[])
+        query = _Query([exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
+                                   "any_row", quoted=True)],
+                       where=[_condition(bare, condition, dialect) for condition in conditions])
+        meaning = "rows where " + _describe_filters(conditions).removeprefix(", where ")
+        read.append(Guess(_said(reading, start), (meaning,), _render(bare, query, dialect)))
+    return tuple(read)
+
+
+def _said(reading: _Reading, start: int) -> str:
+    """The words at ``start`` that named a period: those the reading used, up to the first it did not."""
+    end = start
+    while end < len(reading.tokens) and end in reading.used and end - start < 4:
+        end += 1
+    return " ".join(token.text for token in reading.tokens[start:max(end, start + 1)])

@@ -77,6 +77,14 @@ def test_a_name_inside_many_names_or_none_or_a_code_is_declined(question: str) -
     ("How many flights went to Boston (BOS)?", 1),  # not 0: "Boston" is BOS's name here, not Back Bay Station
     ("how many flights didn't go to Atlanta (ATL)?", 4),
     ("Number of flights to Boston (BOS) versus Miami (MIA)", [("BOS", 1), ("MIA", 3)]),
+    # a list of names glossed by a list of values, one for each
+    ("How many flights did not go to Atlanta or Miami (ATL, MIA)?", 1),
+    ("How many flights went to Boston, Atlanta or Miami (BOS, ATL, MIA)?", [("ATL", 2), ("BOS", 1), ("MIA", 3)]),
+    # examples in parentheses show what the words before name; they ask for nothing of their own
+    # "from" chose the join "Newark" is read through, and still says which rows "leave out" leaves out
+    ("What's the average arrival delay if we leave out flights from Newark?", 53 / 3),
+    ("How many flights went out on each day of the week (Tuesday, Wednesday, ...)?",
+     [("Friday", 1), ("Saturday", 1), ("Sunday", 1), ("Thursday", 1), ("Tuesday", 1), ("Wednesday", 1)]),
 ])
 def test_a_name_before_a_value_in_parentheses_is_that_values_name(
         data: duckdb.DuckDBPyConnection, question: str, expected: object) -> None:
@@ -230,3 +238,15 @@ def test_one_row_noun_after_the_codes_that_qualify_it_is_the_rows_not_the_flight
 def test_groups_that_never_did_something_out_of_a_place(data: duckdb.DuckDBPyConnection) -> None:
     # UA flew only out of Newark, B6 only out of JFK; AA and DL flew out of LGA
     assert [row[0] for row in answer(data, "Which carriers never flew out of LGA?")] == ["B6", "UA"]
+
+
+def test_a_code_is_read_as_written_not_in_a_word_that_is_a_form_of_it() -> None:
+    airports = TableInfo("airports", (ColumnInfo("faa", "STRING"), ColumnInfo("alt", "INTEGER", "Altitude in feet")),
+                         description="Airports: one row per airport.")
+    codes = {("airports", "faa"): ["JFK", "SIT"]}
+
+    def asked(question: str) -> str:
+        return plan_question(question, [airports], values_of=lambda t, c: codes.get((t, c), [])).sql
+
+    assert "'SIT'" not in asked("Which airport sits at the highest altitude?")  # Sitka's code is SIT
+    assert "'SIT'" in asked("What is the altitude of SIT?") and "'SIT'" in asked("altitude of sit")

@@ -44,12 +44,13 @@ from convener.analytics.planner.base import (
     Term,
     ValuesOf,
 )
-from convener.analytics.planner.catalog import _Catalog, _choose_table, glossed_names
+from convener.analytics.planner.catalog import _Catalog, _choose_table
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.guesses import guessed, read_guesses, read_periods
 from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
+from convener.analytics.planner.parentheses import parenthesised
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
@@ -84,7 +85,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     catalog = _Catalog(everything, terms, values_of)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
-    used |= glossed_names(tokens, question, catalog.candidates(tokens, used))
+    used |= parenthesised(tokens, question, catalog.candidates(tokens, used))
     # A table reached by several relationships (flights to airports by origin and by dest) is joined only
     # when the question's words pick one: else its phrases do not make the question about the other table.
     pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used))) \

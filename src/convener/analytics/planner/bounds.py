@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.dates import _is_year, _time_columns
 from convener.analytics.planner.state import _Filter, _note_term, _numeric_mention, _Reading
 from convener.analytics.planner.vocabulary import _UNITS
@@ -59,6 +60,9 @@ def read_measure_of_number(reading: _Reading,
         following = reading.mention_at(index + 1)
         if following is not None and not following.is_value and following.target.column != measure.target.column:
             continue  # "average displacement of 8 cylinder cars": the number is the next column's
+        if _is_year(token) and measure.end - measure.start == 1 and _time_columns(reading.table) \
+                and reading.tokens[measure.start].stem in _table_words(reading.base):
+            continue  # "the first flight of 2013": the rows' own noun (a flight number's column too), and a year
         value = reading.mention_at(index)
         if value is not None and value.is_value and value.start == index and value.end == index + 1:
             reading.mentions.remove(value)  # a number said as a measure's amount is no text value

@@ -515,6 +515,8 @@ def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _C
                 continue
             if item.common and " ".join(t.text for t in tokens[start:start + size]) != item.value:
                 continue
+            if size == 1 and item.value.isupper() and tokens[start].norm != item.value.lower():
+                continue  # a code ("SIT") is said as it is, not as a form of the word it spells ("sits")
             if text and _HYPHENATED.search(item.value) and any(text[tokens[i].end:tokens[i + 1].start].isspace()
                                                                for i in range(start, start + size - 1)):
                 continue  # "in-store" is not "in stores": a hyphenated value is written with its hyphen
@@ -623,28 +625,6 @@ def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
         target = _Target(keys.table.name, keys.column.name, options[0], alternatives=options[1:])
         found.append(_Candidate(position, position + 1, target, 1.5, "value"))
     return found
-
-
-def glossed_names(tokens: list[Token], text: str, candidates: Sequence[_Candidate]) -> set[int]:
-    """"Miami (MIA)", "Washington Reagan (DCA)": capitalised words followed by a value of the data in
-    parentheses are that value's name, said by the value. Their indexes (and nothing else) are returned, so
-    that they are read as said rather than matched on their own ("Boston" inside another airport's name)."""
-    glossed: set[int] = set()
-    for candidate in candidates:
-        start, end = candidate.start, candidate.end
-        if candidate.source != "value" or candidate.target.alternatives or start == 0 or end >= len(tokens) + 1:
-            continue
-        before = text[tokens[start - 1].end:tokens[start].start]
-        after = text[tokens[end - 1].end:tokens[end].start] if end < len(tokens) else text[tokens[end - 1].end:]
-        if before.strip() != "(" or not after.strip().startswith(")"):
-            continue
-        index = start - 1
-        while index >= 0 and start - index <= 4 and tokens[index].kind == "word" \
-                and tokens[index].text[:1].isupper() and not tokens[index].is_stopword \
-                and (index == start - 1 or text[tokens[index].end:tokens[index + 1].start].isspace()):
-            glossed.add(index)
-            index -= 1
-    return glossed
 
 
 # --- Choosing the table and the mentions in it -------------------------------------------------------------

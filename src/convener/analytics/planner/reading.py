@@ -32,7 +32,7 @@ from convener.analytics.planner.state import (
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
-from convener.analytics.planner.contrast import read_contrast
+from convener.analytics.planner.contrast import OF_MEASURE, read_contrast
 from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
 from convener.analytics.planner.dimensions import _dimension, _measured_columns, read_asked_measure
 from convener.analytics.planner.grouping import passive, read_joined_key
@@ -396,8 +396,10 @@ def _read_values(reading: _Reading) -> None:
             raise NoPlan(f"finding what has no '{_text(reading, mention)}' is not something this planner does")
         begin = mention.start
         while begin > 0 and begin - 1 in reading.used and reading.mention_at(begin - 1) is None \
-                and reading.tokens[begin - 1].text[:1].isupper():
-            begin -= 1  # "didn't go to Atlanta (ATL)": the value's name, read as said by it, stands between
+                and (reading.tokens[begin - 1].text[:1].isupper() or reading.norm(begin - 1) in ("and", "or")):
+            # "didn't go to Atlanta (ATL)", "not by United or Delta (UA, DL)": the values' names, read as said
+            # by them, stand between
+            begin -= 1
         negations = [i for i in range(max(0, begin - 3), mention.start) if reading.norm(i) in _NEGATIONS]
         negations += _all_but(reading, begin)
         negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
@@ -405,8 +407,10 @@ def _read_values(reading: _Reading) -> None:
         # "leaving out the ones to LAX", "ruling out those from JFK": the rows named again between
         out = next((i for i in range(begin - 1, max(0, begin - 5), -1) if reading.norm(i) == "out"), None)
         if not negations and out is not None and reading.norm(out - 1) in _LEAVE_OUT and reading.free(out) \
-                and all(reading.norm(i) in _NAMED_AGAIN and reading.free(i) or _rows_noun(reading, i)
+                and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1)
+                        or _rows_noun(reading, i)
                         for i in range(out + 1, begin)):  # "leave out birds from North": the rows' noun
+            # ("from" may have been read already: it chose the join a name is read through)
             negations = [out - 1, out, *range(out + 1, begin)]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
@@ -434,7 +438,20 @@ def _read_values(reading: _Reading) -> None:
         # The names one word names ("Newark": two airports) are one place asked about, not places compared.
         one = said[(column, negated)]
         kind = "name" if len(one) == 1 and one[0].target.alternatives else "value"
-        reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)]))
+        reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)],
+                                       either=_said_as_alternatives(reading, one)))
+
+
+def _said_as_alternatives(reading: _Reading, said: list[_Mention]) -> bool:
+    """Whether the values were joined by "or" and nothing else that joins ("LAX or SFO", "AA, DL or UA"), in a
+    question that does not ask to choose between them ("which had the longer sea time, Oslo or Bergen")."""
+    between = {reading.norm(i) for first, second in zip(said, said[1:]) for i in range(first.end, second.start)}
+    choosing = any(token.norm in _CHOOSING or token.norm in OF_MEASURE for token in reading.tokens)
+    return len(said) > 1 and "or" in between and not between & {"and", "vs", "versus", "against", "with"} \
+        and not choosing
+
+
+_CHOOSING = frozenset({"which", "whose", "who", "whom"})
 
 
 _ALL_BUT = frozenset({"anything", "everything", "all", "any"})

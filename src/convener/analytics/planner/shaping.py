@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.vocabulary import SUM
-from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.shapes import TIME_TYPES
 
 
@@ -24,6 +24,14 @@ def _shape(reading: _Reading) -> str:
     """Which of the nine shapes the reading calls for; rankings first, since they may also group. A yes/no
     question is answered as whether any of the rows exists, and only a question about rows can be."""
     shape = _shape_asked(reading)
+    if reading.yes_no and not reading.exists and shape == "top" and not reading.keys:
+        # "Is the heaviest penguin a Gentoo?": whether the top rows have the value, not the top of those that do
+        reading.asked_of_top = _asked_of_top(reading)
+        if reading.asked_of_top is None:
+            raise NoPlan("a yes/no question about the top rows is planned only as whether they have a value "
+                         "it names ('a Gentoo')")
+        reading.filters.remove(reading.asked_of_top)
+        return shape
     if reading.yes_no and not reading.exists and shape == "rows" and not reading.shown:
         if any(token.norm in _UNIVERSAL for token in reading.tokens):
             # "Are all Chinstrap penguins on Dream?": whether every row is so, which rows that are cannot say
@@ -45,8 +53,10 @@ def _shape_asked(reading: _Reading) -> str:
         return "contrast"
     # days of the week set side by side ("compare Saturdays with Sundays") are compared; "on Saturdays or
     # Sundays" alone is one condition
+    # "how many flights went to LAX or SFO": one count of flights going to either, unless compared
     multi = [f for f in reading.filters if f.op in ("in",) and (f.kind in ("value", "year")
-                                                                or f.kind == "weekday" and reading.compare)]
+                                                                or f.kind == "weekday" and reading.compare)
+             and (reading.compare or not f.either)]
     if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
         return "share"
     if reading.top is not None:
@@ -69,3 +79,16 @@ def _shape_asked(reading: _Reading) -> str:
 def _has_time_key(reading: _Reading) -> bool:
     """Whether a group key is a date column, which makes the shape a time series."""
     return any(reading.column(key).type in TIME_TYPES for key in reading.keys)
+
+
+def _asked_of_top(reading: _Reading) -> _Filter | None:
+    """The value a yes/no question asks its top rows to have: said after "a" or "an" ("a Gentoo", "a male")."""
+    for condition in reading.filters:
+        if condition.kind not in ("value", "name") or condition.op != "=" or condition.start < 1:
+            continue
+        first = condition.start
+        while first > 0 and reading.tokens[first - 1].text[:1].isupper() and reading.norm(first - 1) not in ("a", "an"):
+            first -= 1  # the value's other words ("a Gentoo Penguin")
+        if reading.norm(first - 1) in ("a", "an"):
+            return condition
+    return None

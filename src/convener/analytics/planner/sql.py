@@ -48,6 +48,8 @@ class _Query:
     distinct: bool = False
     ties: bool = False
     """Keep every row tied with the last one the limit keeps (rankings of rows only)."""
+    asked: exp.Expr | None = None
+    """A condition every row found is asked to meet (yes or no), answered over them instead of listing them."""
 
 
 # --- Building each shape -----------------------------------------------------------------------------------
@@ -282,9 +284,12 @@ def _build_compare(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 def _joined_by(reading: _Reading, column: str) -> list[str]:
     """The queried table's column that a joined table's ``column`` is reached by ("United vs American": the
     airlines' names, reached by flights.carrier), or none. Groups compared by such names are that column's
-    values (what the rows themselves say), the names shown beside them as the question said them."""
+    values (what the rows themselves say), the names shown beside them as the question said them. A column
+    that is not the joined rows' name ("AIRBUS vs BOEING": planes' manufacturer) is what many of them share:
+    the groups are its values alone."""
     expression = reading.scope.virtual.get(column) if reading.scope else None
-    if reading.scope is None or not isinstance(expression, exp.Column) or not expression.table:
+    if reading.scope is None or not isinstance(expression, exp.Column) or not expression.table \
+            or "name" not in split_identifier(expression.name).lower().split():
         return []
     return [mine for join in reading.scope.joins if join.table.name.split(".")[-1] == expression.table
             for mine, _ in join.on if mine not in reading.keys][:1]
@@ -344,8 +349,24 @@ def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
                    ties=reading.ties)
     reading.filters.append(_Filter(column, "not null", (), "number"))
     table = reading.table.name.split(".")[-1]
+    asked = reading.asked_of_top
+    if asked is not None:
+        return _asked_of_rows(reading, query, asked, dialect), "answer", (
+            f"Tells whether {_describe_filters([asked]).removeprefix(', where ')} for each of the {limit} rows of "
+            f"{reading.table.name} with the {order_word} {column}")
     name = f"{'top' if descending else 'bottom'}_{limit}_{snake(table)}_by_{snake(column)}"
     return query, name, f"Lists the {limit} rows of {reading.table.name} with the {order_word} {column}"
+
+
+def _asked_of_rows(reading: _Reading, query: _Query, asked: _Filter, dialect: str) -> _Query:
+    """The rows ``query`` finds, with the column ``asked`` is about among those it shows, asked whether all
+    of them meet it; the column must be the queried table's own (it is read from the rows found)."""
+    if reading.scope is not None and asked.column in reading.scope.virtual:
+        raise NoPlan(f"whether the top rows have a value of {asked.column} (another table's) is not planned")
+    if not any(isinstance(c, exp.Column) and c.name == asked.column for c in query.select):
+        query.select.append(_col(asked.column))
+    query.asked = _condition(reading, asked, dialect)
+    return query
 
 
 def _shown(reading: _Reading) -> list[str]:
@@ -662,6 +683,12 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
         select = select.limit(query.limit, copy=False)
     if reading.scope is not None and reading.scope.virtual:
         select = _resolve_virtual(reading, select)
+    if query.asked is not None:
+        # each row found is 1 when it meets the condition: all of them do when the least is 1
+        met = exp.Case(ifs=[exp.If(this=query.asked, true=exp.Literal.number(1))], default=exp.Literal.number(0))
+        answer = exp.alias_(exp.EQ(this=exp.Min(this=met), expression=exp.Literal.number(1)), "answer", quoted=True)
+        found = exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier("found", quoted=True)))
+        select = exp.Select(expressions=[answer]).from_(found, copy=False)
     return select.sql(dialect=dialect)
 
 

@@ -25,6 +25,8 @@ class _Filter:
     values: tuple[str | float, ...]
     kind: str
     start: int = -1
+    either: bool = False
+    """Values said as alternatives ("to LAX or SFO"): one condition the rows meet, not groups set side by side."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class _Reading:
     present: list[_Filter] = field(default_factory=list)
     """Conditions some row of a group must meet, said beside an absent one ("from JFK but never from LGA")."""
     exists: bool = False
+    asked_of_top: _Filter | None = None
+    """"Is the heaviest penguin a Gentoo?": the value the top rows are asked to have, no condition on them."""
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""
     bounds: dict[int, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
     """Numbers followed by "or more"/"or less" (by position): the comparison their equality becomes."""

@@ -124,3 +124,21 @@ def test_a_measure_asked_in_another_unit_is_converted_or_declined(data: duckdb.D
     for question in ("average body mass in kg", "What's the mean body mass in kilograms of Gentoo penguins?"):
         made = plan_question(question, [PENGUINS], [kilograms])
         assert "1000" in made.sql and "body_mass_g\" AS" not in made.sql, made.sql
+
+
+FLIGHTS = TableInfo("flights", (ColumnInfo("flight_date", "DATE"), ColumnInfo("flight", "INTEGER", "Flight number"),
+                                ColumnInfo("carrier", "STRING", samples=("UA", "DL")),
+                                ColumnInfo("dest", "STRING", "Destination airport")),
+                    description="One row per flight.")
+
+
+@pytest.mark.parametrize(("question", "shown"), [
+    # "flights: date" is the rows and a column listed, no flight_date said across the colon
+    ("Show all the UA flights: date, flight number and destination.", ['"flight_date"', '"flight"', '"dest"']),
+    # "flights with their dates" shows the rows' dates, it names no column "flight date" of its own
+    ("Give me the UA flights with their dates.", []),
+])
+def test_words_parted_by_punctuation_or_with_are_no_one_column_name(question: str, shown: list[str]) -> None:
+    sql = plan_question(question, [FLIGHTS]).sql
+    assert "'UA'" in sql and sql.index("SELECT") < min((sql.index(name) for name in shown), default=1), sql
+    assert all(name in sql.split(" FROM ")[0] for name in shown), sql

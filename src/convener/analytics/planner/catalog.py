@@ -195,7 +195,7 @@ class _Catalog:
                 found.extend(_negated_spans(tokens, content, keys))
             named = {stem(word) for word in split_identifier(keys.table.name.split(".")[-1]).lower().split()}
             for words in keys.names:
-                for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                for start, end, exact in _phrase_spans(tokens, content, words, True, self.text):
                     if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
                             and tokens[start].norm != words[0] and tokens[start].norm.endswith("s"):
                         continue  # "flights" names the rows of flights, not its column "flight"
@@ -205,7 +205,7 @@ class _Catalog:
                     found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
             entity = _table_words(keys.table)
             for words in keys.parts:
-                for start, end, exact in _phrase_spans(tokens, content, words, abbreviations=True):
+                for start, end, exact in _phrase_spans(tokens, content, words, True, self.text):
                     if not exact and tokens[start].stem in self.row_words:
                         continue  # "airports" is a table, not an abbreviation of air_time
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
@@ -220,7 +220,7 @@ class _Catalog:
         for term, target in self.terms:
             for label in (term.name, *term.labels):
                 words = phrase(label)
-                for start, end, _ in _phrase_spans(tokens, content, words, abbreviations=False):
+                for start, end, _ in _phrase_spans(tokens, content, words, False, self.text):
                     glossed.append((_Candidate(start, end, target, 3.2 + len(words), "glossary"),
                                     end - start - len(tokenize(label))))
         # A term's words said apart ("flights were late" for "late flights") give way to its words said side
@@ -440,9 +440,10 @@ def _share_stem(word: str, part: str) -> bool:
 
 
 def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...],
-                  abbreviations: bool) -> list[tuple[int, int, bool]]:
+                  abbreviations: bool, text: str = "") -> list[tuple[int, int, bool]]:
     """Where the content words ``words`` occur as consecutive content tokens, in any order (so "minimum
-    temperature" finds ``temp_min``), spanning at most a couple of stopwords per word."""
+    temperature" finds ``temp_min``), spanning at most a couple of stopwords per word, and no punctuation that
+    parts them (``text``, the question: "flights: date, flight number" names no flight_date)."""
     size = len(words)
     spans: list[tuple[int, int, bool]] = []
     if not size or size > 6:
@@ -451,12 +452,21 @@ def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...
         window = content[first:first + size]
         if window[-1] - window[0] > 2 * size + 1:
             continue
-        if any(tokens[i].norm in ("and", "or") for i in range(window[0], window[-1])):
-            continue  # "their ids and runners" lists two columns; it is no name of one
+        if any(tokens[i].norm in _JOINING for i in range(window[0], window[-1])):
+            continue  # "their ids and runners" lists two columns, "flights with their dates" shows one of rows
+        if text and any(_PARTING.intersection(text[tokens[i].end:tokens[i + 1].start])
+                        for i in range(window[0], window[-1])):
+            continue
         result = _window_match([tokens[i] for i in window], words, abbreviations)
         if result is not None:
             spans.append((window[0], window[-1] + 1, result))
     return spans
+
+
+_JOINING = frozenset({"and", "or", "with", "their", "its", "whose"})
+"""Words between two that join two things named, rather than make one name."""
+_PARTING = frozenset(",:;()")
+"""Punctuation between two words that parts what they name."""
 
 
 def _window_match(window: list[Token], words: tuple[str, ...], abbreviations: bool) -> bool | None:

@@ -99,3 +99,14 @@ def test_any_before_the_rows_noun_speaks_of_the_rows(data: duckdb.DuckDBPyConnec
 def test_early_after_a_verb_is_a_delay_below_zero(data: duckdb.DuckDBPyConnection) -> None:
     assert data.execute(plan("How many flights arrived early?").sql).fetchall() == [(2,)]
     assert data.execute(plan("What percentage of flights left early?").sql).fetchall() == [(pytest.approx(100 / 7),)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # two months of a year either side of "than" are the two groups: July 2013 (-5, 130, 0) and December 2013 (61)
+    ("Was the average departure delay in July 2013 higher than in December 2013?", False),
+    ("Were there more flights in July 2013 than in December 2013?", True),
+    ("Was the average departure delay in December 2013 higher than in January 2014?", True),
+])
+def test_two_months_of_a_year_either_side_of_than_are_the_groups_compared(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert data.execute(plan(question).sql).fetchall() == [(expected,)]

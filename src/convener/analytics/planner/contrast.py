@@ -61,7 +61,7 @@ def read_contrast(reading: _Reading) -> None:
     if periods is not None:
         # "higher in July than in December": the two periods are the groups, no longer conditions on every row
         reading.contrast = (periods[0], periods[1], word in _HIGHER, kind)
-        for period in periods:
+        for period in periods[2]:
             reading.filters.remove(period)
         reading.used.update(i for i in range(than + 1, periods[1].start) if reading.norm(i) in _FILLER_AFTER_THAN)
     elif before is not None and after is not None:
@@ -107,18 +107,39 @@ def _value_after(reading: _Reading, index: int) -> _Mention | None:
 
 _PERIOD_KINDS = frozenset({"month", "year"})
 """Conditions that name one period of a date column each ("in July", "in 2012"): two of them, either side
-of "than", are the two groups compared."""
+of "than", are the two groups compared; so are two months of a year ("in July 2013"), each read as a range."""
 
 
-def _periods_around(reading: _Reading, than: int) -> tuple[_Filter, _Filter] | None:
-    """The period named before "than" and the one of the same column and kind named just after it."""
-    after = next((f for f in reading.filters if f.kind in _PERIOD_KINDS and f.op == "="
-                  and than < f.start <= than + 4), None)
+def _periods_around(reading: _Reading, than: int) -> tuple[_Filter, _Filter, list[_Filter]] | None:
+    """The period named before "than" and the one of the same column and kind named just after it, each as
+    one condition, with the conditions they were read as."""
+    periods = _periods(reading)
+    after = next((start for start in periods if than < start <= than + 4), None)
     if after is None:
         return None
-    before = next((f for f in sorted(reading.filters, key=lambda f: -f.start) if f.start < than
-                   and (f.column, f.kind, f.op) == (after.column, after.kind, after.op)), None)
-    return (before, after) if before is not None else None
+    side = periods[after][0]
+    before = next((start for start in sorted(periods, reverse=True) if start < than
+                   and (periods[start][0].column, periods[start][0].kind) == (side.column, side.kind)), None)
+    if before is None:
+        return None
+    return periods[before][0], side, [*periods[before][1], *periods[after][1]]
+
+
+def _periods(reading: _Reading) -> dict[int, tuple[_Filter, list[_Filter]]]:
+    """Each period the question names, by where it was said: a month or a year ("in July"), or a range of
+    dates said at one place ("in July 2013": from its first day to the next month's), as one condition."""
+    found: dict[int, tuple[_Filter, list[_Filter]]] = {}
+    said: dict[int, list[_Filter]] = {}
+    for item in reading.filters:
+        said.setdefault(item.start, []).append(item)
+    for start, items in said.items():
+        if len(items) == 1 and items[0].kind in _PERIOD_KINDS and items[0].op == "=":
+            found[start] = (items[0], items)
+        elif sorted(item.op for item in items) == ["<", ">="] and all(item.kind == "date" for item in items) \
+                and items[0].column == items[1].column:
+            low, high = sorted(items, key=lambda item: item.op != ">=")
+            found[start] = (_Filter(low.column, "any of", (low.values[0], high.values[0]), "periods", start), items)
+    return found
 
 
 def _side(mention: _Mention) -> _Filter:

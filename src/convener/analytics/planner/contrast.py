@@ -83,8 +83,10 @@ def _form(reading: _Reading, comparative: int) -> tuple[str, list[int]] | None:
     """Whether the question asks whether ("is the average … greater than …": ``whether``) or by how much
     ("by how many grams …", "how many miles longer …", "how much …": ``difference``), with the words that
     ask it; None for any other comparative ("more than 300", "compare …")."""
-    if reading.norm(0) in AUXILIARIES and reading.free(0):
-        return "whether", [0]
+    # "On average, are male Adelies heavier than …": the auxiliary after a leading "on average"
+    opening = 2 if (reading.norm(0), reading.norm(1)) == ("on", "average") else 0
+    if reading.norm(opening) in AUXILIARIES and reading.free(opening):
+        return "whether", [opening]
     for index in range(comparative):
         if reading.norm(index) == "how" and reading.norm(index + 1) in ("many", "much") and reading.free(index):
             said = [index, index + 1]

@@ -48,6 +48,7 @@ from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
+    AUXILIARIES,
     _BUCKETS,
     AVG,
     _COMPARATORS,
@@ -202,6 +203,13 @@ def _read_comparisons(reading: _Reading) -> None:
             number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
             if number is None or number.number is None or number_at in reading.used:
                 continue
+            if _asks_of_aggregate(reading, index) and _column_after(reading, number_at + 1) is None:
+                # "Is the average flipper length of Gentoos over 215 mm?": the average is what is over it
+                reading.asked_bound = (op, number.number, number_at + 1)
+                reading.used.update(range(index, number_at + 1))
+                if unit_named(reading.norm(number_at + 1)) is not None:
+                    reading.used.add(number_at + 1)  # its unit: no measure of its own
+                break
             column = _column_after(reading, number_at + 1) or _column_before(reading, index) \
                 or _column_of_unit(reading, number_at + 1)
             if column is None and _is_year(number) and _time_columns(reading.table):
@@ -223,6 +231,16 @@ def _read_comparisons(reading: _Reading) -> None:
             reading.filters.append(_Filter(column, op, (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
             break
+
+
+def _asks_of_aggregate(reading: _Reading, comparison: int) -> bool:
+    """Whether a yes/no question names an aggregate ("average", "total") before the comparison at
+    ``comparison``, so that the number is compared with the aggregate rather than with each row."""
+    return reading.norm(0) in AUXILIARIES and reading.free(0) and reading.asked_bound is None \
+        and any(reading.norm(i) in _ASKED_AGGREGATES for i in range(1, comparison))
+
+
+_ASKED_AGGREGATES = frozenset({"average", "mean", "median", "total"})
 
 
 def _range_column(reading: _Reading, between: int, after: int) -> str | None:
@@ -1636,7 +1654,22 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     settle_presence(reading)
     read_compared_periods(reading)
     settle_open_bounds(reading)
+    _settle_asked_bound(reading)
     return reading
+
+
+def _settle_asked_bound(reading: _Reading) -> None:
+    """The number an aggregate is compared with, in the unit of the one column it aggregates ("over 5 kg"
+    of a mass in grams is over 5,000)."""
+    if reading.asked_bound is None:
+        return
+    op, number, unit_at = reading.asked_bound
+    columns = {column for column, _ in reading.measures}
+    if len(columns) != 1:
+        raise NoPlan("a yes/no question compares one aggregate with a number")
+    # the column said twice ("the total body mass … 200,000 g", its unit naming it again) is one measure
+    reading.measures = sorted(reading.measures, key=lambda measure: measure[1] is None)[:1]
+    reading.asked_bound = (op, _in_column_unit(reading, columns.pop(), number, unit_at), unit_at)
 
 
 def _in_value(reading: _Reading, index: int) -> bool:

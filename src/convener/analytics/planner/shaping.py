@@ -24,6 +24,8 @@ def _shape(reading: _Reading) -> str:
     """Which of the nine shapes the reading calls for; rankings first, since they may also group. A yes/no
     question is answered as whether any of the rows exists, and only a question about rows can be."""
     shape = _shape_asked(reading)
+    if reading.asked_bound is not None and shape != "aggregate":
+        raise NoPlan("a number compared with an aggregate needs one aggregate over the rows")
     if reading.yes_no and not reading.exists and shape == "top" and not reading.keys:
         # "Is the heaviest penguin a Gentoo?": whether the top rows have the value, not the top of those that do
         reading.asked_of_top = _asked_of_top(reading)

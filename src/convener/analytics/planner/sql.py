@@ -213,6 +213,14 @@ def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]
     name = "_and_".join(alias for _, alias in measures)
     words = ", ".join(["the number of rows"] * len(counted)
                       + [f"the {_AGG_NAMES[agg or AVG]} of {column}" for column, agg in reading.measures])
+    if reading.asked_bound is not None:
+        # "is the average … over 215?": the one aggregate compared with the number, yes or no
+        if len(measures) != 1 or not isinstance(measures[0][0], exp.Alias):
+            raise NoPlan("a yes/no question compares one aggregate with a number")
+        op, number, _ = reading.asked_bound
+        answer = _COMPARE[op](this=measures[0][0].this.copy(), expression=exp.Literal.number(_plain(number)))
+        return _Query([exp.alias_(answer, "answer", quoted=True)]), "answer", \
+            f"Tells whether {words} in {reading.table.name} is {op} {_plain(number)}"
     return _Query([expression for expression, _ in measures]), name, f"Computes {words} in {reading.table.name}"
 
 

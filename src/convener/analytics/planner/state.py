@@ -121,6 +121,9 @@ class _Reading:
     present: list[_Filter] = field(default_factory=list)
     """Conditions some row of a group must meet, said beside an absent one ("from JFK but never from LGA")."""
     exists: bool = False
+    asked_bound: tuple[str, float, int] | None = None
+    """"Is the average flipper length over 215 mm?": the aggregate compared with the number (and where its
+    unit would be said), yes or no."""
     asked_of_top: _Filter | None = None
     """"Is the heaviest penguin a Gentoo?": the value the top rows are asked to have, no condition on them."""
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""

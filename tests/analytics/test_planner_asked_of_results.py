@@ -1,5 +1,6 @@
-"""Yes/no questions about the top rows: "Is the heaviest penguin a Gentoo?" asks whether the heaviest penguin
-is one, not which Gentoo is heaviest; the value after "a" is asked of the rows the ranking finds."""
+"""Yes/no questions asked of what the rows compute: "Is the heaviest penguin a Gentoo?" asks whether the
+heaviest penguin is one, not which Gentoo is heaviest (the value after "a" is asked of the rows the ranking
+finds), and "Is the average body mass of Gentoos over 5600 g?" compares the average, not each penguin."""
 
 from __future__ import annotations
 
@@ -47,3 +48,14 @@ def test_the_value_after_a_is_asked_of_the_top_rows(data: duckdb.DuckDBPyConnect
 def test_a_yes_no_question_about_the_top_rows_without_a_value_asked_of_them_is_declined() -> None:
     with pytest.raises(NoPlan):
         plan_question("Is the heaviest penguin on Biscoe?", [PENGUINS], values_of=lambda t, c: VALUES.get(c, []))
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # Gentoos weigh 6300 and 5000: on average 5650
+    ("Is the average body mass of Gentoo penguins over 5600 g?", True),
+    ("Is the average body mass of the Gentoos more than 5700?", False),
+    ("Is the total body mass of penguins on Dream at least 8200 g?", True),  # 4700 + 3500
+])
+def test_a_number_compared_with_an_aggregate_in_a_yes_no_question_is_compared_with_it(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]

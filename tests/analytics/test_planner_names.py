@@ -250,3 +250,11 @@ def test_a_code_is_read_as_written_not_in_a_word_that_is_a_form_of_it() -> None:
 
     assert "'SIT'" not in asked("Which airport sits at the highest altitude?")  # Sitka's code is SIT
     assert "'SIT'" in asked("What is the altitude of SIT?") and "'SIT'" in asked("altitude of sit")
+
+
+def test_values_of_two_columns_joined_by_or_are_declined_not_both_required() -> None:
+    # "Atlanta" is read through the airports' names, "MIA" is a code of dest: both conditions at once is no
+    # flight at all, which would be a confident 0
+    with pytest.raises(NoPlan, match="two columns"):
+        plan("How many flights went to Atlanta or Miami (MIA)?")
+    assert "NOT" not in plan("How many flights went to Miami (MIA) or Boston (BOS)?").sql

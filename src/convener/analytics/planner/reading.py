@@ -408,6 +408,7 @@ def _read_values(reading: _Reading) -> None:
     starts: dict[tuple[str, bool], int] = {}
     said: dict[tuple[str, bool], list[_Mention]] = {}
     previous: tuple[_Mention, bool] | None = None
+    _check_alternatives(reading, sorted((m for m in reading.mentions if m.is_value), key=lambda m: m.start))
     for mention in sorted((m for m in reading.mentions if m.is_value), key=lambda m: m.start):
         if reading.norm(mention.start - 1) == "no":
             # "which islands have no Gentoo penguins" asks for groups without such rows, not for other rows
@@ -458,6 +459,22 @@ def _read_values(reading: _Reading) -> None:
         kind = "name" if len(one) == 1 and one[0].target.alternatives else "value"
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)],
                                        either=_said_as_alternatives(reading, one)))
+
+
+def _check_alternatives(reading: _Reading, values: list[_Mention]) -> None:
+    """Values of two columns joined by "or" ("to Atlanta or Miami (MIA)": an airport's name and a code) are
+    either of two conditions, which the planner's conditions (all of them met) cannot say: declined rather
+    than read as both."""
+    for first, second in zip(values, values[1:]):
+        between = [reading.norm(i) for i in range(first.end, second.start) if not _glossing(reading, i)]
+        if first.target.column != second.target.column and between and set(between) <= {"or", "either"}:
+            raise NoPlan(f"'{_text(reading, first)}' or '{_text(reading, second)}' are values of two columns "
+                         f"({first.target.column}, {second.target.column}); either of them is not planned")
+
+
+def _glossing(reading: _Reading, index: int) -> bool:
+    """Whether the word at ``index`` is a name read as said by the value in parentheses after it."""
+    return index in reading.used and reading.mention_at(index) is None and reading.tokens[index].text[:1].isupper()
 
 
 def _said_as_alternatives(reading: _Reading, said: list[_Mention]) -> bool:

@@ -59,3 +59,22 @@ def test_a_yes_no_question_about_the_top_rows_without_a_value_asked_of_them_is_d
 def test_a_number_compared_with_an_aggregate_in_a_yes_no_question_is_compared_with_it(
         data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
     assert answer(data, question) == [(expected,)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # the condition said last is asked of every row the ones before it keep
+    ("Are all Gentoo penguins on Biscoe?", True),
+    ("Are all penguins on Dream Chinstraps?", False),  # Dream has an Adelie too
+    ("Is every male penguin heavier than 4500 g?", True),
+    ("Were all the Gentoos males?", False),
+    ("Are all penguins Gentoos?", False),  # one condition: asked of every row
+])
+def test_a_yes_no_question_about_every_row_asks_the_last_condition_of_the_rows_the_others_keep(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+def test_a_yes_no_question_about_every_row_with_a_condition_before_every_is_declined() -> None:
+    # which of the two conditions is asked of the rows the other keeps is not said by the order alone
+    with pytest.raises(NoPlan, match="every row"):
+        plan_question("On Dream, are all penguins Chinstraps?", [PENGUINS], values_of=lambda t, c: VALUES.get(c, []))

@@ -195,9 +195,12 @@ def test_a_question_opened_by_an_auxiliary_about_rows_asks_whether_they_exist(
     assert answer(data, question) == [(expected,)]
 
 
-def test_a_yes_no_question_about_all_rows_is_declined() -> None:
-    with pytest.raises(NoPlan):
-        plan("Are all DL flights out of LaGuardia?")
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Are all DL flights out of LaGuardia?", False), ("Did every flight to Boston (BOS) leave from JFK?", True),
+])
+def test_a_yes_no_question_about_all_rows_asks_its_last_condition_of_the_rows_the_others_keep(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]
 
 
 def test_which_groups_never_did_something_with_a_verb_between(data: duckdb.DuckDBPyConnection) -> None:

@@ -37,7 +37,9 @@ def _shape(reading: _Reading) -> str:
     if reading.yes_no and not reading.exists and shape == "rows" and not reading.shown:
         if any(token.norm in _UNIVERSAL for token in reading.tokens):
             # "Are all Chinstrap penguins on Dream?": whether every row is so, which rows that are cannot say
-            raise NoPlan("a yes/no question about all the rows is not something this planner answers")
+            reading.asked_of_all = _asked_of_all(reading)
+            reading.filters.remove(reading.asked_of_all)
+            return "all"
         reading.exists = True
     if not reading.exists or reading.count:
         return shape  # "Were any WN flights cancelled? How many?": the count asked for answers both
@@ -94,3 +96,19 @@ def _asked_of_top(reading: _Reading) -> _Filter | None:
         if reading.norm(first - 1) in ("a", "an"):
             return condition
     return None
+
+
+def _asked_of_all(reading: _Reading) -> _Filter:
+    """What "every" or "all" rows are asked to be: the condition said last ("every flight to SJU left from
+    JFK", "all Chinstrap penguins on Dream"), the ones before it saying which rows; "every", "all" or "each"
+    must come before the rows' noun and every condition."""
+    said = [item for item in reading.filters if item.start >= 0 and item.kind != "missing" and item.op != "not null"]
+    universal = next((i for i, token in enumerate(reading.tokens) if token.norm in ("all", "every", "each")), None)
+    if universal is None or not said or any(item.start < universal for item in said):
+        raise NoPlan("a yes/no question about all the rows is planned only as whether every row that meets "
+                     "its first conditions meets its last one ('every flight to SJU left from JFK')")
+    last = max(item.start for item in said)
+    asked = [item for item in said if item.start == last]
+    if len(asked) != 1:
+        raise NoPlan("a yes/no question about all the rows asks one condition of them")
+    return asked[0]

@@ -517,10 +517,21 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     return _Query([exp.Star()]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
 
 
+def _build_all(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
+    """Whether every row the conditions keep meets the one asked of them all (yes or no): the least of 1 for
+    each row that does and 0 for each that does not is 1 (a row it cannot tell, a NULL, does not)."""
+    assert reading.asked_of_all is not None
+    met = exp.Case(ifs=[exp.If(this=_condition(reading, reading.asked_of_all, dialect), true=exp.Literal.number(1))],
+                   default=exp.Literal.number(0))
+    answer = exp.alias_(exp.EQ(this=exp.Min(this=met), expression=exp.Literal.number(1)), "answer", quoted=True)
+    asked = _describe_filters([reading.asked_of_all]).removeprefix(", where ")
+    return _Query([answer]), "answer", f"Tells whether {asked} for every row of {reading.table.name}"
+
+
 _BUILDERS: dict[str, Callable[[_Reading, str], tuple[_Query, str, str]]] = {
     "count": _build_count, "aggregate": _build_aggregate, "group": _build_group, "compare": _build_compare,
     "time_series": _build_time_series, "top": _build_top, "rows": _build_rows, "share": _build_share,
-    "exists": _build_exists, "contrast": _build_contrast,
+    "exists": _build_exists, "contrast": _build_contrast, "all": _build_all,
 }
 
 

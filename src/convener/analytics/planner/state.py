@@ -124,6 +124,8 @@ class _Reading:
     asked_bound: tuple[str, float, int] | None = None
     """"Is the average flipper length over 215 mm?": the aggregate compared with the number (and where its
     unit would be said), yes or no."""
+    asked_of_all: _Filter | None = None
+    """"Did every Chinstrap nest have a full clutch?": the condition every row the others keep is asked to meet."""
     asked_of_top: _Filter | None = None
     """"Is the heaviest penguin a Gentoo?": the value the top rows are asked to have, no condition on them."""
     """A yes/no question: whether any row meets the conditions ("did any flight …")."""

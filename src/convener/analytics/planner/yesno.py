@@ -35,7 +35,9 @@ def read_exists(reading: _Reading, text: str) -> None:
             return
     # "Did United fly to Denver in March 2013?": a question opened by an auxiliary asks yes or no too; it is
     # answered so where what it asks about is rows (the shape decides)
-    reading.yes_no = reading.norm(0) in AUXILIARIES and reading.free(0)
+    # ("On Dream, are all penguins Chinstraps?": the auxiliary opening the clause after the comma)
+    reading.yes_no = any(reading.norm(start) in AUXILIARIES and reading.free(start)
+                         for start in _clause_starts(reading, text))
     if reading.yes_no:
         reading.used.update(_answer_form(reading))
 

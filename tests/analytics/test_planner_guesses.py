@@ -142,3 +142,10 @@ def test_nothing_found_in_a_period_no_row_is_in_says_the_period_could_not_be_use
 def test_nothing_found_in_a_period_some_row_is_in_is_the_answer(sailings: list[Table]) -> None:
     _, text = ask(sailings, "How many sailings in 2024 had more than 500 passengers?")
     assert "could not use" not in text and text.startswith("The number of sailings is 0."), text
+
+
+def test_a_stations_name_is_read_as_its_code_the_trips_hold(pipeline_tables: list[Table]) -> None:
+    # the pipeline looks up the code of the station so named (MLC) and finds it among the trips' ends
+    sql, text = ask(pipeline_tables, "How many trips went to Milltown Central Pier?")
+    assert sql is not None and "JOIN" not in sql and "'MLC'" in sql, sql
+    assert text.startswith("The number of trips is 1."), text

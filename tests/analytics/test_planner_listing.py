@@ -76,14 +76,14 @@ def test_the_n_rows_ranked_may_be_named_with_values_before_their_noun(data: duck
     ("Is the average body mass of penguins on Dream lower than that of penguins on Biscoe?", True),
     ("By how many grams is the average Gentoo heavier than the average Adelie?", 2150.0),
     ("How many mm longer, on average, are the flippers of Gentoo penguins than those of Adelie penguins?", 22.5),
+    ("How many more Gentoo penguins are there than Adelie penguins?", 0),  # the rows counted, past the value
 ])
 def test_two_groups_set_against_each_other_by_a_comparative(data: duckdb.DuckDBPyConnection, question: str,
                                                             expected: object) -> None:
     assert data.execute(plan(question).sql).fetchall() == [(expected,)]
 
 
-@pytest.mark.parametrize("question", ["How many more Gentoo penguins are there than Adelie penguins?",
-                                      "By how much is Gentoo better than Adelie?"])
+@pytest.mark.parametrize("question", ["By how much is Gentoo better than Adelie?"])
 def test_a_comparison_of_groups_with_no_one_measure_is_declined(question: str) -> None:
     with pytest.raises(NoPlan):
         plan(question)

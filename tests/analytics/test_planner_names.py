@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import duckdb
 import pytest
@@ -261,3 +261,38 @@ def test_values_of_two_columns_joined_by_or_are_declined_not_both_required() -> 
     with pytest.raises(NoPlan, match="two columns"):
         plan("How many flights went to Atlanta or Miami (MIA)?")
     assert "NOT" not in plan("How many flights went to Miami (MIA) or Boston (BOS)?").sql
+
+
+def keys_of(table: str, key: str, column: str, names: Sequence[str]) -> list[str]:
+    """The airports' look-up the pipeline makes of the data: the codes of the airports of those names."""
+    assert (table, key, column) == ("airports", "faa", "name")
+    return [code for code, name in NAMES.items() if name in names]
+
+
+def answer_by_codes(data: duckdb.DuckDBPyConnection, question: str) -> tuple[str, list[tuple[object, ...]]]:
+    sql = plan_question(question, [FLIGHTS], values_of=lambda t, c: VALUES.get((t, c), []), keys_of=keys_of,
+                        relationships=RELATIONSHIPS, related=[AIRPORTS]).sql
+    return sql, data.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # no word of direction: the data says La Guardia's and Newark's codes are origins, not destinations
+    ("How many different destinations did Newark flights go to?", [(2,)]),
+    ("Did LaGuardia have more flights than Newark?", [(False,)]),  # two each
+    # "at" may point at a destination; La Guardia's code is an origin only (JFK: 3 and 30, LGA: 20)
+    ("Is the average arrival delay at JFK higher than at LaGuardia?", [(False,)]),
+    # a name and a code of one column, either of them: both are the column's codes
+    ("How many flights went to Atlanta or Miami (MIA)?", [(5,)]),
+    ("Number of flights out of JFK versus Newark", [("EWR", 2), ("JFK", 2)]),
+])
+def test_a_name_of_a_joined_table_is_read_as_the_codes_that_key_its_rows(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    sql, rows = answer_by_codes(data, question)
+    assert rows == expected and "JOIN" not in sql, sql
+
+
+def test_a_name_no_row_of_the_queried_table_keys_is_still_read_through_the_join(
+        data: duckdb.DuckDBPyConnection) -> None:
+    # Boston's Back Bay Station is no flight's destination: the name stays, and the answer of nothing says so
+    sql, rows = answer_by_codes(data, "How many flights went to Boston Back Bay Station?")
+    assert "JOIN" in sql and rows == [(0,)], sql

@@ -68,7 +68,7 @@ from convener.analytics.models import (
     TextType,
     UserMessage,
 )
-from convener.analytics.planner import Guess, NoPlan, Relationship, Term, plan_question
+from convener.analytics.planner import Guess, KeysOf, NoPlan, Relationship, Term, plan_question, quoted_table
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN
 from convener.analytics.sandbox import run_analysis
 from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, QueryResult, TableInfo
@@ -85,6 +85,8 @@ MAX_GROUPS = 30
 
 OFFLINE_NOTE = "(Answered offline, without a language model: "
 OVER_LIMIT = (DeadlineExceeded, ResourceExhausted)
+KEYS_NAMED = 50
+"""At most this many names (and keys of the rows they name) in one of the planner's look-ups."""
 """A query past its deadline or its memory or value limit ends the question with that error: neither another
 attempt nor a repair by the model would cost less, and an answer without the data would only mislead."""
 Emit = Callable[[Message], None]
@@ -270,6 +272,7 @@ class Pipeline:
         for attempt in attempts:
             try:
                 plan = plan_question(attempt, infos, terms, dialect=dialect, values_of=_values_of(joinable),
+                                     keys_of=self._keys_of(joinable),
                                      relationships=relationships, related=[t.info for t in joinable])
                 break
             except NoPlan as refused:
@@ -342,6 +345,35 @@ class Pipeline:
             # an answer of nothing may only say that no row has the names a word was guessed to mean
             answer.unmatched = [guess for guess in answer.guessed if not self._has_rows(guess, table, tables)]
         return answer
+
+    def _keys_of(self, tables: Sequence[Table]) -> KeysOf:
+        """The planner's look-up of the keys of the rows a name names (``KeysOf``): a query of one table with a
+        small row limit, the names in it as literals; a look-up that fails finds nothing."""
+        by_name = {t.info.name: t for t in tables}
+        known: dict[tuple[str, str, str, tuple[str, ...]], Sequence[str]] = {}
+
+        def keys_of(table: str, key: str, column: str, names: Sequence[str]) -> Sequence[str]:
+            asked = (table, key, column, tuple(names))
+            if asked not in known:
+                known[asked] = look_up(table, key, column, names)
+            return known[asked]
+
+        def look_up(table: str, key: str, column: str, names: Sequence[str]) -> Sequence[str]:
+            found = by_name.get(table)
+            if found is None or not names:
+                return ()
+            named = exp.column(column, quoted=True).isin(*(exp.Literal.string(name) for name in names[:KEYS_NAMED]))
+            query = exp.select(exp.column(key, quoted=True)).distinct().from_(quoted_table(table)).where(named)
+            try:
+                result = found.engine.execute(query.sql(dialect=found.engine.dialect), row_limit=KEYS_NAMED,
+                                              timeout_seconds=self.timeout_seconds, only=[table])
+            except OVER_LIMIT:
+                raise
+            except ApiError:
+                return ()
+            return [str(row[0]) for row in result.rows if row[0] is not None]
+
+        return keys_of
 
     def _has_rows(self, guess: Guess, table: Table, tables: Sequence[Table]) -> bool:
         """Whether any row has the names ``guess`` read a word as; a check that fails leaves the answer as it

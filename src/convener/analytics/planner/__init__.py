@@ -38,6 +38,7 @@ import sqlglot
 from convener.analytics.planner.base import (
     MAX_QUESTION_CHARACTERS,
     Guess,
+    KeysOf,
     NoPlan,
     Plan,
     Relationship,
@@ -52,7 +53,7 @@ from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.parentheses import parenthesised
 from convener.analytics.planner.reading import _read
-from convener.analytics.planner.scope import _scope, joins_to
+from convener.analytics.planner.scope import Codes, _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
 from convener.analytics.planner.sql import (
     _BUILDERS,
@@ -60,17 +61,19 @@ from convener.analytics.planner.sql import (
     _describe_filters,
     _describe_group_conditions,
     _render,
+    quoted_table,
 )
 from convener.analytics.shapes import TableInfo
 
 
 def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Term] = (), *,
-                  dialect: str = "duckdb", values_of: ValuesOf | None = None,
+                  dialect: str = "duckdb", values_of: ValuesOf | None = None, keys_of: KeysOf | None = None,
                   relationships: Sequence[Relationship] = (), related: Sequence[TableInfo] = ()) -> Plan:
     """Plan ``question`` over one of ``tables`` as SQL in ``dialect``; raise ``NoPlan`` with a reason when
     the question is outside the shapes this planner knows or mentions things the data does not have.
     ``related`` tables are never queried on their own but may be joined to the one queried, by
-    ``relationships`` or by a key column named after them."""
+    ``relationships`` or by a key column named after them; ``keys_of`` lets the data pick one of several
+    relationships to a table where the question's words do not."""
     sqlglot.Dialect.get_or_raise(dialect)
     tokens = _guard(question)
     if not tables:
@@ -88,15 +91,16 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     used |= parenthesised(tokens, question, catalog.candidates(tokens, used))
     # A table reached by several relationships (flights to airports by origin and by dest) is joined only
     # when the question's words pick one: else its phrases do not make the question about the other table.
-    pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used))) \
-        if reachable else set()
+    codes = _codes(values_of, keys_of) if values_of is not None and keys_of is not None else None
+    pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used)),
+                     codes=codes) if reachable else set()
     # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
     # orders, joined to the stores that have regions).
     choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in reachable
                                                                                    for name in names))]
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])
-    scope, mentions = _scope(table, everything, relationships, candidates, tokens)
+    scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     _settle_count(reading)
     shape = _shape(reading)
@@ -121,4 +125,12 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
 
 
-__all__ = ["MAX_QUESTION_CHARACTERS", "Guess", "NoPlan", "Plan", "Relationship", "Term", "plan_question"]
+def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:
+    """The values of a column of the queried table that key the rows of another that the question names."""
+    def codes(table: str, mine: str, other: str, theirs: str, column: str, names: Sequence[str]) -> list[str]:
+        own = set(values_of(table, mine))
+        return [key for key in keys_of(other, theirs, column, names) if key in own]
+    return codes
+
+
+__all__ = ["MAX_QUESTION_CHARACTERS", "Guess", "KeysOf", "NoPlan", "Plan", "Relationship", "Term", "plan_question", "quoted_table"]

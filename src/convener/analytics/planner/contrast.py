@@ -52,12 +52,12 @@ def read_contrast(reading: _Reading) -> None:
     if before is None and periods is None:
         return
     measure = _measure(reading, comparative, said)
-    rows = comparative + 1
-    if measure is None and word in _OF_NUMBER and rows < len(reading.tokens) and reading.free(rows) \
-            and reading.tokens[rows].stem in _table_words(reading.base):
-        # "Were more penguins sampled in PAL0809 than in PAL0708?": the groups' numbers of rows
+    rows = _rows_after(reading, comparative + 1)
+    if measure is None and word in _OF_NUMBER and rows is not None:
+        # "Were more penguins sampled in PAL0809 than in PAL0708?", "more cancelled flights": the groups'
+        # numbers of rows
         reading.count = True
-        said = [*said, rows]
+        said = [*said, rows] if reading.free(rows) else said
     if periods is not None:
         # "higher in July than in December": the two periods are the groups, no longer conditions on every row
         reading.contrast = (periods[0], periods[1], word in _HIGHER, kind)
@@ -77,6 +77,20 @@ def read_contrast(reading: _Reading) -> None:
         # "the average Gentoo … the average Adelie", "on average": the aggregate of the measure named here
         reading.used.update(i for i, t in enumerate(reading.tokens) if reading.free(i)
                             and (t.norm in ("average", "mean") or t.norm == "on" and reading.norm(i + 1) == "average"))
+
+
+def _rows_after(reading: _Reading, index: int) -> int | None:
+    """Where the rows' noun stands at ``index``, past a condition said of them ("more cancelled flights",
+    the condition's words ending with the noun or before it); None where it does not."""
+    words = _table_words(reading.base)
+    mention = reading.mention_at(index)
+    if mention is not None and mention.is_value and mention.start == index:
+        if reading.tokens[mention.end - 1].stem in words:
+            return mention.end - 1
+        index = mention.end
+    if index < len(reading.tokens) and reading.free(index) and reading.tokens[index].stem in words:
+        return index
+    return None
 
 
 def _form(reading: _Reading, comparative: int) -> tuple[str, list[int]] | None:

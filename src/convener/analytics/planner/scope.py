@@ -172,29 +172,69 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
     return asked
 
 
+Codes = Callable[[str, str, str, str, str, Sequence[str]], Sequence[str]]
+"""``codes(table, mine, other, theirs, column, names)``: the values of ``table.mine`` that are the key
+``other.theirs`` of a row of ``other`` whose ``column`` is one of ``names`` (Newark's code among the origins)."""
+
+
 def _role_chooser(table: TableInfo, tokens: Sequence[Token], candidates: Sequence[_Candidate],
-                  said: set[int]) -> Role:
+                  said: set[int], codes: Codes | None = None) -> Role:
     """Picks, of several relationships to one table, the one whose end the question's words of direction
     point to: "flights to San Francisco Intl" reach airports by ``dest``, "flights from …" by ``origin``.
-    The words that said so are added to ``said``."""
+    The words that said so are added to ``said``. Where they do not pick one, the data may: "LaGuardia
+    flights" reach airports by ``origin`` when only origins hold La Guardia's code (``codes``)."""
     def choose(other: TableInfo, pairs: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
-        asked = _directions_asked(tokens, other, candidates, {theirs for _, theirs in pairs})
+        keys = {theirs for _, theirs in pairs}
+        asked = _directions_asked(tokens, other, candidates, keys)
         matching = [(pair, direction) for pair in pairs if (column := table.column(pair[0])) is not None
                     and (direction := _direction_of(column)) is not None and direction in asked]
+        held = _held_by_one(table, other, pairs, candidates, keys, codes) if codes else None
         if len(matching) != 1:
-            return None
+            return held
+        if held is not None and held != matching[0][0]:
+            return held  # "the delay at LaGuardia": "at" may point at a destination, La Guardia's code is an origin
         said.update(asked[matching[0][1]])
         return matching[0][0]
     return choose
 
 
+def _held_by_one(table: TableInfo, other: TableInfo, pairs: Sequence[tuple[str, str]],
+                 candidates: Sequence[_Candidate], keys: set[str], codes: Codes) -> tuple[str, str] | None:
+    """The one relationship whose column of ``table`` holds the keys of every row of ``other`` the question
+    names by a value (not by its key, which is ``table``'s own value); None when none or several do."""
+    named = [c for c in candidates if c.target.table == other.name and c.target.value is not None
+             and c.target.column not in keys]
+    if not named or len(named) > 4:
+        return None
+    holding = [pair for pair in pairs if all(
+        codes(table.name, pair[0], other.name, pair[1], c.target.column, (c.target.value or "", *c.target.alternatives))
+        for c in named)]
+    return holding[0] if len(holding) == 1 else None
+
+
 def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship], *,
-             question: tuple[Sequence[Token], Sequence[_Candidate]] | None = None) -> set[tuple[str, str]]:
+             question: tuple[Sequence[Token], Sequence[_Candidate]] | None = None,
+             codes: Codes | None = None) -> set[tuple[str, str]]:
     """Every (many, one) pair of tables that join many-to-one; given a ``question`` (its tokens and candidate
-    phrases), of those joined by several relationships only the ones its words of direction pick."""
+    phrases), of those joined by several relationships only the ones its words of direction (or the data,
+    ``codes``) pick."""
     return {(table.name, join.table.name) for table in tables
             for join in _joins(table, tables, relationships,
-                               _role_chooser(table, question[0], question[1], set()) if question else None)}
+                               _role_chooser(table, question[0], question[1], set(), codes) if question else None)}
+
+
+def _own_codes(table: TableInfo, joins: Sequence[_Join], target: _Target, codes: Codes | None) -> _Target | None:
+    """A joined table's value said by its name ("Newark", an airport's name) as the queried table's own
+    values that key the rows so named (origin 'EWR'), so that it is a condition like any code said; None
+    where no row the queried table keys has the name (the name is then read through the join)."""
+    join = next((j for j in joins if j.table.name == target.table and len(j.on) == 1), None)
+    if codes is None or target.value is None or join is None:
+        return None
+    mine, theirs = join.on[0]
+    found = list(codes(table.name, mine, target.table, theirs, target.column, (target.value, *target.alternatives)))
+    if not found or len(found) > 8:
+        return None
+    return _Target(table.name, mine, found[0], alternatives=tuple(found[1:]))
 
 
 def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[tuple[str, str], str],
@@ -219,14 +259,15 @@ def _alias(table: TableInfo) -> str:
 
 
 def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequence[Relationship],
-           candidates: Sequence[_Candidate], tokens: Sequence[Token] = ()) -> tuple[_Scope, list[_Mention]]:
+           candidates: Sequence[_Candidate], tokens: Sequence[Token] = (),
+           codes: Codes | None = None) -> tuple[_Scope, list[_Mention]]:
     """The scope of a question on ``table``, and its mentions: the table's own phrases first, then phrases
     of joined tables where none of the table's own phrases is (they name the joined table's columns)."""
     columns = list(table.columns)
     virtual: dict[str, exp.Expr] = {}
     renamed: dict[tuple[str, str], str] = {}
     said: set[int] = set()
-    joins = _joins(table, tables, relationships, _role_chooser(table, tokens, candidates, said))
+    joins = _joins(table, tables, relationships, _role_chooser(table, tokens, candidates, said, codes))
     for join in joins:
         keys = {theirs for _, theirs in join.on}
         prefix = snake(split_identifier(_alias(join.table)))
@@ -254,7 +295,8 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
         elif target.table == table.name:
             own.append(candidate)
         elif (target.table, target.column) in renamed and target.formula is None:
-            moved = replace(target, table=table.name, column=renamed[(target.table, target.column)])
+            moved = _own_codes(table, joins, target, codes) \
+                or replace(target, table=table.name, column=renamed[(target.table, target.column)])
             own.append(_Candidate(candidate.start, candidate.end, moved, candidate.strength - 0.05,
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))

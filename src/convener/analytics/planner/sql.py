@@ -657,7 +657,7 @@ def _year_condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
     return bounds[item.op]
 
 
-def _table_expression(name: str) -> exp.Table:
+def quoted_table(name: str) -> exp.Table:
     """A table name, possibly ``schema.table`` or ``catalog.schema.table``, quoted part by part."""
     parts = name.split(".")
     table = exp.Table(this=exp.to_identifier(parts[-1], quoted=True))
@@ -671,7 +671,7 @@ def _table_expression(name: str) -> exp.Table:
 def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     """The assembled query as one SELECT in ``dialect``, the table quoted part by part; virtual columns
     become the SQL they stand for, and the tables they come from are joined."""
-    select = exp.Select(expressions=query.select).from_(_table_expression(reading.base.name), copy=False)
+    select = exp.Select(expressions=query.select).from_(quoted_table(reading.base.name), copy=False)
     if query.distinct:
         select = select.distinct(copy=False)
     if query.where:
@@ -774,7 +774,7 @@ def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
         kind = "inner" if alias in grouped else "left"
         on = exp.and_(*(exp.EQ(this=exp.column(mine, table=base, quoted=True),
                                expression=exp.column(theirs, table=alias, quoted=True)) for mine, theirs in join.on))
-        select = select.join(_table_expression(join.table.name), on=on, join_type=kind, copy=False)
+        select = select.join(quoted_table(join.table.name), on=on, join_type=kind, copy=False)
     return select
 
 

@@ -279,13 +279,21 @@ def answer_by_codes(data: duckdb.DuckDBPyConnection, question: str) -> tuple[str
     # no word of direction: the data says La Guardia's and Newark's codes are origins, not destinations
     ("How many different destinations did Newark flights go to?", [(2,)]),
     ("Did LaGuardia have more flights than Newark?", [(False,)]),  # two each
+])
+def test_of_two_relationships_the_one_whose_codes_the_named_rows_have_is_taken(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
+    sql, rows = answer_by_codes(data, question)
+    assert rows == expected and '"origin" = "airports"."faa"' in sql, sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
     # "at" may point at a destination; La Guardia's code is an origin only (JFK: 3 and 30, LGA: 20)
     ("Is the average arrival delay at JFK higher than at LaGuardia?", [(False,)]),
     # a name and a code of one column, either of them: both are the column's codes
     ("How many flights went to Atlanta or Miami (MIA)?", [(5,)]),
     ("Number of flights out of JFK versus Newark", [("EWR", 2), ("JFK", 2)]),
 ])
-def test_a_name_of_a_joined_table_is_read_as_the_codes_that_key_its_rows(
+def test_a_name_said_beside_codes_of_the_same_column_is_read_as_the_codes_of_its_rows(
         data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
     sql, rows = answer_by_codes(data, question)
     assert rows == expected and "JOIN" not in sql, sql

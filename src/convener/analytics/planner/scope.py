@@ -223,18 +223,32 @@ def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship],
                                _role_chooser(table, question[0], question[1], set(), codes) if question else None)}
 
 
-def _own_codes(table: TableInfo, joins: Sequence[_Join], target: _Target, codes: Codes | None) -> _Target | None:
-    """A joined table's value said by its name ("Newark", an airport's name) as the queried table's own
-    values that key the rows so named (origin 'EWR'), so that it is a condition like any code said; None
-    where no row the queried table keys has the name (the name is then read through the join)."""
-    join = next((j for j in joins if j.table.name == target.table and len(j.on) == 1), None)
-    if codes is None or target.value is None or join is None:
-        return None
-    mine, theirs = join.on[0]
-    found = list(codes(table.name, mine, target.table, theirs, target.column, (target.value, *target.alternatives)))
-    if not found or len(found) > 8:
-        return None
-    return _Target(table.name, mine, found[0], alternatives=tuple(found[1:]))
+_CODES_PER_NAME = 8
+"""A name that keys more rows than this is a group of them (a time zone), not a place: it is not recoded."""
+
+
+def _said_with_codes(table: TableInfo, joins: Sequence[_Join], candidates: Sequence[_Candidate],
+                     codes: Codes | None) -> dict[int, _Target]:
+    """Names of a joined table said beside codes of the column that joins it ("JFK versus LaGuardia",
+    "Atlanta or Miami (MIA)"), as the queried table's own codes that key the rows so named (origin 'LGA'),
+    so that codes and names are values of one column: by the candidate's id. Only where every name said of
+    that column keys some row of the queried table (else they are all read through the join, as alone)."""
+    if codes is None:
+        return {}
+    own = {c.target.column for c in candidates if c.target.table == table.name and c.target.value is not None}
+    coded: dict[int, _Target] = {}
+    for join in joins:
+        if len(join.on) != 1 or join.on[0][0] not in own:
+            continue
+        mine, theirs = join.on[0]
+        named = [c for c in candidates if c.target.table == join.table.name and c.target.value is not None
+                 and c.target.column != theirs and c.target.formula is None]
+        found = {id(c): list(codes(table.name, mine, join.table.name, theirs, c.target.column,
+                                   (c.target.value or "", *c.target.alternatives))) for c in named}
+        if named and all(0 < len(keys) <= _CODES_PER_NAME for keys in found.values()):
+            coded.update({key: _Target(table.name, mine, keys[0], alternatives=tuple(keys[1:]))
+                          for key, keys in found.items()})
+    return coded
 
 
 def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[tuple[str, str], str],
@@ -282,6 +296,7 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
             renamed[(join.table.name, column.name)] = name
     sums: set[str] = set()
     own: list[_Candidate] = []
+    coded = _said_with_codes(table, joins, candidates, codes)
     for candidate in candidates:
         target = candidate.target
         if target.table == table.name and target.formula is not None:
@@ -295,7 +310,7 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
         elif target.table == table.name:
             own.append(candidate)
         elif (target.table, target.column) in renamed and target.formula is None:
-            moved = _own_codes(table, joins, target, codes) \
+            moved = coded.get(id(candidate)) \
                 or replace(target, table=table.name, column=renamed[(target.table, target.column)])
             own.append(_Candidate(candidate.start, candidate.end, moved, candidate.strength - 0.05,
                                   candidate.source))

@@ -45,8 +45,10 @@ def test_a_structure_word_left_unread_is_named_or_refused(question: str, word: s
     assert unaccounted is None or word in unaccounted, plan(question).sql
 
 
-def test_the_first_row_of_a_condition_is_the_earliest_date_of_those_rows() -> None:
-    made = plan("On what date was the first cancelled flight?")
+@pytest.mark.parametrize("question", ["On what date was the first cancelled flight?",
+                                      "On what date was the very first cancelled flight?"])
+def test_the_first_row_of_a_condition_is_the_earliest_date_of_those_rows(question: str) -> None:
+    made = plan(question)
     assert not made.unaccounted and made.sql.startswith('SELECT MIN("flight_date")') and "AVG" not in made.sql
 
 

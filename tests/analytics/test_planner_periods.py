@@ -110,3 +110,14 @@ def test_early_after_a_verb_is_a_delay_below_zero(data: duckdb.DuckDBPyConnectio
 def test_two_months_of_a_year_either_side_of_than_are_the_groups_compared(
         data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
     assert data.execute(plan(question).sql).fetchall() == [(expected,)]
+
+
+def test_a_verb_several_columns_abbreviate_before_a_period_says_what_the_rows_did() -> None:
+    timed = TableInfo("flights", (
+        ColumnInfo("flight_date", "DATE"), ColumnInfo("dep_time", "INTEGER", "Actual departure time, as HHMM"),
+        ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, as HHMM (e.g. 1530)"),
+        ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes")), description="One row per flight.")
+    made = plan_question("How many flights did depart in July 2013?", [timed])
+    assert made.sql.startswith("SELECT COUNT(*)") and "2013-07-01" in made.sql and not made.unaccounted, made.sql
+    with pytest.raises(NoPlan, match="could be"):  # no period after it: which of the three is not said
+        plan_question("What was the average time flights did depart?", [timed])

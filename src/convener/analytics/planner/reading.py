@@ -808,6 +808,15 @@ def _events_of_rows(reading: _Reading, mention: _Mention) -> bool:
     return following not in parts and reading.mention_at(mention.end) is None
 
 
+def _verb_before_a_period(reading: _Reading, mention: _Mention) -> bool:
+    """"scheduled to depart in July 2013", "did they arrive on May 5": a verb that several columns abbreviate
+    alike, right before the period the dates were read from, says what the rows did then; no measure."""
+    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1:
+        return False
+    return reading.norm(mention.end) in ("in", "on", "during") and mention.end + 1 in reading.used \
+        and any(f.kind in ("year", "month", "day", "date") and f.start == mention.end + 1 for f in reading.filters)
+
+
 def _rows_asked_for(reading: _Reading, mention: _Mention) -> bool:
     """"Which flight had the longest air time", where ``flight`` is the flight's number: the rows' own noun
     right after which/what asks for a row, when another number column is there to rank it by; the noun is
@@ -1071,7 +1080,7 @@ def _read_measures(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if column.type not in NUMBER_TYPES:
             continue
-        if _events_of_rows(reading, mention):
+        if _events_of_rows(reading, mention) or _verb_before_a_period(reading, mention):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
             continue
@@ -1556,9 +1565,10 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
             found = ([index - 1, index], before == "most")
         elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
             found = ([index], word in _TIME_HIGH)
-        elif word in ("first", "last") and before == "the" and reading.tokens[index + 1:index + 2] \
+        elif word in ("first", "last") and (before == "the" or before == "very" and reading.norm(index - 2) == "the") \
+                and reading.tokens[index + 1:index + 2] \
                 and (_rows_named_after(reading, index + 1, table_words) is not None or _names_time(reading, index + 1)):
-            found = ([index], word == "last")
+            found = ([index, index - 1] if before == "very" else [index], word == "last")  # "the very first"
             noun = _rows_named_after(reading, index + 1, table_words)
             mention = reading.mention_at(noun) if noun is not None else None
             if mention is not None and not mention.is_value and mention.start == noun and mention.end == noun + 1:

@@ -253,6 +253,8 @@ REFUSED = [
     ("please update the price of IBM to 100", "update"),
     ("What will the weather be tomorrow in Seattle?", "future"),
     ("forecast the price of AAPL", "future"),
+    ("Why were so many cars sold in 2014?", "asks why"),  # causes, which no row records
+    ("how come AAPL fell in 2015?", "asks why"),
     ("What is the capital of France?", "France"),  # names what it could not find
     ("Who is the CEO of Microsoft?", "CEO"),
     ("How many employees does Google have?", "employees"),

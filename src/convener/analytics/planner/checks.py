@@ -52,6 +52,8 @@ def _guard(question: str) -> list[Token]:
             raise NoPlan(f"the question asks to {word} data; a data agent only reads it")
     if any(word in _FUTURE_WORDS for word in words) or " next " in f" {' '.join(words)} ":
         raise NoPlan("the question asks about the future; the data only records the past")
+    if words[0] == "why" or words[:2] == ["how", "come"]:
+        raise NoPlan("the question asks why; the data records what happened, not its causes")
     return tokens
 
 

@@ -50,3 +50,17 @@ def read_asked_measure(reading: _Reading) -> None:
                                          "dimension"))
         reading.mentions.sort(key=lambda mention: mention.start)
         reading.used.add(index)
+
+
+def read_ranking_superlative(reading: _Reading) -> None:
+    """"The 5 longest routes by distance": a superlative of measure in a ranking whose measure is named
+    (and is one the adjective measures) is the ranking's direction, which is read."""
+    ranked = {reading.order_measure, *(column for column, _ in reading.measures)} - {None}
+    if reading.top is None or not ranked:
+        return
+    for index, token in enumerate(reading.tokens):
+        found = _dimension(token.norm) if reading.free(index) else None
+        # (a journey's length is its distance: "the longest routes by distance")
+        nouns = (*found[0], *(("distance",) if "length" in found[0] else ())) if found is not None else ()
+        if found is not None and found[2] == "superlative" and ranked & set(_measured_columns(reading, nouns)):
+            reading.used.add(index)

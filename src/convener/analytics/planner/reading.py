@@ -34,13 +34,19 @@ from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
 from convener.analytics.planner.contrast import OF_MEASURE, read_contrast
 from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
-from convener.analytics.planner.dimensions import _dimension, _measured_columns, read_asked_measure
+from convener.analytics.planner.dimensions import (
+    _dimension,
+    _measured_columns,
+    read_asked_measure,
+    read_ranking_superlative,
+)
 from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.lateness import check_condition_ends, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.ranges import read_number_ranges
 from convener.analytics.planner.rivals import settle_rivals
+from convener.analytics.planner.routes import read_routes
 from convener.analytics.planner.spread import read_spread
 from convener.analytics.planner.listing import _identifier, read_column_list, settle_shown_value
 from convener.analytics.planner.weekdays import read_weekdays
@@ -49,6 +55,7 @@ from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     AUXILIARIES,
+    _BUSY_WORDS,
     _BUCKETS,
     AVG,
     _COMPARATORS,
@@ -609,12 +616,16 @@ def _read_top(reading: _Reading) -> None:
             reading.top = int(tokens[index + 1].number or 0)
             reading.descending = token.norm in ("top", "first")
             reading.used.update((index, index + 1))
+            if reading.norm(index + 2) in _BUSY_WORDS:
+                reading.used.add(index + 2)  # "top 5 busiest routes"
             return
         if token.number is not None and token.is_integer and _superlative_after(reading, index + 1):
             reading.top = int(token.number)
             reading.used.add(index)
             if reading.norm(index + 1) in ("most", "least") and reading.norm(index + 2) in _FREQUENT:
                 reading.used.add(index + 2)  # "5 most frequent destinations": ranked by their rows' number
+            if reading.norm(index + 1) in _BUSY_WORDS:
+                reading.used.add(index + 1)  # "the 5 busiest routes": ranked by their rows' number, most first
             return
         if token.norm in ("which", "what") and _number_at(reading, index + 1):
             reading.top = int(tokens[index + 1].number or 0)
@@ -811,8 +822,9 @@ def _events_of_rows(reading: _Reading, mention: _Mention) -> bool:
 def _verb_before_a_period(reading: _Reading, mention: _Mention) -> bool:
     """"scheduled to depart in July 2013", "did they arrive on May 5": a verb that several columns abbreviate
     alike, right before the period the dates were read from, says what the rows did then; no measure."""
-    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1:
-        return False
+    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1 \
+            or reading.norm(mention.start - 1) not in ("to", "do", "does", "did"):
+        return False  # ("delayed in July" is a condition of its own: which delay is not said)
     return reading.norm(mention.end) in ("in", "on", "during") and mention.end + 1 in reading.used \
         and any(f.kind in ("year", "month", "day", "date") and f.start == mention.end + 1 for f in reading.filters)
 
@@ -1640,6 +1652,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_sort_order(reading, text)
     read_open_bounds(reading)
     read_measure_of_number(reading, _in_column_unit)
+    read_routes(reading, text)
     _read_top(reading)
     read_lateness(reading)
     check_condition_ends(reading)
@@ -1682,6 +1695,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_compared_periods(reading)
     settle_open_bounds(reading)
     _settle_asked_bound(reading)
+    read_ranking_superlative(reading)
     return reading
 
 

@@ -110,7 +110,9 @@ def test_aggregates_joined_by_and_are_each_computed(data: duckdb.DuckDBPyConnect
 
 
 @pytest.mark.parametrize("question", ["Average flipper length of penguins, excluding those with unknown body mass",
-                                      "Average flipper length of penguins, not counting those with a missing body mass"])
+                                      "Average flipper length of penguins, not counting those with a missing body mass",
+                                      "Average flipper length, leaving out penguins of unknown body mass",
+                                      "Excluding penguins whose body mass is unknown, what's the average flipper length?"])
 def test_a_negation_before_an_empty_column_keeps_the_rows_that_have_it(data: duckdb.DuckDBPyConnection,
                                                                        question: str) -> None:
     assert data.execute(plan(question).sql).fetchall() == [(pytest.approx(625 / 3),)]

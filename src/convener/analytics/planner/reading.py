@@ -1387,6 +1387,7 @@ def _read_missing(reading: _Reading) -> None:
         mention = reading.mention_at(index + 1)
         if mention is not None and (mention.is_value or mention.start != index + 1):
             mention = None
+        excluded: range | None = None
         between = index - 1
         while reading.norm(between) in ("not", "is", "was", "were", "been", "be") and reading.free(between):
             between -= 1
@@ -1399,7 +1400,11 @@ def _read_missing(reading: _Reading) -> None:
             said = range(mention.end, index)
             # "without a delay recorded", "no body mass recorded": empty
             lacking = _had_before(reading, mention.start) in ("without", "no")
-            if lacking:
+            excluded = None if lacking else _negated_before(reading, mention.start)
+            if excluded is not None:
+                # "excluding penguins whose sex is unknown": the rows that are not so
+                said = range(excluded.start, index)
+            elif lacking:
                 before = mention.start - 1
                 while reading.norm(before) in ("a", "an", "the", "their", "its"):
                     before -= 1
@@ -1407,15 +1412,11 @@ def _read_missing(reading: _Reading) -> None:
         else:
             said = range(index - 1, index) if reading.free(index - 1) else range(0)
             lacking = False
-            # "excluding those with unknown sex": a negation a few small words before denies it too
-            back = index - 1
-            while back >= 0 and reading.free(back) and back >= index - 4 and reading.norm(back) not in _NEGATIONS \
-                    and (reading.tokens[back].is_stopword or reading.norm(back) in ("those", "ones", "with", "counting",
-                                                                                    "including", "any")
-                         or reading.tokens[back].stem in _table_words(reading.base)):
-                back -= 1
-            if back >= 0 and reading.free(back) and reading.norm(back) in _NEGATIONS:
-                said = range(back, index)
+            # "excluding those with unknown sex", "leaving out penguins of unknown sex": a negation a few small
+            # words before denies it too
+            excluded = _negated_before(reading, index)
+            if excluded is not None:
+                said = excluded
         group = _own_group(reading, mention.end)
         if group and index < mention.start:
             # "with unknown sex as its own group": the empty ones are kept, a group beside the others
@@ -1427,7 +1428,7 @@ def _read_missing(reading: _Reading) -> None:
             reading.empty_grouped.add(mention.target.column)
             continue
         words = {reading.norm(i) for i in said}
-        denied = bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) != lacking
+        denied = (bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) or excluded is not None) != lacking
         if denied:
             reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
         op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"
@@ -1435,6 +1436,28 @@ def _read_missing(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(min(index, mention.start), max(index + 1, mention.end)))
         _note_term(reading, mention)
+
+
+def _negated_before(reading: _Reading, index: int) -> range | None:
+    """The words from a negation ("excluding", "without", "leaving out") a few small words before ``index``
+    (past "those with", "penguins whose", "ones of") up to it; None when there is none."""
+    back = index - 1
+    while back >= 0 and reading.free(back) and back >= index - 5 and reading.norm(back) not in _NEGATIONS \
+            and reading.norm(back) != "out" \
+            and (reading.tokens[back].is_stopword or reading.norm(back) in _BEFORE_CONDITION
+                 or reading.tokens[back].stem in _table_words(reading.base)):
+        back -= 1
+    if back < 0 or not reading.free(back):
+        return None
+    if reading.norm(back) in _NEGATIONS:
+        return range(back, index)
+    if reading.norm(back) == "out" and reading.norm(back - 1) in _LEAVE_OUT and reading.free(back - 1):
+        return range(back - 1, index)
+    return None
+
+
+_BEFORE_CONDITION = frozenset({"those", "ones", "with", "whose", "counting", "including", "any"})
+"""Words between a negation and the condition it denies ("excluding those with unknown sex")."""
 
 
 _OWN_GROUP_NOUNS = frozenset({"group", "category", "bucket", "row"})

@@ -88,11 +88,11 @@ from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
 GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
-ROUNDS = ("round2", "round3", "round4")
+ROUNDS = ("round2", "round3", "round4", "round5")
 """Earlier rounds' held-out sets (``knowledge_gold/<round>-held-out.json``, both corpora in one file), scored
 once each and tuning data since: each is a split of its own."""
-HELD_OUT = "round5-held-out"
-"""The current round's held-out questions (``knowledge_gold/round5-held-out.json``, the same format): scored
+HELD_OUT = "round6-held-out"
+"""The current round's held-out questions (``knowledge_gold/round6-held-out.json``, the same format): scored
 only with ``--held-out``, once, at the end of a round; their texts are never printed. Until the round's set is
 written there is none, and ``--held-out`` says so."""
 HELD_OUT_FILE = GOLD_FOLDER / f"{HELD_OUT}.json"

@@ -83,7 +83,9 @@ def test_two_groups_set_against_each_other_by_a_comparative(data: duckdb.DuckDBP
     assert data.execute(plan(question).sql).fetchall() == [(expected,)]
 
 
-@pytest.mark.parametrize("question", ["By how much is Gentoo better than Adelie?"])
+@pytest.mark.parametrize("question", ["By how much is Gentoo better than Adelie?",
+                                      # two groups that differ in island and in species
+                                      "Are the Adelies on Dream heavier on average than the Gentoos on Biscoe?"])
 def test_a_comparison_of_groups_with_no_one_measure_is_declined(question: str) -> None:
     with pytest.raises(NoPlan):
         plan(question)

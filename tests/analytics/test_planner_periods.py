@@ -121,3 +121,17 @@ def test_a_verb_several_columns_abbreviate_before_a_period_says_what_the_rows_di
     assert made.sql.startswith("SELECT COUNT(*)") and "2013-07-01" in made.sql and not made.unaccounted, made.sql
     with pytest.raises(NoPlan, match="could be"):  # no period after it: which of the three is not said
         plan_question("What was the average time flights did depart?", [timed])
+
+
+def test_a_bucket_after_top_n_is_the_periods_ranked(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Top 2 days by average departure delay?")
+    assert [row[0].isoformat()[:10] for row in data.execute(made.sql).fetchall()] == ["2013-07-05", "2013-01-01"]
+    with pytest.raises(NoPlan):  # "the last 3 days of 2013" is a stretch of time, not a ranking of days
+        plan("How many flights were there in the last 3 days of 2013?")
+
+
+def test_a_unit_after_the_number_names_the_column_compared_over_a_column_without_one() -> None:
+    timed = TableInfo("flights", (
+        ColumnInfo("flight_date", "DATE"), ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, as HHMM"),
+        ColumnInfo("distance", "INTEGER", "Distance flown, in miles")), description="One row per flight.")
+    assert '"distance" < 1800' in plan_question("How many departures were under 1,800 miles?", [timed]).sql

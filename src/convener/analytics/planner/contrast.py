@@ -7,6 +7,7 @@ unit names ("miles")."""
 
 from __future__ import annotations
 
+from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _Mention, _table_words
 from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
@@ -65,6 +66,7 @@ def read_contrast(reading: _Reading) -> None:
             reading.filters.remove(period)
         reading.used.update(i for i in range(than + 1, periods[1].start) if reading.norm(i) in _FILLER_AFTER_THAN)
     elif before is not None and after is not None:
+        _check_one_difference(reading, than, after.target.column)
         reading.contrast = (_side(before), _side(after), word in _HIGHER, kind)
         for mention in (before, after):
             reading.mentions.remove(mention)
@@ -77,6 +79,15 @@ def read_contrast(reading: _Reading) -> None:
         # "the average Gentoo … the average Adelie", "on average": the aggregate of the measure named here
         reading.used.update(i for i, t in enumerate(reading.tokens) if reading.free(i)
                             and (t.norm in ("average", "mean") or t.norm == "on" and reading.norm(i + 1) == "average"))
+
+
+def _check_one_difference(reading: _Reading, than: int, column: str) -> None:
+    """Two groups that differ in more than the one column compared ("male Chinstraps … than female Gentoos":
+    sex and species) are refused: the groups are each one value of one column, the rest shared by both."""
+    for other in {m.target.column for m in reading.mentions if m.is_value and m.target.column != column}:
+        sides = {m.start < than: m.target.value for m in reading.mentions if m.is_value and m.target.column == other}
+        if len(sides) == 2 and sides[True] != sides[False]:
+            raise NoPlan(f"the two groups compared differ in {column} and in {other}; compare one thing at a time")
 
 
 def _rows_after(reading: _Reading, index: int) -> int | None:

@@ -79,6 +79,8 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             span = [index - 2, index - 1, index] if norm(index - 2) in ("for", "in", "of") else [index - 1, index]
         elif token.norm in _BUCKETS and norm(index - 1) == "the" and norm(index - 2) in ("per", "by"):
             span = [index - 2, index - 1, index]  # "by the year of the egg date"
+        elif token.norm in _BUCKETS and token.norm.endswith("s") and _ranked_before(tokens, index):
+            span = [index]  # "the top 3 days by average delay", "the 3 busiest months": the periods ranked
         elif token.norm in ("years", "time") and norm(index - 1) == "the" and norm(index - 2) == "over":
             span = [index - 2, index - 1, index]
         elif token.norm == "time" and norm(index - 1) == "over":
@@ -87,6 +89,19 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             unit = "month" if token.norm == "time" else _BUCKETS[token.norm]
             used.update(span)
     return unit, used
+
+
+def _ranked_before(tokens: list[Token], index: int) -> bool:
+    """Whether a ranking is said right before ``index``: "top 3", "bottom 5", "3 busiest", "5 worst"."""
+    def at(position: int) -> Token | None:
+        return tokens[position] if 0 <= position < len(tokens) else None
+
+    before, earlier = at(index - 1), at(index - 2)
+    if before is None or earlier is None:
+        return False
+    if before.kind == "number" and earlier.norm in ("top", "bottom"):  # ("the last 3 days": a period)
+        return True
+    return earlier.kind == "number" and (before.norm.endswith("est") or before.norm in ("most", "least"))
 
 
 def _read_dates(reading: _Reading) -> None:

@@ -219,6 +219,10 @@ def _read_comparisons(reading: _Reading) -> None:
                 break
             column = _column_after(reading, number_at + 1) or _column_before(reading, index) \
                 or _column_of_unit(reading, number_at + 1)
+            if column is not None and unit_named(reading.norm(number_at + 1)) is not None \
+                    and unit_of(reading.column(column)) is None and _column_after(reading, number_at + 1) is None:
+                # "departures under 1,800 miles": the unit names the column compared, not "departures" (a time)
+                column = _column_of_unit(reading, number_at + 1) or column
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
             if column is None and op == ">=" and number.number == 1 and _rows_follow(reading, number_at + 1):
@@ -438,6 +442,10 @@ def _read_values(reading: _Reading) -> None:
                         for i in range(out + 1, begin)):  # "leave out birds from North": the rows' noun
             # ("from" may have been read already: it chose the join a name is read through)
             negations = [out - 1, out, *range(out + 1, begin)]
+        leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in _LEAVE_OUT), None)
+        if not negations and leaving is not None and reading.norm(mention.end) == "out" and reading.free(mention.end):
+            # "leaving Newark out" ("leaving" may have been read as the direction that picked the origin)
+            negations = [leaving, mention.end]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
         negated = bool(negations) or _continues_negated_list(reading, previous, mention)

@@ -135,3 +135,13 @@ def test_a_unit_after_the_number_names_the_column_compared_over_a_column_without
         ColumnInfo("flight_date", "DATE"), ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, as HHMM"),
         ColumnInfo("distance", "INTEGER", "Distance flown, in miles")), description="One row per flight.")
     assert '"distance" < 1800' in plan_question("How many departures were under 1,800 miles?", [timed]).sql
+
+
+def test_a_time_at_or_later_is_a_bound_and_bounds_that_exclude_each_other_are_declined() -> None:
+    timed = TableInfo("flights", (
+        ColumnInfo("flight_date", "DATE"), ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, as HHMM"),
+        ColumnInfo("distance", "INTEGER", "Distance flown, in miles")), description="One row per flight.")
+    made = plan_question("How many flights were scheduled to depart at 6 pm or later?", [timed])
+    assert '"sched_dep_time" >= 1800' in made.sql and not made.unaccounted, made.sql
+    with pytest.raises(NoPlan, match="exclude each other"):  # both at once is no flight: a comparison
+        plan_question("Average distance of flights scheduled before noon versus at noon or later?", [timed])

@@ -263,7 +263,7 @@ def _disjoint_periods(reading: _Reading) -> str | None:
     2013" read as both): two periods named side by side are compared, not intersected, and an empty answer
     from their conjunction would be confidently wrong."""
     for column in {f.column for f in reading.filters}:
-        for kind in ("date", "year", "month"):
+        for kind in ("date", "year", "month", "number"):  # ("before noon versus at noon or later" too)
             same = [f for f in reading.filters if f.column == column and f.kind == kind]
             equal = {f.values for f in same if f.op == "="}
             if len(equal) > 1:
@@ -272,8 +272,8 @@ def _disjoint_periods(reading: _Reading) -> str | None:
             upper = [f for f in same if f.op in _UPPER_OPS | {"="}]
             for low in lower:
                 for high in upper:
-                    if low is high or not (low.values and high.values):
-                        continue
+                    if low is high or not (low.values and high.values) or kind == "number" and low.start == high.start:
+                        continue  # ("between 300 and 100", one range said backwards, is read as written)
                     start, end = low.values[0], high.values[0]
                     if type(start) is not type(end):
                         continue
@@ -328,7 +328,7 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
         raise NoPlan("comparing shares between groups is not something this planner does")
     disjoint = _disjoint_periods(reading)
     if disjoint is not None:
-        raise NoPlan(f"the periods named for {disjoint} do not overlap: comparing periods is not something this "
+        raise NoPlan(f"the conditions on {disjoint} exclude each other: comparing them is not something this "
                      "planner does")
     dangling = _dangling_aggregate(reading)
     if dangling is not None:

@@ -13,6 +13,8 @@ from convener.analytics.wording import phrase, stem
 _HHMM = re.compile(r"\bhh:?mm\b", re.IGNORECASE)
 _BEFORE = {("before",): "<", ("earlier", "than"): "<", ("until",): "<", ("by",): "<=", ("after",): ">",
            ("later", "than"): ">", ("since",): ">=", ("at",): "="}
+_OPEN_ENDS = {"later": ">=", "after": ">=", "earlier": "<=", "before": "<="}
+"""After "at <time> or": the time and every later (earlier) one."""
 _CONCEPTS = {
     "departure": ("leave", "leaves", "leaving", "left", "depart", "departs", "departed", "departing", "departure"),
     "arrival": ("arrive", "arrives", "arrived", "arriving", "arrival", "land", "lands", "landed", "landing"),
@@ -91,8 +93,13 @@ def _read_clock_times(reading: _Reading) -> None:
             if clock is None:
                 continue
             column = _choose_clock_column(reading, columns)
+            end = index + len(words) + clock[1]
+            later = (reading.norm(end), reading.norm(end + 1))
+            if op == "=" and later[0] == "or" and later[1] in _OPEN_ENDS and reading.free(end) and reading.free(end + 1):
+                op = _OPEN_ENDS[later[1]]  # "at 6 pm or later"
+                end += 2
             reading.filters.append(_Filter(column.name, op, (float(clock[0]),), "number", index))
-            reading.used.update(range(index, index + len(words) + clock[1]))
+            reading.used.update(range(index, end))
             _read_about(reading, column)
             break
         if reading.norm(index) == "between" and reading.free(index):

@@ -362,7 +362,8 @@ class Pipeline:
             found = by_name.get(table)
             if found is None or not names:
                 return ()
-            named = exp.column(column, quoted=True).isin(*(exp.Literal.string(name) for name in names[:KEYS_NAMED]))
+            literals = [exp.Literal.string(name) for name in names[:KEYS_NAMED]]
+            named = exp.column(column, quoted=True).isin(*literals)
             query = exp.select(exp.column(key, quoted=True)).distinct().from_(quoted_table(table)).where(named)
             try:
                 result = found.engine.execute(query.sql(dialect=found.engine.dialect), row_limit=KEYS_NAMED,

@@ -133,4 +133,5 @@ def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:
     return codes
 
 
-__all__ = ["MAX_QUESTION_CHARACTERS", "Guess", "KeysOf", "NoPlan", "Plan", "Relationship", "Term", "plan_question", "quoted_table"]
+__all__ = ["MAX_QUESTION_CHARACTERS", "Guess", "KeysOf", "NoPlan", "Plan", "Relationship", "Term", "plan_question",
+           "quoted_table"]

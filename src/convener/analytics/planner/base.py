@@ -13,8 +13,8 @@ MAX_VALUES_PER_COLUMN = 5000
 
 ValuesOf = Callable[[str, str], Sequence[str]]
 KeysOf = Callable[[str, str, str, Sequence[str]], Sequence[str]]
-"""``keys_of(table, key, column, names)``: the ``key`` values of ``table``'s rows whose ``column`` is one of ``names``
-(the codes of the airports named "Newark ..."), so a name can be told apart by where its key is used."""
+"""``keys_of(table, key, column, names)``: the ``key`` values of ``table``'s rows whose ``column`` is one of
+``names`` (the codes of the airports named "Newark ..."), so a name can be told apart by where its key is used."""
 
 
 @dataclass(frozen=True)

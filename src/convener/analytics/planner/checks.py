@@ -272,7 +272,9 @@ def _disjoint_periods(reading: _Reading) -> str | None:
             upper = [f for f in same if f.op in _UPPER_OPS | {"="}]
             for low in lower:
                 for high in upper:
-                    if low is high or not (low.values and high.values) or kind == "number" and low.start == high.start:
+                    if low is high or not (low.values and high.values):
+                        continue
+                    if kind == "number" and low.start == high.start:
                         continue  # ("between 300 and 100", one range said backwards, is read as written)
                     start, end = low.values[0], high.values[0]
                     if type(start) is not type(end):

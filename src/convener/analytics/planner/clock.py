@@ -95,7 +95,8 @@ def _read_clock_times(reading: _Reading) -> None:
             column = _choose_clock_column(reading, columns)
             end = index + len(words) + clock[1]
             later = (reading.norm(end), reading.norm(end + 1))
-            if op == "=" and later[0] == "or" and later[1] in _OPEN_ENDS and reading.free(end) and reading.free(end + 1):
+            if op == "=" and later[0] == "or" and later[1] in _OPEN_ENDS \
+                    and reading.free(end) and reading.free(end + 1):
                 op = _OPEN_ENDS[later[1]]  # "at 6 pm or later"
                 end += 2
             reading.filters.append(_Filter(column.name, op, (float(clock[0]),), "number", index))

@@ -85,7 +85,8 @@ def _check_one_difference(reading: _Reading, than: int, column: str) -> None:
     """Two groups that differ in more than the one column compared ("male Chinstraps … than female Gentoos":
     sex and species) are refused: the groups are each one value of one column, the rest shared by both."""
     for other in {m.target.column for m in reading.mentions if m.is_value and m.target.column != column}:
-        sides = {m.start < than: m.target.value for m in reading.mentions if m.is_value and m.target.column == other}
+        sides = {m.start < than: m.target.value for m in reading.mentions
+                 if m.is_value and m.target.column == other}
         if len(sides) == 2 and sides[True] != sides[False]:
             raise NoPlan(f"the two groups compared differ in {column} and in {other}; compare one thing at a time")
 
@@ -165,7 +166,8 @@ def _periods(reading: _Reading) -> dict[int, tuple[_Filter, list[_Filter]]]:
         elif sorted(item.op for item in items) == ["<", ">="] and all(item.kind == "date" for item in items) \
                 and items[0].column == items[1].column:
             low, high = sorted(items, key=lambda item: item.op != ">=")
-            found[start] = (_Filter(low.column, "any of", (low.values[0], high.values[0]), "periods", start), items)
+            period = _Filter(low.column, "any of", (low.values[0], high.values[0]), "periods", start)
+            found[start] = (period, items)
     return found
 
 

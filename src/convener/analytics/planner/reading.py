@@ -443,7 +443,8 @@ def _read_values(reading: _Reading) -> None:
             # ("from" may have been read already: it chose the join a name is read through)
             negations = [out - 1, out, *range(out + 1, begin)]
         leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in _LEAVE_OUT), None)
-        if not negations and leaving is not None and reading.norm(mention.end) == "out" and reading.free(mention.end):
+        if not negations and leaving is not None and reading.norm(mention.end) == "out" \
+                and reading.free(mention.end):
             # "leaving Newark out" ("leaving" may have been read as the direction that picked the origin)
             negations = [leaving, mention.end]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
@@ -1436,7 +1437,8 @@ def _read_missing(reading: _Reading) -> None:
             reading.empty_grouped.add(mention.target.column)
             continue
         words = {reading.norm(i) for i in said}
-        denied = (bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) or excluded is not None) != lacking
+        negated = bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) or excluded is not None
+        denied = negated != lacking
         if denied:
             reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
         op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"
@@ -1608,7 +1610,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
             found = ([index - 1, index], before == "most")
         elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
             found = ([index], word in _TIME_HIGH)
-        elif word in ("first", "last") and (before == "the" or before == "very" and reading.norm(index - 2) == "the") \
+        elif word in ("first", "last") \
+                and (before == "the" or before == "very" and reading.norm(index - 2) == "the") \
                 and reading.tokens[index + 1:index + 2] \
                 and (_rows_named_after(reading, index + 1, table_words) is not None or _names_time(reading, index + 1)):
             found = ([index, index - 1] if before == "very" else [index], word == "last")  # "the very first"

@@ -207,8 +207,8 @@ def _held_by_one(table: TableInfo, other: TableInfo, pairs: Sequence[tuple[str, 
     if not named or len(named) > 4:
         return None
     holding = [pair for pair in pairs if all(
-        codes(table.name, pair[0], other.name, pair[1], c.target.column, (c.target.value or "", *c.target.alternatives))
-        for c in named)]
+        codes(table.name, pair[0], other.name, pair[1], c.target.column,
+              (c.target.value or "", *c.target.alternatives)) for c in named)]
     return holding[0] if len(holding) == 1 else None
 
 
@@ -220,7 +220,8 @@ def joins_to(tables: Sequence[TableInfo], relationships: Sequence[Relationship],
     ``codes``) pick."""
     return {(table.name, join.table.name) for table in tables
             for join in _joins(table, tables, relationships,
-                               _role_chooser(table, question[0], question[1], set(), codes) if question else None)}
+                               _role_chooser(table, question[0], question[1], set(), codes)
+                               if question else None)}
 
 
 _CODES_PER_NAME = 8

@@ -91,7 +91,8 @@ def _asked_of_top(reading: _Reading) -> _Filter | None:
         if condition.kind not in ("value", "name") or condition.op != "=" or condition.start < 1:
             continue
         first = condition.start
-        while first > 0 and reading.tokens[first - 1].text[:1].isupper() and reading.norm(first - 1) not in ("a", "an"):
+        while first > 0 and reading.tokens[first - 1].text[:1].isupper() \
+                and reading.norm(first - 1) not in ("a", "an"):
             first -= 1  # the value's other words ("a Gentoo Penguin")
         if reading.norm(first - 1) in ("a", "an"):
             return condition
@@ -102,7 +103,8 @@ def _asked_of_all(reading: _Reading) -> _Filter:
     """What "every" or "all" rows are asked to be: the condition said last ("every flight to SJU left from
     JFK", "all Chinstrap penguins on Dream"), the ones before it saying which rows; "every", "all" or "each"
     must come before the rows' noun and every condition."""
-    said = [item for item in reading.filters if item.start >= 0 and item.kind != "missing" and item.op != "not null"]
+    said = [item for item in reading.filters
+            if item.start >= 0 and item.kind != "missing" and item.op != "not null"]
     universal = next((i for i, token in enumerate(reading.tokens) if token.norm in ("all", "every", "each")), None)
     if universal is None or not said or any(item.start < universal for item in said):
         raise NoPlan("a yes/no question about all the rows is planned only as whether every row that meets "

@@ -521,11 +521,16 @@ def _build_all(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """Whether every row the conditions keep meets the one asked of them all (yes or no): the least of 1 for
     each row that does and 0 for each that does not is 1 (a row it cannot tell, a NULL, does not)."""
     assert reading.asked_of_all is not None
-    met = exp.Case(ifs=[exp.If(this=_condition(reading, reading.asked_of_all, dialect), true=exp.Literal.number(1))],
-                   default=exp.Literal.number(0))
-    answer = exp.alias_(exp.EQ(this=exp.Min(this=met), expression=exp.Literal.number(1)), "answer", quoted=True)
+    answer = _every_row_meets(_condition(reading, reading.asked_of_all, dialect))
     asked = _describe_filters([reading.asked_of_all]).removeprefix(", where ")
     return _Query([answer]), "answer", f"Tells whether {asked} for every row of {reading.table.name}"
+
+
+def _every_row_meets(condition: exp.Expr) -> exp.Expr:
+    """Whether every row meets ``condition``, as the answer: each row is 1 when it does, 0 when it does not
+    (or cannot tell, a NULL), and all of them do when the least is 1. Portable: no BOOL_AND."""
+    met = exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0))
+    return exp.alias_(exp.EQ(this=exp.Min(this=met), expression=exp.Literal.number(1)), "answer", quoted=True)
 
 
 _BUILDERS: dict[str, Callable[[_Reading, str], tuple[_Query, str, str]]] = {
@@ -703,11 +708,9 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     if reading.scope is not None and reading.scope.virtual:
         select = _resolve_virtual(reading, select)
     if query.asked is not None:
-        # each row found is 1 when it meets the condition: all of them do when the least is 1
-        met = exp.Case(ifs=[exp.If(this=query.asked, true=exp.Literal.number(1))], default=exp.Literal.number(0))
-        answer = exp.alias_(exp.EQ(this=exp.Min(this=met), expression=exp.Literal.number(1)), "answer", quoted=True)
+        # the rows found, asked whether every one of them meets the condition
         found = exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier("found", quoted=True)))
-        select = exp.Select(expressions=[answer]).from_(found, copy=False)
+        select = exp.Select(expressions=[_every_row_meets(query.asked)]).from_(found, copy=False)
     return select.sql(dialect=dialect)
 
 

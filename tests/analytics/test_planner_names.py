@@ -305,3 +305,18 @@ def test_a_name_no_row_of_the_queried_table_keys_is_still_read_through_the_join(
     # Boston's Back Bay Station is no flight's destination: the name stays, and the answer of nothing says so
     sql, rows = answer_by_codes(data, "How many flights went to Boston Back Bay Station?")
     assert "JOIN" in sql and rows == [(0,)], sql
+
+
+def test_a_negated_name_of_a_joined_table_keeps_the_rows_the_table_lacks() -> None:
+    # flight 7 goes to XXX, an airport the airports table lacks: it did not go to Atlanta either
+    made = plan_question("How many flights did not go to Atlanta?", [FLIGHTS],
+                         values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
+                         related=[AIRPORTS])
+    names = ", ".join(f"('{code}', '{name}', 'America/New_York')" for code, name in NAMES.items())
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE flights AS SELECT * FROM (VALUES (6, 'UA', DATE '2013-01-06', 'JFK', 'ATL', 1, 1), "
+                       "(7, 'UA', DATE '2013-01-07', 'JFK', 'XXX', 1, 1)) AS t(flight, carrier, flight_date, origin, "
+                       "dest, arr_delay, distance)")
+    connection.execute(f"CREATE TABLE airports AS SELECT * FROM (VALUES {names}) AS t(faa, name, tzone)")
+    assert connection.execute(made.sql).fetchall() == [(1,)], made.sql
+    connection.close()

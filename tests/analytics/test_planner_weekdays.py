@@ -72,3 +72,19 @@ def test_weeks_starting_on_monday_say_how_weeks_are_cut_not_which_days_count(
     assert [row[1] for row in data.execute(made.sql).fetchall()] == [2, 2]  # Sat 1 and Sun 2; Mon 3 and Sat 8
     with pytest.raises(NoPlan):
         plan_question("number of sales per week, weeks starting on Sunday", [SALES])
+
+
+def test_weeks_starting_monday_without_on_say_how_weeks_are_cut(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("Weekly number of sales in June 2024 (weeks starting Monday)", [SALES])
+    assert not made.unaccounted and "'Monday'" not in made.sql
+    assert [row[1] for row in data.execute(made.sql).fetchall()] == [2, 2]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many sales were there Monday through Friday?", [(1,)]),  # Monday the 3rd only
+    ("How many sales on Saturday to Sunday?", [(3,)]),
+    ("Sales on each day of the week, Monday through Sunday", [("Monday", 1), ("Saturday", 2), ("Sunday", 1)]),
+])
+def test_a_range_of_days_is_every_day_from_the_one_to_the_other(data: duckdb.DuckDBPyConnection, question: str,
+                                                                expected: list[tuple[object, ...]]) -> None:
+    assert sorted(data.execute(plan_question(question, [SALES]).sql).fetchall()) == expected

@@ -628,7 +628,12 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
         return _compare(_day_of(column, dialect), item.op, [_literal(v) for v in item.values])
     if item.kind == "boolean":
         return column if item.values == ("true",) else exp.Not(this=column)
-    return _compare(column, item.op, [_literal(v) for v in item.values])
+    condition = _compare(column, item.op, [_literal(v) for v in item.values])
+    joined = reading.scope.virtual.get(item.column) if reading.scope is not None else None
+    if item.op in ("<>", "not in") and isinstance(joined, exp.Column) and joined.table:
+        # "leave out flights to Atlanta": a flight whose airport the joined table lacks is not to Atlanta either
+        return exp.or_(exp.paren(condition), exp.Is(this=column.copy(), expression=exp.Null()))
+    return condition
 
 
 def _compare(column: exp.Expr, op: str, values: list[exp.Expr]) -> exp.Expr:

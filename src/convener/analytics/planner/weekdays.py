@@ -49,6 +49,15 @@ def weekday_bucket(tokens: list[Token], index: int) -> list[int]:
     return []
 
 
+def _range_end(reading: _Reading, index: int) -> int | None:
+    """Where the day that ends a range of days starting at ``index`` is ("Monday through Friday", "Monday to
+    Sunday"), or None."""
+    if reading.norm(index + 1) in ("through", "thru", "to", "until", "till") and reading.free(index + 1) \
+            and reading.norm(index + 2) in _NAMES and reading.free(index + 2):
+        return index + 2
+    return None
+
+
 def read_weekdays(reading: _Reading) -> None:
     """Names of days of the week no value of the data claims: a condition that the row's date falls on
     one of them ("on Saturdays or Sundays")."""
@@ -58,12 +67,21 @@ def read_weekdays(reading: _Reading) -> None:
         name = _NAMES.get(token.norm)
         if name is None or not reading.free(index):
             continue
-        if reading.norm(index - 1) == "on" and reading.norm(index - 2) in _STARTING:
-            # "weeks starting on Monday" says how weeks are cut, not which days count: weeks are cut on
+        starting = [index - 2, index - 1] if reading.norm(index - 1) == "on" else [index - 1]
+        if reading.norm(starting[0]) in _STARTING:
+            # "weeks starting (on) Monday" says how weeks are cut, not which days count: weeks are cut on
             # Mondays (ISO 8601), and cut on any other day they are not planned
             if reading.bucket != "week" or name != "Monday":
                 raise NoPlan(f"weeks starting on {name} are not something this planner cuts")
-            reading.used.update((index - 2, index - 1, index))
+            reading.used.update((*starting, index))
+            continue
+        through = _range_end(reading, index)
+        if through is not None:
+            # "Monday through Friday": every day from the one to the other
+            first, last = DAYS.index(name), DAYS.index(_NAMES[reading.norm(through)])
+            found.extend(DAYS[(first + step) % 7] for step in range((last - first) % 7 + 1))
+            start = index if start < 0 else start
+            reading.used.update(range(index, through + 1))
             continue
         found.append(name)
         start = index if start < 0 else start

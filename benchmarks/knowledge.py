@@ -672,9 +672,10 @@ def split_rows(results: Results, questions: Sequence[Question]) -> list[tuple[st
 
 def print_splits(results: Results, questions: Sequence[Question]) -> None:
     parts = list(results.by_split)
-    print(f"\n  {'by split':<64}" + "".join(f"{p:>12}" for p in parts))
+    width = max(12, *(len(part) + 2 for part in parts))  # "round6-held-out" is wider than a figure
+    print(f"\n  {'by split':<64}" + "".join(f"{p:>{width}}" for p in parts))
     for label, cells in split_rows(results, questions):
-        print(f"  {label:<64}" + "".join(f"{cell:>12}" for cell in cells))
+        print(f"  {label:<64}" + "".join(f"{cell:>{width}}" for cell in cells))
 
 
 def summary(results: dict[str, Results], spec: Spec, corpus: Corpus, version: str, questions: list[Question],

@@ -145,3 +145,10 @@ def test_a_time_at_or_later_is_a_bound_and_bounds_that_exclude_each_other_are_de
     assert '"sched_dep_time" >= 1800' in made.sql and not made.unaccounted, made.sql
     with pytest.raises(NoPlan, match="exclude each other"):  # both at once is no flight: a comparison
         plan_question("Average distance of flights scheduled before noon versus at noon or later?", [timed])
+
+
+@pytest.mark.parametrize("question", ["Monthly flight counts", "Monthly flight count in 2013"])
+def test_the_rows_noun_before_count_names_the_rows_counted_not_a_column(data: duckdb.DuckDBPyConnection,
+                                                                        question: str) -> None:
+    made = plan(question)  # "flight" is also the flight-number column: no average of flight numbers
+    assert "AVG" not in made.sql and [row[1] for row in data.execute(made.sql).fetchall()][:4] == [1, 3, 1, 1]

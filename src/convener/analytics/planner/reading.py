@@ -1035,6 +1035,12 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     index, words = found
     reading.count = True
     reading.used.update(range(index, index + len(words)))
+    noun = reading.mention_at(index - 1)
+    if words in (("count",), ("counts",)) and noun is not None and not noun.is_value and noun.end == index \
+            and noun.end - noun.start == 1 and reading.tokens[index - 1].stem in table_words:
+        # "monthly flight count": the rows' noun before "count" names the rows counted (here also a column's)
+        reading.mentions.remove(noun)
+        reading.used.add(index - 1)
     after = index + len(words)
     while after < len(reading.tokens) and reading.norm(after) in ("the", "of", "a", "an", "all"):
         after += 1

@@ -57,7 +57,7 @@ _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("equal", "to"), "="), (("equals",), "="), ((">",), ">"), (("<",), "<"), ((">=",), ">="),
     (("<=",), "<="), (("=",), "="),
 )
-_COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("how", "often"),
+_COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("counts",), ("how", "often"),
                   ("tally", "of"))
 _DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "separate"})
 _LIST_WORDS = frozenset({"show", "list", "display", "find", "give", "get", "return", "see", "which", "fetch",

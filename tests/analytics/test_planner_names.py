@@ -320,3 +320,16 @@ def test_a_negated_name_of_a_joined_table_keeps_the_rows_the_table_lacks() -> No
     connection.execute(f"CREATE TABLE airports AS SELECT * FROM (VALUES {names}) AS t(faa, name, tzone)")
     assert connection.execute(made.sql).fetchall() == [(1,)], made.sql
     connection.close()
+
+
+def test_a_negated_attribute_of_a_joined_table_is_said_of_the_rows_it_has() -> None:
+    # "planes whose engine is not Turbo-fan" are planes the planes table has: a flight with none is not one
+    planes = TableInfo("planes", (ColumnInfo("tailnum", "STRING"), ColumnInfo("engine", "STRING")),
+                       description="Planes: one row per plane.")
+    fleet = TableInfo("flights", (ColumnInfo("flight", "INTEGER"), ColumnInfo("tailnum", "STRING")),
+                      description="One row per flight.")
+    made = plan_question("How many flights were on planes whose engine is not Turbo-fan?", [fleet],
+                         values_of=lambda t, c: {"engine": ["Turbo-fan", "Turbo-jet"]}.get(c, []),
+                         relationships=(Relationship("flights", ("tailnum",), "planes", ("tailnum",)),),
+                         related=[planes])
+    assert "IS NULL" not in made.sql, made.sql

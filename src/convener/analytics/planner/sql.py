@@ -630,8 +630,10 @@ def _condition(reading: _Reading, item: _Filter, dialect: str) -> exp.Expr:
         return column if item.values == ("true",) else exp.Not(this=column)
     condition = _compare(column, item.op, [_literal(v) for v in item.values])
     joined = reading.scope.virtual.get(item.column) if reading.scope is not None else None
-    if item.op in ("<>", "not in") and isinstance(joined, exp.Column) and joined.table:
+    if item.op in ("<>", "not in") and isinstance(joined, exp.Column) and joined.table \
+            and "name" in split_identifier(joined.name).lower().split():
         # "leave out flights to Atlanta": a flight whose airport the joined table lacks is not to Atlanta either
+        # (an attribute is another matter: "planes whose engine is not Turbo-fan" are planes the table has)
         return exp.or_(exp.paren(condition), exp.Is(this=column.copy(), expression=exp.Null()))
     return condition
 

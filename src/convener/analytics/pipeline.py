@@ -85,10 +85,10 @@ MAX_GROUPS = 30
 
 OFFLINE_NOTE = "(Answered offline, without a language model: "
 OVER_LIMIT = (DeadlineExceeded, ResourceExhausted)
-KEYS_NAMED = 50
-"""At most this many names (and keys of the rows they name) in one of the planner's look-ups."""
 """A query past its deadline or its memory or value limit ends the question with that error: neither another
 attempt nor a repair by the model would cost less, and an answer without the data would only mislead."""
+KEYS_NAMED = 50
+"""At most this many names (and keys of the rows they name) in one of the planner's look-ups."""
 Emit = Callable[[Message], None]
 
 

@@ -73,7 +73,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     the question is outside the shapes this planner knows or mentions things the data does not have.
     ``related`` tables are never queried on their own but may be joined to the one queried, by
     ``relationships`` or by a key column named after them; ``keys_of`` lets the data pick one of several
-    relationships to a table where the question's words do not."""
+    relationships to a table where the question's words do not, and read a joined table's names said beside
+    codes as codes."""
     sqlglot.Dialect.get_or_raise(dialect)
     tokens = _guard(question)
     if not tables:

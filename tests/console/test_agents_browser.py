@@ -112,6 +112,8 @@ def test_talk_in_the_playground_and_answer_the_client_tool(browser: Any, site: S
     answer = browser.find_element(By.ID, "answer-0")
     answer.send_keys('{"verified": "yes"}')
     answer.find_element(By.XPATH, "ancestor::form//button[@type='submit']").click()
+    # (a click does not wait for the page it posts to: the refusal is waited for, as the next turn is below)
+    wait_for_url(browser, lambda url: bool(browser.find_elements(By.CSS_SELECTOR, "#next .error")))
     refused = browser.find_element(By.CSS_SELECTOR, "#next .error").text
     assert "that is not what confirm_identity answers" in refused
     assert_nothing_ran(browser, 400)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import duckdb
+
+from convener.analytics.planner import Plan, Term, plan_question
+from convener.analytics.shapes import TableInfo
 
 
 def database(*statements: str) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -15,3 +18,12 @@ def database(*statements: str) -> Iterator[duckdb.DuckDBPyConnection]:
         connection.execute(statement)
     yield connection
     connection.close()
+
+
+def planner(table: TableInfo, values: Mapping[str, Sequence[str]],
+            terms: Sequence[Term] = ()) -> Callable[[str], Plan]:
+    """``plan(question)`` over ``table`` alone, its text columns holding ``values`` (by column name): the
+    planner as one small schema's tests call it."""
+    def plan(question: str) -> Plan:
+        return plan_question(question, [table], terms, values_of=lambda _, column: values.get(column, []))
+    return plan

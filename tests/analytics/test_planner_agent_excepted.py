@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import Plan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import database, planner
 
 ORDERS = TableInfo("orders", (
     ColumnInfo("order_id", "INTEGER", "Order number"),
@@ -28,8 +27,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "INSERT INTO orders VALUES (1, 'AN', 10), (2, 'BO', 20), (3, 'CY', 30), (4, 'CY', 40)")
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [ORDERS], (), values_of=lambda _, column: VALUES.get(column, []))
+plan = planner(ORDERS, VALUES)
 
 
 @pytest.mark.parametrize("question", [

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, plan_question
+from convener.analytics.planner import NoPlan
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import database, planner
 
 PENGUINS = TableInfo("penguins", (ColumnInfo("individual_id", "STRING"), ColumnInfo("species", "STRING"),
                                   ColumnInfo("island", "STRING"), ColumnInfo("sex", "STRING"),
@@ -29,8 +29,11 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
                         "sex VARCHAR, body_mass_g INTEGER)", f"INSERT INTO penguins VALUES {rows}")
 
 
+plan = planner(PENGUINS, VALUES)
+
+
 def answer(data: duckdb.DuckDBPyConnection, question: str) -> object:
-    sql = plan_question(question, [PENGUINS], values_of=lambda t, c: VALUES.get(c, [])).sql
+    sql = plan(question).sql
     return data.execute(sql).fetchall()
 
 
@@ -47,7 +50,7 @@ def test_the_value_after_a_is_asked_of_the_top_rows(data: duckdb.DuckDBPyConnect
 
 def test_a_yes_no_question_about_the_top_rows_without_a_value_asked_of_them_is_declined() -> None:
     with pytest.raises(NoPlan):
-        plan_question("Is the heaviest penguin on Biscoe?", [PENGUINS], values_of=lambda t, c: VALUES.get(c, []))
+        plan("Is the heaviest penguin on Biscoe?")
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -77,4 +80,4 @@ def test_a_yes_no_question_about_every_row_asks_the_last_condition_of_the_rows_t
 def test_a_yes_no_question_about_every_row_with_a_condition_before_every_is_declined() -> None:
     # which of the two conditions is asked of the rows the other keeps is not said by the order alone
     with pytest.raises(NoPlan, match="every row"):
-        plan_question("On Dream, are all penguins Chinstraps?", [PENGUINS], values_of=lambda t, c: VALUES.get(c, []))
+        plan("On Dream, are all penguins Chinstraps?")

@@ -150,3 +150,11 @@ def test_a_stations_name_beside_a_code_is_read_as_its_code_the_trips_hold(pipeli
     sql, text = ask(pipeline_tables, "How many trips went to Milltown Central Pier or WBL?")
     assert sql is not None and "JOIN" not in sql and "'MLC'" in sql, sql
     assert text.startswith("The number of trips is 2."), text
+
+
+def test_a_look_up_that_fails_or_names_nothing_finds_nothing(pipeline_tables: list[Table]) -> None:
+    keys_of = Pipeline(lambda: None)._keys_of(pipeline_tables)
+    assert list(keys_of("stations", "station_code", "name", ["Milltown Central Pier", "O'Brien's Quay"])) == ["MLC"]
+    assert keys_of("stations", "no_such_column", "name", ["Milltown Central Pier"]) == ()  # an error: nothing
+    assert keys_of("no_such_table", "station_code", "name", ["Milltown Central Pier"]) == ()
+    assert keys_of("stations", "station_code", "name", []) == ()

@@ -8,9 +8,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import Plan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import database, planner
 
 BIRDS = TableInfo("birds", (
     ColumnInfo("tag", "STRING", "Tag of the bird"), ColumnInfo("site", "STRING", "Site"),
@@ -26,8 +25,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "INSERT INTO birds VALUES ('a', 'North', 70), ('b', 'South', 40), ('c', 'South', 50)")
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [BIRDS], (), values_of=lambda _, column: VALUES.get(column, []))
+plan = planner(BIRDS, VALUES)
 
 
 @pytest.mark.parametrize("question", [

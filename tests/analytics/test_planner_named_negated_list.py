@@ -8,9 +8,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import Plan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import database, planner
 
 BIRDS = TableInfo("birds", (
     ColumnInfo("tag", "STRING", "Tag of the bird"), ColumnInfo("kind", "STRING", "Kind of bird"),
@@ -29,8 +28,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "('g', 'JA', 'South', 88)")
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [BIRDS], (), values_of=lambda _, column: VALUES.get(column, []))
+plan = planner(BIRDS, VALUES)
 
 
 @pytest.mark.parametrize("question", [

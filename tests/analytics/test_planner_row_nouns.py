@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import Plan, Term, plan_question
+from convener.analytics.planner import Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import database, planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip", "INTEGER", "Trip number"), ColumnInfo("driver", "STRING", "Driver of the taxi"),
@@ -33,8 +33,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "(103, 'Cy', '2022-05-03', 5, 25, 2), (104, 'Ann', '2022-05-04', 8, 12, 7)")
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [TRIPS], TERMS, values_of=lambda _, column: VALUES.get(column, []))
+plan = planner(TRIPS, VALUES, TERMS)
 
 
 def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.planner import NoPlan
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from convener.analytics.wording import tokenize
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import database, planner
 
 SAMPLES = TableInfo("samples", (
     ColumnInfo("sample_id", "STRING", "Identifier of the sample"), ColumnInfo("buoy", "INTEGER", "Buoy number"),
@@ -33,8 +33,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "('S4', 12, 'South', '2021-03-15', 6.0, 33.8)")
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [SAMPLES], values_of=lambda _, column: VALUES.get(column, []))
+plan = planner(SAMPLES, VALUES)
 
 
 def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:

@@ -29,7 +29,7 @@ from convener.analytics.planner.vocabulary import (
     VAR_POP,
     VAR_SAMP,
 )
-from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, TableInfo
+from convener.analytics.shapes import NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import snake, split_identifier, stem
 
 
@@ -320,11 +320,19 @@ def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, st
     return _build_group(reading, dialect)
 
 
+LABELS_SHOWN = 5
+"""At most this many columns say which row is which in a ranking of rows, besides the measure."""
+
+
 def _label_columns(reading: _Reading, skip: set[str]) -> list[str]:
-    """Columns that say which row is which in a top-N list: the table's text and date columns."""
-    own = [c.name for c in reading.base.columns if _own_key(reading.base, c.name) and c.name not in skip]
-    labels = [c.name for c in reading.base.columns if c.type not in NUMBER_TYPES and c.name not in skip]
-    return own[:1] + labels[:3]
+    """Columns that say which row is which in a top-N list, in the table's order: its own key, its text columns
+    (names, codes, categories), then a date while there is room: up to ``LABELS_SHOWN``."""
+    columns = [c for c in reading.base.columns if c.name not in skip]
+    own = [c.name for c in columns if _own_key(reading.base, c.name)][:1]
+    texts = [c.name for c in columns if c.type == STRING and c.name not in own]
+    dates = [c.name for c in columns if c.type in TIME_TYPES][:1]
+    chosen = set([*own, *texts, *dates][:LABELS_SHOWN])
+    return [c.name for c in columns if c.name in chosen]
 
 
 def _own_key(table: TableInfo, column: str) -> bool:

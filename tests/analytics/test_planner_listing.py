@@ -40,6 +40,11 @@ def plan(question: str) -> Plan:
                                                                          ("N4", "Gentoo", "Dream")]),
     ("Which penguins have no body mass recorded? Give individual ID, study and island.", [("N2", "S1", "Biscoe")]),
     ("Top 2 heaviest penguins: individual ID and species", [("N4", "Gentoo", 6100), ("N3", "Gentoo", 5600)]),
+    # an owner after the punctuation, and a verb of showing in its -ing form, open the list as well
+    ("Gentoo penguins heavier than 5000 g: their ID, island and body mass.", [("N3", "Biscoe", 5600),
+                                                                             ("N4", "Dream", 6100)]),
+    ("List the penguins on Dream, showing ID, species and flipper length.", [("N1", "Adelie", 190),
+                                                                            ("N4", "Gentoo", 215)]),
 ])
 def test_the_columns_listed_are_what_each_row_shows(data: duckdb.DuckDBPyConnection, question: str,
                                                     expected: list[tuple[object, ...]]) -> None:

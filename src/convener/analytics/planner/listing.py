@@ -10,6 +10,7 @@ from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import phrase, split_identifier, stem
 
 _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return",
+                   "giving", "showing", "listing", "displaying", "returning",
                    # "I'd like the penguin ID, species and bill length": a wish names what to show, as a verb
                    "like", "want", "need"})
 _WITH = frozenset({"with"})
@@ -189,7 +190,7 @@ def _introducer(reading: _Reading, index: int, text: str) -> str | None:
     """What opens a list of columns at ``index``: punctuation (a colon, a dash, a parenthesis), "with their",
     "with" or a verb of showing ("give its", "give"); None when nothing does."""
     gap = _gap(text, reading, index)
-    if any(mark in gap for mark in (":", "(", " - ", " – ", " — ")):
+    if _punctuation(gap):
         return "punctuation"
     if index > 0 and any(mark in gap for mark in ("?", ".")):
         return "sentence"  # "Which JFK flights were cancelled? Date, carrier and flight please."
@@ -197,6 +198,8 @@ def _introducer(reading: _Reading, index: int, text: str) -> str | None:
     owners = []
     while before >= 0 and reading.norm(before) in _OWNERS and reading.free(before):
         owners.append(reading.norm(before))
+        if _punctuation(_gap(text, reading, before)):
+            return "punctuation"  # "…: their ID, sex and body mass"
         before -= 1
     if before < 0 or not reading.free(before):
         return None
@@ -207,6 +210,11 @@ def _introducer(reading: _Reading, index: int, text: str) -> str | None:
     if word in _GIVE:
         return "punctuation" if owned else "verb"
     return None
+
+
+def _punctuation(gap: str) -> bool:
+    """Whether the characters between two words open a list: a colon, a parenthesis or a dash."""
+    return any(mark in gap for mark in (":", "(", " - ", " – ", " — "))
 
 
 def _introducer_words(reading: _Reading, index: int) -> list[int]:

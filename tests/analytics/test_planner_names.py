@@ -85,7 +85,8 @@ def test_a_name_inside_many_names_or_none_or_a_code_is_declined(question: str) -
     ("What's the average arrival delay if we leave out flights from Newark?", 53 / 3),
     ("Leaving Newark out, what was the average arrival delay?", 53 / 3),
     ("How many flights went out on each day of the week (Tuesday, Wednesday, ...)?",
-     [("Friday", 1), ("Saturday", 1), ("Sunday", 1), ("Thursday", 1), ("Tuesday", 1), ("Wednesday", 1)]),
+     [("Tuesday", 2, 1), ("Wednesday", 3, 1), ("Thursday", 4, 1), ("Friday", 5, 1), ("Saturday", 6, 1),
+      ("Sunday", 7, 1)]),
 ])
 def test_a_name_before_a_value_in_parentheses_is_that_values_name(
         data: duckdb.DuckDBPyConnection, question: str, expected: object) -> None:

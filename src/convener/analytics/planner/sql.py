@@ -13,7 +13,7 @@ from convener.analytics.planner.catalog import _row_nouns, _table_words
 from convener.analytics.planner.dates import _time_column
 from convener.analytics.planner.listing import identifies_rows
 from convener.analytics.planner.state import _Filter, _Reading
-from convener.analytics.planner.weekdays import weekday_of
+from convener.analytics.planner.weekdays import weekday_number_of, weekday_of
 from convener.analytics.planner.vocabulary import (
     _AGG_NAMES,
     _BUSY_WORDS,
@@ -241,9 +241,10 @@ def _keys(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, exp.Expr, str
 
 def _key_columns(reading: _Reading, keys: list[tuple[exp.Expr, exp.Expr, str]],
                  dialect: str) -> tuple[list[exp.Expr], list[exp.Expr], list[int]]:
-    """What the keys select and group by, and where each key is selected. A date cut into years shows the
+    """What the keys select and group by, and where each key is ordered by. A date cut into years shows the
     year's first day beside the year's number: both name the year, as a number to read and as a date for a
-    time axis (and for whoever compares the answer with a bucket written as DATE_TRUNC)."""
+    time axis (and for whoever compares the answer with a bucket written as DATE_TRUNC). A day of the week
+    shows its ISO number beside its name, and the days are ordered by it, Monday first, not by name."""
     selects: list[exp.Expr] = []
     groups: list[exp.Expr] = []
     positions: list[int] = []
@@ -251,10 +252,17 @@ def _key_columns(reading: _Reading, keys: list[tuple[exp.Expr, exp.Expr, str]],
         selects.append(selected)
         groups.append(grouped)
         positions.append(len(selects))
-        if name == "year" and reading.column(key).type in TIME_TYPES:
+        if reading.column(key).type not in TIME_TYPES:
+            continue
+        if name == "year":
             start = _year_start(_col(key), dialect)
             selects.append(exp.alias_(start, "year_start", quoted=True))
             groups.append(start.copy())
+        elif name == "weekday":
+            number = weekday_number_of(_col(key), dialect)
+            selects.append(exp.alias_(number, "weekday_number", quoted=True))
+            groups.append(number.copy())
+            positions[-1] = len(selects)
     return selects, groups, positions
 
 

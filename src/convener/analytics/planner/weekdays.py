@@ -22,9 +22,25 @@ _TEMPLATES = {
 }
 
 
+_NUMBER_TEMPLATES = {
+    "duckdb": ("ISODOW(x)", "duckdb"),
+    "postgres": ("CAST(EXTRACT(ISODOW FROM x) AS INTEGER)", "postgres"),
+    "sqlite": ("(CAST(STRFTIME('%w', x) AS INTEGER) + 6) % 7 + 1", "sqlite"),
+}
+
+
 def weekday_of(column: exp.Expr, dialect: str) -> exp.Expr:
     """The English name of the day of the week of a date column ("Saturday")."""
-    template = _TEMPLATES.get(dialect)
+    return _applied(_TEMPLATES, column, dialect)
+
+
+def weekday_number_of(column: exp.Expr, dialect: str) -> exp.Expr:
+    """The day of the week of a date column as ISO 8601 numbers it: Monday 1 to Sunday 7."""
+    return _applied(_NUMBER_TEMPLATES, column, dialect)
+
+
+def _applied(templates: dict[str, tuple[str, str]], column: exp.Expr, dialect: str) -> exp.Expr:
+    template = templates.get(dialect)
     if template is None:
         raise NoPlan(f"the day of the week is not planned in {dialect}")
     tree = sqlglot.parse_one(template[0], read=template[1])

@@ -334,3 +334,18 @@ def test_a_negated_attribute_of_a_joined_table_is_said_of_the_rows_it_has() -> N
                          relationships=(Relationship("flights", ("tailnum",), "planes", ("tailnum",)),),
                          related=[planes])
     assert "IS NULL" not in made.sql, made.sql
+
+
+def test_a_word_the_schema_uses_for_another_thing_is_no_abbreviation_of_a_column() -> None:
+    timed = TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("tailnum", "STRING", "Tail number"),
+                                  ColumnInfo("air_time", "INTEGER", "Time spent in the air"),
+                                  ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes")),
+                      description=FLIGHTS.description)
+    planes = TableInfo("planes", (ColumnInfo("tailnum", "STRING"), ColumnInfo("seats", "INTEGER")),
+                       description="Planes (aircraft) by tail number.")
+    # "aircraft" is what planes are: no count of distinct air times
+    with pytest.raises(NoPlan):
+        plan_question("number of distinct aircraft per carrier", [timed], related=[planes])
+    # a word nothing else in the schema uses still abbreviates: "airborne" is air_time, "departure" dep_delay
+    assert 'MAX("air_time")' in plan_question("longest time spent airborne", [timed], related=[planes]).sql
+    assert 'AVG("dep_delay")' in plan_question("average departure delay", [timed], related=[planes]).sql

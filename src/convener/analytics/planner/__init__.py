@@ -86,7 +86,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     # Only tables that join one asked about are read into the catalog: matching values costs per table.
     joined = {name for pair in reachable for name in pair if set(pair) & set(names)}
     everything = [*tables, *(table for table in others if table.name in joined)]
-    catalog = _Catalog(everything, terms, values_of)
+    catalog = _Catalog(everything, terms, values_of, known=others)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
     used |= parenthesised(tokens, question, catalog.candidates(tokens, used))

@@ -87,7 +87,8 @@ class _ColumnKeys:
 class _Catalog:
     """Every table's names, columns, values and the glossary, indexed for matching against a question."""
 
-    def __init__(self, tables: Sequence[TableInfo], terms: Sequence[Term], values_of: ValuesOf | None) -> None:
+    def __init__(self, tables: Sequence[TableInfo], terms: Sequence[Term], values_of: ValuesOf | None,
+                 known: Sequence[TableInfo] = ()) -> None:
         self.tables = {table.name: table for table in tables}
         self.text = ""
         """The question as written, when known: what separates its words ("in-store" vs "in stores")."""
@@ -99,7 +100,21 @@ class _Catalog:
         self.part_owners = Counter(part for keys in self.columns for part in set(keys.parts))
         self.terms = [(term, target) for term in terms for target in self._term_targets(term)]
         self.row_words = set().union(*(_table_words(table) for table in tables)) if tables else set()
+        self.described = {word for table in (*tables, *known)
+                          for text in (table.description, *(c.description for c in table.columns))
+                          for word in re.findall(r"[a-z]+", (text or "").lower())}
+        """Every word the descriptions of these tables (and of the ``known`` ones, not read into the catalog)
+        and their columns use."""
         self._candidates: tuple[tuple[tuple[Token, ...], frozenset[int]], list[_Candidate]] | None = None
+
+    def _another_word(self, window: Sequence[Token], parts: tuple[str, ...], column: ColumnInfo) -> bool:
+        """Whether a word of ``window`` that goes on past the start of a column's name it begins with is a
+        word the schema's descriptions use elsewhere, and this column's does not: another thing of its own
+        ("aircraft", which planes are said to be, for ``air`` of air_time), not that column's name cut short
+        ("airborne", "departure" for ``dep`` of dep_delay, "Departure delay")."""
+        own = set((column.description or "").lower().replace(",", " ").split())
+        return any(token.norm != part and token.norm.startswith(part) and token.norm in self.described
+                   and token.norm not in own for token in window for part in parts)
 
     # values
 
@@ -208,6 +223,8 @@ class _Catalog:
                 for start, end, exact in _phrase_spans(tokens, content, words, True, self.text):
                     if not exact and tokens[start].stem in self.row_words:
                         continue  # "airports" is a table, not an abbreviation of air_time
+                    if not exact and self._another_word(tokens[start:end], words, keys.column):
+                        continue  # "aircraft" is no abbreviation of air_time: planes are "(aircraft)"
                     if tokens[start].stem not in entity:  # "orders" is the table, not order_id
                         strength = (2.0 if self.part_owners[words] == 1 else 1.0) if exact else 0.8
                         found.append(_Candidate(start, end, target, strength, "partial"))

@@ -10,7 +10,9 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner.described import what_it_is_spans
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.wording import phrase, tokenize
 from tests.analytics.small_tables import database
 
 FLIGHTS = TableInfo("flights", (ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("carrier", "STRING"),
@@ -349,3 +351,34 @@ def test_a_word_the_schema_uses_for_another_thing_is_no_abbreviation_of_a_column
     # a word nothing else in the schema uses still abbreviates: "airborne" is air_time, "departure" dep_delay
     assert 'MAX("air_time")' in plan_question("longest time spent airborne", [timed], related=[planes]).sql
     assert 'AVG("dep_delay")' in plan_question("average departure delay", [timed], related=[planes]).sql
+
+
+CODED = TableInfo("flights", (
+    ColumnInfo("carrier", "STRING", "Two-letter airline code; the airlines table gives its name"),
+    ColumnInfo("origin", "STRING", "FAA code of the New York airport the flight left from"),
+    ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes")), description="Flights: one row per flight.")
+
+
+@pytest.mark.parametrize("question", [
+    "Average departure delay by origin airport and carrier.",  # words of origin's description after it
+    "Average departure delay for each combination of origin and airline code.",  # what carrier is, in words
+    "Average departure delay for each combination of origin airport and airline code.",
+])
+def test_each_key_joined_by_and_is_kept_however_it_is_said(question: str) -> None:
+    made = plan_question(question, [CODED])
+    assert 'GROUP BY "origin", "carrier"' in made.sql and not made.unaccounted
+
+
+@pytest.mark.parametrize(("question", "description", "spans"), [
+    ("delay by airline code", "Two-letter airline code; the airlines table gives its name", [(2, 4)]),
+    # "the flight left" comes after "of": what the flight did, not what origin is
+    ("how many flights left", "FAA code of the airport the flight left from", []),
+    ("flights from New York", "New York airport code", []),  # a name in capitals is a value's
+    ("by airline code (carrier)", "Airline code", []),  # a parenthesis after the words says the column itself
+    ("per airline code", "Airline code of the carrier", []),  # the column's own name's words name it already
+])
+def test_a_column_is_named_by_the_first_words_of_its_description(question: str, description: str,
+                                                                  spans: list[tuple[int, int]]) -> None:
+    tokens = tokenize(question)
+    column = "airline_code" if "of the carrier" in description else "carrier"
+    assert what_it_is_spans(tokens, range(len(tokens)), description, phrase(column), question) == spans

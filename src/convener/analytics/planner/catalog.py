@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
-from convener.analytics.planner.described import described_spans
+from convener.analytics.planner.described import described_spans, what_it_is_spans
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
@@ -232,6 +232,9 @@ class _Catalog:
             if keys.column.type == BOOLEAN:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
                     tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
+            elif keys.column.description:
+                found.extend(_Candidate(start, end, target, 2.5, "description") for start, end in what_it_is_spans(
+                    tokens, content, keys.column.description, phrase(keys.column.name), self.text))
         found.extend(_unit_spans(tokens, content, self.columns))
         glossed: list[tuple[_Candidate, int]] = []
         for term, target in self.terms:

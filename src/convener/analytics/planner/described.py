@@ -1,5 +1,6 @@
-"""A true/false column said in the words of its description: "nests observed with both eggs" for
-``clutch_completion`` ("Whether the nest was observed with a full clutch of two eggs").
+"""A column said in the words of its description: a true/false one by its condition ("nests observed with
+both eggs" for ``clutch_completion``, "Whether the nest was observed with a full clutch of two eggs"), any
+other by what its description says it is ("airline code" for ``carrier``, "Two-letter airline code").
 
 A yes/no column's name is often a noun ("clutch completion") while people ask with the verb its description
 uses. Only a description that reads "Whether <the row> <was verb-ed> …" is used, and only when the question
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from convener.analytics.wording import Token, phrase, stem
+from convener.analytics.wording import CONTENT_STOPWORDS, Token, phrase, stem
 
 _REACH = 5
 """How many words after the verb the description's other words may come ("observed with both of its eggs")."""
@@ -72,3 +73,41 @@ def _count_before(tokens: Sequence[Token], index: int) -> int | None:
     if before.number is not None and before.is_integer:
         return int(before.number)
     return _COUNT_WORDS.get(before.norm)
+
+
+def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], description: str, name: Sequence[str],
+                     text: str) -> list[tuple[int, int]]:
+    """Spans (start, end) of two or three words of ``tokens`` side by side that the first clause of
+    ``description`` (what the column is: its first words, up to a word such as "of", a number or a ";", ":",
+    "(" or ",") says side by side, in that order
+    ("airline code" in "Two-letter airline code; the airlines table gives its name"). Not a word alone ("code"
+    is every code's), nor words the column's name (stems ``name``) says already ("full name" is the name's,
+    "flight number" the flight's), nor a name in capitals ("New York" in "the New York airport …")."""
+    head = []
+    for word in re.findall(r"[a-z0-9]+", re.split(r"[;:(,]", description)[0].lower()):
+        if word in CONTENT_STOPWORDS or word.isdigit():
+            break  # "FAA code of the New York airport the flight left from": what it is ends at "of"
+        head.append(stem(word))
+    said = tuple(head)
+    runs = {said[start:start + size] for size in (2, 3) for start in range(len(said) - size + 1)}
+    named = set(name)
+    words = set(content)
+    spans = []
+    for size in (2, 3):
+        for first in range(len(tokens) - size + 1):
+            window = range(first, first + size)
+            if any(i not in words or tokens[i].kind != "word" or tokens[i].stem in named for i in window):
+                continue
+            if all(tokens[i].text[:1].isupper() for i in window) and first > 0:
+                continue
+            if any(_PARTS.intersection(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
+                continue
+            if "(" in text[tokens[window[-1]].end:tokens[window[-1] + 1].start if window[-1] + 1 < len(tokens) else None]:
+                continue  # "a nitrogen isotope (delta 15N) reading": glossed, the parenthesis says the column
+            if tuple(tokens[i].stem for i in window) in runs:
+                spans.append((first, first + size))
+    return spans
+
+
+_PARTS = frozenset(",:;()")
+"""Punctuation between two words that parts what they name."""

@@ -777,9 +777,12 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 _note_term(reading, mention)
                 _read_key_bucket(reading, mention)
                 # "by species and island": each column joined by "and" is a key too
-                while reading.norm(mention.end) == "and" and reading.free(mention.end):
-                    following = reading.mention_at(mention.end + 1)
-                    if following is None or following.is_value or following.start != mention.end + 1:
+                while True:
+                    end = _past_description(reading, mention)  # "by origin airport and carrier"
+                    if reading.norm(end) != "and" or not reading.free(end):
+                        break
+                    following = reading.mention_at(end + 1)
+                    if following is None or following.is_value or following.start != end + 1:
                         break
                     reading.keys.append(following.target.column)
                     reading.mentions.remove(following)
@@ -793,6 +796,17 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 and read_joined_key(reading, index + len(marker), after):
             reading.used.update(range(index, index + len(marker)))
         index = after
+
+
+def _past_description(reading: _Reading, mention: _Mention) -> int:
+    """Where the words right after a column's mention that its description uses end ("origin airport", where
+    origin is "FAA code of the New York airport the flight left from")."""
+    described = set(phrase(reading.column(mention.target.column).description or ""))
+    end = mention.end
+    while reading.free(end) and reading.tokens[end].kind == "word" and reading.tokens[end].stem in described \
+            and reading.mention_at(end) is None:
+        end += 1
+    return end
 
 
 def _excepted(reading: _Reading, index: int) -> bool:

@@ -237,10 +237,13 @@ class _Catalog:
                     tokens, content, keys.column.description, phrase(keys.column.name), self.text))
         found.extend(_unit_spans(tokens, content, self.columns))
         glossed: list[tuple[_Candidate, int]] = []
+        # "made up the most time" says "time made up": a term's words around a word of degree, which is read
+        # as the question's own (the most of the term)
+        undegreed = [i for i in content if tokens[i].norm not in _DEGREE_WORDS]
         for term, target in self.terms:
             for label in (term.name, *term.labels):
                 words = phrase(label)
-                for start, end, _ in _phrase_spans(tokens, content, words, False, self.text):
+                for start, end, _ in _phrase_spans(tokens, undegreed, words, False, self.text):
                     glossed.append((_Candidate(start, end, target, 3.2 + len(words), "glossary"),
                                     end - start - len(tokenize(label))))
         # A term's words said apart ("flights were late" for "late flights") give way to its words said side
@@ -483,6 +486,8 @@ def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...
     return spans
 
 
+_DEGREE_WORDS = frozenset({"most", "least", "more", "less", "fewer", "fewest"})
+"""Words of degree, which a glossary term's words may stand around ("gained the most time")."""
 _JOINING = frozenset({"and", "or", "with", "their", "its", "whose"})
 """Words between two that join two things named, rather than make one name."""
 _PARTING = frozenset(",:;()")

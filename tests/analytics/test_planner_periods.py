@@ -152,3 +152,38 @@ def test_the_rows_noun_before_count_names_the_rows_counted_not_a_column(data: du
                                                                         question: str) -> None:
     made = plan(question)  # "flight" is also the flight-number column: no average of flight numbers
     assert "AVG" not in made.sql and [row[1] for row in data.execute(made.sql).fetchall()][:4] == [1, 3, 1, 1]
+
+
+# rows: 2013-01-01, 2013-07-03, 2013-07-05, 2013-07-06, 2013-08-31, 2013-12-25, 2014-01-01
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights were there in the third quarter of 2013?", 4),
+    ("How many flights in Q3 2013?", 4),
+    ("How many fourth-quarter flights were there?", 1),  # of every year: December 2013
+    ("How many flights in the first quarter?", 2),  # January 2013 and January 2014
+    ("How many flights in the second half of 2013?", 5),
+    ("How many flights in the first half of the year?", 2),
+    ("How many flights were there from July to August?", 4),
+    ("How many flights between June and August?", 4),
+    ("How many flights in June-August 2013?", 4),
+    ("How many flights from December to January?", 3),  # a range into the next year
+])
+def test_parts_of_a_year_and_ranges_of_months(data: duckdb.DuckDBPyConnection, question: str,
+                                              expected: int) -> None:
+    made = plan(question)
+    assert not made.unaccounted
+    assert data.execute(made.sql).fetchall() == [(expected,)]
+
+
+@pytest.mark.parametrize("question", [
+    "How many flights in the first half of 2013 versus the second half?",
+    "Compare the number of flights in the first quarter with the third quarter.",
+    "How many flights in July, August 2013?",  # two months listed, read as each a condition
+])
+def test_periods_no_row_can_fall_in_at_once_are_declined_not_intersected(question: str) -> None:
+    with pytest.raises(NoPlan, match="exclude each other"):
+        plan(question)
+
+
+def test_a_year_has_no_fifth_quarter() -> None:
+    with pytest.raises(NoPlan):
+        plan("How many flights in the fifth quarter of 2013?")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
 from convener.analytics.planner.catalog import _common, _named_vocabulary, _table_words
 from convener.analytics.planner.dates import _time_columns
@@ -282,7 +284,40 @@ def _disjoint_periods(reading: _Reading) -> str | None:
                     strict = low.op == ">" or high.op == "<"
                     if start > end or (strict and start == end):  # type: ignore[operator]
                         return column
+        if not _months_met(reading, column):
+            return column  # "the first half of 2013 versus the second half": no month is in both
     return None
+
+
+def _months_met(reading: _Reading, column: str) -> set[int]:
+    """The months of the year a row of ``column`` may fall in and meet its month conditions ("in the fourth
+    quarter", "June-August") and its date ranges ("from 2013-01-01 to before 2013-07-01") at once."""
+    months = set(range(1, 13))
+    for condition in reading.filters:
+        if condition.column != column or condition.kind != "month":
+            continue
+        said = {int(value) for value in condition.values if isinstance(value, (int, float))}
+        if condition.op in ("=", "in"):
+            months &= said
+        elif condition.op in ("<>", "not in"):
+            months -= said
+        elif said and condition.op in _LOWER_OPS:
+            months = {month for month in months if month > max(said) or condition.op == ">=" and month == max(said)}
+        elif said and condition.op in _UPPER_OPS:
+            months = {month for month in months if month < min(said) or condition.op == "<=" and month == min(said)}
+    starts = [date.fromisoformat(str(f.values[0])) for f in reading.filters
+              if f.column == column and f.kind == "date" and f.op in (">=", ">") and f.values]
+    ends = [date.fromisoformat(str(f.values[0])) for f in reading.filters
+            if f.column == column and f.kind == "date" and f.op in ("<", "<=") and f.values]
+    if starts and ends:
+        first, last = max(starts), min(ends)
+        if (last - first).days < 365:
+            spanned, day = set(), first
+            while day < last:
+                spanned.add(day.month)
+                day = date(day.year + (day.month == 12), day.month % 12 + 1, 1)
+            months &= spanned
+    return months
 
 
 def _absent_rows(reading: _Reading) -> str | None:

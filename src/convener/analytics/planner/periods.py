@@ -1,6 +1,6 @@
 """Periods said in words: ranges of days or months ("between July 3 and July 5, 2013", "from June through
-August 2013") and days known by name ("Christmas Day 2013", "New Year's Day"), as conditions on a date
-column."""
+August 2013", "June-August"), quarters and halves of a year ("the first quarter of 2013", "Q4", "the second
+half") and days known by name ("Christmas Day 2013", "New Year's Day"), as conditions on a date column."""
 
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ _HOLIDAYS: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
 )
 """Days of the year known by a name that falls on the same date every year."""
 _RANGES = (("between", "and"), ("from", "to"), ("from", "through"), ("from", "until"), ("from", "till"))
+_TO = frozenset({"to", "through", "thru", "until", "till"})
+"""What joins the two months of a range said without "from" ("January to June")."""
+_DASHES = frozenset({"-", "–", "—"})
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
+             "5th": 5, "sixth": 6, "6th": 6,
+             "last": -1, "final": -1}
+_PARTS = {"quarter": 4, "half": 2}
+"""A year's parts by name, and how many of them a year has."""
+_PART_CODES = {"q": "quarter", "h": "half"}
+""""Q3", "H1": a part of a year by its letter and number."""
 
 
 def read_periods(reading: _Reading, column: ColumnInfo) -> None:
@@ -29,7 +39,9 @@ def read_periods(reading: _Reading, column: ColumnInfo) -> None:
         if not dates:
             return
         column = dates[0]
+    _read_parts_of_year(reading, column)
     _read_day_ranges(reading, column)
+    _read_month_ranges(reading, column)
     _read_holidays(reading, column)
 
 
@@ -90,6 +102,108 @@ def _read_day_ranges(reading: _Reading, column: ColumnInfo) -> None:
         reading.used.update(range(index, year_at + 1))
         if reading.norm(index - 1) == "in":
             reading.used.add(index - 1)
+
+
+def _read_parts_of_year(reading: _Reading, column: ColumnInfo) -> None:
+    """"the first quarter of 2013", "fourth-quarter flights", "Q4 2013", "the second half of the year": the
+    months of that part of the year (of the year said, else of every year in the data)."""
+    for index in range(len(reading.tokens)):
+        if index in reading.used:
+            continue
+        part = _part_at(reading, index)
+        if part is None:
+            continue
+        (first, last), end = part
+        year_at = end + 1 if reading.norm(end) == "of" else end
+        year = _year_at(reading, year_at)
+        if year is None and reading.norm(year_at) == "the" and reading.norm(year_at + 1) == "year":
+            said = range(index, year_at + 2)  # "of the year": each year's
+        else:
+            said = range(index, year_at + 1 if year is not None else end)
+        _add_months(reading, column, first, last, year, index)
+        reading.used.update(said)
+        before = index - 1
+        if reading.norm(before) == "the":
+            reading.used.add(before)
+            before -= 1
+        if reading.norm(before) in ("in", "during", "for"):
+            reading.used.add(before)
+
+
+def _part_at(reading: _Reading, index: int) -> tuple[tuple[int, int], int] | None:
+    """The months (first, last) of the part of a year said at ``index`` and where its words end."""
+    token = reading.tokens[index]
+    code = _PART_CODES.get(token.norm[:1]) if len(token.norm) == 2 and token.norm[1:].isdigit() else None
+    if code is not None and token.text[:1].isupper():
+        coded, parts = int(token.norm[1:]), _PARTS[code]
+        return (_months(coded, parts), index + 1) if 1 <= coded <= parts else None
+    ordinal = _ORDINALS.get(token.norm)
+    size = _PARTS.get(reading.norm(index + 1))
+    if ordinal is None or size is None or index + 1 in reading.used:
+        return None
+    number = size if ordinal == -1 else ordinal
+    if number > size:
+        raise NoPlan(f"a year has no {token.text} {reading.tokens[index + 1].text}")
+    return _months(number, size), index + 2
+
+
+def _months(number: int, size: int) -> tuple[int, int]:
+    """The first and last month of part ``number`` of a year cut into ``size`` parts."""
+    length = 12 // size
+    return (number - 1) * length + 1, number * length
+
+
+def _read_month_ranges(reading: _Reading, column: ColumnInfo) -> None:
+    """"January to June", "June-August 2013", "between June and August", "from March through May": every
+    month from the one to the other (of the year said, else of every year in the data). A range whose year is
+    said is read with the days' ranges."""
+    for index in range(len(reading.tokens)):
+        first = _month_at(reading, index)
+        if first is None:
+            continue
+        opened = reading.norm(index - 1) in ("between", "from") and index - 1 not in reading.used
+        joiner = reading.norm(index + 1)
+        dashed = _DASHES.intersection(_gap(reading, index + 1))
+        if dashed:
+            last_at = index + 1
+        elif joiner in _TO or (joiner == "and" and reading.norm(index - 1) == "between"):
+            last_at = index + 2
+        else:
+            continue
+        last = _month_at(reading, last_at)
+        if last is None:
+            continue
+        year = _year_at(reading, last_at + 1)
+        end = last_at + 1 if year is None else last_at + 2
+        _add_months(reading, column, first, last, year, index)
+        reading.used.update(range(index - opened, end))
+        if reading.norm(index - 1 - opened) in ("in", "during"):
+            reading.used.add(index - 1 - opened)
+
+
+def _gap(reading: _Reading, index: int) -> str:
+    """The characters between the token before ``index`` and the one at it, as the question wrote them."""
+    if not 0 < index < len(reading.tokens) or not reading.text:
+        return ""
+    return reading.text[reading.tokens[index - 1].end:reading.tokens[index].start]
+
+
+def _add_months(reading: _Reading, column: ColumnInfo, first: int, last: int, year: int | None, start: int) -> None:
+    """Months ``first`` to ``last`` (wrapping past December) of ``year``, or of every year when it is None."""
+    if year is not None and first <= last:
+        reading.filters.append(_Filter(column.name, ">=", (_iso(year, first, 1),), "date", start))
+        reading.filters.append(_Filter(column.name, "<", (_iso(year + (last == 12), last % 12 + 1, 1),), "date",
+                                       start))
+        return
+    if year is not None:
+        raise NoPlan(f"months {first} to {last} of {year} run into another year; say the dates")
+    if first == last:
+        reading.filters.append(_Filter(column.name, "=", (first,), "month", start))
+    elif first < last:  # one range of months, not a list of them to compare
+        reading.filters.append(_Filter(column.name, ">=", (first,), "month", start))
+        reading.filters.append(_Filter(column.name, "<=", (last,), "month", start))
+    else:  # "November to February"
+        reading.filters.append(_Filter(column.name, "in", (*range(first, 13), *range(1, last + 1)), "month", start))
 
 
 def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:

@@ -1694,7 +1694,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     """Bind the structure words to the mentions, in an order where each step leaves for the next only what
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
-    reading = _Reading(table, tokens, list(mentions), set(used), bucket=bucket, scope=scope)
+    reading = _Reading(table, tokens, list(mentions), set(used), text=text, bucket=bucket, scope=scope)
     settle_rivals(reading)
     drop_restated_unit(reading)
     read_arithmetic(reading)

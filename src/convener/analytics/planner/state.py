@@ -63,6 +63,8 @@ class _Reading:
     tokens: list[Token]
     mentions: list[_Mention]
     used: set[int] = field(default_factory=set)
+    text: str = ""
+    """The question as written: the characters between its words ("June-August", "June, August")."""
     filters: list[_Filter] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     empty_grouped: set[str] = field(default_factory=set)

@@ -121,3 +121,17 @@ def test_a_joined_tables_name_before_its_column_groups_by_it() -> None:
     no group of their own."""
     sql = plan("Average arrival delay per plane manufacturer").sql
     assert 'GROUP BY "planes"."manufacturer"' in sql and " JOIN " in sql and "LEFT JOIN" not in sql, sql
+
+
+DESCRIBED = TableInfo("flights", FLIGHTS.columns,
+                      description="Flights that departed New York City (JFK, LGA, EWR) in 2013: one row per flight, "
+                                  "from the FAA registry.")
+
+
+@pytest.mark.parametrize(("question", "said"), [
+    ("How many flights out of New York?", ()),  # two words side by side as the description has them
+    ("How many flights are in the registry?", ()),  # the thing a clause of the description ends on
+    ("How many new flights?", ("new",)),  # a word of the description said alone says something more
+])
+def test_a_tables_description_accounts_for_its_words_only_as_it_says_them(question: str, said: tuple[str, ...]) -> None:
+    assert plan_question(question, [DESCRIBED]).unaccounted == said

@@ -751,17 +751,36 @@ def _single_row_noun(description: str) -> set[str]:
 
 @lru_cache(maxsize=1024)
 def _named_vocabulary(table: TableInfo) -> set[str]:
-    """The words a table's name, description, column names and synonyms use, without its columns'
-    descriptions: a word only a column's description uses ("unknown" in "sex, null when unknown") names
-    no condition the planner can read, so it does not count as understood."""
+    """The words a table's name, synonyms and column names use, without its columns' descriptions: a word
+    only a column's description uses ("unknown" in "sex, null when unknown") names no condition the planner
+    can read, so it does not count as understood. Nor does a word of the table's description by itself (see
+    ``described_pairs``)."""
     words = set(_table_words(table))
-    for text in (table.description or "", *table.synonyms):
+    for text in table.synonyms:
         words |= set(phrase(text))
     for column in table.columns:
         words |= set(phrase(column.name))
         for synonym in column.synonyms:
             words |= set(phrase(synonym))
     return _forms(sorted(words))
+
+
+@lru_cache(maxsize=1024)
+def described_pairs(table: TableInfo) -> frozenset[tuple[str, str]]:
+    """Pairs of words side by side in a table's description (stems of its content words, in order): the
+    description says what every row is ("Adult penguins studied near Palmer Station", "flights out of New York
+    City"), so a question saying two of its words together ("adult penguins", "New York") says nothing more of
+    the rows; one of them said alone beside another word ("new planes") may well say something more."""
+    words = phrase(table.description or "")
+    return frozenset(zip(words, words[1:], strict=False))
+
+
+@lru_cache(maxsize=1024)
+def described_ends(table: TableInfo) -> frozenset[str]:
+    """The last word of each clause of a table's description, the thing the clause names ("from the FAA
+    registry", "in a 1-in-100 sample"): said alone, it names where the rows come from."""
+    clauses = re.split(r"[,.:;(]", table.description or "")
+    return frozenset(words[-1] for words in map(phrase, clauses) if words)
 
 
 @lru_cache(maxsize=1024)

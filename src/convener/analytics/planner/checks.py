@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import date
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
-from convener.analytics.planner.catalog import _common, _named_vocabulary, _table_words
+from convener.analytics.planner.catalog import (
+    _common,
+    _named_vocabulary,
+    _table_words,
+    described_ends,
+    described_pairs,
+)
 from convener.analytics.planner.dates import _time_columns
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import (
@@ -106,12 +112,28 @@ def _unknown_words(reading: _Reading) -> list[str]:
         if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
                 or token.norm in ("how", "was", "is", "are", "were", "did", "does", "do"):
             continue
+        if _said_as_described(reading, index):
+            continue
         if token.number is not None:
             continue
         if token.norm in _AGGREGATE_NOUNS and _AGGREGATE_NOUNS[token.norm] in {agg for _, agg in reading.measures}:
             continue  # "… and what were the two averages?": the averages computed, asked to be shown
         unknown.append(token.text)
     return unknown
+
+
+def _said_as_described(reading: _Reading, index: int) -> bool:
+    """Whether the word at ``index`` stands beside a word it stands beside in the table's description, as
+    there ("adult penguins", "out of New York"), or ends a clause of it ("registry"): it describes every row."""
+    pairs = described_pairs(reading.table)
+    content = [i for i, token in enumerate(reading.tokens) if token.kind == "word" and not token.is_stopword]
+    if index not in content:
+        return False
+    if reading.tokens[index].stem in described_ends(reading.table):
+        return True  # "the planes registry": what the description says the rows come from
+    at = content.index(index)
+    stems = [reading.tokens[i].stem for i in content]
+    return at > 0 and (stems[at - 1], stems[at]) in pairs or at + 1 < len(stems) and (stems[at], stems[at + 1]) in pairs
 
 
 _AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "medians": MEDIAN}

@@ -187,3 +187,16 @@ def test_periods_no_row_can_fall_in_at_once_are_declined_not_intersected(questio
 def test_a_year_has_no_fifth_quarter() -> None:
     with pytest.raises(NoPlan):
         plan("How many flights in the fifth quarter of 2013?")
+
+
+@pytest.mark.parametrize("question", ["How many flights in late 2013?", "How many flights in early July 2013?",
+                                      "average departure delay in mid-2013"])
+def test_a_loose_part_of_a_period_is_declined_not_read_as_the_whole(question: str) -> None:
+    with pytest.raises(NoPlan, match="no dates bound"):
+        plan(question)
+
+
+def test_late_after_a_verb_is_still_lateness_in_a_period(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("How many flights arrived late in 2013?", [FLIGHTS],
+                         [Term("late arrival", "A flight that arrived late: arr_delay > 15", ("late",))])
+    assert data.execute(made.sql).fetchall() == [(4,)]

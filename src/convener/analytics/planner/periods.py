@@ -39,6 +39,7 @@ def read_periods(reading: _Reading, column: ColumnInfo) -> None:
         if not dates:
             return
         column = dates[0]
+    _refuse_loose_parts(reading)
     _read_parts_of_year(reading, column)
     _read_day_ranges(reading, column)
     _read_month_ranges(reading, column)
@@ -102,6 +103,20 @@ def _read_day_ranges(reading: _Reading, column: ColumnInfo) -> None:
         reading.used.update(range(index, year_at + 1))
         if reading.norm(index - 1) == "in":
             reading.used.add(index - 1)
+
+
+_LOOSE = frozenset({"early", "late", "mid", "middle"})
+"""Words that take a loose part of a period ("late 2013", "early July"): no dates say where it starts or ends."""
+
+
+def _refuse_loose_parts(reading: _Reading) -> None:
+    """"late 2013", "in early July", "mid-2013": a part of a period no dates bound. Read as the whole period
+    (or "late" as lateness) the answer would be another question's: refused."""
+    for index in range(1, len(reading.tokens)):
+        before = reading.tokens[index - 1]
+        if before.norm in _LOOSE and (_month_at(reading, index) is not None or _year_at(reading, index) is not None):
+            raise NoPlan(f"'{before.text} {reading.tokens[index].text}' is a part of a period that no dates bound; "
+                         "say the dates")
 
 
 def _read_parts_of_year(reading: _Reading, column: ColumnInfo) -> None:

@@ -135,3 +135,10 @@ DESCRIBED = TableInfo("flights", FLIGHTS.columns,
 ])
 def test_a_tables_description_accounts_for_its_words_only_as_it_says_them(question: str, said: tuple[str, ...]) -> None:
     assert plan_question(question, [DESCRIBED]).unaccounted == said
+
+
+def test_a_word_several_columns_share_before_another_column_is_not_its_modifier() -> None:
+    # "delay" is dep_delay or arr_delay, not a word about the year the plane was built
+    with pytest.raises(NoPlan, match="say which"):
+        plan_question("average delay year", [TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("year", "INTEGER")))])
+    assert 'MAX("distance")' in plan("What's the longest flight distance?").sql  # "flight" names one column

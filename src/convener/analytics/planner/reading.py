@@ -1220,6 +1220,8 @@ def _merge_adjacent_measures(reading: _Reading) -> None:
             expression = reading.scope.virtual.get(formula.target.column) if reading.scope is not None else None
             if expression is not None and any(c.name == other.target.column for c in expression.find_all(exp.Column)):
                 keep = formula
+        if (first if keep is second else second).ambiguous:
+            continue  # "average delay year": "delay" names a column of its own (which one is not said), no modifier
         merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
         reading.mentions.remove(first)
         reading.mentions.remove(second)

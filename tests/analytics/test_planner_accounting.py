@@ -142,3 +142,8 @@ def test_a_word_several_columns_share_before_another_column_is_not_its_modifier(
     with pytest.raises(NoPlan, match="say which"):
         plan_question("average delay year", [TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("year", "INTEGER")))])
     assert 'MAX("distance")' in plan("What's the longest flight distance?").sql  # "flight" names one column
+
+
+def test_how_many_of_what_the_top_rows_did_is_declined_not_answered_with_those_rows() -> None:
+    with pytest.raises(NoPlan, match="superlative"):
+        plan("How many flights did the longest flight make?")

@@ -147,3 +147,11 @@ def test_a_word_several_columns_share_before_another_column_is_not_its_modifier(
 def test_how_many_of_what_the_top_rows_did_is_declined_not_answered_with_those_rows() -> None:
     with pytest.raises(NoPlan, match="superlative"):
         plan("How many flights did the longest flight make?")
+
+
+def test_a_participle_of_a_number_column_before_the_rows_is_a_condition_left_unread() -> None:
+    # "delayed flights" are some flights: not settled into the departure delay averaged, nor dropped
+    assert plan("What is the average departure delay of delayed flights?").unaccounted == ("delayed",)
+    trips = TableInfo("trips", (ColumnInfo("trip_id", "INTEGER"), ColumnInfo("delay", "INTEGER")),
+                      description="One row per trip.")
+    assert plan_question("average delay of delayed trips", [trips]).unaccounted == ("delayed",)

@@ -1697,6 +1697,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), text=text, bucket=bucket, scope=scope)
+    _read_participles_of_rows(reading)
     settle_rivals(reading)
     drop_restated_unit(reading)
     read_arithmetic(reading)
@@ -1784,6 +1785,23 @@ def _read_leftover_columns(reading: _Reading) -> None:
             reading.unplaced.append(_text(reading, mention))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
+
+
+def _read_participles_of_rows(reading: _Reading) -> None:
+    """"the average departure delay of delayed flights": a number column's name said as one participle right
+    before the rows' noun says which rows (some condition on the column), not the column again, nor a measure
+    of its own. No condition is read from it: it is said to be left unused."""
+    rows = _table_words(reading.base)
+    for mention in list(reading.mentions):
+        token = reading.tokens[mention.start]
+        if mention.is_value or mention.end - mention.start != 1 or not token.norm.endswith("ed") \
+                or mention.end >= len(reading.tokens) or reading.tokens[mention.end].stem not in rows:
+            continue
+        columns = [reading.column(column) for column in (mention.target.column, *mention.ambiguous)]
+        if all(column.type in NUMBER_TYPES for column in columns):
+            reading.mentions.remove(mention)
+            reading.used.add(mention.start)
+            reading.unplaced.append(token.text)
 
 
 def _names_used_join(reading: _Reading, column: str, used: set[str]) -> bool:

@@ -155,3 +155,14 @@ def test_a_participle_of_a_number_column_before_the_rows_is_a_condition_left_unr
     trips = TableInfo("trips", (ColumnInfo("trip_id", "INTEGER"), ColumnInfo("delay", "INTEGER")),
                       description="One row per trip.")
     assert plan_question("average delay of delayed trips", [trips]).unaccounted == ("delayed",)
+
+
+def test_an_aggregate_of_the_rows_a_ranking_picks_is_declined_not_answered_with_the_rows() -> None:
+    with pytest.raises(NoPlan, match="ranking picks"):
+        plan("What is the average distance of the 5 longest flights?")
+
+
+def test_the_column_named_as_the_rows_are_is_no_measure_to_average() -> None:
+    # flight is each flight's number: "the average flight" is about flights, not the mean of their numbers
+    with pytest.raises(NoPlan, match="numbers the rows"):
+        plan("What is the average flight from JFK?")

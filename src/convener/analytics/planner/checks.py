@@ -311,6 +311,17 @@ def _disjoint_periods(reading: _Reading) -> str | None:
     return None
 
 
+def _numbers_the_rows(reading: _Reading) -> str | None:
+    """A column averaged or summed that is named as the rows are ("flight", a flight's number, of flights):
+    "the average flight from JFK" asks about the flights, not the mean of their numbers."""
+    rows = _table_words(reading.base)
+    for column, aggregate in reading.measures:
+        if aggregate in (AVG, SUM, MEDIAN) and column in {c.name for c in reading.base.columns} \
+                and phrase(column) and all(word in rows for word in phrase(column)):
+            return column
+    return None
+
+
 def _months_met(reading: _Reading, column: str) -> set[int]:
     """The months of the year a row of ``column`` may fall in and meet its month conditions ("in the fourth
     quarter", "June-August") and its date ranges ("from 2013-01-01 to before 2013-07-01") at once."""
@@ -385,6 +396,13 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
         # "compare the share … on Dream and Biscoe": one share over both groups is not the share of each
         # ("… from JFK or LGA" is one share of their union)
         raise NoPlan("comparing shares between groups is not something this planner does")
+    if shape == "top" and not reading.keys and reading.bucket is None and (reading.top or 1) > 1 \
+            and any(agg in (AVG, SUM, MEDIAN) for _, agg in reading.measures):
+        # "the average distance of the 5 longest flights": an aggregate of the rows ranked, not those rows
+        raise NoPlan("an aggregate of the rows a ranking picks is not something this planner computes")
+    numbered = _numbers_the_rows(reading)
+    if numbered is not None:
+        raise NoPlan(f"{numbered} numbers the rows of {reading.table.name}: its average or total means nothing")
     disjoint = _disjoint_periods(reading)
     if disjoint is not None:
         raise NoPlan(f"the conditions on {disjoint} exclude each other: comparing them is not something this "

@@ -151,3 +151,17 @@ def test_words_parted_by_punctuation_or_with_are_no_one_column_name(question: st
     sql = plan_question(question, [FLIGHTS]).sql
     assert "'UA'" in sql and sql.index("SELECT") < min((sql.index(name) for name in shown), default=1), sql
     assert all(name in sql.split(" FROM ")[0] for name in shown), sql
+
+
+BILLS = TableInfo("penguins", (ColumnInfo("species", "STRING", samples=("Adelie", "Gentoo")),
+                               ColumnInfo("bill_length_mm", "FLOAT"), ColumnInfo("bill_depth_mm", "FLOAT")),
+                  description="One row per penguin.")
+
+
+@pytest.mark.parametrize(("question", "column"), [
+    ("Do Gentoos have longer bills than Adelies on average?", "bill_length_mm"),
+    ("Which penguin has the deepest bill?", "bill_depth_mm"),
+])
+def test_an_adjective_of_measure_says_which_of_the_columns_a_word_shares(question: str, column: str) -> None:
+    made = plan_question(question, [BILLS], values_of=lambda _, c: ["Adelie", "Gentoo"] if c == "species" else [])
+    assert column in made.sql and ("bill_depth_mm" if column == "bill_length_mm" else "bill_length_mm") not in made.sql

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from convener.analytics.planner.catalog import _Mention
 from convener.analytics.planner.state import _Reading
-from convener.analytics.wording import phrase
+from convener.analytics.wording import phrase, stem
 
 _REACH = 4
 """How many words apart the two may be ("time any flight spent airborne")."""
@@ -22,7 +22,7 @@ def settle_rivals(reading: _Reading) -> None:
     for mention in list(reading.mentions):
         if mention.is_value or not mention.ambiguous or mention not in reading.mentions:
             continue
-        if _settle_described(reading, mention):
+        if _settle_described(reading, mention) or _settle_measured(reading, mention):
             continue
         rivals = {mention.target.column, *mention.ambiguous}
         near = [other for other in reading.mentions
@@ -55,6 +55,25 @@ def _settle_described(reading: _Reading, mention: _Mention) -> bool:
     reading.used.add(mention.end)
     index = reading.mentions.index(mention)
     reading.mentions[index] = replace(mention, target=replace(mention.target, column=column.name), ambiguous=())
+    return True
+
+
+def _settle_measured(reading: _Reading, mention: _Mention) -> bool:
+    """"longer bills", "the deepest bill": an adjective of measure right before a word several columns share
+    names the one of them it measures (bill_length_mm, not bill_depth_mm); the adjective is left to be read
+    as a comparison or a ranking."""
+    from convener.analytics.planner.dimensions import _dimension  # (dimensions reads mentions this module settles)
+
+    found = _dimension(reading.norm(mention.start - 1)) if mention.start > 0 else None
+    if found is None:
+        return False
+    nouns = {stem(noun) for noun in found[0]} | set(found[0])
+    measured = [column for column in (mention.target.column, *mention.ambiguous)
+                if nouns & set(phrase(column))]
+    if len(measured) != 1:
+        return False
+    index = reading.mentions.index(mention)
+    reading.mentions[index] = replace(mention, target=replace(mention.target, column=measured[0]), ambiguous=())
     return True
 
 

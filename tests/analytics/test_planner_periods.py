@@ -200,3 +200,22 @@ def test_late_after_a_verb_is_still_lateness_in_a_period(data: duckdb.DuckDBPyCo
     made = plan_question("How many flights arrived late in 2013?", [FLIGHTS],
                          [Term("late arrival", "A flight that arrived late: arr_delay > 15", ("late",))])
     assert data.execute(made.sql).fetchall() == [(4,)]
+
+
+# delays: dep 90 -5 130 0 20 61 5; arr 80 -30 125 -2 70 50 3
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights got in more than an hour behind schedule?", 3),  # "got in" is arriving
+    ("How many flights took off more than an hour late?", 3),  # "took off" is leaving
+    ("How many flights pushed back more than two hours late?", 1),
+    ("How many flights arrived ahead of schedule?", 2),  # no amount: below zero
+    ("How many flights arrived behind schedule?", 5),
+    ("How many flights arrived ahead of schedule (a negative arrival delay)?", 2),  # said twice, one condition
+])
+def test_lateness_with_two_word_verbs_and_without_an_amount(data: duckdb.DuckDBPyConnection, question: str,
+                                                             expected: int) -> None:
+    # with scheduled times beside the delays, "schedule" alone could be either end's
+    scheduled = TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("sched_dep_time", "INTEGER"),
+                                      ColumnInfo("sched_arr_time", "INTEGER")), description=FLIGHTS.description)
+    made = plan_question(question, [scheduled])
+    assert not made.unaccounted
+    assert data.execute(made.sql).fetchall() == [(expected,)]

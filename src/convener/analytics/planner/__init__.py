@@ -31,6 +31,8 @@ formulas as virtual columns), ``checks`` (guards and refusals), ``shaping`` (the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections.abc import Sequence
 
 import sqlglot
@@ -112,6 +114,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         # "average air time, with their manufacturer": columns to show beside rows, where no rows are shown
         unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted))
     query, name, explanation = _BUILDERS[shape](reading, dialect)
+    # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
+    reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)

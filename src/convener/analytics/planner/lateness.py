@@ -11,7 +11,7 @@ from convener.analytics.planner.catalog import _Mention, _Target
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Filter, _matches, _Reading
 from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
-from convener.analytics.planner.vocabulary import _AWAY, _COMPARATORS, _TOWARD
+from convener.analytics.planner.vocabulary import _AWAY, _COMPARATORS, _SHARE_VERBS, _TOWARD
 from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo
 from convener.analytics.wording import phrase
 
@@ -21,6 +21,9 @@ _TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 _VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
                     "arrives", "arrived", "arriving", "land", "lands", "landed", "landing", "departure", "arrival"})
+_PHRASAL = {("got", "in"): "toward", ("get", "in"): "toward", ("came", "in"): "toward", ("touched", "down"): "toward",
+            ("took", "off"): "away", ("take", "off"): "away", ("pushed", "back"): "away", ("push", "back"): "away"}
+"""Verbs of two words for the ends of a trip ("got in" is arriving, "pushed back" leaving), by their second."""
 
 
 def _delay_columns(reading: _Reading) -> list[ColumnInfo]:
@@ -70,23 +73,55 @@ def read_lateness(reading: _Reading) -> None:
     _read_plain_early(reading, delays)
 
 
+_PLAIN = ((("early",), "<"), (("ahead", "of", "schedule"), "<"), (("behind", "schedule"), ">"))
+"""Lateness said with no amount: early or ahead of schedule is a delay below zero, behind schedule above."""
+
+
 def _read_plain_early(reading: _Reading, delays: list[ColumnInfo]) -> None:
-    """"Flights that arrived early", "how many left early": a delay below zero (the delay's description says
-    early is negative), at the end of the trip the verb right before names."""
-    for index, token in enumerate(reading.tokens):
-        if token.norm != "early" or index in reading.used:
+    """"Flights that arrived early", "how many got in ahead of schedule", "left behind schedule": a delay
+    below (or above) zero, the delay's description saying early is negative, at the end of the trip the verb
+    right before names."""
+    for index in range(len(reading.tokens)):
+        said = next(((words, op) for words, op in _PLAIN if _said(reading, index, words)), None)
+        if said is None:
             continue
-        verb = next((i for i in (index - 1, index - 2) if reading.norm(i) in _VERBS and i not in reading.used), None)
+        words, op = said
+        verb = next((i for i in (index - 1, index - 2) if _direction(reading, i) is not None), None)
         if verb is None:
             continue
         column, _ = _column(reading, verb + 1, delays, -1)
         if column is None or "negative" not in (column.description or "").lower():
             continue
-        reading.filters.append(_Filter(column.name, "<", (0,), "number", index))
-        for mention in [m for m in reading.mentions if m.start == index]:
-            reading.mentions.remove(mention)
+        reading.filters.append(_Filter(column.name, op, (0,), "number", index))
+        span = range(index, index + len(words))
+        for mention in [m for m in reading.mentions if m.start in span or m.end - 1 in span]:
+            reading.mentions.remove(mention)  # ("schedule": part of sched_dep_time's name, read here)
         # (the verb is left to the readings that need it: "what percentage arrived early" splits a share there)
-        reading.used.add(index)
+        reading.used.update(span)
+        _read_phrasal(reading, verb)
+
+
+def _read_phrasal(reading: _Reading, particle: int) -> None:
+    """A verb of two words ends at ``particle``: its particle is read with it, and its first word too unless a
+    share splits there ("what percent of EV's flights got in late": the rows that did, of EV's)."""
+    if (reading.norm(particle - 1), reading.norm(particle)) not in _PHRASAL:
+        return
+    reading.used.add(particle)
+    if reading.norm(particle - 1) not in _SHARE_VERBS:
+        reading.used.add(particle - 1)
+
+
+def _direction(reading: _Reading, index: int) -> str | None:
+    """The end of the trip the verb at ``index`` names ("arrived", the "in" of "got in"): toward or away."""
+    if index < 0 or index in reading.used:
+        return None
+    phrasal = _PHRASAL.get((reading.norm(index - 1), reading.norm(index)))
+    if phrasal is not None:
+        return phrasal
+    word = reading.norm(index)
+    if word not in _VERBS:
+        return None
+    return "toward" if word in _TOWARD else "away" if word in _AWAY else None
 
 
 def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[ColumnInfo]) -> None:
@@ -126,6 +161,7 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     reading.used.update(span)
     if verb is not None:
         reading.used.add(verb)
+        _read_phrasal(reading, verb)
         named = reading.mention_at(verb)
         if named is not None:
             reading.mentions.remove(named)  # "departing": the verb, not a column whose name it abbreviates
@@ -144,11 +180,11 @@ def _column(reading: _Reading, index: int, delays: list[ColumnInfo],
     one at the end of the trip the nearest verb of leaving or arriving before it names, or right after the
     lateness (``end``: "more than 5 hours late departing")."""
     verb = next((i for i in (*range(index - 1, max(-1, index - 6), -1), end)
-                 if reading.norm(i) in _VERBS and i not in reading.used
+                 if _direction(reading, i) is not None
                  and not ((found := reading.mention_at(i)) is not None and found.is_value)), None)
     if verb is None:
         return (delays[0], None) if len(delays) == 1 else (None, None)
-    direction = "toward" if reading.norm(verb) in _TOWARD else "away" if reading.norm(verb) in _AWAY else None
+    direction = _direction(reading, verb)
     matching = [column for column in delays if _direction_of(column) == direction]
     if len(matching) != 1:
         return None, None

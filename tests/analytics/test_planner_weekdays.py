@@ -91,3 +91,20 @@ def test_weeks_starting_monday_without_on_say_how_weeks_are_cut(data: duckdb.Duc
 def test_a_range_of_days_is_every_day_from_the_one_to_the_other(data: duckdb.DuckDBPyConnection, question: str,
                                                                 expected: list[tuple[object, ...]]) -> None:
     assert sorted(data.execute(plan_question(question, [SALES]).sql).fetchall()) == expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many sales were made on weekends?", [(3,)]),
+    ("total revenue on weekdays", [(5.0,)]),
+    ("How many weekend sales were there?", [(3,)]),
+])
+def test_weekends_and_weekdays_are_their_days(data: duckdb.DuckDBPyConnection, question: str,
+                                              expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [SALES])
+    assert not made.unaccounted
+    assert data.execute(made.sql).fetchall() == expected
+
+
+def test_weekends_set_against_weekdays_are_declined_not_intersected() -> None:
+    with pytest.raises(NoPlan, match="exclude each other"):
+        plan_question("Weekends vs weekdays: how does the total revenue compare?", [SALES])

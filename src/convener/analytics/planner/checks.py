@@ -308,6 +308,10 @@ def _disjoint_periods(reading: _Reading) -> str | None:
                         return column
         if not _months_met(reading, column):
             return column  # "the first half of 2013 versus the second half": no month is in both
+        named = [set(f.values) for f in reading.filters if f.column == column and f.kind == "weekday"
+                 and f.op in ("=", "in")]
+        if named and not set.intersection(*named):
+            return column  # "weekends versus weekdays"
     return None
 
 

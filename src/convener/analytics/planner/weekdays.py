@@ -1,5 +1,5 @@
-"""The day of the week: "on a Saturday", "on Saturdays or Sundays" (a condition on the day's name), "for
-each day of the week", "which day of the week …" (a bucket of seven named days). SQL per dialect: DuckDB's
+"""The day of the week: "on a Saturday", "on Saturdays or Sundays", "on weekends" (a condition on the day's
+name), "for each day of the week", "which day of the week …" (a bucket of seven named days). SQL per dialect: DuckDB's
 DAYNAME, PostgreSQL's TO_CHAR, SQLite's day number named by a CASE."""
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def _applied(templates: dict[str, tuple[str, str]], column: exp.Expr, dialect: s
 def weekday_bucket(tokens: list[Token], index: int) -> list[int]:
     """The tokens of "day of the week" / "day of week" starting at ``index`` ("day"), or "weekday"; [] if none."""
     norm = [token.norm for token in tokens]
-    if norm[index] in ("weekday", "weekdays") and (index == 0 or norm[index - 1] != "on"):
+    if norm[index] in ("weekday", "weekdays") and (index == 0 or norm[index - 1] != "on") \
+            and not {"weekend", "weekends"} & set(norm):  # ("weekends versus weekdays": days, set against)
         return [index]
     if norm[index] in ("day", "days") and norm[index + 1:index + 3] == ["of", "week"]:
         return [index, index + 1, index + 2]
@@ -106,12 +107,40 @@ def read_weekdays(reading: _Reading) -> None:
             reading.used.add(index - 1)
         if reading.norm(index - 1) in ("or", "and") and reading.free(index - 1):
             reading.used.add(index - 1)
-    if not found:
+    groups = _day_groups(reading)
+    if not found and not groups:
         return
     from convener.analytics.planner.dates import _time_column  # (dates reads buckets with this module)
 
     column = _time_column(reading)
     if column is None:
         raise NoPlan(f"{reading.table.name} has no date to tell the day of the week by")
-    values = tuple(dict.fromkeys(found))
-    reading.filters.append(_Filter(column.name, "in" if len(values) > 1 else "=", values, "weekday", start))
+    if found:
+        values = tuple(dict.fromkeys(found))
+        reading.filters.append(_Filter(column.name, "in" if len(values) > 1 else "=", values, "weekday", start))
+    # each group its own condition: "weekends versus weekdays" are two that no day meets at once
+    reading.filters.extend(_Filter(column.name, "in", days, "weekday", at) for at, days in groups)
+
+
+_GROUPS = {"weekend": ("Saturday", "Sunday"), "weekends": ("Saturday", "Sunday"),
+           "weekday": DAYS[1:6], "weekdays": DAYS[1:6]}
+"""Days of the week by a name for several of them."""
+_ON = frozenset({"on", "during", "over", "at", "a", "the"})
+
+
+def _day_groups(reading: _Reading) -> list[tuple[int, tuple[str, ...]]]:
+    """"on weekends", "weekend flights", "on weekdays": where a name for several days of the week is said and
+    the days it names. "Weekday" is read so only after "on" and the like: "for each weekday" is a bucket."""
+    groups = []
+    for index, token in enumerate(reading.tokens):
+        days = _GROUPS.get(token.norm)
+        if days is None or not reading.free(index):
+            continue
+        if token.norm.startswith("weekday") and reading.norm(index - 1) not in _ON \
+                and not any(other.norm in ("weekend", "weekends") for other in reading.tokens):
+            continue
+        groups.append((index, days))
+        reading.used.add(index)
+        if reading.norm(index - 1) in _ON and reading.free(index - 1):
+            reading.used.add(index - 1)
+    return groups

@@ -166,3 +166,8 @@ def test_the_column_named_as_the_rows_are_is_no_measure_to_average() -> None:
     # flight is each flight's number: "the average flight" is about flights, not the mean of their numbers
     with pytest.raises(NoPlan, match="numbers the rows"):
         plan("What is the average flight from JFK?")
+
+
+def test_rows_set_against_each_other_by_the_same_are_not_all_the_rows() -> None:
+    assert said_or_refused("Which flights were flown on the same day?") in (None, ("same",))
+    assert said_or_refused("Which flights were flown on the same day?") != ()

@@ -140,12 +140,17 @@ _AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "
 """Plural nouns of an aggregate: asking to see the values of the one the plan computes."""
 
 
+_SAMENESS = frozenset({"same", "identical"})
+"""Words that set rows against each other ("on the same day as …"): no reading step plans that."""
+
+
 def _unaccounted_structure(reading: _Reading) -> set[int]:
     """Where a word that changes the answer was left free by every reading step: a comparison ("more than
     an hour late" with no number read), a superlative or ordinal with no ranking behind it ("the first
     cancelled flight" listed unordered), a time bucket other than the one grouped by ("day of the week"
-    grouped by day; without a bucket "days" may just name the rows), an average of nothing, a unit with no number. Such words are not filler: ignored,
-    the plan would answer a broader question than the one asked."""
+    grouped by day; without a bucket "days" may just name the rows), an average of nothing, a unit with no
+    number, "the same". Such words are not filler: ignored, the plan would answer a broader question than the
+    one asked."""
     # A direction alone ranks only groups, which it orders: without a key, a limit or a column to rank by,
     # "the three airlines with the highest average delay" would be answered by the table's one average.
     ranked = reading.top is not None or reading.order_measure is not None \
@@ -167,6 +172,8 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
             found.add(index)
         elif word in ("average", "mean", "median", "avg"):
             found.add(index)
+        elif word in _SAMENESS:
+            found.add(index)  # "penguins sampled on the same day": rows set against each other, never read
         elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index):
             found.add(index)
     return found

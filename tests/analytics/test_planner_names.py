@@ -382,3 +382,11 @@ def test_a_column_is_named_by_the_first_words_of_its_description(question: str, 
     tokens = tokenize(question)
     column = "airline_code" if "of the carrier" in description else "carrier"
     assert what_it_is_spans(tokens, range(len(tokens)), description, phrase(column), question) == spans
+
+
+def test_a_columns_name_wins_over_what_other_columns_are_described_as() -> None:
+    jobs = TableInfo("jobs", (ColumnInfo("manufacturing", "FLOAT", "Manufacturing jobs, thousands"),
+                              ColumnInfo("durable_goods", "FLOAT", "Manufacturing jobs in durable goods"),
+                              ColumnInfo("nondurable_goods", "FLOAT", "Manufacturing jobs in nondurable goods")),
+                     description="One row per month.")
+    assert 'AVG("manufacturing")' in plan_question("average manufacturing jobs", [jobs]).sql

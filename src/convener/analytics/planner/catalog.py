@@ -70,7 +70,7 @@ class _Candidate:
     end: int
     target: _Target
     strength: float
-    source: str  # name, synonym, glossary, value, adjective, partial
+    source: str  # name, synonym, glossary, value, adjective, partial, description, what it is
 
 
 @dataclass
@@ -233,8 +233,12 @@ class _Catalog:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
                     tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
             elif keys.column.description:
-                found.extend(_Candidate(start, end, target, 2.5, "description") for start, end in what_it_is_spans(
+                found.extend(_Candidate(start, end, target, 2.5, "what it is") for start, end in what_it_is_spans(
                     tokens, content, keys.column.description, phrase(keys.column.name), self.text))
+        # what a description says a column is gives way to a column's name said in the same words ("manufacturing
+        # jobs": the manufacturing column, though two others are described as manufacturing jobs)
+        named_at = {i for c in found if c.source == "name" for i in range(c.start, c.end)}
+        found = [c for c in found if c.source != "what it is" or not named_at.intersection(range(c.start, c.end))]
         found.extend(_unit_spans(tokens, content, self.columns))
         glossed: list[tuple[_Candidate, int]] = []
         # "made up the most time" says "time made up": a term's words around a word of degree, which is read

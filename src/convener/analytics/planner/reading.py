@@ -1555,6 +1555,9 @@ def _read_signs(reading: _Reading) -> None:
         mention = _numeric_mention(reading, index + 1)
         if mention is None or mention.start != index + 1:
             continue
+        if mention.ambiguous:
+            raise NoPlan(f"'{_text(reading, mention)}' could be {' or '.join((mention.target.column, *mention.ambiguous))}; "
+                         "say which")  # ("a negative delay": which delay, the departure's or the arrival's?)
         reading.filters.append(_Filter(mention.target.column, "<" if token.norm == "negative" else ">", (0,),
                                        "number", index))
         reading.mentions.remove(mention)

@@ -66,14 +66,15 @@ def test_per_a_noun_of_a_row_made_of_several_things_still_groups() -> None:
     assert 'GROUP BY "symbol"' in plan_question("average price per symbol", [stocks]).sql
 
 
-def test_a_ranking_of_rows_shows_the_key_and_text_columns_then_a_date_up_to_five() -> None:
+def test_a_ranking_of_rows_shows_the_key_a_date_and_text_columns_up_to_six() -> None:
     penguins = TableInfo("penguins", (
         ColumnInfo("individual_id", "STRING", "Identifier of the penguin"), ColumnInfo("study", "STRING"),
         ColumnInfo("species", "STRING"), ColumnInfo("island", "STRING"), ColumnInfo("complete", "BOOLEAN"),
         ColumnInfo("egg_date", "DATE"), ColumnInfo("body_mass_g", "INTEGER", "Body mass in grams"),
-        ColumnInfo("sex", "STRING")), description="Penguins: one row per penguin.")
+        ColumnInfo("sex", "STRING"), ColumnInfo("colony", "STRING")), description="Penguins: one row per penguin.")
     shown = plan_question("Top 5 heaviest penguins?", [penguins]).sql.split(" FROM ")[0]
-    assert shown == 'SELECT "individual_id", "study", "species", "island", "sex", "body_mass_g"'
-    # with fewer text columns a date fills a place, in the table's order; numbers and booleans never label rows
+    # in the table's order; numbers and booleans never label rows, and the sixth text column finds no room
+    assert shown == 'SELECT "individual_id", "study", "species", "island", "egg_date", "sex", "body_mass_g"'
+    # a number column named as the rows are ("flight", a flight's number) is their key
     assert plan("Which 2 flights had the most seats?").sql.split(" FROM ")[0] == \
-        'SELECT "carrier", "flight_date", "seats"'
+        'SELECT "flight", "carrier", "flight_date", "seats"'

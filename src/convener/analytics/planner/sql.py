@@ -328,25 +328,27 @@ def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, st
     return _build_group(reading, dialect)
 
 
-LABELS_SHOWN = 5
+LABELS_SHOWN = 6
 """At most this many columns say which row is which in a ranking of rows, besides the measure."""
 
 
 def _label_columns(reading: _Reading, skip: set[str]) -> list[str]:
-    """Columns that say which row is which in a top-N list, in the table's order: its own key, its text columns
-    (names, codes, categories), then a date while there is room: up to ``LABELS_SHOWN``."""
+    """Columns that say which row is which in a top-N list, in the table's order: its own key, a date, and its
+    text columns (names, codes, categories) while there is room: up to ``LABELS_SHOWN``."""
     columns = [c for c in reading.base.columns if c.name not in skip]
     own = [c.name for c in columns if _own_key(reading.base, c.name)][:1]
-    texts = [c.name for c in columns if c.type == STRING and c.name not in own]
     dates = [c.name for c in columns if c.type in TIME_TYPES][:1]
-    chosen = set([*own, *texts, *dates][:LABELS_SHOWN])
+    texts = [c.name for c in columns if c.type == STRING and c.name not in own]
+    chosen = set([*own, *dates, *texts][:LABELS_SHOWN])
     return [c.name for c in columns if c.name in chosen]
 
 
 def _own_key(table: TableInfo, column: str) -> bool:
-    """``order_id`` of orders, ``id``: the column that tells the table's rows apart."""
+    """``order_id`` of orders, ``id``, ``flight`` of flights (each flight's number): the column that tells the
+    table's rows apart."""
     words = split_identifier(column).lower().split()
-    return words == ["id"] or len(words) == 2 and words[1] == "id" and stem(words[0]) in _table_words(table)
+    return words == ["id"] or len(words) == 2 and words[1] == "id" and stem(words[0]) in _table_words(table) \
+        or len(words) == 1 and stem(words[0]) in _table_words(table)
 
 
 def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

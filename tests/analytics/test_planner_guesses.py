@@ -158,3 +158,12 @@ def test_a_look_up_that_fails_or_names_nothing_finds_nothing(pipeline_tables: li
     assert keys_of("stations", "no_such_column", "name", ["Milltown Central Pier"]) == ()  # an error: nothing
     assert keys_of("no_such_table", "station_code", "name", ["Milltown Central Pier"]) == ()
     assert keys_of("stations", "station_code", "name", []) == ()
+
+
+def test_a_period_listed_with_others_that_no_row_is_in_is_said_though_the_others_have_rows(
+        sailings: list[Table]) -> None:
+    sql, text = ask(sailings, "How many sailings were there in 2031 compared with 2024?")
+    assert sql is not None
+    assert text.startswith("I could not use '2031'"), text
+    _, answered = ask(sailings, "How many sailings were there in 2024?")
+    assert "could not use" not in answered

@@ -219,3 +219,7 @@ def test_lateness_with_two_word_verbs_and_without_an_amount(data: duckdb.DuckDBP
     made = plan_question(question, [scheduled])
     assert not made.unaccounted
     assert data.execute(made.sql).fetchall() == [(expected,)]
+
+
+def test_a_day_known_by_name_with_its_year_is_read_in_any_capitals(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("how many flights were there on christmas day 2013?").sql).fetchall() == [(1,)]

@@ -108,3 +108,10 @@ def test_weekends_and_weekdays_are_their_days(data: duckdb.DuckDBPyConnection, q
 def test_weekends_set_against_weekdays_are_declined_not_intersected() -> None:
     with pytest.raises(NoPlan, match="exclude each other"):
         plan_question("Weekends vs weekdays: how does the total revenue compare?", [SALES])
+
+
+def test_each_day_of_the_week_starting_monday_is_the_weeks_order(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan_question("What's the total revenue for each day of the week, starting Monday?", [SALES])
+    assert data.execute(made.sql).fetchall() == [("Monday", 1, 5.0), ("Saturday", 6, 40.0), ("Sunday", 7, 20.0)]
+    with pytest.raises(NoPlan):
+        plan_question("What's the total revenue for each day of the week, starting Sunday?", [SALES])

@@ -344,6 +344,10 @@ class Pipeline:
         if answer.guessed and _nothing_found(answer.result):
             # an answer of nothing may only say that no row has the names a word was guessed to mean
             answer.unmatched = [guess for guess in answer.guessed if not self._has_rows(guess, table, tables)]
+        elif any(guess.listed for guess in answer.guessed):
+            # "in 2014 compared with 2013": rows of 2013 are no answer about 2014, where none falls
+            answer.unmatched = [guess for guess in answer.guessed
+                                if guess.listed and not self._has_rows(guess, table, tables)]
         return answer
 
     def _keys_of(self, tables: Sequence[Table]) -> KeysOf:

@@ -35,6 +35,9 @@ class Guess:
     said: str
     names: tuple[str, ...]
     check: str
+    listed: bool = False
+    """One of several periods said together ("in 2014 compared with 2013"): the answer may have rows of the
+    others, and must still say that none falls in this one."""
 
 
 @dataclass(frozen=True)

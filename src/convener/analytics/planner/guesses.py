@@ -82,13 +82,30 @@ def read_periods(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
             said_at.setdefault((condition.start, condition.column), []).append(condition)
     read: list[Guess] = []
     for (start, _), conditions in said_at.items():
-        bare = replace(reading, filters=conditions, group_conditions=[], absent=[], present=[])
-        query = _Query([exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
-                                   "any_row", quoted=True)],
-                       where=[_condition(bare, condition, dialect) for condition in conditions])
-        meaning = "rows where " + _describe_filters(conditions).removeprefix(", where ")
-        read.append(Guess(_said(reading, start), (meaning,), _render(bare, query, dialect)))
+        if len(conditions) == 1 and conditions[0].op == "in" and conditions[0].kind in ("year", "month", "day"):
+            # "in 2014 compared with 2013": each period on its own, so that one no row falls in is said
+            listed = conditions[0]
+            for value in listed.values:
+                read.append(replace(_period_guess(reading, [replace(listed, op="=", values=(value,))],
+                                                  _plain_value(value), dialect), listed=True))
+            continue
+        read.append(_period_guess(reading, conditions, _said(reading, start), dialect))
     return tuple(read)
+
+
+def _period_guess(reading: _Reading, conditions: list[_Filter], said: str, dialect: str) -> Guess:
+    """The guess that the rows of ``conditions`` exist: a query telling whether any row falls in them."""
+    bare = replace(reading, filters=conditions, group_conditions=[], absent=[], present=[])
+    query = _Query([exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
+                               "any_row", quoted=True)],
+                   where=[_condition(bare, condition, dialect) for condition in conditions])
+    meaning = "rows where " + _describe_filters(conditions).removeprefix(", where ")
+    return Guess(said, (meaning,), _render(bare, query, dialect))
+
+
+def _plain_value(value: str | float) -> str:
+    """A period's value as the question would say it: 2014, not 2014.0."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _said(reading: _Reading, start: int) -> str:

@@ -228,9 +228,11 @@ def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:
         for words, (month, day) in _HOLIDAYS:
             span = range(index, index + len(words))
             if any(i in reading.used or reading.norm(i) != word for i, word in zip(span, words, strict=False)) \
-                    or span.stop > len(tokens) or not _capitalised(tokens[index]):
+                    or span.stop > len(tokens):
                 continue
             year = _year_at(reading, span.stop)
+            if year is None and not _capitalised(tokens[index]):
+                continue  # ("christmas day 2013" is that day whatever its capitals)
             said = [*span, span.stop] if year is not None else list(span)
             if year is not None:
                 reading.filters.append(_Filter(column.name, "=", (_iso(year, month, day),), "date", index))

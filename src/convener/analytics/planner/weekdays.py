@@ -87,8 +87,9 @@ def read_weekdays(reading: _Reading) -> None:
         starting = [index - 2, index - 1] if reading.norm(index - 1) == "on" else [index - 1]
         if reading.norm(starting[0]) in _STARTING:
             # "weeks starting (on) Monday" says how weeks are cut, not which days count: weeks are cut on
-            # Mondays (ISO 8601), and cut on any other day they are not planned
-            if reading.bucket != "week" or name != "Monday":
+            # Mondays (ISO 8601), and cut on any other day they are not planned; "each day of the week,
+            # starting Monday" is the order the days come in, which is Monday first
+            if reading.bucket not in ("week", "weekday") or name != "Monday":
                 raise NoPlan(f"weeks starting on {name} are not something this planner cuts")
             reading.used.update((*starting, index))
             continue

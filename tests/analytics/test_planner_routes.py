@@ -42,3 +42,9 @@ def test_routes_ranked_are_the_pairs_of_start_and_end(data: duckdb.DuckDBPyConne
 def test_sailings_on_routes_of_some_length_are_the_sailings(data: duckdb.DuckDBPyConnection) -> None:
     made = plan_question("How many sailings were on routes longer than 20 miles?", [FERRIES])
     assert "GROUP BY" not in made.sql and data.execute(made.sql).fetchall() == [(3,)], made.sql
+
+
+def test_a_superlative_route_without_a_number_is_the_route_ranked_first(data: duckdb.DuckDBPyConnection) -> None:
+    # not each route's shortest distance: the route whose distance is the shortest (both ways tie)
+    made = plan_question("What is the shortest route distance among the sailings?", [FERRIES])
+    assert sorted(data.execute(made.sql).fetchall()) == [("A", "B", 10), ("B", "A", 10)]

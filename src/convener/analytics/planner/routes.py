@@ -29,6 +29,10 @@ def read_routes(reading: _Reading, text: str) -> None:
         reading.mentions.remove(mention)  # "origin", "destination": the ends said again, no keys of their own
     reading.used.update(said)
     reading.keys.extend(column for column in ends if column not in reading.keys)
+    before = reading.tokens[at - 1] if at > 0 else None
+    if reading.top is None and before is not None and before.norm.endswith("est") \
+            and not any(token.number is not None for token in reading.tokens[max(0, at - 4):at]):
+        reading.top = 1  # "the shortest route distance": the one route ranked first, not each route's least
     # ("(origin and destination pairs)" may have been read as columns to show of each row: they are the keys)
     reading.shown = [column for column in reading.shown if column not in ends]
 

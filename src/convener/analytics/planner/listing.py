@@ -21,7 +21,7 @@ _NUMBER_ABBREVIATIONS = frozenset({"no", "nr", "num"})
 the columns after it go unshown."""
 
 
-def read_column_list(reading: _Reading, text: str) -> None:
+def read_column_list(reading: _Reading) -> None:
     """A list of the queried table's columns (and "ID", its identifier), joined by commas and "and", after
     a colon, a dash or an opening parenthesis, or after "give"/"show"/"with" ("with their …"): the columns
     shown of each row. After "with" the rows are shown whole, the columns beside them ("flights … with their
@@ -29,15 +29,15 @@ def read_column_list(reading: _Reading, text: str) -> None:
     "their"; after a verb alone ("list the destinations") it is left to the listing's own reading."""
     index = 0
     while index < len(reading.tokens):
-        items, end = _items(reading, index, text)
+        items, end = _items(reading, index)
         if not items:
             index += 1
             continue
-        introducer = _introducer(reading, index, text)
+        introducer = _introducer(reading, index)
         if introducer is None or (len(items) < 2 and introducer in ("verb", "with", "sentence")):
             index = end
             continue
-        glossed = _glossed(reading, index, items, text)
+        glossed = _glossed(reading, index, items)
         if glossed:
             reading.used.update(glossed)  # the words the column in parentheses names, said by its mention
             index = end
@@ -58,12 +58,12 @@ def read_column_list(reading: _Reading, text: str) -> None:
         return
 
 
-def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, range]], int]:
+def _items(reading: _Reading, index: int) -> tuple[list[tuple[str, range]], int]:
     """The columns named from ``index`` on, one after another, joined by commas or "and" (and where the list
     ends); empty when no column is named at ``index``."""
     items: list[tuple[str, range]] = []
     while True:
-        item = _item(reading, index, text) or (_value_item(reading, index) if items else None)
+        item = _item(reading, index) or (_value_item(reading, index) if items else None)
         if item is None:
             break
         items.append(item)
@@ -71,7 +71,7 @@ def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, ra
         if following >= len(reading.tokens):
             break
         joined = reading.norm(following) in _JOINERS and reading.free(following)
-        if "," in _gap(text, reading, following):
+        if "," in reading.gap(following):
             index = following + 1 if joined else following  # ", and"
         elif joined:
             index = following + 1
@@ -80,7 +80,7 @@ def _items(reading: _Reading, index: int, text: str) -> tuple[list[tuple[str, ra
     return items, (items[-1][1].stop if items else index)
 
 
-def _item(reading: _Reading, index: int, text: str) -> tuple[str, range] | None:
+def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
     """The column named at ``index`` and the words that name it: a column's mention, with words of its
     description right after it ("flight number" for ``flight``, "Flight number"), or "ID"."""
     mention = reading.mention_at(index)
@@ -88,14 +88,14 @@ def _item(reading: _Reading, index: int, text: str) -> tuple[str, range] | None:
         column = reading.column(mention.target.column)
         end = mention.end
         described = set(phrase(column.description or ""))
-        while reading.free(end) and (reading.tokens[end].stem in described or _abbreviates_number(reading, end, text)) \
+        while reading.free(end) and (reading.tokens[end].stem in described or _abbreviates_number(reading, end)) \
                 and reading.norm(end) not in _JOINERS:
             end += 1
         return column.name, range(index, end)
     # "the penguin ID": the rows' own noun right before "ID" says whose identifier it is ("penguins: ID" is a
     # list of their columns)
     named = reading.tokens[index].stem in _table_words(reading.base) and reading.free(index) \
-        and reading.norm(index + 1) in ("id", "ids") and _gap(text, reading, index + 1).isspace()
+        and reading.norm(index + 1) in ("id", "ids") and reading.gap(index + 1).isspace()
     at = index + 1 if named else index
     if reading.norm(at) in ("id", "ids") and reading.free(at):
         identifier = _identifier(reading)
@@ -130,10 +130,10 @@ def settle_shown_value(reading: _Reading) -> None:
         reading.shown.insert(reading.shown_value, columns[0])
 
 
-def _abbreviates_number(reading: _Reading, index: int, text: str) -> bool:
+def _abbreviates_number(reading: _Reading, index: int) -> bool:
     """Whether the word at ``index`` is "no." (or "nr.", "num."): "number" cut short, right after a column."""
     token = reading.tokens[index]
-    return token.norm in _NUMBER_ABBREVIATIONS and text[token.end:token.end + 1] == "."
+    return token.norm in _NUMBER_ABBREVIATIONS and reading.text[token.end:token.end + 1] == "."
 
 
 def _identifier(reading: _Reading) -> str | None:
@@ -160,17 +160,10 @@ def identifies_rows(table: TableInfo, name: str) -> bool:
     return len(said) == 2 and said[0] in ("identifier", "id") and said[1] in rows
 
 
-def _gap(text: str, reading: _Reading, index: int) -> str:
-    """The characters between the token before ``index`` and the token at it."""
-    if not 0 < index < len(reading.tokens):
-        return ""
-    return text[reading.tokens[index - 1].end:reading.tokens[index].start]
-
-
-def _glossed(reading: _Reading, index: int, items: list[tuple[str, range]], text: str) -> list[int]:
+def _glossed(reading: _Reading, index: int, items: list[tuple[str, range]]) -> list[int]:
     """"a nitrogen isotope (delta 15N) reading": one column in parentheses right after words its name or
     description uses restates them, as a gloss; it is no list of columns to show. Returns those words."""
-    if len(items) != 1 or "(" not in _gap(text, reading, index):
+    if len(items) != 1 or "(" not in reading.gap(index):
         return []
     column = reading.table.column(items[0][0])
     if column is None:
@@ -186,10 +179,10 @@ def _glossed(reading: _Reading, index: int, items: list[tuple[str, range]], text
     return before
 
 
-def _introducer(reading: _Reading, index: int, text: str) -> str | None:
+def _introducer(reading: _Reading, index: int) -> str | None:
     """What opens a list of columns at ``index``: punctuation (a colon, a dash, a parenthesis), "with their",
     "with" or a verb of showing ("give its", "give"); None when nothing does."""
-    gap = _gap(text, reading, index)
+    gap = reading.gap(index)
     if _punctuation(gap):
         return "punctuation"
     if index > 0 and any(mark in gap for mark in ("?", ".")):
@@ -198,7 +191,7 @@ def _introducer(reading: _Reading, index: int, text: str) -> str | None:
     owners = []
     while before >= 0 and reading.norm(before) in _OWNERS and reading.free(before):
         owners.append(reading.norm(before))
-        if _punctuation(_gap(text, reading, before)):
+        if _punctuation(reading.gap(before)):
             return "punctuation"  # "…: their ID, sex and body mass"
         before -= 1
     if before < 0 or not reading.free(before):

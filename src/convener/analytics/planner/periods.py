@@ -178,7 +178,7 @@ def _read_month_ranges(reading: _Reading, column: ColumnInfo) -> None:
             continue
         opened = reading.norm(index - 1) in ("between", "from") and index - 1 not in reading.used
         joiner = reading.norm(index + 1)
-        dashed = _DASHES.intersection(_gap(reading, index + 1))
+        dashed = _DASHES.intersection(reading.gap(index + 1))
         if dashed:
             last_at = index + 1
         elif joiner in _TO or (joiner == "and" and reading.norm(index - 1) == "between"):
@@ -194,13 +194,6 @@ def _read_month_ranges(reading: _Reading, column: ColumnInfo) -> None:
         reading.used.update(range(index - opened, end))
         if reading.norm(index - 1 - opened) in ("in", "during"):
             reading.used.add(index - 1 - opened)
-
-
-def _gap(reading: _Reading, index: int) -> str:
-    """The characters between the token before ``index`` and the one at it, as the question wrote them."""
-    if not 0 < index < len(reading.tokens) or not reading.text:
-        return ""
-    return reading.text[reading.tokens[index - 1].end:reading.tokens[index].start]
 
 
 def _add_months(reading: _Reading, column: ColumnInfo, first: int, last: int, year: int | None, start: int) -> None:

@@ -1717,7 +1717,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_spread(reading)
     read_exists(reading, text)
     read_any_row(reading)
-    read_column_list(reading, text)
+    read_column_list(reading)
     _read_clock_times(reading)
     read_sort_order(reading, text)
     read_open_bounds(reading)

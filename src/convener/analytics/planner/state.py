@@ -162,6 +162,12 @@ class _Reading:
     def free(self, index: int) -> bool:
         return 0 <= index < len(self.tokens) and index not in self.used and self.mention_at(index) is None
 
+    def gap(self, index: int) -> str:
+        """The characters between the token before ``index`` and the one at it, as the question wrote them."""
+        if not 0 < index < len(self.tokens):
+            return ""
+        return self.text[self.tokens[index - 1].end:self.tokens[index].start]
+
 
 def _matches(reading: _Reading, index: int, words: tuple[str, ...]) -> bool:
     """Whether ``words`` occur at ``index`` as free tokens (not already used by another reading step)."""

@@ -124,8 +124,8 @@ def test_a_joined_tables_name_before_its_column_groups_by_it() -> None:
 
 
 DESCRIBED = TableInfo("flights", FLIGHTS.columns,
-                      description="Flights that departed New York City (JFK, LGA, EWR) in 2013: one row per flight, "
-                                  "from the FAA registry.")
+                      description="Flights that departed New York City (JFK, LGA, EWR) in 2013: one row per "
+                                  "flight, from the FAA registry.")
 
 
 @pytest.mark.parametrize(("question", "said"), [
@@ -133,14 +133,16 @@ DESCRIBED = TableInfo("flights", FLIGHTS.columns,
     ("How many flights are in the registry?", ()),  # the thing a clause of the description ends on
     ("How many new flights?", ("new",)),  # a word of the description said alone says something more
 ])
-def test_a_tables_description_accounts_for_its_words_only_as_it_says_them(question: str, said: tuple[str, ...]) -> None:
+def test_a_tables_description_accounts_for_its_words_only_as_it_says_them(question: str,
+                                                                          said: tuple[str, ...]) -> None:
     assert plan_question(question, [DESCRIBED]).unaccounted == said
 
 
 def test_a_word_several_columns_share_before_another_column_is_not_its_modifier() -> None:
     # "delay" is dep_delay or arr_delay, not a word about the year the plane was built
     with pytest.raises(NoPlan, match="say which"):
-        plan_question("average delay year", [TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("year", "INTEGER")))])
+        plan_question("average delay year",
+                      [TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("year", "INTEGER")))])
     assert 'MAX("distance")' in plan("What's the longest flight distance?").sql  # "flight" names one column
 
 

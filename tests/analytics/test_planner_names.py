@@ -356,7 +356,8 @@ def test_a_word_the_schema_uses_for_another_thing_is_no_abbreviation_of_a_column
 CODED = TableInfo("flights", (
     ColumnInfo("carrier", "STRING", "Two-letter airline code; the airlines table gives its name"),
     ColumnInfo("origin", "STRING", "FAA code of the New York airport the flight left from"),
-    ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes")), description="Flights: one row per flight.")
+    ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes")),
+    description="Flights: one row per flight.")
 
 
 @pytest.mark.parametrize("question", [
@@ -387,7 +388,8 @@ def test_a_column_is_named_by_the_first_words_of_its_description(question: str, 
 def test_a_columns_name_wins_over_what_other_columns_are_described_as() -> None:
     jobs = TableInfo("jobs", (ColumnInfo("manufacturing", "FLOAT", "Manufacturing jobs, thousands"),
                               ColumnInfo("durable_goods", "FLOAT", "Manufacturing jobs in durable goods"),
-                              ColumnInfo("nondurable_goods", "FLOAT", "Manufacturing jobs in nondurable goods")),
+                              ColumnInfo("nondurable_goods", "FLOAT",
+                                         "Manufacturing jobs in nondurable goods")),
                      description="One row per month.")
     assert 'AVG("manufacturing")' in plan_question("average manufacturing jobs", [jobs]).sql
 

@@ -189,7 +189,8 @@ def test_a_year_has_no_fifth_quarter() -> None:
         plan("How many flights in the fifth quarter of 2013?")
 
 
-@pytest.mark.parametrize("question", ["How many flights in late 2013?", "How many flights in early July 2013?",
+@pytest.mark.parametrize("question", ["How many flights in late 2013?",
+                                      "How many flights in early July 2013?",
                                       "average departure delay in mid-2013"])
 def test_a_loose_part_of_a_period_is_declined_not_read_as_the_whole(question: str) -> None:
     with pytest.raises(NoPlan, match="no dates bound"):
@@ -209,7 +210,8 @@ def test_late_after_a_verb_is_still_lateness_in_a_period(data: duckdb.DuckDBPyCo
     ("How many flights pushed back more than two hours late?", 1),
     ("How many flights arrived ahead of schedule?", 2),  # no amount: below zero
     ("How many flights arrived behind schedule?", 5),
-    ("How many flights arrived ahead of schedule (a negative arrival delay)?", 2),  # said twice, one condition
+    # said twice, one condition
+    ("How many flights arrived ahead of schedule (a negative arrival delay)?", 2),
 ])
 def test_lateness_with_two_word_verbs_and_without_an_amount(data: duckdb.DuckDBPyConnection, question: str,
                                                              expected: int) -> None:

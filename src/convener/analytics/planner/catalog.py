@@ -112,7 +112,7 @@ class _Catalog:
         word the schema's descriptions use elsewhere, and this column's does not: another thing of its own
         ("aircraft", which planes are said to be, for ``air`` of air_time), not that column's name cut short
         ("airborne", "departure" for ``dep`` of dep_delay, "Departure delay")."""
-        own = set((column.description or "").lower().replace(",", " ").split())
+        own = set(re.findall(r"[a-z]+", (column.description or "").lower()))
         return any(token.norm != part and token.norm.startswith(part) and token.norm in self.described
                    and token.norm not in own for token in window for part in parts)
 
@@ -233,12 +233,14 @@ class _Catalog:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
                     tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
             elif keys.column.description:
-                found.extend(_Candidate(start, end, target, 2.5, "what it is") for start, end in what_it_is_spans(
-                    tokens, content, keys.column.description, phrase(keys.column.name), self.text))
-        # what a description says a column is gives way to a column's name said in the same words ("manufacturing
-        # jobs": the manufacturing column, though two others are described as manufacturing jobs)
+                spans = what_it_is_spans(tokens, content, keys.column.description, phrase(keys.column.name),
+                                         self.text)
+                found.extend(_Candidate(start, end, target, 2.5, "what it is") for start, end in spans)
+        # what a description says a column is gives way to a column's name said in the same words
+        # ("manufacturing jobs": the manufacturing column, though two others are described as such jobs)
         named_at = {i for c in found if c.source == "name" for i in range(c.start, c.end)}
-        found = [c for c in found if c.source != "what it is" or not named_at.intersection(range(c.start, c.end))]
+        found = [c for c in found
+                 if c.source != "what it is" or not named_at.intersection(range(c.start, c.end))]
         found.extend(_unit_spans(tokens, content, self.columns))
         glossed: list[tuple[_Candidate, int]] = []
         # "made up the most time" says "time made up": a term's words around a word of degree, which is read

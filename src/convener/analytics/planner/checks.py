@@ -124,7 +124,8 @@ def _unknown_words(reading: _Reading) -> list[str]:
 
 def _said_as_described(reading: _Reading, index: int) -> bool:
     """Whether the word at ``index`` stands beside a word it stands beside in the table's description, as
-    there ("adult penguins", "out of New York"), or ends a clause of it ("registry"): it describes every row."""
+    there ("adult penguins", "out of New York"), or ends a clause of it ("registry"): it describes every
+    row."""
     pairs = described_pairs(reading.table)
     content = [i for i, token in enumerate(reading.tokens) if token.kind == "word" and not token.is_stopword]
     if index not in content:
@@ -133,7 +134,8 @@ def _said_as_described(reading: _Reading, index: int) -> bool:
         return True  # "the planes registry": what the description says the rows come from
     at = content.index(index)
     stems = [reading.tokens[i].stem for i in content]
-    return at > 0 and (stems[at - 1], stems[at]) in pairs or at + 1 < len(stems) and (stems[at], stems[at + 1]) in pairs
+    return at > 0 and (stems[at - 1], stems[at]) in pairs \
+        or at + 1 < len(stems) and (stems[at], stems[at + 1]) in pairs
 
 
 _AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "medians": MEDIAN}
@@ -346,9 +348,11 @@ def _months_met(reading: _Reading, column: str) -> set[int]:
         elif condition.op in ("<>", "not in"):
             months -= said
         elif said and condition.op in _LOWER_OPS:
-            months = {month for month in months if month > max(said) or condition.op == ">=" and month == max(said)}
+            months = {month for month in months
+                      if month > max(said) or condition.op == ">=" and month == max(said)}
         elif said and condition.op in _UPPER_OPS:
-            months = {month for month in months if month < min(said) or condition.op == "<=" and month == min(said)}
+            months = {month for month in months
+                      if month < min(said) or condition.op == "<=" and month == min(said)}
     starts = [date.fromisoformat(str(f.values[0])) for f in reading.filters
               if f.column == column and f.kind == "date" and f.op in (">=", ">") and f.values]
     ends = [date.fromisoformat(str(f.values[0])) for f in reading.filters
@@ -413,7 +417,8 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
         raise NoPlan("an aggregate of the rows a ranking picks is not something this planner computes")
     numbered = _numbers_the_rows(reading)
     if numbered is not None:
-        raise NoPlan(f"{numbered} numbers the rows of {reading.table.name}: its average or total means nothing")
+        raise NoPlan(f"{numbered} numbers the rows of {reading.table.name}: its average or total means "
+                     "nothing")
     disjoint = _disjoint_periods(reading)
     if disjoint is not None:
         raise NoPlan(f"the conditions on {disjoint} exclude each other: comparing them is not something this "

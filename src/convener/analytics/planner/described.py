@@ -102,7 +102,8 @@ def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], descriptio
                 continue
             if any(_PARTS.intersection(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
                 continue
-            if "(" in text[tokens[window[-1]].end:tokens[window[-1] + 1].start if window[-1] + 1 < len(tokens) else None]:
+            last = window[-1]
+            if last + 1 < len(tokens) and "(" in text[tokens[last].end:tokens[last + 1].start]:
                 continue  # "a nitrogen isotope (delta 15N) reading": glossed, the parenthesis says the column
             if tuple(tokens[i].stem for i in window) in runs:
                 spans.append((first, first + size))

@@ -82,9 +82,9 @@ def read_periods(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
             said_at.setdefault((condition.start, condition.column), []).append(condition)
     read: list[Guess] = []
     for (start, _), conditions in said_at.items():
-        if len(conditions) == 1 and conditions[0].op == "in" and conditions[0].kind in ("year", "month", "day"):
+        listed = conditions[0]
+        if len(conditions) == 1 and listed.op == "in" and listed.kind in ("year", "month", "day"):
             # "in 2014 compared with 2013": each period on its own, so that one no row falls in is said
-            listed = conditions[0]
             for value in listed.values:
                 read.append(replace(_period_guess(reading, [replace(listed, op="=", values=(value,))],
                                                   _plain_value(value), dialect), listed=True))

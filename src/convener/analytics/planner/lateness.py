@@ -21,9 +21,10 @@ _TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 _VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
                     "arrives", "arrived", "arriving", "land", "lands", "landed", "landing", "departure", "arrival"})
-_PHRASAL = {("got", "in"): "toward", ("get", "in"): "toward", ("came", "in"): "toward", ("touched", "down"): "toward",
-            ("took", "off"): "away", ("take", "off"): "away", ("pushed", "back"): "away", ("push", "back"): "away"}
-"""Verbs of two words for the ends of a trip ("got in" is arriving, "pushed back" leaving), by their second."""
+_PHRASAL = {("got", "in"): "toward", ("get", "in"): "toward", ("came", "in"): "toward",
+            ("touched", "down"): "toward", ("took", "off"): "away", ("take", "off"): "away",
+            ("pushed", "back"): "away", ("push", "back"): "away"}
+"""Verbs of two words for the ends of a trip ("got in" is arriving, "pushed back" leaving)."""
 
 
 def _delay_columns(reading: _Reading) -> list[ColumnInfo]:

@@ -88,7 +88,8 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
         column = reading.column(mention.target.column)
         end = mention.end
         described = set(phrase(column.description or ""))
-        while reading.free(end) and (reading.tokens[end].stem in described or _abbreviates_number(reading, end)) \
+        while reading.free(end) and (reading.tokens[end].stem in described
+                                     or _abbreviates_number(reading, end)) \
                 and reading.norm(end) not in _JOINERS:
             end += 1
         return column.name, range(index, end)

@@ -22,9 +22,8 @@ _RANGES = (("between", "and"), ("from", "to"), ("from", "through"), ("from", "un
 _TO = frozenset({"to", "through", "thru", "until", "till"})
 """What joins the two months of a range said without "from" ("January to June")."""
 _DASHES = frozenset({"-", "–", "—"})
-_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
-             "5th": 5, "sixth": 6, "6th": 6,
-             "last": -1, "final": -1}
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+             "fifth": 5, "5th": 5, "sixth": 6, "6th": 6, "last": -1, "final": -1}
 _PARTS = {"quarter": 4, "half": 2}
 """A year's parts by name, and how many of them a year has."""
 _PART_CODES = {"q": "quarter", "h": "half"}
@@ -106,7 +105,7 @@ def _read_day_ranges(reading: _Reading, column: ColumnInfo) -> None:
 
 
 _LOOSE = frozenset({"early", "late", "mid", "middle"})
-"""Words that take a loose part of a period ("late 2013", "early July"): no dates say where it starts or ends."""
+"""Words that take a loose part of a period ("late 2013", "early July"): no dates say where it starts."""
 
 
 def _refuse_loose_parts(reading: _Reading) -> None:
@@ -114,9 +113,10 @@ def _refuse_loose_parts(reading: _Reading) -> None:
     (or "late" as lateness) the answer would be another question's: refused."""
     for index in range(1, len(reading.tokens)):
         before = reading.tokens[index - 1]
-        if before.norm in _LOOSE and (_month_at(reading, index) is not None or _year_at(reading, index) is not None):
-            raise NoPlan(f"'{before.text} {reading.tokens[index].text}' is a part of a period that no dates bound; "
-                         "say the dates")
+        if before.norm in _LOOSE and (_month_at(reading, index) is not None
+                                      or _year_at(reading, index) is not None):
+            raise NoPlan(f"'{before.text} {reading.tokens[index].text}' is a part of a period that no dates "
+                         "bound; say the dates")
 
 
 def _read_parts_of_year(reading: _Reading, column: ColumnInfo) -> None:
@@ -196,12 +196,13 @@ def _read_month_ranges(reading: _Reading, column: ColumnInfo) -> None:
             reading.used.add(index - 1 - opened)
 
 
-def _add_months(reading: _Reading, column: ColumnInfo, first: int, last: int, year: int | None, start: int) -> None:
+def _add_months(reading: _Reading, column: ColumnInfo, first: int, last: int, year: int | None,
+                start: int) -> None:
     """Months ``first`` to ``last`` (wrapping past December) of ``year``, or of every year when it is None."""
     if year is not None and first <= last:
         reading.filters.append(_Filter(column.name, ">=", (_iso(year, first, 1),), "date", start))
-        reading.filters.append(_Filter(column.name, "<", (_iso(year + (last == 12), last % 12 + 1, 1),), "date",
-                                       start))
+        end = _iso(year + (last == 12), last % 12 + 1, 1)
+        reading.filters.append(_Filter(column.name, "<", (end,), "date", start))
         return
     if year is not None:
         raise NoPlan(f"months {first} to {last} of {year} run into another year; say the dates")
@@ -211,7 +212,8 @@ def _add_months(reading: _Reading, column: ColumnInfo, first: int, last: int, ye
         reading.filters.append(_Filter(column.name, ">=", (first,), "month", start))
         reading.filters.append(_Filter(column.name, "<=", (last,), "month", start))
     else:  # "November to February"
-        reading.filters.append(_Filter(column.name, "in", (*range(first, 13), *range(1, last + 1)), "month", start))
+        wrapped = (*range(first, 13), *range(1, last + 1))
+        reading.filters.append(_Filter(column.name, "in", wrapped, "month", start))
 
 
 def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:

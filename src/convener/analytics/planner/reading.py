@@ -479,12 +479,12 @@ def _read_values(reading: _Reading) -> None:
 
 
 def _check_not_a_route(reading: _Reading, said: list[_Mention]) -> None:
-    """Two values of one column with "to" alone between them ("LaGuardia to Atlanta flights") are the ends of a
-    route, each another column's: read as values of the one column, they would be a list of alternatives."""
+    """Two values of one column with "to" alone between them ("LaGuardia to Atlanta flights") are the ends
+    of a route, each another column's: read as values of the one column, they would be alternatives."""
     for first, second in pairwise(sorted(said, key=lambda mention: mention.start)):
         if second.start == first.end + 1 and reading.norm(first.end) in ("to", "into", "toward", "towards"):
-            raise NoPlan(f"'{_text(reading, first)}' and '{_text(reading, second)}' look like a route's two ends, "
-                         f"but both were read as values of {first.target.column}")
+            raise NoPlan(f"'{_text(reading, first)}' and '{_text(reading, second)}' look like a route's two "
+                         f"ends, but both were read as values of {first.target.column}")
 
 
 def _check_alternatives(reading: _Reading, values: list[_Mention]) -> None:
@@ -1231,7 +1231,7 @@ def _merge_adjacent_measures(reading: _Reading) -> None:
             if expression is not None and any(c.name == other.target.column for c in expression.find_all(exp.Column)):
                 keep = formula
         if (first if keep is second else second).ambiguous:
-            continue  # "average delay year": "delay" names a column of its own (which one is not said), no modifier
+            continue  # "average delay year": "delay" names a column of its own (which, unsaid), no modifier
         merged = _Mention(first.start, second.end, keep.target, keep.source, keep.ambiguous)
         reading.mentions.remove(first)
         reading.mentions.remove(second)
@@ -1556,8 +1556,9 @@ def _read_signs(reading: _Reading) -> None:
         if mention is None or mention.start != index + 1:
             continue
         if mention.ambiguous:
-            raise NoPlan(f"'{_text(reading, mention)}' could be {' or '.join((mention.target.column, *mention.ambiguous))}; "
-                         "say which")  # ("a negative delay": which delay, the departure's or the arrival's?)
+            # ("a negative delay": which delay, the departure's or the arrival's?)
+            columns = " or ".join((mention.target.column, *mention.ambiguous))
+            raise NoPlan(f"'{_text(reading, mention)}' could be {columns}; say which")
         reading.filters.append(_Filter(mention.target.column, "<" if token.norm == "negative" else ">", (0,),
                                        "number", index))
         reading.mentions.remove(mention)

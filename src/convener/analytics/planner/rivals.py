@@ -62,7 +62,8 @@ def _settle_measured(reading: _Reading, mention: _Mention) -> bool:
     """"longer bills", "the deepest bill": an adjective of measure right before a word several columns share
     names the one of them it measures (bill_length_mm, not bill_depth_mm); the adjective is left to be read
     as a comparison or a ranking."""
-    from convener.analytics.planner.dimensions import _dimension  # (dimensions reads mentions this module settles)
+    # (imported here: dimensions reads mentions this module settles)
+    from convener.analytics.planner.dimensions import _dimension
 
     found = _dimension(reading.norm(mention.start - 1)) if mention.start > 0 else None
     if found is None:
@@ -73,7 +74,8 @@ def _settle_measured(reading: _Reading, mention: _Mention) -> bool:
     if len(measured) != 1:
         return False
     index = reading.mentions.index(mention)
-    reading.mentions[index] = replace(mention, target=replace(mention.target, column=measured[0]), ambiguous=())
+    settled = replace(mention.target, column=measured[0])
+    reading.mentions[index] = replace(mention, target=settled, ambiguous=())
     return True
 
 

@@ -24,7 +24,8 @@ def _shape(reading: _Reading) -> str:
     """Which of the nine shapes the reading calls for; rankings first, since they may also group. A yes/no
     question is answered as whether any of the rows exists, and only a question about rows can be."""
     shape = _shape_asked(reading)
-    if shape == "top" and reading.count and not reading.keys and reading.bucket is None and not reading.yes_no:
+    if shape == "top" and reading.count and not reading.keys and reading.bucket is None \
+            and not reading.yes_no:
         # "How many flights did the oldest plane make?": a count of what the top rows did, not those rows
         raise NoPlan("counting what the rows a superlative picks have is not something this planner does")
     if reading.asked_bound is not None and shape != "aggregate":

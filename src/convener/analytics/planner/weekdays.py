@@ -1,6 +1,6 @@
 """The day of the week: "on a Saturday", "on Saturdays or Sundays", "on weekends" (a condition on the day's
-name), "for each day of the week", "which day of the week …" (a bucket of seven named days). SQL per dialect: DuckDB's
-DAYNAME, PostgreSQL's TO_CHAR, SQLite's day number named by a CASE."""
+name), "for each day of the week", "which day of the week …" (a bucket of seven named days). SQL per
+dialect: DuckDB's DAYNAME, PostgreSQL's TO_CHAR, SQLite's day number named by a CASE."""
 
 from __future__ import annotations
 
@@ -118,7 +118,8 @@ def read_weekdays(reading: _Reading) -> None:
         raise NoPlan(f"{reading.table.name} has no date to tell the day of the week by")
     if found:
         values = tuple(dict.fromkeys(found))
-        reading.filters.append(_Filter(column.name, "in" if len(values) > 1 else "=", values, "weekday", start))
+        op = "in" if len(values) > 1 else "="
+        reading.filters.append(_Filter(column.name, op, values, "weekday", start))
     # each group its own condition: "weekends versus weekdays" are two that no day meets at once
     reading.filters.extend(_Filter(column.name, "in", days, "weekday", at) for at, days in groups)
 

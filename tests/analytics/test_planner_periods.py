@@ -217,7 +217,8 @@ def test_lateness_with_two_word_verbs_and_without_an_amount(data: duckdb.DuckDBP
                                                              expected: int) -> None:
     # with scheduled times beside the delays, "schedule" alone could be either end's
     scheduled = TableInfo("flights", (*FLIGHTS.columns, ColumnInfo("sched_dep_time", "INTEGER"),
-                                      ColumnInfo("sched_arr_time", "INTEGER")), description=FLIGHTS.description)
+                                      ColumnInfo("sched_arr_time", "INTEGER")),
+                          description=FLIGHTS.description)
     made = plan_question(question, [scheduled])
     assert not made.unaccounted
     assert data.execute(made.sql).fetchall() == [(expected,)]

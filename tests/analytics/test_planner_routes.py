@@ -44,7 +44,8 @@ def test_sailings_on_routes_of_some_length_are_the_sailings(data: duckdb.DuckDBP
     assert "GROUP BY" not in made.sql and data.execute(made.sql).fetchall() == [(3,)], made.sql
 
 
-def test_a_superlative_route_without_a_number_is_the_route_ranked_first(data: duckdb.DuckDBPyConnection) -> None:
+def test_a_superlative_route_without_a_number_is_the_route_ranked_first(
+        data: duckdb.DuckDBPyConnection) -> None:
     # not each route's shortest distance: the route whose distance is the shortest (both ways tie)
     made = plan_question("What is the shortest route distance among the sailings?", [FERRIES])
     assert sorted(data.execute(made.sql).fetchall()) == [("A", "B", 10), ("B", "A", 10)]

@@ -71,7 +71,8 @@ def test_a_ranking_of_rows_shows_the_key_a_date_and_text_columns_up_to_six() -> 
         ColumnInfo("individual_id", "STRING", "Identifier of the penguin"), ColumnInfo("study", "STRING"),
         ColumnInfo("species", "STRING"), ColumnInfo("island", "STRING"), ColumnInfo("complete", "BOOLEAN"),
         ColumnInfo("egg_date", "DATE"), ColumnInfo("body_mass_g", "INTEGER", "Body mass in grams"),
-        ColumnInfo("sex", "STRING"), ColumnInfo("colony", "STRING")), description="Penguins: one row per penguin.")
+        ColumnInfo("sex", "STRING"), ColumnInfo("colony", "STRING")),
+        description="Penguins: one row per penguin.")
     shown = plan_question("Top 5 heaviest penguins?", [penguins]).sql.split(" FROM ")[0]
     # in the table's order; numbers and booleans never label rows, and the sixth text column finds no room
     assert shown == 'SELECT "individual_id", "study", "species", "island", "egg_date", "sex", "body_mass_g"'

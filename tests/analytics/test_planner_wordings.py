@@ -543,9 +543,11 @@ def test_a_bucket_after_by_the_groups_by_it(data: duckdb.DuckDBPyConnection) -> 
         (datetime.datetime(2020, 1, 1), 200.0), (datetime.datetime(2020, 2, 1), 366.6666666666667)], made.sql
 
 
-def test_a_terms_words_around_a_word_of_degree_are_the_term_at_that_degree(data: duckdb.DuckDBPyConnection) -> None:
+def test_a_terms_words_around_a_word_of_degree_are_the_term_at_that_degree(
+        data: duckdb.DuckDBPyConnection) -> None:
     made_up = Term("distance made up", "Kilometres a voyage made up: distance - sea_time, from voyages.",
                    ("km made up",))
     made = plan_question("Which captain made up the most distance on average?", [VOYAGES], [made_up])
     assert made.terms_used == ("distance made up",) and not made.unaccounted
-    assert [row[0] for row in data.execute(made.sql).fetchall()] == ["Haddock"]  # (500 - 40) against 315 and 130
+    # (500 - 40) against 315 and 130
+    assert [row[0] for row in data.execute(made.sql).fetchall()] == ["Haddock"]

@@ -31,9 +31,8 @@ formulas as virtual columns), ``checks`` (guards and refusals), ``shaping`` (the
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from collections.abc import Sequence
+from dataclasses import replace
 
 import sqlglot
 

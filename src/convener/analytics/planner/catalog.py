@@ -20,6 +20,7 @@ from convener.analytics.planner.described import described_spans, what_it_is_spa
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
+    _PARTING,
     _AGG_WORDS,
     _AGG_WORDS_PLAIN,
     _BUCKETS,
@@ -496,8 +497,6 @@ _DEGREE_WORDS = frozenset({"most", "least", "more", "less", "fewer", "fewest"})
 """Words of degree, which a glossary term's words may stand around ("gained the most time")."""
 _JOINING = frozenset({"and", "or", "with", "their", "its", "whose"})
 """Words between two that join two things named, rather than make one name."""
-_PARTING = frozenset(",:;()")
-"""Punctuation between two words that parts what they name."""
 
 
 def _window_match(window: list[Token], words: tuple[str, ...], abbreviations: bool) -> bool | None:
@@ -709,6 +708,13 @@ def _resolve(candidates: list[_Candidate]) -> list[_Mention]:
 def _forms(words: Sequence[str]) -> set[str]:
     """A word's stem and its plurals' stems: "iris" stems to "iri" but "irises" to "iris"."""
     return {form for word in words for form in (word, stem(word + "s"), stem(word + "es"))}
+
+
+def named_as_rows(table: TableInfo, column: str) -> bool:
+    """Whether a column's name is the rows' own noun (``flight`` of flights: each flight's number), so that it
+    tells the rows apart and is no measure of them."""
+    words = split_identifier(column).lower().split()
+    return len(words) == 1 and stem(words[0]) in _table_words(table)
 
 
 @lru_cache(maxsize=1024)

@@ -11,6 +11,7 @@ from convener.analytics.planner.catalog import (
     _table_words,
     described_ends,
     described_pairs,
+    named_as_rows,
 )
 from convener.analytics.planner.dates import _time_columns
 from convener.analytics.planner.state import _Reading
@@ -327,10 +328,9 @@ def _disjoint_periods(reading: _Reading) -> str | None:
 def _numbers_the_rows(reading: _Reading) -> str | None:
     """A column averaged or summed that is named as the rows are ("flight", a flight's number, of flights):
     "the average flight from JFK" asks about the flights, not the mean of their numbers."""
-    rows = _table_words(reading.base)
     for column, aggregate in reading.measures:
-        if aggregate in (AVG, SUM, MEDIAN) and column in {c.name for c in reading.base.columns} \
-                and phrase(column) and all(word in rows for word in phrase(column)):
+        if aggregate in (AVG, SUM, MEDIAN) and reading.base.column(column) is not None \
+                and named_as_rows(reading.base, column):
             return column
     return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from convener.analytics.planner.vocabulary import _PARTING
 from convener.analytics.wording import CONTENT_STOPWORDS, Token, phrase, stem
 
 _REACH = 5
@@ -100,7 +101,7 @@ def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], descriptio
                 continue
             if all(tokens[i].text[:1].isupper() for i in window) and first > 0:
                 continue
-            if any(_PARTS.intersection(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
+            if any(_PARTING.intersection(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
                 continue
             last = window[-1]
             if last + 1 < len(tokens) and "(" in text[tokens[last].end:tokens[last + 1].start]:
@@ -109,6 +110,3 @@ def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], descriptio
                 spans.append((first, first + size))
     return spans
 
-
-_PARTS = frozenset(",:;()")
-"""Punctuation between two words that parts what they name."""

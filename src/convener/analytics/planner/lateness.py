@@ -71,14 +71,14 @@ def read_lateness(reading: _Reading) -> None:
             if _matches(reading, index, words):
                 _read_one(reading, index, len(words), op, delays)
                 break
-    _read_plain_early(reading, delays)
+    _read_plain_lateness(reading, delays)
 
 
 _PLAIN = ((("early",), "<"), (("ahead", "of", "schedule"), "<"), (("behind", "schedule"), ">"))
 """Lateness said with no amount: early or ahead of schedule is a delay below zero, behind schedule above."""
 
 
-def _read_plain_early(reading: _Reading, delays: list[ColumnInfo]) -> None:
+def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
     """"Flights that arrived early", "how many got in ahead of schedule", "left behind schedule": a delay
     below (or above) zero, the delay's description saying early is negative, at the end of the trip the verb
     right before names."""

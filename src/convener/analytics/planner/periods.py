@@ -170,13 +170,14 @@ def _months(number: int, size: int) -> tuple[int, int]:
 
 def _read_month_ranges(reading: _Reading, column: ColumnInfo) -> None:
     """"January to June", "June-August 2013", "between June and August", "from March through May": every
-    month from the one to the other (of the year said, else of every year in the data). A range whose year is
-    said is read with the days' ranges."""
+    month from the one to the other (of the year said, else of every year in the data). "From June through
+    August 2013" has been read with the days' ranges by then."""
     for index in range(len(reading.tokens)):
         first = _month_at(reading, index)
         if first is None:
             continue
         opened = reading.norm(index - 1) in ("between", "from") and index - 1 not in reading.used
+        said_from = index - 1 if opened else index
         joiner = reading.norm(index + 1)
         dashed = _DASHES.intersection(reading.gap(index + 1))
         if dashed:
@@ -191,9 +192,9 @@ def _read_month_ranges(reading: _Reading, column: ColumnInfo) -> None:
         year = _year_at(reading, last_at + 1)
         end = last_at + 1 if year is None else last_at + 2
         _add_months(reading, column, first, last, year, index)
-        reading.used.update(range(index - opened, end))
-        if reading.norm(index - 1 - opened) in ("in", "during"):
-            reading.used.add(index - 1 - opened)
+        reading.used.update(range(said_from, end))
+        if reading.norm(said_from - 1) in ("in", "during"):
+            reading.used.add(said_from - 1)
 
 
 def _add_months(reading: _Reading, column: ColumnInfo, first: int, last: int, year: int | None,

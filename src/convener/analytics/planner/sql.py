@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
-from convener.analytics.planner.catalog import _row_nouns, _table_words
+from convener.analytics.planner.catalog import _row_nouns, _table_words, named_as_rows
 from convener.analytics.planner.dates import _time_column
 from convener.analytics.planner.listing import identifies_rows
 from convener.analytics.planner.state import _Filter, _Reading
@@ -29,7 +29,7 @@ from convener.analytics.planner.vocabulary import (
     VAR_POP,
     VAR_SAMP,
 )
-from convener.analytics.shapes import NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
+from convener.analytics.shapes import STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import snake, split_identifier, stem
 
 
@@ -346,9 +346,7 @@ def _label_columns(reading: _Reading, skip: set[str]) -> list[str]:
 def _own_key(table: TableInfo, column: str) -> bool:
     """``order_id`` of orders, ``id``, ``flight`` of flights (each flight's number): the column that tells the
     table's rows apart."""
-    words = split_identifier(column).lower().split()
-    return words == ["id"] or len(words) == 2 and words[1] == "id" and stem(words[0]) in _table_words(table) \
-        or len(words) == 1 and stem(words[0]) in _table_words(table)
+    return identifies_rows(table, column) or named_as_rows(table, column)
 
 
 def _build_top(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

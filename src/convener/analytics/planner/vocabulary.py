@@ -143,6 +143,9 @@ _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did
                           "departed", "landed", "ended", "became", "made"})
 """"What share of orders were returned": the share's condition comes after one of these."""
 
+_PARTING = frozenset(",:;()")
+"""Punctuation between two words that parts what they name."""
+
 _DIMENSIONS: dict[str, tuple[tuple[str, ...], bool]] = {
     "long": (("length",), True), "short": (("length",), False), "deep": (("depth",), True),
     "shallow": (("depth",), False), "wide": (("width",), True), "narrow": (("width",), False),

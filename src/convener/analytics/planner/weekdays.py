@@ -57,7 +57,7 @@ def weekday_bucket(tokens: list[Token], index: int) -> list[int]:
     """The tokens of "day of the week" / "day of week" starting at ``index`` ("day"), or "weekday"; [] if none."""
     norm = [token.norm for token in tokens]
     if norm[index] in ("weekday", "weekdays") and (index == 0 or norm[index - 1] != "on") \
-            and not {"weekend", "weekends"} & set(norm):  # ("weekends versus weekdays": days, set against)
+            and not _says_weekends(tokens):  # ("weekends versus weekdays": days, set against)
         return [index]
     if norm[index] in ("day", "days") and norm[index + 1:index + 3] == ["of", "week"]:
         return [index, index + 1, index + 2]
@@ -130,6 +130,11 @@ _GROUPS = {"weekend": ("Saturday", "Sunday"), "weekends": ("Saturday", "Sunday")
 _ON = frozenset({"on", "during", "over", "at", "a", "the"})
 
 
+def _says_weekends(tokens: list[Token]) -> bool:
+    """Whether weekends are said: then "weekdays" are the days set against them, not a bucket of seven."""
+    return any(token.norm in ("weekend", "weekends") for token in tokens)
+
+
 def _day_groups(reading: _Reading) -> list[tuple[int, tuple[str, ...]]]:
     """"on weekends", "weekend flights", "on weekdays": where a name for several days of the week is said and
     the days it names. "Weekday" is read so only after "on" and the like: "for each weekday" is a bucket."""
@@ -139,7 +144,7 @@ def _day_groups(reading: _Reading) -> list[tuple[int, tuple[str, ...]]]:
         if days is None or not reading.free(index):
             continue
         if token.norm.startswith("weekday") and reading.norm(index - 1) not in _ON \
-                and not any(other.norm in ("weekend", "weekends") for other in reading.tokens):
+                and not _says_weekends(reading.tokens):
             continue
         groups.append((index, days))
         reading.used.add(index)

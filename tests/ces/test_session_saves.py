@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+
+import pytest
 import yaml
 from sqlalchemy import insert, select
 
+from convener.api.errors import NotFound
 from convener.auth.caller import LOCAL_USER
-from convener.ces.sessions import UnsavedTurn
+from convener.ces.names import AppName
+from convener.ces.sessions import Opening, UnsavedTurn
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
 from convener.ces.tables import conversations, sessions
 from convener.services import Services
@@ -14,10 +19,11 @@ from convener.services import Services
 from .test_conversation_turns import APP, BUNDLE, get, statements, stored_rows
 
 
-def played(services: Services, session: str, text: str = "say hello") -> UnsavedTurn:
-    request = RunSessionRequest(config=SessionConfig(session=f"{APP}/sessions/{session}"),
+def played(services: Services, session: str, text: str = "say hello", opening: Opening | None = None,
+           **config: str) -> UnsavedTurn:
+    request = RunSessionRequest(config=SessionConfig(session=f"{APP}/sessions/{session}", **config),
                                 inputs=[SessionInput(text=text)])
-    return services.runtime.sessions.play_turn(request, LOCAL_USER)
+    return services.runtime.sessions.play_turn(request, LOCAL_USER, opening=opening)
 
 
 def saved(services: Services, turns: list[UnsavedTurn]) -> list[str]:
@@ -84,3 +90,52 @@ def test_a_later_turn_among_first_turns_moves_its_session_on_and_appends_to_its_
 def _conversation_ids(services: Services) -> list[str]:
     with services.database.reading() as connection:
         return list(connection.execute(select(conversations.c.conversation_id)).scalars())
+
+
+def _reply(turn: UnsavedTurn) -> str:
+    return " ".join(output.text for output in turn.record.outputs if output.text)
+
+
+def test_turns_given_an_opening_begin_their_sessions_reading_nothing_and_are_stored_as_any(
+        services: Services) -> None:
+    services.runtime.bundles.import_(str(APP.parent), APP.app, yaml.safe_dump(BUNDLE), False, LOCAL_USER)
+    opening = services.runtime.sessions.opening(APP, None)
+    with statements(services) as seen:
+        turns = [played(services, f"o{index}", f"say w{index}", opening) for index in range(3)]
+    assert seen == [], "the app as the opening read it: nothing of the sessions is read"
+    assert [_reply(turn) for turn in turns] == ["w0", "w1", "w2"]
+    assert saved(services, turns) == ["o0", "o1", "o2"]
+    for index in range(3):
+        got = get(services, f"o{index}")
+        assert got["turnCount"] == 1 and got["turns"][0]["messages"][-1]["chunks"][0]["text"] == f"w{index}"
+    assert stored_sessions(services)["o1"][0] == 1
+
+
+def test_an_opening_runs_the_app_as_it_was_read_and_a_later_one_the_app_as_it_is(services: Services) -> None:
+    services.runtime.bundles.import_(str(APP.parent), APP.app, yaml.safe_dump(BUNDLE), False, LOCAL_USER)
+    before = services.runtime.sessions.opening(APP, None)
+    changed = copy.deepcopy(BUNDLE)
+    changed["agents"]["echo"]["playbookAgent"]["intents"][0]["steps"][0]["reply"] = "echo {{ slots.what }}"
+    services.runtime.bundles.import_(str(APP.parent), APP.app, yaml.safe_dump(changed), True, LOCAL_USER)
+    assert _reply(played(services, "old", "say hi", before)) == "hi"
+    assert _reply(played(services, "new", "say hi", services.runtime.sessions.opening(APP, None))) == "echo hi"
+    assert _reply(played(services, "read", "say hi")) == "echo hi"
+
+
+def test_an_opening_is_not_used_for_another_app_version_or_a_deployment(services: Services) -> None:
+    services.runtime.bundles.import_(str(APP.parent), APP.app, yaml.safe_dump(BUNDLE), False, LOCAL_USER)
+    opening = services.runtime.sessions.opening(APP, None)
+    # Each is read as any turn's session is, and is refused for what the reading finds.
+    with pytest.raises(NotFound, match="versions/v9"):
+        played(services, "v", "say hi", opening, app_version=f"{APP}/versions/v9")
+    with pytest.raises(NotFound, match="deployments/d9"):
+        played(services, "d", "say hi", opening, deployment=f"{APP}/deployments/d9")
+    other = RunSessionRequest(config=SessionConfig(session=f"{AppName('p', 'l', 'other')}/sessions/s"),
+                              inputs=[SessionInput(text="say hi")])
+    with pytest.raises(NotFound, match="other"):
+        services.runtime.sessions.play_turn(other, LOCAL_USER, opening=opening)
+
+
+def test_an_opening_of_an_app_that_does_not_exist_is_not_found(services: Services) -> None:
+    with pytest.raises(NotFound, match="apps/missing"):
+        services.runtime.sessions.opening(AppName("p", "l", "missing"), None)

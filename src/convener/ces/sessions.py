@@ -25,7 +25,7 @@ from convener.ces.apps import AppService
 from convener.ces.conversations import Appended, ConversationService
 from convener.ces.deployments import resolve_deployment
 from convener.ces.models import Chunk, Conversation, Message, Source, Turn
-from convener.ces.names import AgentName, SessionName
+from convener.ces.names import AgentName, AppName, SessionName
 from convener.ces.runtime.blueprint import Blueprint
 from convener.ces.runtime.toolbox import ToolFakes
 from convener.ces.runtime.turn import TurnRecord, TurnRunner, new_state
@@ -49,6 +49,8 @@ _APP_AND_SESSION = select(
     apps.c.name == bindparam("name"))
 """A turn's app (its row id), session (null columns before its first turn), recorded conversation (the
 session's ID is its conversation's; null before it is recorded) and what its draft is made of, in one statement."""
+_APP_DRAFT = select(apps.c.id, *DRAFT_FINGERPRINT).where(apps.c.name == bindparam("name"))
+"""An app's row id and what its draft is made of: what an ``Opening`` is read from."""
 _INSERTS_SESSIONS = {dialect: upsert(dialect, sessions, ["app_pk", "session_id"], []).returning(
     sessions.c.session_id) for dialect in ("sqlite", "postgresql")}
 """Sessions' first turns: each inserted unless a turn of the same session stored it first; it returns the IDs of
@@ -139,9 +141,14 @@ class SessionService:
         return turn.record
 
     def play_turn(self, request: RunSessionRequest, caller: Caller, fakes: ToolFakes | None = None,
-                  observe: Callable[[Chunk], None] | None = None) -> UnsavedTurn:
+                  observe: Callable[[Chunk], None] | None = None, opening: Opening | None = None) -> UnsavedTurn:
         """Run one turn and store nothing: ``save`` stores it, in a transaction of the caller's. A later turn of
-        the session does not see it until then."""
+        the session does not see it until then.
+
+        ``opening`` (``opening``) says that no turn has begun the session (an evaluation's replay plays each turn
+        in a session named after its result, a turn's) and what it runs, read once for many such sessions: the
+        turn then reads nothing before it runs. (Were the session there after all, its turn would not be
+        stored: ``save_all`` inserts a session only where none is.)"""
         config = request.config
         name = SessionName.parse(config.session, "config.session")
         if not request.inputs:
@@ -149,21 +156,26 @@ class SessionService:
         if len(request.inputs) > MAX_INPUTS:
             raise InvalidArgument(f"inputs: at most {MAX_INPUTS} inputs per call")
         _check_input_sizes(request.inputs)
-        # Not one snapshot: the turn's statements need not agree (a draft is made in a reading of its own, the
-        # recorded conversation read when looked at), and its reading is then one statement, without BEGIN and
-        # COMMIT round trips on PostgreSQL.
-        with self.database.reading(snapshot=False) as connection:
-            found = connection.execute(_APP_AND_SESSION, {"name": str(name.app_name), "session_id": name.id}).first()
-            if found is None:
-                raise self.apps.missing(name.app_name)
-            app_pk: int = found.found_app_pk
-            row = found if found.id is not None else None
-            version, deployment = self._pinned(connection, app_pk, name, row, config)
-            blueprint = self._blueprint(connection, app_pk, name, version, tuple(
-                getattr(found, column.name) for column in DRAFT_FINGERPRINT))
-            state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
-            recorded = (self.conversations.history(found.conversation_pk, found.conversation_turns)
-                        if found.conversation_pk is not None else None)
+        row: AnyRow | None = None
+        recorded: Sequence[Message] | None = None
+        if opening is not None and opening.starts(name, config):
+            app_pk, blueprint, deployment = opening.app_pk, opening.blueprint, ""
+        else:
+            # Not one snapshot: the turn's statements need not agree (a draft is made in a reading of its own,
+            # the recorded conversation read when looked at), and its reading is then one statement, without
+            # BEGIN and COMMIT round trips on PostgreSQL.
+            with self.database.reading(snapshot=False) as connection:
+                found = connection.execute(_APP_AND_SESSION, {"name": str(name.app_name),
+                                                              "session_id": name.id}).first()
+                if found is None:
+                    raise self.apps.missing(name.app_name)
+                app_pk = found.found_app_pk
+                row = found if found.id is not None else None
+                version, deployment = self._pinned(connection, app_pk, name, row, config)
+                blueprint = self._blueprint(connection, app_pk, name.app_name, version, _draft_of(found))
+                recorded = (self.conversations.history(found.conversation_pk, found.conversation_turns)
+                            if found.conversation_pk is not None else None)
+        state = copy.deepcopy(row.state) if row is not None else self._start(blueprint, config.entry_agent, name)
         if state.get("ended"):
             raise FailedPrecondition(f"session {name} has ended; start a new session")
         history: Sequence[Message] = recorded if recorded is not None else list(config.historical_contexts or ())
@@ -224,11 +236,21 @@ class SessionService:
                                   f"{version or 'the draft'}; give one of config.deployment and config.appVersion")
         return version, config.deployment
 
-    def _blueprint(self, connection: Connection, app_pk: int, name: SessionName, version: str | None,
+    def opening(self, app: AppName, version: str | None) -> Opening:
+        """What a new session of ``app`` running ``version`` (the draft when None) starts from, as it is now: one
+        statement (two for a version)."""
+        with self.database.reading(snapshot=False) as connection:
+            found = connection.execute(_APP_DRAFT, {"name": str(app)}).first()
+            if found is None:
+                raise self.apps.missing(app)
+            blueprint = self._blueprint(connection, found.id, app, version, _draft_of(found))
+        return Opening(app, version or "", found.id, blueprint)
+
+    def _blueprint(self, connection: Connection, app_pk: int, app: AppName, version: str | None,
                    draft: tuple[Any, ...]) -> Blueprint:
         if version:
-            return self.versions.blueprint(connection, app_pk, version, name.app_name)
-        return self.drafts.get(app_pk, name.app_name, draft)
+            return self.versions.blueprint(connection, app_pk, version, app)
+        return self.drafts.get(app_pk, app, draft)
 
     def _start(self, blueprint: Blueprint, entry_agent: str | None, name: SessionName) -> dict[str, Any]:
         if entry_agent:
@@ -301,6 +323,42 @@ def _by_app(turns: Iterable[UnsavedTurn]) -> dict[int, list[UnsavedTurn]]:
     for turn in turns:
         apps.setdefault(turn.app_pk, []).append(turn)
     return apps
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a session no turn has begun runs (``SessionService.opening``): its app's row and the app as the
+    version says (``""``: the draft), read once for the turns that begin many sessions."""
+
+    app: AppName
+    version: str
+    app_pk: int
+    blueprint: Blueprint
+
+    def starts(self, name: SessionName, config: SessionConfig) -> bool:
+        """Whether a new session ``name`` begun with ``config`` runs this: the same app and version, through no
+        deployment (which picks its version when the session begins)."""
+        return name.app_name == self.app and (config.app_version or "") == self.version and not config.deployment
+
+
+class Openings:
+    """Openings read when first asked for, then kept: a group of turns played together (an evaluation job's
+    results) begins its sessions from the app as its first turn found it."""
+
+    def __init__(self, sessions: SessionService) -> None:
+        self.sessions = sessions
+        self._read: dict[tuple[AppName, str | None], Opening] = {}
+
+    def get(self, app: AppName, version: str | None) -> Opening:
+        key = (app, version)
+        if key not in self._read:
+            self._read[key] = self.sessions.opening(app, version)
+        return self._read[key]
+
+
+def _draft_of(found: object) -> tuple[Any, ...]:
+    """What the draft is made of, as a reading with ``DRAFT_FINGERPRINT`` found it."""
+    return tuple(getattr(found, column.name) for column in DRAFT_FINGERPRINT)
 
 
 @dataclass(frozen=True)

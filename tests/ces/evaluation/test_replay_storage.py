@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from convener.ces.evaluation import executor
 from convener.ces.evaluation.executor import PlayResult
 from convener.ces.sessions import UnsavedTurn
 from convener.ces.tables import conversations, evaluation_results, sessions
@@ -196,5 +197,28 @@ async def test_results_commit_without_waiting_for_the_disk_but_the_one_finishing
         else:  # SQLite's commits do not wait for the disk (synchronous=NORMAL): nothing to say
             assert not any("synchronous_commit" in " ".join(statements) for statements in transactions)
         assert [_result(services, pk).execution_state for pk in pks] == ["COMPLETED", "COMPLETED"]
+    finally:
+        services.close()
+
+
+async def test_a_jobs_replays_read_their_app_once_a_group_and_nothing_of_their_sessions(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    services, pks, jobs_queued = await _queued(database_url, tmp_path, 3)
+    first = jobs_queued[0]
+    # One job of the three results (a large run's jobs hold several), played here: the first alone, then the
+    # other two as one group (as quick results are, however slow the machine).
+    job = Job(first.payload.model_copy(update={"result": pks[0], "more": tuple(pks[1:])}), first.operation)
+    monkeypatch.setattr(executor, "GROUP_SECONDS", 3600.0)
+    read: list[str] = []
+    try:
+        with services.database.listening("before_cursor_execute",
+                                         lambda _c, _k, statement, *_: read.append(" ".join(statement.split()))):
+            _play(services, job)
+        assert [_result(services, pk).execution_state for pk in pks] == ["COMPLETED"] * 3
+        assert not [statement for statement in read if "JOIN ces_sessions" in statement]
+        # What the app's draft is made of, read once by each group's first replay (the first result, then the others).
+        drafts_read = [statement for statement in read if "draft_app_etag" in statement]
+        assert len(drafts_read) == 2, drafts_read
+        assert len(_eval_sessions(services)) == 3
     finally:
         services.close()

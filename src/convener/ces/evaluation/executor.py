@@ -60,7 +60,7 @@ from convener.ces.evaluation.simulated_user import SimulatedUser, SimulationFail
 from convener.ces.evaluation.simulation import ScenarioSimulator, Simulation, SimulationPlan, TurnListener
 from convener.ces.models import Span
 from convener.ces.names import AppName, EvaluationName, EvaluationResultName
-from convener.ces.sessions import SessionService, UnsavedTurn
+from convener.ces.sessions import Openings, SessionService, UnsavedTurn
 from convener.ces.tables import apps, evaluation_results, evaluation_runs
 from convener.jobs.model import Attempt, Payload, Task
 from convener.jobs.queue import Jobs
@@ -320,8 +320,9 @@ class RunExecutor:
             group = results[taken:taken + next_group(attempt.number, taken, time.monotonic() - started)]
             claims = self._claim(job, group, attempt, pending)
             pending = []
+            openings = Openings(self.sessions)  # a group's replays begin their sessions from one reading of the app
             for claim in claims:
-                pending.append(self._play(claim, attempt))
+                pending.append(self._play(claim, attempt, openings))
                 if attempt.should_stop():  # cancelled (its queued results are cancelled with it) or lost
                     break
             if attempt.should_stop():
@@ -330,7 +331,7 @@ class RunExecutor:
         if pending:
             self._record(pending, attempt.number)
 
-    def _play(self, claim: Claim, attempt: Attempt) -> Played:
+    def _play(self, claim: Claim, attempt: Attempt, openings: Openings) -> Played:
         row = claim.row
         if claim.interrupted and attempt.number > MAX_ATTEMPTS:  # its job's workers stopped while playing it,
             # each time: give it up, saying why
@@ -339,7 +340,7 @@ class RunExecutor:
                 error_message=f"interrupted {attempt.number - 1} times: the worker playing it stopped; not retried"))
         turns: list[UnsavedTurn] = []  # stored with the outcome, whatever it is
         try:
-            body = self._outcome(row, claim.caller, attempt.should_stop, turns)
+            body = self._outcome(row, claim.caller, attempt.should_stop, turns, openings)
             state, error = ExecutionState.COMPLETED, None
         except ApiError as failure:
             body, state = None, ExecutionState.ERROR
@@ -503,7 +504,8 @@ class RunExecutor:
         found = connection.execute(_RESULT_RUN, {"pk": job.result}).first()
         return None if found is None else (found.app_pk, _run_id(found.evaluation_run))
 
-    def _outcome(self, row: HeldResult, caller: Caller, stop: ShouldStop, turns: list[UnsavedTurn]) -> dict[str, Any]:
+    def _outcome(self, row: HeldResult, caller: Caller, stop: ShouldStop, turns: list[UnsavedTurn],
+                 openings: Openings) -> dict[str, Any]:
         """Run the result's evaluation and score it: the result's fields that say how it went. The turns it
         played and did not store are added to ``turns``, as soon as they are played."""
         plan = ResultPlan.model_validate(row.plan)
@@ -513,7 +515,7 @@ class RunExecutor:
             return self._scenario_outcome(row, plan, name, caller, stop)
         assert evaluation.golden is not None
         replay = plan.replay()
-        replayed = GoldenReplay(self.sessions, caller).run(replay, name.app_name, _sessions(name, row), stop)
+        replayed = GoldenReplay(self.sessions, caller, openings).run(replay, name.app_name, _sessions(name, row), stop)
         turns.extend(replayed.unsaved)
         observed = replayed.observed
         judge = self.judge()

@@ -44,7 +44,7 @@ from convener.ces.models import (
 )
 from convener.ces.names import AppName, SessionName
 from convener.ces.session_models import RunSessionRequest, SessionConfig, SessionInput
-from convener.ces.sessions import SessionService, UnsavedTurn
+from convener.ces.sessions import Openings, SessionService, UnsavedTurn
 
 ShouldStop = Callable[[], bool]
 """Asked between turns: True once the work should stop (its run was cancelled)."""
@@ -171,9 +171,12 @@ class Replayed:
 
 
 class GoldenReplay:
-    def __init__(self, sessions: SessionService, caller: Caller) -> None:
+    def __init__(self, sessions: SessionService, caller: Caller, openings: Openings | None = None) -> None:
         self.sessions = sessions
         self.caller = caller
+        # A STABLE replay's sessions are its own, begun by its turns: they start from an opening, read once for
+        # the replays played together (an evaluation job's group of results) instead of once a turn.
+        self.openings = openings if openings is not None else Openings(sessions)
 
     def run(self, plan: ReplayPlan, app: AppName, session_prefix: str, stop: ShouldStop = never) -> Replayed:
         """Play the golden's turns; ``stop`` is asked before each (a cancelled run stops at its next turn)."""
@@ -205,7 +208,8 @@ class GoldenReplay:
             request = RunSessionRequest(config=config, inputs=inputs)
             try:
                 if stable:
-                    played = self.sessions.play_turn(request, self.caller, fakes)
+                    played = self.sessions.play_turn(request, self.caller, fakes,
+                                                     opening=self.openings.get(app, plan.app_version))
                     unsaved.append(played)
                     record = played.record
                 else:

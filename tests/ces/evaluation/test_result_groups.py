@@ -1,5 +1,6 @@
 """A job's quick results are claimed in groups and each group's outcomes stored in one transaction: the first
-result alone, then as many as play in about ``GROUP_SECONDS``. The results of a group behind the one it plays
+result alone (unless the process knows the run's pace from its other jobs), then as many as play in about
+``GROUP_SECONDS``. The results of a group behind the one it plays
 first are reserved (held by the attempt, still QUEUED): a cancel cancels them as queued results, a later attempt
 takes them over, and either way the attempt that reserved them stores nothing of them."""
 
@@ -13,7 +14,7 @@ from sqlalchemy import select
 
 from convener.auth.caller import LOCAL_USER
 from convener.ces.evaluation import executor
-from convener.ces.evaluation.executor import MAX_RESULTS_PER_JOB, next_group
+from convener.ces.evaluation.executor import MAX_RESULTS_PER_JOB, RunPaces, next_group
 from convener.ces.sessions import UnsavedTurn
 from convener.ces.tables import evaluation_results, evaluation_runs
 from convener.jobs.model import Attempt
@@ -68,6 +69,48 @@ def test_a_job_claims_one_result_then_as_many_as_play_in_the_group_time() -> Non
     assert next_group(attempt=1, taken=2, seconds=0.01) == MAX_RESULTS_PER_JOB
     assert next_group(attempt=1, taken=1, seconds=3.0) == 1, "a slow result is stored as soon as it is played"
     assert next_group(attempt=2, taken=3, seconds=0.001) == 1, "a job taken again plays one at a time"
+
+
+def test_a_job_of_a_run_played_before_claims_its_first_group_at_the_pace_seen() -> None:
+    assert next_group(attempt=1, taken=0, seconds=0.0, pace=0.05) == 2
+    assert next_group(attempt=1, taken=0, seconds=0.0, pace=0.001) == MAX_RESULTS_PER_JOB
+    assert next_group(attempt=1, taken=0, seconds=0.0, pace=3.0) == 1
+    assert next_group(attempt=1, taken=2, seconds=6.0, pace=0.001) == 1, "then at its own pace"
+    assert next_group(attempt=2, taken=0, seconds=0.0, pace=0.001) == 1, "a job taken again plays one at a time"
+
+
+def test_run_paces_are_the_last_seen_forgotten_with_their_run_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    paces = RunPaces()
+    paces.saw((1, "r"), 0.5)
+    paces.saw((1, "r"), 0.01)
+    assert paces.of((1, "r")) == 0.01 and paces.of((2, "r")) is None
+    paces.forget((1, "r"))
+    assert paces.of((1, "r")) is None
+    monkeypatch.setattr(RunPaces, "MAX_RUNS", 3)
+    for index in range(5):
+        paces.saw((1, f"r{index}"), 0.1)
+    assert len(paces) == 3 and paces.of((1, "r0")) is None and paces.of((1, "r4")) == 0.1
+
+
+async def test_a_second_job_of_a_run_claims_its_results_in_one_group(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "JOBS_PER_RUN", 2)  # six results, three a job
+    monkeypatch.setattr(executor, "GROUP_SECONDS", 60.0)
+    services, pks, jobs_queued = await _queued(database_url, tmp_path, 6)
+    try:
+        assert [len(job.payload.results()) for job in jobs_queued] == [3, 3]
+        claims = []
+        for job in jobs_queued:
+            with _transactions(services) as transactions:
+                _play(services, job)
+            claims.append(sum(any(statement.startswith("UPDATE ces_evaluation_results SET execution_state")
+                                  and "attempts=" in statement for statement in statements)
+                              for statements in transactions))
+        assert claims == [2, 1], "the first job: one result alone, then the others; the second: all three at once"
+        assert [row.execution_state for row in _rows(services, pks)] == ["COMPLETED"] * 6
+        assert len(services.runtime.evaluations.executor.paces) == 0, "forgotten when the run finished"
+    finally:
+        services.close()
 
 
 async def test_the_results_of_a_group_are_stored_in_one_transaction(one_job: Any) -> None:

@@ -4,7 +4,8 @@ A run is decided in one transaction (``EvaluationService.run``): the run, one QU
 evaluation and repetition (each with the plan it will follow: the evaluation as it was then), the
 operation, and the jobs that play the results (one each, or a few each in a large run: ``results_per_job``).
 A worker (in any process on the store: see ``convener.jobs``) plays a job's results one after the other, in
-groups (the first alone, then as many as play in about ``GROUP_SECONDS``: see ``next_group``):
+groups (as many as play in about ``GROUP_SECONDS``; the first alone unless the worker's process has played the
+run before and knows its pace: see ``next_group``):
 
 1. claim a group, under the job's attempt number: its first result -> RUNNING, the others held as they are
    (QUEUED), unless the run was cancelled (-> CANCELLED);
@@ -26,6 +27,7 @@ import functools
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -264,6 +266,7 @@ class RunExecutor:
         self.user = user
         self.jobs = jobs
         self.progress_clock = ProgressClock(PROGRESS_SECONDS)
+        self.paces = RunPaces()
         # A claim's transaction commits lazily, said by its first statement (see ``_commit_durably_if_finished``).
         self._claims = {count: database.committing_lazily(_results_claimed(count))
                         for count in range(1, MAX_RESULTS_PER_JOB + 1)}
@@ -309,15 +312,18 @@ class RunExecutor:
         Results are claimed with the attempt's number, which grows each time their job is taken again; a worker
         that lost its job to another (killed, or cut off past its lease) finds its number superseded and writes
         nothing, so each result's outcome is recorded exactly once. They are claimed in groups (``next_group``):
-        one first, then as many as play in about ``GROUP_SECONDS``; the outcomes of a group are stored together,
-        in the transaction that claims the next group, the last in a transaction of its own.
+        as many as play in about ``GROUP_SECONDS`` (one first when this process knows nothing yet of the run's
+        pace, ``RunPaces``); the outcomes of a group are stored together, in the transaction that claims the
+        next group, the last in a transaction of its own.
         """
         results = job.results()
         pending: list[Played] = []
         taken = 0
         started = time.monotonic()
+        run = (job.app_pk, job.run_id) if job.app_pk is not None and job.run_id is not None else None
+        pace = self.paces.of(run) if run is not None else None
         while taken < len(results):
-            group = results[taken:taken + next_group(attempt.number, taken, time.monotonic() - started)]
+            group = results[taken:taken + next_group(attempt.number, taken, time.monotonic() - started, pace)]
             claims = self._claim(job, group, attempt, pending)
             pending = []
             openings = Openings(self.sessions)  # a group's replays begin their sessions from one reading of the app
@@ -328,6 +334,8 @@ class RunExecutor:
             if attempt.should_stop():
                 break
             taken += len(group)
+            if run is not None:
+                self.paces.saw(run, (time.monotonic() - started) / taken)
         if pending:
             self._record(pending, attempt.number)
 
@@ -631,6 +639,7 @@ class RunExecutor:
         finished = run.pending_count <= 0
         if finished:
             self.progress_clock.forget((app_pk, run_id))
+            self.paces.forget((app_pk, run_id))
         elif not self.progress_clock.due((app_pk, run_id)):
             return Settlement.COUNTED
         if not finished:
@@ -722,6 +731,37 @@ class ProgressClock:
         return len(self._last)
 
 
+class RunPaces:
+    """How long a result of each running run took this process to play (with its share of its group's claim and
+    store), as its last group went: a job of a run this process has played before claims its first group at that
+    pace rather than one result alone to learn it (a transaction fewer a job). A run is forgotten when it finishes
+    here, or, past ``MAX_RUNS``, the longest unheard of first (one that finished elsewhere)."""
+
+    MAX_RUNS = 1024
+
+    def __init__(self) -> None:
+        self._seconds: OrderedDict[tuple[int, str], float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, run: tuple[int, str]) -> float | None:
+        with self._lock:
+            return self._seconds.get(run)
+
+    def saw(self, run: tuple[int, str], seconds: float) -> None:
+        with self._lock:
+            self._seconds[run] = seconds
+            self._seconds.move_to_end(run)
+            while len(self._seconds) > self.MAX_RUNS:
+                self._seconds.popitem(last=False)
+
+    def forget(self, run: tuple[int, str]) -> None:
+        with self._lock:
+            self._seconds.pop(run, None)
+
+    def __len__(self) -> int:
+        return len(self._seconds)
+
+
 def run_model(row: AnyRow) -> EvaluationRun:
     """An EvaluationRun as it stands: its stored body with the state and counts of its row."""
     model = EvaluationRun.model_validate(row.body)
@@ -735,14 +775,16 @@ def _progress(row: AnyRow, total: int) -> EvaluationRunProgress:
                                  completed_count=row.completed_count, passed_count=row.passed_count)
 
 
-def next_group(attempt: int, taken: int, seconds: float) -> int:
-    """How many of a job's results to claim next, ``taken`` of them played in ``seconds``: one at first, then as
-    many as played in about ``GROUP_SECONDS`` at that pace (at most ``MAX_RESULTS_PER_JOB``). A job taken again
+def next_group(attempt: int, taken: int, seconds: float, pace: float | None = None) -> int:
+    """How many of a job's results to claim next, ``taken`` of them played in ``seconds``: as many as play in about
+    ``GROUP_SECONDS`` at that pace (at most ``MAX_RESULTS_PER_JOB``); at first, at the ``pace`` (seconds a
+    result) this process saw for the run's other jobs, or one when it has seen none. A job taken again
     (``attempt`` > 1) plays its results one at a time, as a result its workers stopped on is to be told apart
     from those after it (see ``MAX_ATTEMPTS``)."""
-    if attempt > 1 or not taken:
+    if attempt > 1 or (not taken and pace is None):
         return 1
-    return max(1, min(MAX_RESULTS_PER_JOB, int(GROUP_SECONDS * taken / max(seconds, 1e-6))))
+    per_result = seconds / taken if taken else pace or 0.0
+    return max(1, min(MAX_RESULTS_PER_JOB, int(GROUP_SECONDS / max(per_result, 1e-6))))
 
 
 def _store_values(row: HeldResult, state: ExecutionState, body: dict[str, Any]) -> dict[str, Any]:

@@ -933,3 +933,33 @@ def test_slot_answers_are_capped_too() -> None:
     talk.say("send 5")
     outcome = talk.say("x" * 100_000)
     assert replies(outcome) == ["Sending 5 to " + "x" * playbooks.MAX_INPUT_TEXT + "."]
+
+
+def test_a_definition_read_to_run_it_compiles_its_templates_as_they_are_first_rendered() -> None:
+    from convener.ces.runtime import templates
+
+    reply = "{{ 'lazily compiled ' ~ slots.what }}"
+    unused = "{{ 'never rendered' }}"
+    data = {"intents": [{"name": "a", "patterns": [r"go (?P<what>\w+)"], "steps": [{"reply": reply}]},
+                        {"name": "b", "keywords": ["other"], "steps": [{"reply": unused}]}]}
+    templates._compile_template.cache_clear()
+    definition = PlaybookDefinition.parse(data, FIELD, compile_templates=False)
+    assert templates._compile_template.cache_info().currsize == 0
+    assert replies(Conversation(Playbook(definition)).say("go now")) == ["lazily compiled now"]
+    assert templates._compile_template.cache_info().currsize == 1, "the template rendered, not the other one"
+    with pytest.raises(InvalidArgument, match=r"intents\[1\]\.steps\[0\]\.reply: bad template"):
+        PlaybookDefinition.parse({**data, "intents": [data["intents"][0], {
+            "name": "b", "keywords": ["other"], "steps": [{"reply": "{{"}]}]}, FIELD)
+
+
+def test_a_bad_template_read_back_unchecked_fails_its_render_with_the_error_reply() -> None:
+    # As a definition written before a check existed would be: its regular expressions are checked again all
+    # the same (not its templates), and a template that cannot compile fails the turn that renders it.
+    data = {"intents": [{"name": "a", "keywords": ["go"], "steps": [{"reply": "one"}, {"reply": "{{"}]}],
+            "errorReply": "Oops."}
+    outcome = Conversation(Playbook(PlaybookDefinition.parse(data, FIELD, compile_templates=False))).say("go")
+    assert replies(outcome) == ["one", "Oops."]
+    assert outcome.error is not None and "bad template" in outcome.error
+    with pytest.raises(InvalidArgument, match="regular expression refused"):
+        PlaybookDefinition.parse({"intents": [{"name": "a", "patterns": ["(a+)+$"], "steps": []}]}, FIELD,
+                                 compile_templates=False)

@@ -262,7 +262,9 @@ def _playbook_of(definition: PlaybookAgent) -> playbooks.Playbook:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(definition_json: str) -> playbooks.Playbook:
-    definition = playbooks.PlaybookDefinition.parse(json.loads(definition_json), "agent.playbookAgent")
+    # Checked whole when it was written: its templates are compiled as its turns first render them.
+    definition = playbooks.PlaybookDefinition.parse(json.loads(definition_json), "agent.playbookAgent",
+                                                    compile_templates=False)
     return playbooks.Playbook(definition)
 
 

@@ -182,16 +182,22 @@ class PlaybookDefinition(ProtoModel):
     error_reply: str = Field(DEFAULT_ERROR_REPLY, min_length=1, max_length=1_000, description="Plain text.")
 
     @classmethod
-    def parse(cls, data: Any, field: str) -> PlaybookDefinition:
+    def parse(cls, data: Any, field: str, *, compile_templates: bool = True) -> PlaybookDefinition:
         """Validate ``data`` (a parsed YAML or JSON object); InvalidArgument names the offending field
-        below ``field`` (e.g. ``agent.playbookAgent.intents[2].steps[0].reply``)."""
+        below ``field`` (e.g. ``agent.playbookAgent.intents[2].steps[0].reply``).
+
+        ``compile_templates=False``: a definition read back to run it, which was checked whole when it was
+        written: its templates are compiled when first rendered (``templates.render`` reports a bad one as
+        that render's failure), so a process compiles those its turns use, not every one of them (compiling
+        a template costs about half a millisecond; the demo's agents have seventy). Everything else is
+        checked again, its regular expressions' shapes first of all."""
         if not isinstance(data, dict):
             raise InvalidArgument(f"{field}: expected an object, not {_json_type(data)}")
         try:
             definition = cls.model_validate(data)
         except ValidationError as error:
             raise InvalidArgument(_describe_validation(error, field)) from None
-        _check_definition(definition, field)
+        _check_definition(definition, field, compile_templates)
         return definition
 
     def tool_ids(self) -> list[str]:
@@ -230,7 +236,7 @@ def _describe_validation(error: ValidationError, field: str) -> str:
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
 
 
-def _check_definition(definition: PlaybookDefinition, field: str) -> None:
+def _check_definition(definition: PlaybookDefinition, field: str, compile_templates: bool) -> None:
     """What the models' types cannot say: names, regular expressions, templates, sizes, references."""
     total_patterns = sum(len(intent.patterns) + sum(1 for slot in intent.slots if slot.pattern)
                          for intent in definition.intents)
@@ -255,15 +261,15 @@ def _check_definition(definition: PlaybookDefinition, field: str) -> None:
                 _check_phrase(phrase, f"{where}.{kind}[{j}]")
         slot_names: set[str] = set()
         for j, slot in enumerate(intent.slots):
-            _check_slot(slot, f"{where}.slots[{j}]")
+            _check_slot(slot, f"{where}.slots[{j}]", compile_templates)
             if slot.name in slot_names:
                 raise InvalidArgument(f"{where}.slots[{j}].name: another slot is already named {slot.name!r}")
             slot_names.add(slot.name)
-        _check_steps(intent.steps, f"{where}.steps")
+        _check_steps(intent.steps, f"{where}.steps", compile_templates)
     for event, steps in definition.events.items():
         _check_name(event, f"{field}.events.{event[:64]}", _NAME, "an event name")
-        _check_steps(steps, f"{field}.events.{event}")
-    _check_steps(definition.fallback, f"{field}.fallback")
+        _check_steps(steps, f"{field}.events.{event}", compile_templates)
+    _check_steps(definition.fallback, f"{field}.fallback", compile_templates)
 
 
 def _check_name(value: str, where: str, pattern: re.Pattern[str], what: str) -> None:
@@ -281,7 +287,7 @@ def _check_phrase(phrase: str, where: str) -> None:
         raise InvalidArgument(f"{where}: a phrase needs at least one word")
 
 
-def _check_slot(slot: Slot, where: str) -> None:
+def _check_slot(slot: Slot, where: str, compile_templates: bool) -> None:
     _check_name(slot.name, f"{where}.name", _IDENTIFIER, "a slot name")
     if slot.pattern is not None:
         _check_pattern(slot.pattern, f"{where}.pattern")
@@ -303,42 +309,42 @@ def _check_slot(slot: Slot, where: str) -> None:
         raise InvalidArgument(f"{where}.prompt: a required slot needs a prompt to ask for it")
     for name in ("prompt", "reprompt"):
         text = getattr(slot, name)
-        if text is not None:
+        if text is not None and compile_templates:
             templates.check_template(text, f"{where}.{name}")
 
 
-def _check_steps(steps: list[Step], where: str) -> None:
+def _check_steps(steps: list[Step], where: str, compile_templates: bool) -> None:
     if len(steps) > MAX_STEPS:
         raise InvalidArgument(f"{where}: at most {MAX_STEPS} steps are allowed")
     for k, step in enumerate(steps):
         path = f"{where}[{k}]"
-        if step.when is not None:
+        if step.when is not None and compile_templates:
             condition = _condition(step.when)
             templates.check_template(condition, f"{path}.when")
             if not templates.is_expression(condition):
                 raise InvalidArgument(
                     f'{path}.when: must be a single expression, such as "{{{{ slots.count > 1 }}}}"'
                 )
-        if step.reply is not None:
+        if step.reply is not None and compile_templates:
             templates.check_template(step.reply, f"{path}.reply")
         if step.call_tool is not None:
             if not ID_PATTERN.fullmatch(step.call_tool.tool):
                 raise InvalidArgument(f"{path}.callTool.tool: {step.call_tool.tool[:130]!r} is not a tool ID")
             if step.call_tool.as_ is not None:
                 _check_name(step.call_tool.as_, f"{path}.callTool.as", _IDENTIFIER, "a result name")
-            _check_value(step.call_tool.args, f"{path}.callTool.args")
+            _check_value(step.call_tool.args, f"{path}.callTool.args", compile_templates)
         if step.set_variables is not None:
             for name in step.set_variables:
                 if not 0 < len(name) <= 128:
                     raise InvalidArgument(f"{path}.setVariables: variable names have 1 to 128 characters")
-            _check_value(step.set_variables, f"{path}.setVariables")
+            _check_value(step.set_variables, f"{path}.setVariables", compile_templates)
         if step.transfer is not None and not ID_PATTERN.fullmatch(step.transfer):
             raise InvalidArgument(f"{path}.transfer: {step.transfer[:130]!r} is not an agent ID")
-        if step.end_session is not None and step.end_session.reason is not None:
+        if step.end_session is not None and step.end_session.reason is not None and compile_templates:
             templates.check_template(step.end_session.reason, f"{path}.endSession.reason")
 
 
-def _check_value(value: Any, where: str) -> None:
+def _check_value(value: Any, where: str, compile_templates: bool) -> None:
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
@@ -348,7 +354,8 @@ def _check_value(value: Any, where: str) -> None:
             stack.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
-    templates.check_value(value, where)
+    if compile_templates:
+        templates.check_value(value, where)
 
 
 def _condition(when: str) -> str:

@@ -214,6 +214,23 @@ def hedged(text: str) -> bool:
     return any(phrase in lowered for phrase in HEDGES)
 
 
+def same_figures_in_another_shape(reference: list[tuple[Any, ...]], answer: list[tuple[Any, ...]]) -> bool:
+    """A comparison's figures side by side in one row (``AVG(x) FILTER (WHERE …)`` a group) on one side, one row
+    a compared group on the other, the figures in one column beside the groups' labels: the same answer. The
+    same wording ("Compare the average departure delay at JFK with LaGuardia") was written both ways by
+    different writers."""
+    for side_by_side, by_rows in ((reference, answer), (answer, reference)):
+        if len(side_by_side) != 1 or len(side_by_side[0]) < 2 or len(by_rows) != len(side_by_side[0]):
+            continue
+        figures = side_by_side[0]
+        if not all(isinstance(value, float) and not isinstance(value, bool) for value in figures):
+            continue
+        wanted = Counter(figures)
+        if any(Counter(row[column] for row in by_rows) == wanted for column in range(len(by_rows[0]))):
+            return True
+    return False
+
+
 def judge(item: dict[str, Any], messages: list[Message], connection: duckdb.DuckDBPyConnection) -> Outcome:
     sql = generated_sql(messages)
     text = final_text(messages)
@@ -228,7 +245,8 @@ def judge(item: dict[str, Any], messages: list[Message], connection: duckdb.Duck
         answer = run(connection, sql)
     except duckdb.Error as error:
         return Outcome(item, False, True, False, f"its SQL fails when run again ({error}): {sql}", text)
-    right = same_result(run(connection, item["sql"]), answer, ordered(item["sql"]), -1)
+    reference = run(connection, item["sql"])
+    right = same_result(reference, answer, ordered(item["sql"]), -1) or same_figures_in_another_shape(reference, answer)
     if right:
         return Outcome(item, True, True, False, "right", text)
     return Outcome(item, False, True, not says_so, f"{'wrong, says so' if says_so else 'wrong'}: {sql}", text)

@@ -179,3 +179,14 @@ def test_a_sign_of_a_word_several_columns_share_is_declined_not_given_to_one() -
     with pytest.raises(NoPlan, match="say which"):
         plan("How many flights had a negative delay?")
     assert '"dep_delay" < 0' in plan("How many flights had a negative departure delay?").sql
+
+
+BUILT = TableInfo("planes", (ColumnInfo("tailnum", "STRING"), ColumnInfo("year", "INTEGER", "Year the plane was built"),
+                             ColumnInfo("seats", "INTEGER")), description="One row per plane.")
+
+
+@pytest.mark.parametrize("question", ["How many planes were built each month?", "Seats per quarter"])
+def test_a_column_of_years_is_not_cut_into_months(question: str) -> None:
+    with pytest.raises(NoPlan, match="holds years"):
+        plan_question(question, [BUILT])
+    assert "GROUP BY" in plan_question("How many planes were built each year?", [BUILT]).sql

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
-from convener.analytics.planner.described import described_spans, what_it_is_spans
+from convener.analytics.planner.described import described_spans, unsaid_spans, what_it_is_spans
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
@@ -233,6 +233,10 @@ class _Catalog:
             if keys.column.type == BOOLEAN:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
                     tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
+                found.extend(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"), 3.0,
+                                        "description")
+                             for index in unsaid_spans(tokens, content, keys.column.description or "",
+                                                       self.row_words))
             elif keys.column.description:
                 spans = what_it_is_spans(tokens, content, keys.column.description, phrase(keys.column.name),
                                          self.text)

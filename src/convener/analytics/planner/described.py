@@ -55,6 +55,30 @@ def described_spans(tokens: Sequence[Token], content: Sequence[int], description
     return spans
 
 
+_HOW_LATE = frozenset({"late", "early", "later", "earlier", "behind", "ahead", "schedule", "time", "promptly"})
+_NEVER = re.compile(r"\b(?:never|not|didn't|did not|no longer)\s+([a-z]+)", re.IGNORECASE)
+
+
+def unsaid_spans(tokens: Sequence[Token], content: Sequence[int], description: str,
+                 row_words: set[str]) -> list[int]:
+    """Where the question says what a true/false column's description says its true rows never did ("departed
+    flights" for ``cancelled``, "Whether the flight was cancelled (it never departed)"): each such word names
+    the column false, said of the rows themselves: right before their noun ("departed flights"), or ending its
+    clause ("flights that actually departed", "that did depart, what …"). Followed by anything else it says
+    how or where they did it ("departed from JFK", "departed more than an hour late"), as any of them did."""
+    verbs = {stem(word.lower()) for word in _NEVER.findall(description)}
+
+    def of_the_rows(index: int) -> bool:
+        if index > 0 and tokens[index - 1].norm in _HOW_LATE:
+            return False  # "late departing": when they did it
+        if index + 1 >= len(tokens) or tokens[index + 1].start - tokens[index].end > 1:
+            return True  # the end of the question, or punctuation after the word
+        return tokens[index + 1].stem in row_words or tokens[index + 1].norm == "only"
+
+    return [index for index in content if tokens[index].kind == "word" and tokens[index].stem in verbs
+            and of_the_rows(index)]
+
+
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "single": 1, "both": 2, "two": 2, "pair": 2, "three": 3}
 """Words that say how many of a thing a phrase is about ("both eggs", "an egg")."""
 

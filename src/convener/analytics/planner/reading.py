@@ -540,12 +540,15 @@ says where from."""
 
 
 def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
-    """"nests not observed with a full clutch": a negation further back than a value's own words still
-    negates a true/false condition when only free words (no other mention) stand between them."""
+    """"nests not observed with a full clutch", "flights that never departed": a negation further back than a
+    value's own words still negates a true/false condition when only free words (no other mention) stand
+    between them."""
     for index in range(mention.start - 1, max(-1, mention.start - 7), -1):
         if reading.mention_at(index) is not None or not reading.free(index):
             return []
-        if reading.norm(index) in _NEGATIONS:
+        # ("never" right before the condition only: "airlines that never had a cancellation" is no condition of
+        # a flight, but of the airlines without one)
+        if reading.norm(index) in _NEGATIONS or reading.norm(index) == "never" and index == mention.start - 1:
             return [index]
     return []
 

@@ -137,10 +137,16 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         return index is not None and (index in covered or tokens[index].stem in words)
 
     def content(indexes: range) -> int | None:
-        # ("an origin other than Newark": the words of an exclusion stand between the role and its place)
-        return next((i for i in indexes if not tokens[i].is_stopword and tokens[i].kind == "word"
-                     and tokens[i].norm not in ("that", "which", "who", "other", "than", "except", "besides")),
-                    None)
+        # ("an origin other than Newark": the words of an exclusion stand between the role and its place;
+        # punctuation does not: "out of LaGuardia (departed flights only)" says no airport "departed")
+        word = indexes.start - indexes.step  # the word of direction the search starts beside
+        for i in indexes:
+            if _parted(tokens, i, word):
+                return None
+            if not tokens[i].is_stopword and tokens[i].kind == "word" \
+                    and tokens[i].norm not in ("that", "which", "who", "other", "than", "except", "besides"):
+                return i
+        return None
 
     def direction_of(index: int) -> str | None:
         norm = tokens[index].norm if 0 <= index < len(tokens) else ""
@@ -170,6 +176,13 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
             if direction_of(index - 1) == direction:
                 said.add(index - 1)
     return asked
+
+
+def _parted(tokens: Sequence[Token], one: int, other: int) -> bool:
+    """Whether punctuation ("(", ",", ":"; anything more than a space) stands between tokens ``one`` and
+    ``other``."""
+    low, high = min(one, other), max(one, other)
+    return any(tokens[at + 1].start - tokens[at].end > 1 for at in range(max(low, 0), min(high, len(tokens) - 1)))
 
 
 Codes = Callable[[str, str, str, str, str, Sequence[str]], Sequence[str]]

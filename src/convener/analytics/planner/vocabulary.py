@@ -119,6 +119,8 @@ _FILLER = frozenset({
     # words for the data as a whole and its rows' being in it: "how many flights does the sample contain",
     # "how many Chinstrap penguins were sampled", "among the penguins whose …"
     "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among",
+    # emphasis: "only the flights that actually departed"
+    "actually", "really", "truly",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

@@ -62,6 +62,8 @@ from convener.analytics.planner.sql import (
     _describe_filters,
     _describe_group_conditions,
     _render,
+    count_conditions_in_groups,
+    describe_counted,
     quoted_table,
 )
 from convener.analytics.shapes import TableInfo
@@ -116,9 +118,11 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
     query.where = [_condition(reading, f, dialect) for f in reading.filters]
+    counted = count_conditions_in_groups(reading, query, dialect)
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
-    where = _describe_filters(reading.filters) + _describe_group_conditions(reading)
+    where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_counted(counted) \
+        + _describe_group_conditions(reading)
     used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]
     read = (table.name, *(join.table.name for join in used_joins))
     # Which of several ways to reach a table was taken ("airports by dest, not origin") is said.

@@ -699,6 +699,34 @@ def quoted_table(name: str) -> exp.Table:
     return table
 
 
+def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -> list[_Filter]:
+    """"Monthly cancellations", "how many flights were cancelled in each quarter": a time series shows every
+    period of the rows asked about, and a true/false condition says which of their rows to count. A period
+    where none meets it counts 0: as a WHERE, it would go missing from the series (and from its chart).
+    Groups of other keys ("cancellations per carrier") show those that have some, as rankings, shares and
+    conditions on the groups' sizes do: they keep their WHERE. Returns the conditions counted."""
+    if not query.group or query.limit is not None or reading.top is not None or reading.group_conditions \
+            or reading.absent or reading.present or reading.share_split is not None \
+            or not any(reading.column(key).type in TIME_TYPES for key in reading.keys):
+        return []
+    aggregates = [i for i, e in enumerate(query.select) if e.find(exp.AggFunc) is not None]
+    if len(aggregates) != 1:
+        return []
+    selected = query.select[aggregates[0]]
+    if not isinstance(selected, exp.Alias) or not isinstance(selected.this, exp.Count) \
+            or not isinstance(selected.this.this, exp.Star):
+        return []
+    counted = [f for f in reading.filters if f.kind == "boolean" and f.values == ("true",)]
+    if not counted:
+        return []
+    condition = exp.and_(*(_condition(reading, f, dialect) for f in counted))
+    hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                 default=exp.Literal.number(0)))
+    query.select[aggregates[0]] = exp.alias_(hits, selected.alias, quoted=True)
+    query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
+    return counted
+
+
 def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     """The assembled query as one SELECT in ``dialect``, the table quoted part by part; virtual columns
     become the SQL they stand for, and the tables they come from are joined."""
@@ -850,3 +878,8 @@ def _describe_filters(filters: list[_Filter]) -> str:
         op = {"=": "is", "<>": "is not", "in": "is one of", "not in": "is none of"}.get(item.op, item.op)
         described.append(f"{subject} {op} {shown}")
     return f", where {' and '.join(described)}" if described else ""
+
+
+def describe_counted(counted: list[_Filter]) -> str:
+    """The conditions a count of each group counts (``count_conditions_in_groups``), in words."""
+    return f", counting the rows where {_describe_filters(counted).removeprefix(', where ')}" if counted else ""

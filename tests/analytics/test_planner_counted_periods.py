@@ -1,0 +1,65 @@
+"""A time series of a condition counts it in every period of the rows asked about ("monthly cancellations":
+a month without one counts 0, not missing from the series); groups of other keys keep only those that have
+some, as a WHERE makes them. On a small schema of its own, in DuckDB and SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import Plan, Term, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+LOANS = TableInfo("loans", (
+    ColumnInfo("loan_id", "INTEGER", "Identifier of the loan"), ColumnInfo("branch", "STRING", "Lending branch"),
+    ColumnInfo("loan_date", "DATE", "Date the loan was made"), ColumnInfo("amount", "INTEGER", "Amount lent"),
+    ColumnInfo("defaulted", "BOOLEAN", "Whether the loan defaulted")), description="One row per loan.")
+TERMS = (Term("large loan", "A loan of more than 1,000: amount > 1000", labels=("large loans",)),)
+ROWS = ("(1, 'East', '2024-01-10', 500, true), (2, 'East', '2024-02-11', 1500, false), "
+        "(3, 'West', '2024-03-12', 700, true), (4, 'West', '2024-03-13', 2500, false), "
+        "(5, 'East', '2024-03-14', 300, false)")
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE loans (loan_id INTEGER, branch VARCHAR, loan_date DATE, amount INTEGER, "
+                        "defaulted BOOLEAN)", f"INSERT INTO loans VALUES {ROWS}")
+
+
+def plan(question: str, dialect: str = "duckdb") -> Plan:
+    return plan_question(question, [LOANS], TERMS, dialect=dialect,
+                         values_of=lambda _, column: ["East", "West"] if column == "branch" else [])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Monthly number of defaulted loans", [1, 0, 1]),
+    ("How many loans defaulted in each month?", [1, 0, 1]),
+    ("Monthly defaulted loans of the East branch", [1, 0, 0]),
+    ("large loans by month", [0, 1, 1]),
+])
+def test_a_time_series_of_a_condition_counts_it_in_every_period(data: duckdb.DuckDBPyConnection, question: str,
+                                                                 expected: list[int]) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert [row[-1] for row in data.execute(made.sql).fetchall()] == expected, made.sql
+    assert "counting the rows where" in made.explanation
+
+
+def test_the_same_counts_on_sqlite() -> None:
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE loans (loan_id INTEGER, branch TEXT, loan_date TEXT, amount INTEGER, "
+                       "defaulted BOOLEAN)")
+    connection.execute(f"INSERT INTO loans VALUES {ROWS}")
+    made = plan("Monthly number of defaulted loans", "sqlite")
+    assert [row[-1] for row in connection.execute(made.sql).fetchall()] == [1, 0, 1], made.sql
+
+
+def test_groups_of_other_keys_keep_those_that_have_some(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Number of defaulted loans per branch")
+    assert "WHERE" in made.sql and data.execute(made.sql).fetchall() == [("East", 1), ("West", 1)]
+    made = plan("How many large loans did each branch make?")
+    assert data.execute(made.sql).fetchall() == [("East", 1), ("West", 1)]

@@ -190,3 +190,24 @@ def test_a_column_of_years_is_not_cut_into_months(question: str) -> None:
     with pytest.raises(NoPlan, match="holds years"):
         plan_question(question, [BUILT])
     assert "GROUP BY" in plan_question("How many planes were built each year?", [BUILT]).sql
+
+
+PARCELS = TableInfo("parcels", (ColumnInfo("parcel_id", "INTEGER"), ColumnInfo("mass_g", "INTEGER", "Mass in grams"),
+                                ColumnInfo("route_km", "INTEGER", "Distance carried in km")),
+                    description="One row per parcel.")
+
+
+@pytest.mark.parametrize("question", ["How many parcels were weighed?",
+                                      "Of the parcels that were weighed, what share weigh more than 500 g?"])
+def test_a_verb_of_measure_without_its_measure_is_a_condition_not_filler(question: str) -> None:
+    # which parcels were weighed (a mass known) is no number the verb carries: refused or said, never dropped
+    try:
+        made = plan_question(question, [PARCELS])
+    except NoPlan:
+        return
+    assert "weighed" in made.unaccounted, made
+
+
+def test_a_verb_of_measure_carries_the_measure_after_it() -> None:
+    made = plan_question("How many parcels weighed over 500 grams?", [PARCELS])
+    assert "mass_g" in made.sql and not made.unaccounted, made

@@ -110,6 +110,9 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         if index in reading.used or token.kind != "word" or token.is_stopword:
             continue
+        if token.norm in _MEASURE_VERBS and not _measured_after(reading, index):
+            unknown.append(token.text)  # "penguins that were weighed": which rows, not how much they weighed
+            continue
         if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
                 or token.norm in ("how", "was", "is", "are", "were", "did", "does", "do"):
             continue
@@ -121,6 +124,21 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue  # "… and what were the two averages?": the averages computed, asked to be shown
         unknown.append(token.text)
     return unknown
+
+
+_MEASURE_VERBS = frozenset({"weigh", "weighs", "weighed", "cover", "covers", "covered"})
+"""Verbs that carry the measure said after them ("weighed over 6,000 grams", "covered 500 miles"): filler
+then, and a condition of their own without one."""
+
+
+def _measured_after(reading: _Reading, index: int) -> bool:
+    """Whether a number follows the word at ``index`` in its clause (before any punctuation)."""
+    for at in range(index + 1, len(reading.tokens)):
+        if reading.tokens[at].start - reading.tokens[at - 1].end > 1:
+            return False
+        if reading.tokens[at].number is not None:
+            return True
+    return False
 
 
 def _said_as_described(reading: _Reading, index: int) -> bool:

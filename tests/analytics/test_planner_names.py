@@ -403,3 +403,16 @@ def test_two_names_with_to_between_are_a_routes_ends_not_alternatives() -> None:
         assert "route" in str(refused)
     if made is not None:  # read as a route: LaGuardia the origin, Atlanta the destination
         assert "IN (" not in made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights went to Miami International?", 3),  # the data writes "Miami Intl"
+    ("How many flights left from John F Kennedy International?", 2),
+    ("How many flights left from John F Kennedy Intl?", 2),
+    ("How many flights went to Hartsfield Jackson Atlanta International?", 2),
+])
+def test_a_name_spelled_out_matches_the_abbreviation_the_data_writes(data: duckdb.DuckDBPyConnection, question: str,
+                                                                    expected: int) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(expected,)]

@@ -530,12 +530,24 @@ class _Value:
     common: bool
 
 
+_ABBREVIATED = {short: stem(full) for short, full in (
+    ("intl", "international"), ("natl", "national"), ("rgnl", "regional"), ("muni", "municipal"),
+    ("mem", "memorial"), ("mt", "mount"), ("ft", "fort"), ("fld", "field"), ("cnty", "county"))}
+"""Abbreviations names in data are written with ("Los Angeles Intl", "Chicago Ohare Intl"), by the stem of the
+word a question spells out ("Los Angeles International"): a value and a question are matched spelled out."""
+
+
+def _spelled_out(stems: Sequence[str]) -> tuple[str, ...]:
+    return tuple(_ABBREVIATED.get(word, word) for word in stems)
+
+
 @lru_cache(maxsize=256)
 def _value_index(values: tuple[str, ...]) -> dict[str, list[_Value]]:
-    """A column's values by their first word, so a question is matched in one pass over its tokens."""
+    """A column's values by their first word (spelled out), so a question is matched in one pass over its
+    tokens."""
     index: dict[str, list[_Value]] = {}
     for value in values:
-        words = value_tokens(value)
+        words = _spelled_out(value_tokens(value))
         if not words or len(words) > 8:
             continue
         common = all(word in CONTENT_STOPWORDS or _common(word) for word in words)
@@ -551,6 +563,7 @@ def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _C
     """Where values occur as consecutive tokens; a value that is also a common English word ("IN", "OR",
     "ME" as state codes) must be written as the data writes it."""
     index = _value_index(values)
+    stems = list(_spelled_out(stems))
     found = []
     for start, first in enumerate(stems):
         for item in index.get(first, ()):
@@ -613,11 +626,11 @@ def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values
     Airlines Inc.", "Hawaiian Airlines"), stronger the more words they are."""
     prefixes: dict[tuple[str, ...], list[str]] = {}
     for value in values:
-        words = value_tokens(value)
+        words = _spelled_out(value_tokens(value))
         for size in range(2, len(words)):
             prefixes.setdefault(words[:size], []).append(value)
     found = []
-    stems = [token.stem if token.kind == "word" else token.norm for token in tokens]
+    stems = _spelled_out([token.stem if token.kind == "word" else token.norm for token in tokens])
     for (words), options in prefixes.items():
         if len(options) != 1:
             continue

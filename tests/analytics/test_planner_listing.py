@@ -167,3 +167,28 @@ def test_an_adjective_of_measure_says_which_of_the_columns_a_word_shares(questio
                          values_of=lambda _, c: ["Adelie", "Gentoo"] if c == "species" else [])
     other = "bill_depth_mm" if column == "bill_length_mm" else "bill_length_mm"
     assert column in made.sql and other not in made.sql
+
+
+def test_rows_listed_by_their_columns_show_the_column_that_tells_them_apart_last(
+        data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Gentoo penguins: island and body mass, please")
+    assert data.execute(made.sql).fetchall() == [("Biscoe", 5600, "N3"), ("Dream", 6100, "N4")], made.sql
+
+
+CARRIED = TableInfo("flights", (ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("flight_date", "DATE"),
+                                ColumnInfo("carrier", "STRING", "Two-letter airline code"),
+                                ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes")),
+                    description="One row per flight.")
+AIRLINES = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING", "Airline name")),
+                     description="One row per airline.")
+
+
+def test_a_joined_tables_noun_in_the_list_is_the_column_that_joins_it() -> None:
+    from convener.analytics.planner import Relationship
+
+    made = plan_question("Flights that arrived more than an hour late: the date, airline and arrival delay.", [CARRIED],
+                         values_of=lambda t, c: ["AA", "UA"] if c == "carrier" else [],
+                         relationships=(Relationship("flights", ("carrier",), "airlines", ("carrier",)),),
+                         related=[AIRLINES])
+    assert not made.unaccounted, made
+    assert made.sql.startswith('SELECT "flight_date", "carrier", "arr_delay", "flight" FROM "flights"'), made.sql

@@ -47,7 +47,7 @@ def ask(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ..
 ])
 def test_no_with_a_period_after_a_column_is_short_for_number(data: duckdb.DuckDBPyConnection,
                                                              question: str) -> None:
-    assert ask(data, question) == [("North", 7, -1.8), ("South", 12, 4.5)]
+    assert ask(data, question) == [("North", 7, -1.8, "S1"), ("South", 12, 4.5, "S3")]  # then which sample
 
 
 @pytest.mark.parametrize(("question", "expected"), [

@@ -287,7 +287,8 @@ def test_a_noun_for_a_columns_value_stands_between_it_and_a_comparison(data: duc
 
 
 def test_columns_in_parentheses_after_the_rows_are_still_what_is_shown(data: duckdb.DuckDBPyConnection) -> None:
-    assert ask(data, "List the Oslo voyages (captain, distance)") == [("Ahab", 100), ("Nemo", 300)]
+    # (then the voyage's own key, which tells the rows apart)
+    assert ask(data, "List the Oslo voyages (captain, distance)") == [("Ahab", 100, 1), ("Nemo", 300, 2)]
 
 
 # --- "… and what were the two averages?": the aggregate computed, asked to be shown ----------------------------
@@ -519,7 +520,7 @@ def test_rows_or_a_condition_said_as_rows_are_counted(data: duckdb.DuckDBPyConne
 def test_a_sentence_that_lists_columns_names_the_columns_shown(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("Which voyages left Oslo? Captain, distance and port please.")
     assert not made.unaccounted
-    assert sorted(data.execute(made.sql).fetchall()) == [("Ahab", 100, "Oslo"), ("Nemo", 300, "Oslo")]
+    assert sorted(data.execute(made.sql).fetchall()) == [("Ahab", 100, "Oslo", 1), ("Nemo", 300, "Oslo", 2)]
 
 
 

@@ -102,7 +102,20 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
         identifier = _identifier(reading)
         if identifier is not None:
             return identifier, range(index, at + 1)
-    return None
+    return _joining_item(reading, index)
+
+
+def _joining_item(reading: _Reading, index: int) -> tuple[str, range] | None:
+    """"…: the date, airline and arrival delay": a joined table's own noun for its rows, in a list of what to
+    show of each row, is the column that joins the row to one of them (``carrier`` for airlines). Only a table
+    joined one way: "airport" could be either end of a flight."""
+    if reading.scope is None or not reading.free(index) or reading.tokens[index].kind != "word":
+        return None
+    stem = reading.tokens[index].stem
+    joins = [join for join in reading.scope.joins if stem in _table_words(join.table)]
+    if len(joins) != 1 or len(joins[0].on) != 1 or joins[0].chosen:
+        return None  # (a join ``chosen`` of several ways to its table: the question's words picked it for another use)
+    return joins[0].on[0][0], range(index, index + 1)
 
 
 _VALUE = ""

@@ -403,7 +403,15 @@ def _shown(reading: _Reading) -> list[str]:
         return []
     if reading.shown_whole:
         return [*_label_columns(reading, set(reading.shown)), *reading.shown]
-    return list(reading.shown)
+    return _with_own_key(reading, reading.shown)
+
+
+def _with_own_key(reading: _Reading, columns: list[str]) -> list[str]:
+    """The columns asked to be shown of each row, then the column that tells the rows apart (the table's own
+    key: ``flight`` of flights, ``order_id``) when they do not include it: "Which flights went to Honolulu?
+    Give the date, airline and arrival delay" names which flights by their numbers too."""
+    key = next((c.name for c in reading.base.columns if _own_key(reading.base, c.name)), None)
+    return [*columns, key] if key is not None and key not in columns else list(columns)
 
 
 def _build_top_groups(reading: _Reading, dialect: str, limit: int, descending: bool,
@@ -523,7 +531,8 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
         return _Query([exp.Star(), *added]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
-        query = _Query([_col(name) for name in reading.shown], order=[exp.Literal.number(1)])
+        shown = _with_own_key(reading, reading.shown) if reading.shown_per_row else reading.shown
+        query = _Query([_col(name) for name in shown], order=[exp.Literal.number(1)])
         # (the rows' identifiers are listed one per row, "the individual IDs of …", unless asked once each:
         # "the distinct IDs")
         once = any(token.norm in _DISTINCT_WORDS for token in reading.tokens)

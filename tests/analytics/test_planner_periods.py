@@ -226,3 +226,21 @@ def test_lateness_with_two_word_verbs_and_without_an_amount(data: duckdb.DuckDBP
 
 def test_a_day_known_by_name_with_its_year_is_read_in_any_capitals(data: duckdb.DuckDBPyConnection) -> None:
     assert data.execute(plan("how many flights were there on christmas day 2013?").sql).fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights were delayed leaving by more than an hour?", 3),
+    ("How many flights were delayed by more than 2 hours leaving?", 1),
+    ("Was any departure delayed by more than 2 hours?", True),
+    ("How many flights were delayed by over 60 minutes on arrival?", 3),
+])
+def test_delayed_by_an_amount_is_the_delay_of_the_end_the_verb_names(data: duckdb.DuckDBPyConnection,
+                                                                    question: str, expected: int | bool) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+def test_delayed_by_an_amount_without_the_end_is_declined() -> None:
+    with pytest.raises(NoPlan):
+        plan("How many flights were delayed by more than an hour?")

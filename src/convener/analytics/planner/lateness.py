@@ -143,8 +143,15 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     late = next((words for words in _LATE if _said(reading, after, words)), None)
     early = next((words for words in _EARLY if _said(reading, after, words)), None)
     said = late or early
+    start = index
     if said is None:
-        return
+        # "delayed (leaving) by more than 10 hours (on departure)": a delay said with its verb, no "late"
+        delayed = _delayed_by(reading, index)
+        if delayed is None:
+            return
+        said, start = (), delayed
+        if reading.norm(after) in ("on", "at", "when") and reading.free(after):
+            after += 1  # "… on departure": the end of the trip said after the amount
     column, verb = _column(reading, index, delays, after + len(said))
     if column is None:
         return
@@ -155,7 +162,7 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     if early:
         op, value = _FLIPPED[op], -value
     reading.filters.append(_Filter(column.name, op, (value,), "number", index))
-    span = range(index, after + len(said))
+    span = range(start, after + len(said))
     # "late" (a glossary condition), "schedule" (part of sched_dep_time's name): read here, as the delay
     for mention in [m for m in reading.mentions if m.start in span or m.end - 1 in span]:
         reading.mentions.remove(mention)
@@ -166,6 +173,15 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
         named = reading.mention_at(verb)
         if named is not None:
             reading.mentions.remove(named)  # "departing": the verb, not a column whose name it abbreviates
+
+
+def _delayed_by(reading: _Reading, index: int) -> int | None:
+    """Where "delayed" stands before the "by" right before the comparison at ``index`` ("delayed by more than",
+    "delayed leaving by more than"): the delay compared is the one the verb of leaving or arriving names."""
+    if reading.norm(index - 1) != "by" or index - 1 in reading.used:
+        return None
+    return next((at for at in (index - 2, index - 3) if reading.norm(at) == "delayed" and at not in reading.used
+                 and all(_direction(reading, between) is not None for between in range(at + 1, index - 1))), None)
 
 
 def _said(reading: _Reading, index: int, words: tuple[str, ...]) -> bool:

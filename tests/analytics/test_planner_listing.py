@@ -192,3 +192,19 @@ def test_a_joined_tables_noun_in_the_list_is_the_column_that_joins_it() -> None:
                          related=[AIRLINES])
     assert not made.unaccounted, made
     assert made.sql.startswith('SELECT "flight_date", "carrier", "arr_delay", "flight" FROM "flights"'), made.sql
+
+
+STUDIED = TableInfo("penguins", PENGUINS.columns, description="Penguins studied on two islands: one row per penguin.")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Is there any penguin in the study heavier than 6000 g?", [(True,)]),
+    ("How many Gentoo penguins are in this study?", [(2,)]),
+    ("How many penguins in the study S1 were weighed over 3000 g?", [(1,)]),  # the study of that name: a value
+])
+def test_the_study_the_rows_come_from_is_the_data_as_a_whole(data: duckdb.DuckDBPyConnection, question: str,
+                                                             expected: list[tuple[object, ...]]) -> None:
+    values = {"study": ["S1", "S2"], "species": ["Adelie", "Gentoo"], "island": ["Biscoe", "Dream"]}
+    made = plan_question(question, [STUDIED], values_of=lambda _, column: values.get(column, []))
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == expected, made.sql

@@ -1714,6 +1714,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), text=text, bucket=bucket, scope=scope)
+    _read_data_as_a_whole(reading)
     _read_participles_of_rows(reading)
     settle_rivals(reading)
     drop_restated_unit(reading)
@@ -1802,6 +1803,28 @@ def _read_leftover_columns(reading: _Reading) -> None:
             reading.unplaced.append(_text(reading, mention))
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
+
+
+_WHOLE_DATA_NOUNS = frozenset({"study", "survey", "sample", "census", "registry"})
+
+
+def _read_data_as_a_whole(reading: _Reading) -> None:
+    """"Is there any penguin in the study with …": "in the study" (or "in this sample", "across the survey") names
+    the data as a whole, whose rows the table's description says were studied, sampled or surveyed, even where
+    a column is named by the word (``study``, the season each penguin was sampled in); followed by one of its
+    values ("in the study PAL0708") it is that column's."""
+    stems = set(phrase(reading.base.description or ""))
+    for mention in list(reading.mentions):
+        at = mention.start
+        if mention.is_value or mention.end - at != 1 or reading.norm(at) not in _WHOLE_DATA_NOUNS \
+                or reading.norm(at - 1) not in ("the", "this") or reading.norm(at - 2) not in ("in", "across", "of") \
+                or not any(word.startswith(reading.tokens[at].stem[:-1]) for word in stems):
+            continue  # ("studied" for "study": a stem cut before its last letter)
+        following = reading.mention_at(at + 1)
+        if following is not None and following.is_value:
+            continue
+        reading.mentions.remove(mention)
+        reading.used.update(range(at - 2, at + 1))
 
 
 def _read_participles_of_rows(reading: _Reading) -> None:

@@ -244,3 +244,15 @@ def test_delayed_by_an_amount_is_the_delay_of_the_end_the_verb_names(data: duckd
 def test_delayed_by_an_amount_without_the_end_is_declined() -> None:
     with pytest.raises(NoPlan):
         plan("How many flights were delayed by more than an hour?")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights were more than an hour late taking off?", 3),
+    ("How many flights were more than an hour late getting in?", 3),
+    ("How many flights were more than two hours late touching down?", 1),
+])
+def test_a_verb_of_two_words_after_the_lateness_names_its_end(data: duckdb.DuckDBPyConnection, question: str,
+                                                               expected: int) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(expected,)], made.sql

@@ -21,9 +21,10 @@ _TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 _VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
                     "arrives", "arrived", "arriving", "land", "lands", "landed", "landing", "departure", "arrival"})
-_PHRASAL = {("got", "in"): "toward", ("get", "in"): "toward", ("came", "in"): "toward",
-            ("touched", "down"): "toward", ("took", "off"): "away", ("take", "off"): "away",
-            ("pushed", "back"): "away", ("push", "back"): "away"}
+_PHRASAL = {**{(verb, "in"): "toward" for verb in ("got", "get", "gets", "getting", "came", "come", "comes", "coming")},
+            **{(verb, "down"): "toward" for verb in ("touched", "touch", "touches", "touching")},
+            **{(verb, "off"): "away" for verb in ("took", "take", "takes", "taking")},
+            **{(verb, "back"): "away" for verb in ("pushed", "push", "pushes", "pushing")}}
 """Verbs of two words for the ends of a trip ("got in" is arriving, "pushed back" leaving)."""
 
 
@@ -196,7 +197,8 @@ def _column(reading: _Reading, index: int, delays: list[ColumnInfo],
     """The delay a comparison at ``index`` is about, and the verb that said which: the only delay, else the
     one at the end of the trip the nearest verb of leaving or arriving before it names, or right after the
     lateness (``end``: "more than 5 hours late departing")."""
-    verb = next((i for i in (*range(index - 1, max(-1, index - 6), -1), end)
+    # (after the lateness, a verb of two words ends a word later: "late taking off")
+    verb = next((i for i in (*range(index - 1, max(-1, index - 6), -1), end, end + 1)
                  if _direction(reading, i) is not None
                  and not ((found := reading.mention_at(i)) is not None and found.is_value)), None)
     if verb is None:

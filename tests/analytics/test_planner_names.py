@@ -416,3 +416,16 @@ def test_a_name_spelled_out_matches_the_abbreviation_the_data_writes(data: duckd
     made = plan(question)
     assert not made.unaccounted, made
     assert data.execute(made.sql).fetchall() == [(expected,)]
+
+
+def test_the_first_words_of_one_name_among_many_name_it() -> None:
+    # "Chicago O'Hare" begins one of many airports' names (Chicago alone begins several): that one
+    names = [*NAMES.values(), "Chicago Ohare Intl", "Chicago Midway Intl", "Chicago Rockford International Airport",
+             "Chicago Meigs", *(f"Airfield Number {n}" for n in range(60))]
+    values = {**VALUES, ("airports", "name"): names}
+    made = plan_question("How many flights went to Chicago O'Hare?", [FLIGHTS],
+                         values_of=lambda t, c: values.get((t, c), []), relationships=RELATIONSHIPS, related=[AIRPORTS])
+    assert "'Chicago Ohare Intl'" in made.sql and not made.unaccounted, made
+    with pytest.raises(NoPlan):
+        plan_question("How many flights went to Chicago?", [FLIGHTS], values_of=lambda t, c: values.get((t, c), []),
+                      relationships=RELATIONSHIPS, related=[AIRPORTS])

@@ -278,6 +278,7 @@ class _Catalog:
                 continue
             values = tuple(self.values(keys.table, keys.column))
             found.extend(_value_spans(tokens, stems, used, keys, values, self.text))
+            found.extend(_prefix_spans(tokens, used, keys, values))
             if len(values) <= 50:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
@@ -617,29 +618,43 @@ def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
             continue  # "pairs" is no "PAIR MIKE E": a first word is written as the value writes it
         found.append(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, options[0]),
                                 1.8, "value"))
-    found.extend(_prefix_spans(tokens, used, keys, values))
     return found
 
 
-def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values: list[str]) -> list[_Candidate]:
-    """The first two or more words of exactly one multi-word category ("American Airlines" for "American
-    Airlines Inc.", "Hawaiian Airlines"), stronger the more words they are."""
+def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values: tuple[str, ...]) -> list[_Candidate]:
+    """The first two or more words of exactly one multi-word value ("American Airlines" for "American
+    Airlines Inc.", "Chicago O'Hare" for "Chicago Ohare Intl"), stronger the more words they are."""
+    prefixes = _prefix_index(values)
+    found = []
+    stems = _spelled_out([token.stem if token.kind == "word" else token.norm for token in tokens])
+    for start in range(len(tokens)):
+        # the longest prefix said here, and none where the whole value is (the value's own match reads it)
+        said = [(size, value) for size in range(2, min(len(tokens) - start, _MAX_PREFIX) + 1)
+                if (value := prefixes.get(tuple(stems[start:start + size]))) is not None]
+        if not said:
+            continue
+        size, value = said[-1]
+        whole = _spelled_out(value_tokens(value))
+        if tuple(stems[start:start + len(whole)]) == whole or used.intersection(range(start, start + size)):
+            continue
+        found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, value),
+                                2.0 + size, "value"))
+    return found
+
+
+_MAX_PREFIX = 7
+
+
+@lru_cache(maxsize=256)
+def _prefix_index(values: tuple[str, ...]) -> dict[tuple[str, ...], str]:
+    """The first two or more words (spelled out) of the column's multi-word values that begin exactly one of
+    them, and that value: built once per column's values, looked up per question."""
     prefixes: dict[tuple[str, ...], list[str]] = {}
     for value in values:
         words = _spelled_out(value_tokens(value))
-        for size in range(2, len(words)):
+        for size in range(2, min(len(words), _MAX_PREFIX + 1)):
             prefixes.setdefault(words[:size], []).append(value)
-    found = []
-    stems = _spelled_out([token.stem if token.kind == "word" else token.norm for token in tokens])
-    for (words), options in prefixes.items():
-        if len(options) != 1:
-            continue
-        size = len(words)
-        for start in range(len(tokens) - size + 1):
-            if tuple(stems[start:start + size]) == words and not used.intersection(range(start, start + size)):
-                found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, options[0]),
-                                        2.0 + size, "value"))
-    return found
+    return {words: options[0] for words, options in prefixes.items() if len(options) == 1}
 
 
 _DATA_WORDS = frozenset({"data", "dataset", "datasets", "database"})

@@ -281,7 +281,7 @@ def test_an_app_without_golden_evaluations_fails_with_failed_precondition(store:
 
 
 def test_results_that_error_are_junit_errors(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: RunExecutor, row: Any, caller: Any, stop: Any, turns: Any) -> dict[str, Any]:
+    def broken(self: RunExecutor, row: Any, *_: Any) -> dict[str, Any]:
         raise FailedPrecondition("the agent <broke> & stopped")
 
     monkeypatch.setattr(RunExecutor, "_outcome", broken)

@@ -143,7 +143,7 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     after = unit_at + 1
     late = next((words for words in _LATE if _said(reading, after, words)), None)
     early = next((words for words in _EARLY if _said(reading, after, words)), None)
-    said = late or early
+    said: tuple[str, ...] | None = late or early
     start = index
     if said is None:
         # "delayed (leaving) by more than 10 hours (on departure)": a delay said with its verb, no "late"

@@ -50,6 +50,7 @@ from convener.analytics.planner.catalog import _Catalog, _choose_table
 from convener.analytics.planner.checks import _check_understood, _guard
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.guesses import guessed, read_guesses, read_periods
+from convener.analytics.planner.held import check_periods_held
 from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.parentheses import parenthesised
@@ -109,6 +110,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
+    check_periods_held(reading, values_of)
     # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
     ranks_rows = shape == "top" and not reading.keys and reading.bucket is None
     if reading.shown_per_row and shape != "rows" and not ranks_rows:

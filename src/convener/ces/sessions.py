@@ -145,7 +145,7 @@ class SessionService:
         """Run one turn and store nothing: ``save`` stores it, in a transaction of the caller's. A later turn of
         the session does not see it until then.
 
-        ``opening`` (``opening``) says that no turn has begun the session (an evaluation's replay plays each turn
+        ``opening`` (``SessionService.opening``) says that no turn has begun the session (an evaluation's replay plays each turn
         in a session named after its result, a turn's) and what it runs, read once for many such sessions: the
         turn then reads nothing before it runs. (Were the session there after all, its turn would not be
         stored: ``save_all`` inserts a session only where none is.)"""

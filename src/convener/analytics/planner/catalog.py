@@ -233,8 +233,8 @@ class _Catalog:
             if keys.column.type == BOOLEAN:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
                     tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
-                found.extend(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"), 3.0,
-                                        "description")
+                found.extend(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"),
+                                        3.0, "description")
                              for index in unsaid_spans(tokens, content, keys.column.description or "",
                                                        self.row_words))
             elif keys.column.description:
@@ -621,7 +621,8 @@ def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
     return found
 
 
-def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values: tuple[str, ...]) -> list[_Candidate]:
+def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
+                  values: tuple[str, ...]) -> list[_Candidate]:
     """The first two or more words of exactly one multi-word value ("American Airlines" for "American
     Airlines Inc.", "Chicago O'Hare" for "Chicago Ohare Intl"), stronger the more words they are."""
     prefixes = _prefix_index(values)

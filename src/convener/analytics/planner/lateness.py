@@ -21,7 +21,8 @@ _TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 _VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
                     "arrives", "arrived", "arriving", "land", "lands", "landed", "landing", "departure", "arrival"})
-_PHRASAL = {**{(verb, "in"): "toward" for verb in ("got", "get", "gets", "getting", "came", "come", "comes", "coming")},
+_PHRASAL = {**{(verb, "in"): "toward"
+               for verb in ("got", "get", "gets", "getting", "came", "come", "comes", "coming")},
             **{(verb, "down"): "toward" for verb in ("touched", "touch", "touches", "touching")},
             **{(verb, "off"): "away" for verb in ("took", "take", "takes", "taking")},
             **{(verb, "back"): "away" for verb in ("pushed", "push", "pushes", "pushing")}}

@@ -114,7 +114,7 @@ def _joining_item(reading: _Reading, index: int) -> tuple[str, range] | None:
     stem = reading.tokens[index].stem
     joins = [join for join in reading.scope.joins if stem in _table_words(join.table)]
     if len(joins) != 1 or len(joins[0].on) != 1 or joins[0].chosen:
-        return None  # (a join ``chosen`` of several ways to its table: the question's words picked it for another use)
+        return None  # (a join ``chosen`` of several ways to its table: the words picked it for another use)
     return joins[0].on[0][0], range(index, index + 1)
 
 

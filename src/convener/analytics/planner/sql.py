@@ -326,7 +326,8 @@ def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, st
     if column.type not in TIME_TYPES:
         if reading.bucket not in (None, "year"):
             # "planes per month" over a year of manufacture: a year holds no months
-            raise NoPlan(f"{reading.table.name}.{column.name} holds years: it has no {reading.bucket} to group by")
+            raise NoPlan(f"{reading.table.name}.{column.name} holds years: it has no {reading.bucket} "
+                         "to group by")
         reading.bucket = None
     return _build_group(reading, dialect)
 

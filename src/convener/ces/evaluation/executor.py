@@ -326,7 +326,8 @@ class RunExecutor:
             group = results[taken:taken + next_group(attempt.number, taken, time.monotonic() - started, pace)]
             claims = self._claim(job, group, attempt, pending)
             pending = []
-            openings = Openings(self.sessions)  # a group's replays begin their sessions from one reading of the app
+            # a group's replays begin their sessions from one reading of the app
+            openings = Openings(self.sessions)
             for claim in claims:
                 pending.append(self._play(claim, attempt, openings))
                 if attempt.should_stop():  # cancelled (its queued results are cancelled with it) or lost
@@ -523,7 +524,8 @@ class RunExecutor:
             return self._scenario_outcome(row, plan, name, caller, stop)
         assert evaluation.golden is not None
         replay = plan.replay()
-        replayed = GoldenReplay(self.sessions, caller, openings).run(replay, name.app_name, _sessions(name, row), stop)
+        replayed = GoldenReplay(self.sessions, caller, openings).run(replay, name.app_name, _sessions(name, row),
+                                                                     stop)
         turns.extend(replayed.unsaved)
         observed = replayed.observed
         judge = self.judge()

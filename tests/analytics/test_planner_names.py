@@ -421,7 +421,7 @@ def test_a_name_spelled_out_matches_the_abbreviation_the_data_writes(data: duckd
 def test_the_first_words_of_one_name_among_many_name_it() -> None:
     # "Chicago O'Hare" begins one of many airports' names (Chicago alone begins several): that one
     names = [*NAMES.values(), "Chicago Ohare Intl", "Chicago Midway Intl", "Chicago Rockford International Airport",
-             "Chicago Meigs", *(f"Airfield Number {n}" for n in range(60))]
+             "Chicago Meigs", "First Flight Airport", *(f"Airfield Number {n}" for n in range(60))]
     values = {**VALUES, ("airports", "name"): names}
     made = plan_question("How many flights went to Chicago O'Hare?", [FLIGHTS],
                          values_of=lambda t, c: values.get((t, c), []), relationships=RELATIONSHIPS, related=[AIRPORTS])
@@ -429,3 +429,7 @@ def test_the_first_words_of_one_name_among_many_name_it() -> None:
     with pytest.raises(NoPlan):
         plan_question("How many flights went to Chicago?", [FLIGHTS], values_of=lambda t, c: values.get((t, c), []),
                       relationships=RELATIONSHIPS, related=[AIRPORTS])
+    # "the first flight to Miami": everyday words and the rows' noun, uncapitalised, begin no name among many
+    made = plan_question("When was the first flight to Miami?", [FLIGHTS], values_of=lambda t, c: values.get((t, c), []),
+                         relationships=RELATIONSHIPS, related=[AIRPORTS])
+    assert "First Flight" not in made.sql and "Miami" in made.sql, made.sql

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import permutations
@@ -278,7 +278,8 @@ class _Catalog:
                 continue
             values = tuple(self.values(keys.table, keys.column))
             found.extend(_value_spans(tokens, stems, used, keys, values, self.text))
-            found.extend(_prefix_spans(tokens, used, keys, values))
+            found.extend(_prefix_spans(tokens, used, keys, values,
+                                       self.row_words if len(values) > _FEW_VALUES else frozenset()))
             if len(values) <= 50:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
@@ -621,10 +622,17 @@ def _first_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
     return found
 
 
-def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
-                  values: tuple[str, ...]) -> list[_Candidate]:
+_FEW_VALUES = 50
+"""A column with more values than this (airports' names) has among them names made of everyday words ("First
+Flight Airport"): the first words of one name it are read only as the question capitalises a name."""
+
+
+def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values: tuple[str, ...],
+                  row_words: Collection[str] = frozenset()) -> list[_Candidate]:
     """The first two or more words of exactly one multi-word value ("American Airlines" for "American
-    Airlines Inc.", "Chicago O'Hare" for "Chicago Ohare Intl"), stronger the more words they are."""
+    Airlines Inc.", "Chicago O'Hare" for "Chicago Ohare Intl"), stronger the more words they are. Where the
+    words hold the rows' noun or an everyday word (``row_words`` given: "the first flight to Denver"), only
+    written capitalised, as a name is."""
     prefixes = _prefix_index(values)
     found = []
     stems = _spelled_out([token.stem if token.kind == "word" else token.norm for token in tokens])
@@ -637,6 +645,10 @@ def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
         size, value = said[-1]
         whole = _spelled_out(value_tokens(value))
         if tuple(stems[start:start + len(whole)]) == whole or used.intersection(range(start, start + size)):
+            continue
+        span = tokens[start:start + size]
+        if row_words and any(t.stem in row_words or _common(t.norm) for t in span) \
+                and not all(t.text[:1].isupper() for t in span):
             continue
         found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, value),
                                 2.0 + size, "value"))

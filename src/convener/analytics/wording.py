@@ -10,6 +10,7 @@ halves of Convener agree on what a word is.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -127,6 +128,13 @@ def tokenize(text: str) -> list[Token]:
         tokens.append(Token(raw, norm, stem(norm), "word", match.start(), match.end(),
                             None if value is None else float(value)))
     return tokens
+
+
+def parted(tokens: Sequence[Token], one: int, other: int) -> bool:
+    """Whether punctuation ("(", ",", ":"; anything more than a space) stands between tokens ``one`` and
+    ``other`` (indexes, in either order), by where the tokens were found in the question."""
+    low, high = min(one, other), max(one, other)
+    return any(tokens[at + 1].start - tokens[at].end > 1 for at in range(max(low, 0), min(high, len(tokens) - 1)))
 
 
 @lru_cache(maxsize=65536)

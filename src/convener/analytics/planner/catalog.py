@@ -280,7 +280,7 @@ class _Catalog:
             found.extend(_value_spans(tokens, stems, used, keys, values, self.text))
             found.extend(_prefix_spans(tokens, used, keys, values,
                                        self.row_words if len(values) > _FEW_VALUES else frozenset()))
-            if len(values) <= 50:
+            if len(values) <= _FEW_VALUES:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
             found.extend(_name_word_spans(tokens, used | self._row_word_indexes(tokens), keys, values))
@@ -638,12 +638,11 @@ def _prefix_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys, values
     stems = _spelled_out([token.stem if token.kind == "word" else token.norm for token in tokens])
     for start in range(len(tokens)):
         # the longest prefix said here, and none where the whole value is (the value's own match reads it)
-        said = [(size, value) for size in range(2, min(len(tokens) - start, _MAX_PREFIX) + 1)
-                if (value := prefixes.get(tuple(stems[start:start + size]))) is not None]
+        said = [(size, begun) for size in range(2, min(len(tokens) - start, _MAX_PREFIX) + 1)
+                if (begun := prefixes.get(tuple(stems[start:start + size]))) is not None]
         if not said:
             continue
-        size, value = said[-1]
-        whole = _spelled_out(value_tokens(value))
+        size, (value, whole) = said[-1]
         if tuple(stems[start:start + len(whole)]) == whole or used.intersection(range(start, start + size)):
             continue
         span = tokens[start:start + size]
@@ -659,14 +658,14 @@ _MAX_PREFIX = 7
 
 
 @lru_cache(maxsize=256)
-def _prefix_index(values: tuple[str, ...]) -> dict[tuple[str, ...], str]:
+def _prefix_index(values: tuple[str, ...]) -> dict[tuple[str, ...], tuple[str, tuple[str, ...]]]:
     """The first two or more words (spelled out) of the column's multi-word values that begin exactly one of
-    them, and that value: built once per column's values, looked up per question."""
-    prefixes: dict[tuple[str, ...], list[str]] = {}
+    them, and that value with all its words: built once per column's values, looked up per question."""
+    prefixes: dict[tuple[str, ...], list[tuple[str, tuple[str, ...]]]] = {}
     for value in values:
         words = _spelled_out(value_tokens(value))
         for size in range(2, min(len(words), _MAX_PREFIX + 1)):
-            prefixes.setdefault(words[:size], []).append(value)
+            prefixes.setdefault(words[:size], []).append((value, words))
     return {words: options[0] for words, options in prefixes.items() if len(options) == 1}
 
 

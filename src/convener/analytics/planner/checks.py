@@ -39,7 +39,7 @@ from convener.analytics.planner.vocabulary import (
 _COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
 _ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
     - {"top", "bottom", "recent"}
-from convener.analytics.wording import Token, phrase, tokenize
+from convener.analytics.wording import Token, parted, phrase, tokenize
 
 
 # --- Guards and the unknown-word check ---------------------------------------------------------------------
@@ -134,7 +134,7 @@ then, and a condition of their own without one."""
 def _measured_after(reading: _Reading, index: int) -> bool:
     """Whether a number follows the word at ``index`` in its clause (before any punctuation)."""
     for at in range(index + 1, len(reading.tokens)):
-        if reading.tokens[at].start - reading.tokens[at - 1].end > 1:
+        if parted(reading.tokens, at - 1, at):
             return False
         if reading.tokens[at].number is not None:
             return True

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from convener.analytics.planner.vocabulary import _PARTING
-from convener.analytics.wording import CONTENT_STOPWORDS, Token, phrase, stem
+from convener.analytics.wording import CONTENT_STOPWORDS, Token, parted, phrase, stem
 
 _REACH = 5
 """How many words after the verb the description's other words may come ("observed with both of its eggs")."""
@@ -71,7 +71,7 @@ def unsaid_spans(tokens: Sequence[Token], content: Sequence[int], description: s
     def of_the_rows(index: int) -> bool:
         if index > 0 and tokens[index - 1].norm in _HOW_LATE:
             return False  # "late departing": when they did it
-        if index + 1 >= len(tokens) or tokens[index + 1].start - tokens[index].end > 1:
+        if index + 1 >= len(tokens) or parted(tokens, index, index + 1):
             return True  # the end of the question, or punctuation after the word
         return tokens[index + 1].stem in row_words or tokens[index + 1].norm == "only"
 

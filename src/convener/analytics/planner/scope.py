@@ -21,7 +21,7 @@ from convener.analytics.planner.vocabulary import (
     AUXILIARIES,
 )
 from convener.analytics.shapes import BOOLEAN, FLOAT, ColumnInfo, TableInfo
-from convener.analytics.wording import Token, phrase, snake, split_identifier, stem, tokenize
+from convener.analytics.wording import Token, parted, phrase, snake, split_identifier, stem, tokenize
 
 
 def _key_of(table: TableInfo, column: str) -> bool:
@@ -141,7 +141,7 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         # punctuation does not: "out of LaGuardia (departed flights only)" says no airport "departed")
         word = indexes.start - indexes.step  # the word of direction the search starts beside
         for i in indexes:
-            if _parted(tokens, i, word):
+            if parted(tokens, i, word):
                 return None
             if not tokens[i].is_stopword and tokens[i].kind == "word" \
                     and tokens[i].norm not in ("that", "which", "who", "other", "than", "except", "besides"):
@@ -176,13 +176,6 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
             if direction_of(index - 1) == direction:
                 said.add(index - 1)
     return asked
-
-
-def _parted(tokens: Sequence[Token], one: int, other: int) -> bool:
-    """Whether punctuation ("(", ",", ":"; anything more than a space) stands between tokens ``one`` and
-    ``other``."""
-    low, high = min(one, other), max(one, other)
-    return any(tokens[at + 1].start - tokens[at].end > 1 for at in range(max(low, 0), min(high, len(tokens) - 1)))
 
 
 Codes = Callable[[str, str, str, str, str, Sequence[str]], Sequence[str]]

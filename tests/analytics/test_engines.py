@@ -453,6 +453,18 @@ def test_distinct_values(kind: str, open_kind: Callable[[str], DataEngine]) -> N
         engine.distinct_values(cars, "password")
 
 
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_value_span(kind: str, open_kind: Callable[[str], DataEngine]) -> None:
+    engine = open_kind(kind)
+    cars = "cars_2" if kind == "files" else "cars"
+    assert engine.value_span(cars, "MAKE") == ("fiat", "volvo")
+    assert engine.value_span("owners", "id") == ("0", engine.distinct_values("owners", "id", limit=1000)[-1])
+    with pytest.raises(NotFound):
+        engine.value_span("secrets", "make")
+    with pytest.raises(NotFound):
+        engine.value_span(cars, "password")
+
+
 # --- read-only at the engine level --------------------------------------------------------------------
 
 LOCKED_CONNECTION_REFUSALS = [

@@ -13,13 +13,12 @@ SALES = TableInfo("sales", (ColumnInfo("sale_id", "INTEGER", "Identifier of the 
                             ColumnInfo("sale_date", "DATE", "Date of the sale"),
                             ColumnInfo("store", "STRING", "Store"), ColumnInfo("amount", "INTEGER", "Amount")),
                   description="One row per sale.")
-DATES = [f"2024-{month:02d}-{day:02d}" for month in range(3, 10) for day in (1, 15)]
-VALUES = {"sale_date": DATES, "store": ["North", "South"]}
+SPANS = {"sale_date": ("2024-03-01", "2024-09-15")}
 
 
-def plan(question: str, values: dict[str, list[str]] | None = VALUES) -> object:
-    return plan_question(question, [SALES], values_of=None if values is None else
-                         lambda _, column: values.get(column, []))
+def plan(question: str, spans: dict[str, tuple[str, str]] | None = SPANS) -> object:
+    return plan_question(question, [SALES], values_of=lambda _, column: ["North", "South"] if column == "store" else [],
+                         span_of=None if spans is None else lambda _, column: spans.get(column))
 
 
 @pytest.mark.parametrize(("question", "said"), [
@@ -46,10 +45,8 @@ def test_without_the_data_nothing_is_known_of_its_dates() -> None:
     assert "2019" in str(plan("How many sales were there in 2019?", None))
 
 
-def test_with_more_dates_than_read_only_the_first_bounds_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    from convener.analytics.planner import held
-
-    monkeypatch.setattr(held, "_PAGE", len(DATES))  # as if the dates read were a page of more
-    assert "2025" in str(plan("How many sales were there in 2025?"))
-    with pytest.raises(NoPlan, match="holds dates from 2024-03-01 on: nothing of 2019"):
-        plan("How many sales were there in 2019?")
+def test_a_span_of_timestamps_or_of_nothing_bounds_dates_as_the_data_does() -> None:
+    timestamps = {"sale_date": ("2024-03-01 08:30:00", "2024-09-15 17:00:00")}
+    with pytest.raises(NoPlan, match="holds dates from 2024-03-01 to 2024-09-15: nothing of 2019"):
+        plan("How many sales were there in 2019?", timestamps)
+    assert "2019" in str(plan("How many sales were there in 2019?", {}))  # a column holding no value: no span

@@ -116,6 +116,8 @@ class DataEngine(Protocol):
 
     def distinct_values(self, table: str, column: str, limit: int = 1000) -> list[str]: ...
 
+    def value_span(self, table: str, column: str) -> tuple[str, str] | None: ...
+
     def execute(self, sql: str, *, row_limit: int, timeout_seconds: float,
                 only: Collection[str] | None = None) -> QueryResult: ...
 
@@ -444,6 +446,20 @@ class _Engine:
         rows = self._run(sql, max_rows=max(0, int(limit)), timeout_seconds=INTROSPECTION_TIMEOUT,
                          max_bytes=self.budget.result_bytes).rows
         return [_text(row[0]) for row in rows]
+
+    def value_span(self, table: str, column: str) -> tuple[str, str] | None:
+        """The least and the greatest value of a column (as text), None when it holds none: what a date column
+        covers, read in one statement rather than from its values."""
+        found = self._find_table(table)
+        match = next((c for c in found.columns if c.name.lower() == column.lower()), None)
+        if match is None:
+            raise NotFound(f"the table {found.name} has no column {column!r}")
+        name = self._quote_column(match.name)
+        rows = self._run(f"SELECT MIN({name}), MAX({name}) FROM {self._quote_table(found)}", max_rows=1,
+                         timeout_seconds=INTROSPECTION_TIMEOUT, max_bytes=self.budget.result_bytes).rows
+        if not rows or rows[0][0] is None:
+            return None
+        return _text(rows[0][0]), _text(rows[0][1])
 
     def execute(self, sql: str, *, row_limit: int, timeout_seconds: float,
                 only: Collection[str] | None = None) -> QueryResult:

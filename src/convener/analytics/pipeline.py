@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import sqlglot
@@ -273,7 +273,8 @@ class Pipeline:
             try:
                 plan = plan_question(attempt, infos, terms, dialect=dialect, values_of=_values_of(joinable),
                                      keys_of=self._keys_of(joinable),
-                                     relationships=relationships, related=[t.info for t in joinable])
+                                     relationships=relationships, related=[t.info for t in joinable],
+                                     span_of=_span_of(joinable))
                 break
             except NoPlan as refused:
                 reason = reason or str(getattr(refused, "reason", refused))
@@ -501,6 +502,18 @@ def _values_of(tables: Sequence[Table]) -> Callable[[str, str], Sequence[str]]:
         return cache[table, column]
 
     return values_of
+
+
+def _span_of(tables: Sequence[Table]) -> Callable[[str, str], tuple[str, str] | None]:
+    """The least and greatest value of a column of one of ``tables``, read once per question and column."""
+    by_name = {t.info.name: t for t in tables}
+
+    @cache
+    def span_of(table: str, column: str) -> tuple[str, str] | None:
+        found = by_name.get(table)
+        return found.engine.value_span(table, column) if found else None
+
+    return span_of
 
 
 def _table_of(sql: str, tables: Sequence[Table]) -> Table:

@@ -43,6 +43,7 @@ from convener.analytics.planner.base import (
     NoPlan,
     Plan,
     Relationship,
+    SpanOf,
     Term,
     ValuesOf,
 )
@@ -72,13 +73,14 @@ from convener.analytics.shapes import TableInfo
 
 def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Term] = (), *,
                   dialect: str = "duckdb", values_of: ValuesOf | None = None, keys_of: KeysOf | None = None,
-                  relationships: Sequence[Relationship] = (), related: Sequence[TableInfo] = ()) -> Plan:
+                  relationships: Sequence[Relationship] = (), related: Sequence[TableInfo] = (),
+                  span_of: SpanOf | None = None) -> Plan:
     """Plan ``question`` over one of ``tables`` as SQL in ``dialect``; raise ``NoPlan`` with a reason when
     the question is outside the shapes this planner knows or mentions things the data does not have.
     ``related`` tables are never queried on their own but may be joined to the one queried, by
     ``relationships`` or by a key column named after them; ``keys_of`` lets the data pick one of several
     relationships to a table where the question's words do not, and read a joined table's names said beside
-    codes as codes."""
+    codes as codes; ``span_of`` lets it decline periods a date column holds nothing of."""
     sqlglot.Dialect.get_or_raise(dialect)
     tokens = _guard(question)
     if not tables:
@@ -110,7 +112,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     _settle_count(reading)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
-    check_periods_held(reading, values_of)
+    check_periods_held(reading, span_of)
     # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
     ranks_rows = shape == "top" and not reading.keys and reading.bucket is None
     if reading.shown_per_row and shape != "rows" and not ranks_rows:
@@ -143,5 +145,5 @@ def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:
     return codes
 
 
-__all__ = ["MAX_QUESTION_CHARACTERS", "Guess", "KeysOf", "NoPlan", "Plan", "Relationship", "Term", "plan_question",
+__all__ = ["MAX_QUESTION_CHARACTERS", "Guess", "KeysOf", "NoPlan", "Plan", "Relationship", "SpanOf", "Term", "plan_question",
            "quoted_table"]

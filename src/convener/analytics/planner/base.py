@@ -12,6 +12,8 @@ MAX_VALUES_PER_COLUMN = 5000
 """At most this many values of a column are matched against a question (``values_of`` may return more)."""
 
 ValuesOf = Callable[[str, str], Sequence[str]]
+SpanOf = Callable[[str, str], "tuple[str, str] | None"]
+"""``span_of(table, column)``: the least and the greatest value of a column, as text (None when it holds none)."""
 KeysOf = Callable[[str, str, str, Sequence[str]], Sequence[str]]
 """``keys_of(table, key, column, names)``: the ``key`` values of ``table``'s rows whose ``column`` is one of
 ``names`` (the codes of the airports named "Newark ..."), so a name can be told apart by where its key is used."""

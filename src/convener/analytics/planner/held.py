@@ -6,20 +6,17 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, ValuesOf
+from convener.analytics.planner.base import NoPlan, SpanOf
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.shapes import TIME_TYPES
 
 
-_PAGE = 1000
-"""The fewest values a reader of a column's values returns when it has more (``DataEngine.distinct_values``)."""
-
-
-def check_periods_held(reading: _Reading, values_of: ValuesOf | None) -> None:
+def check_periods_held(reading: _Reading, span_of: SpanOf | None) -> None:
     """Refuse a question whose dates on one of the queried table's date columns (a year, a day, a span from one
-    date to another, months or quarters) are all wholly outside the dates the column holds. One of several
-    periods outside them ("2031 compared with 2024") is said by the answer as a part it could not use."""
-    if values_of is None:
+    date to another, months or quarters) are all wholly outside the dates the column holds (``span_of``, its
+    least and greatest). One of several periods outside them ("2031 compared with 2024") is said by the
+    answer as a part it could not use."""
+    if span_of is None:
         return
     for column in dict.fromkeys(f.column for f in reading.filters):
         info = reading.base.column(column)
@@ -28,17 +25,14 @@ def check_periods_held(reading: _Reading, values_of: ValuesOf | None) -> None:
         asked = _asked_periods([f for f in reading.filters if f.column == column])
         if not asked:
             continue
-        held = sorted(str(value)[:10] for value in values_of(reading.base.name, column))
-        if not held:
+        span = span_of(reading.base.name, column)
+        if span is None:
             continue
-        # A reader of values may stop at a page of them (the engines' first 1,000, sorted): past it, the last
-        # date read is not the column's last, and only the first bounds the dates.
-        first, last = held[0], held[-1] if len(held) < min(MAX_VALUES_PER_COLUMN, _PAGE) else None
-        outside = [(start, end) for start, end in asked if end <= first or last is not None and start > last]
+        first, last = span[0][:10], span[1][:10]
+        outside = [(start, end) for start, end in asked if end <= first or start > last]
         if len(outside) == len(asked):
-            covers = f"from {first} to {last}" if last is not None else f"from {first} on"
             said = ", ".join(_said(start, end) for start, end in outside)
-            raise NoPlan(f"{reading.base.name}.{column} holds dates {covers}: nothing of {said}")
+            raise NoPlan(f"{reading.base.name}.{column} holds dates from {first} to {last}: nothing of {said}")
 
 
 def _asked_periods(filters: list[_Filter]) -> list[tuple[str, str]]:

@@ -121,8 +121,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
-    query.where = [_condition(reading, f, dialect) for f in reading.filters]
     counted = count_conditions_in_groups(reading, query, dialect)
+    query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
     where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_counted(counted) \

@@ -714,7 +714,8 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
     period of the rows asked about, and a true/false condition says which of their rows to count. A period
     where none meets it counts 0: as a WHERE, it would go missing from the series (and from its chart).
     Groups of other keys ("cancellations per carrier") show those that have some, as rankings, shares and
-    conditions on the groups' sizes do: they keep their WHERE. Returns the conditions counted."""
+    conditions on the groups' sizes do: they keep their WHERE. Returns the conditions counted, which the
+    caller leaves out of the WHERE."""
     if not query.group or query.limit is not None or reading.top is not None or reading.group_conditions \
             or reading.absent or reading.present or reading.share_split is not None \
             or not any(reading.column(key).type in TIME_TYPES for key in reading.keys):
@@ -733,7 +734,6 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
     hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
                                  default=exp.Literal.number(0)))
     query.select[aggregates[0]] = exp.alias_(hits, selected.alias, quoted=True)
-    query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
     return counted
 
 

@@ -215,18 +215,24 @@ class OperationService:
         timeout = _timeout(timeout_text)
         deadline = time.monotonic() + timeout
         last: dict[str, Any] | None = None
+        operation: Operation | None = None
         while True:
             # Live metadata first, the store second: work records its end before it withdraws its live metadata,
             # so a read that finds none finds the end recorded, never an older recorded step.
             live = self._live.get(str(name))
-            with self.database.reading() as connection:
-                operation = self._model(self._row(connection, name, caller))
-            if live is not None and not operation.done:
-                operation = operation.model_copy(update={"metadata": live})
-            if progress is not None and operation.metadata != last:
-                last = operation.metadata
-                progress(operation)
             remaining = deadline - time.monotonic()
+            # While work in this process still publishes, a caller that shows no progress has nothing to read
+            # but the end: the store is read first (the operation is the caller's, and may be done), once the
+            # live metadata is withdrawn, and when the time is up. A run of quick evaluations published 37
+            # steps, each of which was read and parsed anew beside the threads playing it.
+            if operation is None or live is None or progress is not None or remaining <= 0:
+                with self.database.reading() as connection:
+                    operation = self._model(self._row(connection, name, caller))
+                if live is not None and not operation.done:
+                    operation = operation.model_copy(update={"metadata": live})
+                if progress is not None and operation.metadata != last:
+                    last = operation.metadata
+                    progress(operation)
             if operation.done or remaining <= 0:
                 return operation
             with self._changed:

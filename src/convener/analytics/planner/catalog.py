@@ -822,24 +822,6 @@ def _named_vocabulary(table: TableInfo) -> set[str]:
 
 
 @lru_cache(maxsize=1024)
-def described_pairs(table: TableInfo) -> frozenset[tuple[str, str]]:
-    """Pairs of words side by side in a table's description (stems of its content words, in order): the
-    description says what every row is ("Adult penguins studied near Palmer Station", "flights out of New York
-    City"), so a question saying two of its words together ("adult penguins", "New York") says nothing more of
-    the rows; one of them said alone beside another word ("new planes") may well say something more."""
-    words = phrase(table.description or "")
-    return frozenset(zip(words, words[1:], strict=False))
-
-
-@lru_cache(maxsize=1024)
-def described_ends(table: TableInfo) -> frozenset[str]:
-    """The last word of each clause of a table's description, the thing the clause names ("from the FAA
-    registry", "in a 1-in-100 sample"): said alone, it names where the rows come from."""
-    clauses = re.split(r"[,.:;(]", table.description or "")
-    return frozenset(words[-1] for words in map(phrase, clauses) if words)
-
-
-@lru_cache(maxsize=1024)
 def _vocabulary(table: TableInfo) -> set[str]:
     """Every word the table's name, description, columns and their descriptions use: words a question
     may contain without them being "not understood"."""

@@ -9,11 +9,10 @@ from convener.analytics.planner.catalog import (
     _common,
     _named_vocabulary,
     _table_words,
-    described_ends,
-    described_pairs,
     named_as_rows,
 )
 from convener.analytics.planner.dates import _time_columns
+from convener.analytics.planner.restated import said_as_described
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
@@ -116,7 +115,7 @@ def _unknown_words(reading: _Reading) -> list[str]:
         if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
                 or token.norm in ("how", "was", "is", "are", "were", "did", "does", "do"):
             continue
-        if _said_as_described(reading, index):
+        if said_as_described(reading, index):
             continue
         if token.number is not None:
             continue
@@ -139,22 +138,6 @@ def _measured_after(reading: _Reading, index: int) -> bool:
         if reading.tokens[at].number is not None:
             return True
     return False
-
-
-def _said_as_described(reading: _Reading, index: int) -> bool:
-    """Whether the word at ``index`` stands beside a word it stands beside in the table's description, as
-    there ("adult penguins", "out of New York"), or ends a clause of it ("registry"): it describes every
-    row."""
-    pairs = described_pairs(reading.table)
-    content = [i for i, token in enumerate(reading.tokens) if token.kind == "word" and not token.is_stopword]
-    if index not in content:
-        return False
-    if reading.tokens[index].stem in described_ends(reading.table):
-        return True  # "the planes registry": what the description says the rows come from
-    at = content.index(index)
-    stems = [reading.tokens[i].stem for i in content]
-    return at > 0 and (stems[at - 1], stems[at]) in pairs \
-        or at + 1 < len(stems) and (stems[at], stems[at + 1]) in pairs
 
 
 _AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "medians": MEDIAN}

@@ -45,6 +45,7 @@ from convener.analytics.planner.lateness import check_condition_ends, read_later
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.ranges import read_number_ranges
+from convener.analytics.planner.restated import restated_stems, said_as_described
 from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.routes import read_routes
 from convener.analytics.planner.spread import read_spread
@@ -745,14 +746,24 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index += 1
             continue
         after = index + len(marker)
+        restating: list[int] = []  # "each New York airport", "per NYC origin airport": what every row is
         while after < len(reading.tokens) and (
                 reading.free(after) and (reading.norm(after) in _GROUP_FILLER or reading.norm(after) in _AGG_WORDS
                                          or reading.tokens[after].stem in table_words
                                          # "for each of the three origin airports": how many groups there are
                                          or reading.tokens[after].number is not None and reading.norm(after - 1) == "the")
                 or after in reading.used and reading.mention_at(after) is None
-                and reading.tokens[after].stem in table_words):  # "of each aircraft type": the rows, then the key
+                and reading.tokens[after].stem in table_words  # "of each aircraft type": the rows, then the key
+                or reading.free(after) and reading.mention_at(after) is None and said_as_described(reading, after)):
+            if reading.free(after) and said_as_described(reading, after):
+                restating.append(after)
             after += 1
+        described = _described_key(reading, restating, after)
+        if described is not None:
+            reading.keys.append(described)
+            reading.used.update(range(index, after + 1))
+            index = after + 1
+            continue
         if reading.free(after) and reading.mention_at(after) is None and _names_column(reading, after + 1) \
                 and reading.tokens[after].stem in _table_words(reading.base) | set(phrase(reading.base.description or "")):
             after += 1  # "each aircraft type" where the table's description calls its planes aircraft
@@ -809,6 +820,20 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 and read_joined_key(reading, index + len(marker), after):
             reading.used.update(range(index, index + len(marker)))
         index = after
+
+
+def _described_key(reading: _Reading, restating: list[int], index: int) -> str | None:
+    """"each New York airport", "the three NYC airports": a noun no column is named by, after words the table's
+    description says of every row, is the one column whose description says both ("FAA code of the New York
+    airport the flight left from"): that column is the key. None when no column, or several, say so."""
+    if not restating or index >= len(reading.tokens) or not reading.free(index) \
+            or reading.mention_at(index) is not None or reading.tokens[index].kind != "word":
+        return None
+    said = {stem for at in restating for stem in restated_stems(reading, at)}
+    noun = reading.tokens[index].stem
+    columns = [column.name for column in reading.base.columns
+               if noun in (words := set(phrase(column.description or ""))) and said & words]
+    return columns[0] if len(columns) == 1 else None
 
 
 def _past_description(reading: _Reading, mention: _Mention) -> int:
@@ -1100,7 +1125,7 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     counted = reading.tokens[after] if after < len(reading.tokens) else None
     if counted is not None and counted.kind == "word" and named is None \
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
-            and not _common(counted.norm) and not counted.is_stopword:
+            and not _common(counted.norm) and not counted.is_stopword and not said_as_described(reading, after):
         raise NoPlan(f"the data has nothing called '{counted.text}' to count")
 
 

@@ -29,6 +29,17 @@ def _clock_columns(reading: _Reading) -> list[ColumnInfo]:
     return [c for c in reading.table.columns if c.type in NUMBER_TYPES and _HHMM.search(c.description or "")]
 
 
+def read_hour_of(reading: _Reading, column: str, index: int) -> bool:
+    """Whether the word at ``index`` is "hour" said of ``column``, a column of HHMM times ("scheduled departure
+    hour", "hour of scheduled departure"): then the column is grouped by its hour, and the word is read."""
+    if reading.norm(index) not in ("hour", "hours") or not reading.free(index) \
+            or not any(c.name == column for c in _clock_columns(reading)):
+        return False
+    reading.hour_keys.add(column)
+    reading.used.add(index)
+    return True
+
+
 def _clock_at(reading: _Reading, index: int) -> tuple[int, int] | None:
     """The time of day written at ``index`` as (HHMM, tokens it spans): "6 am", "6:30 pm", "18:45", "noon"."""
     tokens = reading.tokens

@@ -17,7 +17,7 @@ from convener.analytics.planner.catalog import (
     _table_words,
     _vocabulary,
 )
-from convener.analytics.planner.clock import _read_clock_times
+from convener.analytics.planner.clock import _read_clock_times, read_hour_of
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
@@ -767,7 +767,12 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
         if reading.free(after) and reading.mention_at(after) is None and _names_column(reading, after + 1) \
                 and reading.tokens[after].stem in _table_words(reading.base) | set(phrase(reading.base.description or "")):
             after += 1  # "each aircraft type" where the table's description calls its planes aircraft
-        if reading.norm(after) in _GROUP_FILLER and reading.norm(after + 1) == "of" and _names_column(reading, after + 2):
+        hour_of = reading.mention_at(after + 2) if reading.norm(after + 1) == "of" else None
+        if hour_of is not None and hour_of.start == after + 2 and not hour_of.is_value \
+                and read_hour_of(reading, hour_of.target.column, after):
+            reading.used.add(after + 1)  # "per hour of scheduled departure": the key, by its hour
+            after += 2
+        elif reading.norm(after) in _GROUP_FILLER and reading.norm(after + 1) == "of" and _names_column(reading, after + 2):
             # "each type of engine": the column after "of", whatever "type" could also name
             skipped = reading.mention_at(after)
             if skipped is not None:
@@ -806,6 +811,9 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                     if reading.norm(end) != "and" or not reading.free(end):
                         break
                     following = reading.mention_at(end + 1)
+                    if following is None and read_joined_key(reading, end + 1, end + 2):
+                        reading.used.add(end)  # "by origin airport and airline": the column joining the airlines
+                        break
                     if following is None or following.is_value or following.start != end + 1:
                         break
                     reading.keys.append(following.target.column)
@@ -856,6 +864,8 @@ def _excepted(reading: _Reading, index: int) -> bool:
 def _read_key_bucket(reading: _Reading, key: _Mention) -> None:
     """"for each egg year", "per flight month": a date column named as a key, then a time bucket word, is
     that column cut into the bucket (not grouped by its own days)."""
+    if read_hour_of(reading, key.target.column, key.end):
+        return  # "by scheduled departure hour": the hour of a column of HHMM times
     if reading.column(key.target.column).type not in TIME_TYPES or not reading.free(key.end) \
             or reading.norm(key.end) not in _BUCKETS or reading.bucket not in (None, _BUCKETS[reading.norm(key.end)]):
         return

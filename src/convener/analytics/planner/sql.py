@@ -229,6 +229,10 @@ def _keys(reading: _Reading, dialect: str) -> list[tuple[exp.Expr, exp.Expr, str
     bucket asked for, else by what its name says it holds (a ``year`` column by year), else by day."""
     keys: list[tuple[exp.Expr, exp.Expr, str]] = []
     for key in reading.keys:
+        if key in reading.hour_keys:  # HHMM times: 1530 is in hour 15
+            hour = exp.IntDiv(this=_col(key), expression=exp.Literal.number(100))
+            keys.append((hour, exp.alias_(hour.copy(), f"{key}_hour", quoted=True), f"hour of {key}"))
+            continue
         if reading.column(key).type not in TIME_TYPES:
             keys.append((_col(key), _col(key), key))
             continue

@@ -70,6 +70,8 @@ class _Reading:
     empty_grouped: set[str] = field(default_factory=set)
     """Group keys whose empty values are a group of their own ("with unknown sex as its own group")."""
     bucket: str | None = None
+    hour_keys: set[str] = field(default_factory=set)
+    """Group keys that hold times of day as HHMM numbers, grouped by their hour ("by scheduled departure hour")."""
     measures: list[tuple[str, str | None]] = field(default_factory=list)
     count: bool = False
     distinct: str | None = None

@@ -1,6 +1,6 @@
 """A time series of a condition counts it in every period of the rows asked about ("monthly cancellations":
 a month without one counts 0, not missing from the series); groups of other keys keep only those that have
-some, as a WHERE makes them. On a small schema of its own, in DuckDB and SQLite."""
+some, as a WHERE makes them, unless the question counts among each group's own rows ("how many of its loans"). On a small schema of its own, in DuckDB and SQLite."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ LOANS = TableInfo("loans", (
     ColumnInfo("loan_id", "INTEGER", "Identifier of the loan"), ColumnInfo("branch", "STRING", "Lending branch"),
     ColumnInfo("loan_date", "DATE", "Date the loan was made"), ColumnInfo("amount", "INTEGER", "Amount lent"),
     ColumnInfo("defaulted", "BOOLEAN", "Whether the loan defaulted")), description="One row per loan.")
-TERMS = (Term("large loan", "A loan of more than 1,000: amount > 1000", labels=("large loans",)),)
+TERMS = (Term("large loan", "A loan of more than 1,000: amount > 1000", labels=("large loans",)),
+         Term("huge loan", "A loan of more than 2,000: amount > 2000", labels=("huge loans",)))
 ROWS = ("(1, 'East', '2024-01-10', 500, true), (2, 'East', '2024-02-11', 1500, false), "
         "(3, 'West', '2024-03-12', 700, true), (4, 'West', '2024-03-13', 2500, false), "
         "(5, 'East', '2024-03-14', 300, false)")
@@ -63,3 +64,13 @@ def test_groups_of_other_keys_keep_those_that_have_some(data: duckdb.DuckDBPyCon
     assert "WHERE" in made.sql and data.execute(made.sql).fetchall() == [("East", 1), ("West", 1)]
     made = plan("How many large loans did each branch make?")
     assert data.execute(made.sql).fetchall() == [("East", 1), ("West", 1)]
+
+
+@pytest.mark.parametrize("question", [
+    "For every branch, how many of its loans were huge loans?",
+    "For each branch, how many of their loans were huge loans?",
+])
+def test_a_count_among_each_groups_own_rows_shows_every_group(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [("East", 0), ("West", 1)], made.sql

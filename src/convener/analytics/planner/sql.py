@@ -718,11 +718,12 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
     period of the rows asked about, and a true/false condition says which of their rows to count. A period
     where none meets it counts 0: as a WHERE, it would go missing from the series (and from its chart).
     Groups of other keys ("cancellations per carrier") show those that have some, as rankings, shares and
-    conditions on the groups' sizes do: they keep their WHERE. Returns the conditions counted, which the
-    caller leaves out of the WHERE."""
+    conditions on the groups' sizes do: they keep their WHERE, unless the question counts among each group's
+    own rows ("for every destination, how many of its flights were cancelled"): every group then, 0 where
+    none is. Returns the conditions counted, which the caller leaves out of the WHERE."""
     if not query.group or query.limit is not None or reading.top is not None or reading.group_conditions \
             or reading.absent or reading.present or reading.share_split is not None \
-            or not any(reading.column(key).type in TIME_TYPES for key in reading.keys):
+            or not (any(reading.column(key).type in TIME_TYPES for key in reading.keys) or _of_own_rows(reading)):
         return []
     aggregates = [i for i, e in enumerate(query.select) if e.find(exp.AggFunc) is not None]
     if len(aggregates) != 1:
@@ -739,6 +740,13 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
                                  default=exp.Literal.number(0)))
     query.select[aggregates[0]] = exp.alias_(hits, selected.alias, quoted=True)
     return counted
+
+
+def _of_own_rows(reading: _Reading) -> bool:
+    """Whether the question counts "of its"/"of their" rows ("how many of its flights"): of each group's own."""
+    rows = _table_words(reading.base)
+    return any(reading.norm(i) == "of" and reading.norm(i + 1) in ("its", "their") and reading.tokens[i + 2].stem in rows
+               for i in range(len(reading.tokens) - 2))
 
 
 def _render(reading: _Reading, query: _Query, dialect: str) -> str:

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import sqlglot
+from sqlglot import exp
 
 from convener.analytics.planner.base import (
     MAX_QUESTION_CHARACTERS,
@@ -48,7 +49,7 @@ from convener.analytics.planner.base import (
     ValuesOf,
 )
 from convener.analytics.planner.catalog import _Catalog, _choose_table
-from convener.analytics.planner.checks import _check_understood, _guard
+from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.guesses import guessed, read_guesses, read_periods
 from convener.analytics.planner.held import check_periods_held
@@ -58,6 +59,7 @@ from convener.analytics.planner.parentheses import parenthesised
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import Codes, _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
+from convener.analytics.planner.sides import read_sides, split_into_sides
 from convener.analytics.planner.sql import (
     _BUILDERS,
     _condition,
@@ -110,6 +112,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     _settle_count(reading)
+    read_sides(reading, _disjoint_periods)
     shape = _shape(reading)
     unaccounted = _check_understood(reading, shape)
     check_periods_held(reading, span_of)
@@ -123,10 +126,14 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
     counted = count_conditions_in_groups(reading, query, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
+    if reading.sides is not None:
+        query.select = split_into_sides(query.select, [exp.and_(*(_condition(reading, f, dialect) for f in side))
+                                                        for side in reading.sides])
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
     where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_counted(counted) \
-        + _describe_group_conditions(reading)
+        + _describe_group_conditions(reading) + "".join(
+            f"; side {number}{_describe_filters(side)}" for number, side in enumerate(reading.sides or (), start=1))
     used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]
     read = (table.name, *(join.table.name for join in used_joins))
     # Which of several ways to reach a table was taken ("airports by dest, not origin") is said.

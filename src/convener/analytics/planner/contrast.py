@@ -22,7 +22,8 @@ _LOWER = frozenset({"less", "lower", "fewer", "smaller", "earlier", "shorter", "
                     "slower"})
 _OF_NUMBER = frozenset({"more", "fewer", "less"})
 """Comparatives that, before the rows' noun, compare how many rows each group has."""
-OF_MEASURE = (_HIGHER | _LOWER) - _OF_NUMBER
+COMPARATIVES = _HIGHER | _LOWER
+OF_MEASURE = COMPARATIVES - _OF_NUMBER
 """Comparatives of a measure ("longer", "later"): said of two things, they ask which one."""
 _FILLER_AFTER_THAN = frozenset({"that", "those", "the", "of", "for", "one", "ones"})
 

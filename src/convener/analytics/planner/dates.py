@@ -145,11 +145,12 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
         named = _month(token)
         following = tokens[index + 1] if index + 1 < len(tokens) else None
         after = tokens[index + 2] if index + 2 < len(tokens) else None
-        if named is not None and reading.norm(index - 1) in ("in", "during", "of", "for") \
-                and (following is None or not (_is_year(following) or _day_number(following))):
-            # "in December": that month of every year
+        if named is not None and (reading.norm(index - 1) in ("in", "during", "of", "for") or _another_month(
+                reading, column.name, index)) and (following is None or not (_is_year(following) or _day_number(following))):
+            # "in December": that month of every year; "in July versus January": another
+            against = _another_month(reading, column.name, index)
             reading.filters.append(_Filter(column.name, "=", (named,), "month", index))
-            reading.used.update((index - 1, index))
+            reading.used.update((index,) if against else (index - 1, index))  # the word setting it against: the sides'
             continue
         if named is None or following is None:
             continue
@@ -158,6 +159,16 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
                      [index, index + 1, index + 2])
         elif _is_year(following):
             _add_month(reading, column, int(following.number or 0), named, [index, index + 1])
+
+
+_SET_AGAINST = frozenset({"versus", "vs", "against", "or", "and", "with"})
+
+
+def _another_month(reading: _Reading, column: str, index: int) -> bool:
+    """Whether the month named at ``index`` follows a word that sets it beside a month of the year already read
+    ("in July versus January", "July or January")."""
+    return reading.norm(index - 1) in _SET_AGAINST and any(
+        f.column == column and f.kind == "month" and f.op == "=" for f in reading.filters)
 
 
 def _day_number(token: Token) -> bool:

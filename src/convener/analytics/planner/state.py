@@ -102,6 +102,9 @@ class _Reading:
     ties: bool = True
     """A ranking keeps the rows tied with its last ("the four lightest penguins" when two weigh the same):
     cutting a tie at random would present an arbitrary row as the answer."""
+    sides: tuple[list[_Filter], list[_Filter]] | None = None
+    """Two groups of rows set side by side by conditions on one column that exclude each other ("in July versus
+    January"): each aggregate is computed over each side's rows (see ``sides``)."""
     ratio: tuple[_Filter, _Filter] | None = None
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
     shown: list[str] = field(default_factory=list)

@@ -1,0 +1,73 @@
+"""Two groups of rows set side by side by conditions on one column that no row meets at once: "the average
+departure delay in July versus January", "weekend versus weekday flights", "before noon compared with noon or
+later", "the first half of 2013 or the second half". Read as conditions together they keep nothing; each side
+is one figure of the answer, the aggregate over the rows its conditions keep (``AVG(CASE WHEN … THEN x END)``,
+a count as ``COUNT(CASE WHEN … THEN 1 END)``), in one row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from sqlglot import exp
+
+from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.contrast import COMPARATIVES
+from convener.analytics.planner.state import _Reading
+
+PIVOTS = frozenset({"versus", "vs", "against", "compared", "or"})
+"""Words that set what comes before them against what comes after."""
+
+
+def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) -> None:
+    """Split the conditions on the column ``disjoint`` finds (whose conditions exclude each other) into the two
+    sides a word of ``PIVOTS`` between them parts, when the question asks for one aggregate or a count and
+    each side's conditions alone keep some rows: ``reading.sides``. Left as read otherwise (and refused)."""
+    more_rows = _more_rows(reading)
+    if reading.keys or reading.bucket is not None or reading.top is not None or reading.contrast is not None \
+            or reading.share_split is not None or not (reading.count or reading.measures or more_rows):
+        return
+    column = disjoint(reading)
+    if column is None:
+        return
+    compared = [f for f in reading.filters if f.column == column]
+    starts = sorted({f.start for f in compared})
+    pivots = [i for i in range(starts[0] + 1, starts[-1]) if reading.norm(i) in PIVOTS and reading.free(i)]
+    if len(pivots) != 1:
+        return
+    others = [f for f in reading.filters if f.column != column]
+    sides = ([f for f in compared if f.start < pivots[0]], [f for f in compared if f.start > pivots[0]])
+    if not all(sides) or any(disjoint(replace(reading, filters=[*others, *side])) is not None for side in sides):
+        return
+    reading.filters = others
+    reading.sides = sides
+    reading.count = reading.count or not reading.measures  # "were there more flights in … or …": how many
+    reading.used.add(pivots[0])
+    # "were there more flights in … or …": which side has more, its two figures say
+    reading.used.update(i for i, token in enumerate(reading.tokens) if token.norm in COMPARATIVES and reading.free(i))
+
+
+def split_into_sides(select: list[exp.Expr], conditions: list[exp.Expr]) -> list[exp.Expr]:
+    """Each aggregate of ``select`` once per side, over the rows of that side's condition (its name numbered
+    after the side: ``average_dep_delay_1``, ``average_dep_delay_2``); other expressions as they are."""
+    split: list[exp.Expr] = []
+    for expression in select:
+        aggregate = expression.this if isinstance(expression, exp.Alias) else expression
+        if not isinstance(aggregate, exp.AggFunc) or isinstance(aggregate.this, exp.Distinct):
+            split.append(expression)
+            continue
+        name = expression.alias if isinstance(expression, exp.Alias) else "value"
+        for number, condition in enumerate(conditions, start=1):
+            counted = exp.Literal.number(1) if isinstance(aggregate.this, exp.Star) else aggregate.this
+            kept = exp.Case(ifs=[exp.If(this=condition.copy(), true=counted.copy())])
+            side = aggregate.copy()
+            side.set("this", kept)
+            split.append(exp.alias_(side, f"{name}_{number}", quoted=True))
+    return split
+
+
+def _more_rows(reading: _Reading) -> bool:
+    """Whether the question asks which side has more (or fewer) of the table's rows ("more visits")."""
+    rows = _table_words(reading.base)
+    return any(token.norm in ("more", "fewer", "less") and reading.free(index) and index + 1 < len(reading.tokens)
+               and reading.tokens[index + 1].stem in rows for index, token in enumerate(reading.tokens))

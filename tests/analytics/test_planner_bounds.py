@@ -42,6 +42,9 @@ def count(data: duckdb.DuckDBPyConnection, question: str) -> int:
     ("How many parcels had a delivery time of 90 minutes or more?", 2),
     ("How many parcels had a delivery time of 90 minutes?", 1),
     ("How many parcels had a delivery time of 2 hours or less?", 3),
+    ("How many parcels had a delivery time of ninety minutes or more?", 2),  # a number said in words
+    ("How many parcels had a delivery time of zero or less?", 0),
+    ("How many parcels weigh four kg or more?", 2),
 ])
 def test_a_bound_after_a_number_and_a_measure_of_an_amount(data: duckdb.DuckDBPyConnection, question: str,
                                                            expected: int) -> None:

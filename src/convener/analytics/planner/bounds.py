@@ -21,7 +21,7 @@ def read_open_bounds(reading: _Reading) -> None:
     """Marks "or more|less …" after a number (past its unit or column, a few words) as read, and records
     the bound on the number's position for the step that reads the number."""
     for index, token in enumerate(reading.tokens):
-        if token.number is None or token.kind != "number" or index in reading.used \
+        if token.number is None or index in reading.used \
                 or _is_year(token) and _time_columns(reading.table) and reading.norm(index + 1) == "or":
             continue  # ("made in 2005 or more recently": a year, read with the dates; "2,000 miles or more" is not)
         position = index + 1
@@ -52,7 +52,8 @@ def read_measure_of_number(reading: _Reading,
     right before "of" and a number is compared with it, even where the number is also some text column's
     value (a plane model called "60")."""
     for index, token in enumerate(reading.tokens):
-        if token.number is None or token.kind != "number" or index in reading.used or reading.norm(index - 1) != "of":
+        # ("an arrival delay of zero or less": a number word too)
+        if token.number is None or index in reading.used or reading.norm(index - 1) != "of":
             continue
         measure = _numeric_mention(reading, index - 2)
         if measure is None or measure.end != index - 1 or measure not in reading.mentions:

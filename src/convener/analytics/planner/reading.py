@@ -789,8 +789,10 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index = after + 1
             continue
         if mention and not mention.is_value and mention.start == after and marker == ("by",) \
-                and passive(reading.norm(index - 1)) and _excepted(reading, mention.end):
-            # "operated by carriers other than UA": who did it, all but some, not a group of each
+                and passive(reading.norm(index - 1)) and (_excepted(reading, mention.end)
+                                                          or passive(reading.norm(mention.end - 1))):
+            # "operated by carriers other than UA": who did it, all but some, not a group of each; "flown by
+            # planes manufactured before 1990": who did it, described by a participle (no manufacturer of each)
             index = after
             continue
         if mention and not mention.is_value and mention.start == after:
@@ -1770,6 +1772,8 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_comparisons(reading)
     _read_dates(reading)
     read_weekdays(reading)
+    _read_participles_of_conditions(reading)
+    _read_relation_verbs(reading)
     read_contrast(reading)
     # (a value is no superlative, whatever it ends with: "Southwest", "Key West")
     reading.direction = _direction([t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i))
@@ -1877,6 +1881,44 @@ def _read_participles_of_rows(reading: _Reading) -> None:
             reading.mentions.remove(mention)
             reading.used.add(mention.start)
             reading.unplaced.append(token.text)
+
+
+_SAME_DEED = (frozenset({"manufactured", "built", "made", "constructed", "produced"}),
+              frozenset({"bought", "purchased", "acquired"}))
+"""Participles that say the same deed: a column's description says one, a question another."""
+
+
+def _read_participles_of_conditions(reading: _Reading) -> None:
+    """"planes manufactured before 1990", "built before 1990": a participle right before a condition says
+    what the condition's column records when that column's description says it (or a participle of the same
+    deed: the plane's year is when it "was manufactured"), not another column its word names (manufacturer)."""
+    for index, token in enumerate(reading.tokens):
+        if not token.norm.endswith(("ed", "lt", "de")) or token.kind != "word":
+            continue
+        mention = reading.mention_at(index)
+        if mention is not None and (mention.is_value or mention.end - mention.start != 1):
+            continue
+        if mention is None and not reading.free(index):
+            continue
+        said = {stem(word) for word in (token.norm, *(w for deed in _SAME_DEED if token.norm in deed for w in deed))}
+        for condition in reading.filters:
+            if index < condition.start <= index + 3 \
+                    and said & set(phrase(reading.column(condition.column).description or "")):
+                if mention is not None:
+                    reading.mentions.remove(mention)
+                reading.used.add(index)
+                break
+
+
+def _read_relation_verbs(reading: _Reading) -> None:
+    """"flights assigned to planes built before 1990": a participle then "to" and the rows of a table the
+    queried one joins to says the join, which the plan makes, not a condition of its own."""
+    joined = set().union(*(_table_words(join.table) for join in reading.scope.joins)) if reading.scope else set()
+    for index, token in enumerate(reading.tokens):
+        if token.norm.endswith("ed") and reading.free(index) and reading.mention_at(index) is None \
+                and reading.norm(index + 1) == "to" and index + 2 < len(reading.tokens) \
+                and reading.tokens[index + 2].stem in joined:
+            reading.used.update((index, index + 1))
 
 
 def _names_used_join(reading: _Reading, column: str, used: set[str]) -> bool:

@@ -71,10 +71,14 @@ def test_a_word_read_as_a_longer_name_is_named_with_a_check_of_it(
     assert data.execute(made.guessed[0].check).fetchall() == [(any_row,)]
 
 
-@pytest.mark.parametrize("question", ["How many trips went to Royal Docks Central?",
-                                      "How many trips went to RDK?"])
-def test_a_name_said_whole_or_by_its_code_is_no_guess(question: str) -> None:
-    assert plan(question).guessed == ()
+@pytest.mark.parametrize(("question", "checked"), [
+    # said whole, the name is no guess from a word; being a joined table's, it is still checked for rows that
+    # join to it, so that an answer of nothing can say none does
+    ("How many trips went to Royal Docks Central?", ["Royal Docks Central"]),
+    ("How many trips went to RDK?", []),
+])
+def test_a_name_said_whole_or_by_its_code_is_no_guess(question: str, checked: list[str]) -> None:
+    assert [guess.said for guess in plan(question).guessed] == checked
 
 
 @pytest.fixture(scope="module")

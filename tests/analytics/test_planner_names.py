@@ -433,3 +433,17 @@ def test_the_first_words_of_one_name_among_many_name_it() -> None:
     made = plan_question("When was the first flight to Miami?", [FLIGHTS], values_of=lambda t, c: values.get((t, c), []),
                          relationships=RELATIONSHIPS, related=[AIRPORTS])
     assert "First Flight" not in made.sql and "Miami" in made.sql, made.sql
+
+
+def test_a_whole_name_of_a_joined_table_is_checked_like_a_guess(data: duckdb.DuckDBPyConnection) -> None:
+    # the airports table has Boston Back Bay Station, but no flight goes there: an answer of nothing resting on
+    # that name must be able to say so, as for a name read from one of its words
+    made = plan_question("How many flights went to Boston Back Bay Station each day?", [FLIGHTS],
+                         values_of=lambda t, c: VALUES.get((t, c), []), keys_of=keys_of,
+                         relationships=RELATIONSHIPS, related=[AIRPORTS])
+    checks = [guess for guess in made.guessed if guess.names[0].endswith("'Boston Back Bay Station'")]
+    assert [guess.said for guess in checks] == ["Boston Back Bay Station"], made.guessed
+    assert data.execute(checks[0].check).fetchall() == [(False,)], checks[0].check
+    held = plan_question("How many flights went to Miami Intl?", [FLIGHTS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         keys_of=keys_of, relationships=RELATIONSHIPS, related=[AIRPORTS])
+    assert [data.execute(guess.check).fetchall() for guess in held.guessed] == [[(True,)]], held.guessed

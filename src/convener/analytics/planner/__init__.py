@@ -51,7 +51,7 @@ from convener.analytics.planner.base import (
 from convener.analytics.planner.catalog import _Catalog, _choose_table
 from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard
 from convener.analytics.planner.dates import _read_buckets
-from convener.analytics.planner.guesses import guessed, read_guesses, read_periods
+from convener.analytics.planner.guesses import guessed, read_guesses, read_joined_values, read_periods
 from convener.analytics.planner.held import check_periods_held
 from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
@@ -140,6 +140,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     by = "".join(f", {join.table.name} joined by {table.name}.{mine} = {join.table.name}.{theirs}"
                  for join in used_joins if join.chosen for mine, theirs in join.on)
     guesses = read_guesses(guessed(catalog, tokens, used), reading, dialect) + read_periods(reading, dialect)
+    guesses += tuple(value for value in read_joined_values(reading, dialect)  # (a name a word was guessed as: once)
+                     if not any(value.said in (guess.said, *guess.names) for guess in guesses))
     return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
 

@@ -86,14 +86,26 @@ def read_periods(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
         if len(conditions) == 1 and listed.op == "in" and listed.kind in ("year", "month", "day"):
             # "in 2014 compared with 2013": each period on its own, so that one no row falls in is said
             for value in listed.values:
-                read.append(replace(_period_guess(reading, [replace(listed, op="=", values=(value,))],
+                read.append(replace(_rows_guess(reading, [replace(listed, op="=", values=(value,))],
                                                   _plain_value(value), dialect), listed=True))
             continue
-        read.append(_period_guess(reading, conditions, _said(reading, start), dialect))
+        read.append(_rows_guess(reading, conditions, _said(reading, start), dialect))
     return tuple(read)
 
 
-def _period_guess(reading: _Reading, conditions: list[_Filter], said: str, dialect: str) -> Guess:
+def read_joined_values(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
+    """Each value of a joined table's column the plan's conditions name ("to Orlando": the airport named
+    Orlando), with the query that tells whether any row of the queried table joins to it: the other table may
+    hold the name with no row of this one behind it (no flight goes to the airport named Orlando; they go to
+    Orlando Intl), and an answer of nothing resting on it is no answer."""
+    virtual = reading.scope.virtual if reading.scope is not None else {}
+    return tuple(_rows_guess(reading, [condition], " or ".join(map(_plain_value, condition.values)), dialect)
+                 for condition in reading.filters
+                 if condition.kind == "value" and condition.op in ("=", "in") and condition.column in virtual
+                 and condition.start >= 0)
+
+
+def _rows_guess(reading: _Reading, conditions: list[_Filter], said: str, dialect: str) -> Guess:
     """The guess that the rows of ``conditions`` exist: a query telling whether any row falls in them."""
     bare = replace(reading, filters=conditions, group_conditions=[], absent=[], present=[])
     query = _Query([exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),

@@ -168,6 +168,9 @@ def test_the_column_named_as_the_rows_are_is_no_measure_to_average() -> None:
     # flight is each flight's number: "the average flight" is about flights, not the mean of their numbers
     with pytest.raises(NoPlan, match="numbers the rows"):
         plan("What is the average flight from JFK?")
+    # nor, beside groups, one no word aggregates: "which flight was it" is not each day's highest number
+    with pytest.raises(NoPlan, match="numbers the rows"):
+        plan("On what date did the biggest departure delay happen, and which flight was it?")
 
 
 def test_rows_set_against_each_other_by_the_same_are_not_all_the_rows() -> None:

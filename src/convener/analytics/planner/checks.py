@@ -328,9 +328,12 @@ def _disjoint_periods(reading: _Reading) -> str | None:
 
 def _numbers_the_rows(reading: _Reading) -> str | None:
     """A column averaged or summed that is named as the rows are ("flight", a flight's number, of flights):
-    "the average flight from JFK" asks about the flights, not the mean of their numbers."""
+    "the average flight from JFK" asks about the flights, not the mean of their numbers. So is one no word
+    aggregates, beside groups ("on what date did the biggest delay happen, and which flight was it": not the
+    day's highest flight number)."""
     for column, aggregate in reading.measures:
-        if aggregate in (AVG, SUM, MEDIAN) and reading.base.column(column) is not None \
+        grouped = bool(reading.keys) or reading.bucket is not None
+        if (aggregate in (AVG, SUM, MEDIAN) or aggregate is None and grouped) and reading.base.column(column) is not None \
                 and named_as_rows(reading.base, column):
             return column
     return None

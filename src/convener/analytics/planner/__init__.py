@@ -51,6 +51,7 @@ from convener.analytics.planner.base import (
 from convener.analytics.planner.catalog import _Catalog, _choose_table
 from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard
 from convener.analytics.planner.dates import _read_buckets
+from convener.analytics.planner.fronted import fronted_spans
 from convener.analytics.planner.guesses import guessed, read_guesses, read_joined_values, read_periods
 from convener.analytics.planner.held import check_periods_held
 from convener.analytics.planner.implied import implied_relationships
@@ -97,6 +98,9 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     catalog = _Catalog(everything, terms, values_of, known=others)
     catalog.text = question
     bucket, used = _read_buckets(tokens)
+    # "how much time did flights make up in the air": the verb is the term's, read with its noun
+    used |= {at for term in terms for _, verb in fronted_spans(tokens, question, (term.name, *term.labels),
+                                                               term.description) for at in verb}
     used |= parenthesised(tokens, question, catalog.candidates(tokens, used))
     # A table reached by several relationships (flights to airports by origin and by dest) is joined only
     # when the question's words pick one: else its phrases do not make the question about the other table.

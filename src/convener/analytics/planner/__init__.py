@@ -124,7 +124,9 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     ranks_rows = shape == "top" and not reading.keys and reading.bucket is None
     if reading.shown_per_row and shape != "rows" and not ranks_rows:
         # "average air time, with their manufacturer": columns to show beside rows, where no rows are shown
-        unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted))
+        # (a key shown is shown: "per supplier (full name)")
+        unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted
+                                       and name not in reading.keys))
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())

@@ -219,6 +219,8 @@ class _Catalog:
                     if end - start == 1 and len(words) == 1 and tokens[start].stem in named \
                             and _one_row_before(tokens, start) and not _describes(keys.column, tokens, end):
                         continue  # "for a flight going to ORD", "any single flight", "an EWR to SFO flight"
+                    if _said_before_name(keys.column, tokens, content, start, words):
+                        start -= 1  # "full name" where the description says "Full name of the airline"
                     found.append(_Candidate(start, end, target, 3.0 + len(words) - (0 if exact else 0.5), "name"))
             entity = _table_words(keys.table)
             for words in keys.parts:
@@ -415,6 +417,16 @@ def _one_row_before(tokens: list[Token], noun: int) -> bool:
             tokens[index].text.isupper() and tokens[index].text.isalnum() and len(tokens[index].text) > 1)):
         index -= 1
     return index >= 0 and tokens[index].norm in _ONE_ROW
+
+
+def _said_before_name(column: ColumnInfo, tokens: list[Token], content: list[int], start: int,
+                      words: tuple[str, ...]) -> bool:
+    """Whether the word before a column's name said at ``start`` is the one its description says right before
+    that name ("full name": "Full name of the airline"), so that the two are one mention."""
+    said = phrase(column.description or "")
+    before = start - 1
+    return before in content and tokens[before].kind == "word" and any(
+        said[i + 1:i + 1 + len(words)] == words and said[i] == tokens[before].stem for i in range(len(said) - len(words)))
 
 
 def _describes(column: ColumnInfo, tokens: list[Token], index: int) -> bool:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS
@@ -53,9 +55,25 @@ def read_column_list(reading: _Reading) -> None:
             reading.used.update(span)
         reading.used.update(i for i in range(index, end) if reading.norm(i) in _JOINERS | _OWNERS)
         reading.used.update(_introducer_words(reading, index))
-        reading.shown_per_row = True
+        # "Which airlines flew to Denver? Give their names": the airlines' names, each once, not every flight's
+        reading.shown_per_row = not asked_of_joined_rows(reading, [column for column, _ in items])
         reading.shown_whole = introducer in ("with", "with their")
         return
+
+
+def asked_of_joined_rows(reading: _Reading, columns: list[str]) -> bool:
+    """Whether ``columns`` are all of one joined table whose rows the question asks which of ("which airlines")."""
+    if reading.scope is None:
+        return False
+    for join in reading.scope.joins:
+        alias = join.table.name.split(".")[-1]
+        words = _table_words(join.table)
+        if all(isinstance(expression := reading.scope.virtual.get(column), exp.Column) and expression.table == alias
+               for column in columns) and any(
+                token.norm in ("which", "what") and index + 1 < len(reading.tokens)
+                and reading.tokens[index + 1].stem in words for index, token in enumerate(reading.tokens)):
+            return True
+    return False
 
 
 def _items(reading: _Reading, index: int) -> tuple[list[tuple[str, range]], int]:

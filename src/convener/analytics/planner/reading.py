@@ -49,7 +49,7 @@ from convener.analytics.planner.restated import restated_stems, said_as_describe
 from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.routes import read_routes
 from convener.analytics.planner.spread import read_spread
-from convener.analytics.planner.listing import _identifier, read_column_list, settle_shown_value
+from convener.analytics.planner.listing import _identifier, asked_of_joined_rows, read_column_list, settle_shown_value
 from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
@@ -787,6 +787,11 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             reading.mentions.remove(mention)
             reading.used.update(range(index, after + 1))
             index = after + 1
+            continue
+        if mention and not mention.is_value and mention.start == after and marker == ("by",) \
+                and "," in reading.gap(index) and "," in reading.gap(mention.end):
+            # "Which airline, by full name, flew the most flights?": how to tell the rows, set off by commas
+            index = after
             continue
         if mention and not mention.is_value and mention.start == after and marker == ("by",) \
                 and passive(reading.norm(index - 1)) and (_excepted(reading, mention.end)
@@ -1669,7 +1674,8 @@ def _read_their(reading: _Reading) -> bool:
         reading.used.update(span)
     reading.used.add(start)
     reading.used.update(i for i in range(start, index) if reading.norm(i) == "and")
-    reading.shown_per_row = True
+    # "Which airlines flew to Denver? Give their names": the airlines' names, each once, not every flight's
+    reading.shown_per_row = not asked_of_joined_rows(reading, [column for column, _ in shown])
     return True
 
 

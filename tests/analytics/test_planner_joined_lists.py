@@ -1,0 +1,67 @@
+"""What a question lists of a joined table's rows: "which operators operated trips from North? Give their names"
+lists each operator once, not every trip's operator; and a description's word before a column's name ("full
+name", where the name is the operator's "Full name") is one mention with it. On a small bus schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
+    ColumnInfo("depot", "STRING", "Depot the bus left from"),
+    ColumnInfo("line_code", "STRING", "Code of the company running the trip; the operators table gives its name"),
+), description="Bus trips of 2024: one row per trip.")
+OPERATORS = TableInfo("operators", (ColumnInfo("operator_code", "STRING", "Operator code"),
+                                    ColumnInfo("name", "STRING", "Full name of the operator")),
+                      description="Bus operators: one row per operator.")
+BY_OPERATOR = (Relationship("trips", ("line_code",), "operators", ("operator_code",)),)
+VALUES = {("trips", "depot"): ["North", "South"], ("trips", "line_code"): ["AB", "CD"],
+          ("operators", "operator_code"): ["AB", "CD"], ("operators", "name"): ["Abbey Buses", "City Direct"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_id INTEGER, depot VARCHAR, line_code VARCHAR)",
+        "INSERT INTO trips VALUES (1, 'North', 'AB'), (2, 'North', 'AB'), (3, 'North', 'CD'), (4, 'South', 'AB')",
+        "CREATE TABLE operators (operator_code VARCHAR, name VARCHAR)",
+        "INSERT INTO operators VALUES ('AB', 'Abbey Buses'), ('CD', 'City Direct')")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=BY_OPERATOR, related=[OPERATORS])
+
+
+@pytest.mark.parametrize("question", [
+    "Which operators operated trips from North? Give their names.",
+    "Which operators operated trips from North? Give their full names.",
+    "List the full names of the operators that operated trips from North.",
+    "List the full name of the operators that operated trips from North.",
+])
+def test_a_joined_tables_rows_asked_which_of_are_listed_once_each(data: duckdb.DuckDBPyConnection,
+                                                                  question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert sorted(data.execute(made.sql).fetchall()) == [("Abbey Buses",), ("City Direct",)], made.sql
+
+
+def test_the_queried_tables_rows_asked_which_of_are_still_listed_each(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Which trips left from North? Give their line codes.")
+    assert len(data.execute(made.sql).fetchall()) == 3, made.sql
+
+
+@pytest.mark.parametrize("question", ["Which operator, by full name, operated the most trips?",
+                                      "Which operator, by its full name, operated the most trips?"])
+def test_by_a_name_set_off_by_commas_says_how_to_tell_the_rows_not_a_group(data: duckdb.DuckDBPyConnection,
+                                                                        question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert [row[-2:] for row in data.execute(made.sql).fetchall()] == [("Abbey Buses", 3)], made.sql

@@ -55,3 +55,14 @@ def test_another_verb_is_not_the_terms() -> None:
     except NoPlan:
         return
     assert "start_delay" not in made.sql or made.unaccounted, made
+
+
+@pytest.mark.parametrize("question", [
+    "Which runner has the highest time made up? Give the name and the time.",
+    "Which runner had the greatest time made up? Show its name and the time made up.",
+])
+def test_a_term_said_again_is_the_term_shown_by_its_name(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert '"time_made_up"' in made.sql, made.sql  # the formula keeps its name, not the text of its arithmetic
+    assert [row[-1] for row in data.execute(made.sql).fetchall()] == [8], made.sql

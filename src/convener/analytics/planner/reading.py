@@ -1816,6 +1816,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     settle_open_bounds(reading)
     _settle_asked_bound(reading)
     read_ranking_superlative(reading)
+    _read_named_again(reading)
     return reading
 
 
@@ -1870,6 +1871,17 @@ def _read_data_as_a_whole(reading: _Reading) -> None:
             continue
         reading.mentions.remove(mention)
         reading.used.update(range(at - 2, at + 1))
+
+
+def _read_named_again(reading: _Reading) -> None:
+    """"Which penguin has the highest bill ratio? Give its ID and the ratio": a word of a glossary term the
+    question used, said again after "the", "its" or "their", is that term again (shown as it is computed), not
+    a word of its own ("ratio" alone would ask for a computation)."""
+    heads = {word for term in reading.terms for word in phrase(term)}
+    for index, token in enumerate(reading.tokens):
+        if token.stem in heads and reading.free(index) and reading.mention_at(index) is None \
+                and reading.norm(index - 1) in ("the", "its", "their"):
+            reading.used.add(index)
 
 
 def _read_participles_of_rows(reading: _Reading) -> None:

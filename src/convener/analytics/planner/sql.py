@@ -818,6 +818,12 @@ def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
     its column) and every column qualified with its table."""
     assert reading.scope is not None
     virtual = reading.scope.virtual
+    # a formula selected as it is keeps its name ("bill_ratio"), not the text of its arithmetic
+    select = select.copy()
+    select.set("expressions", [exp.alias_(item, item.name, quoted=True)
+                               if isinstance(item, exp.Column) and not item.table and item.name in virtual
+                               and not isinstance(virtual[item.name], exp.Column) else item
+                               for item in select.expressions])
 
     def substitute(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name in virtual:

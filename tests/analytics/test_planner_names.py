@@ -447,3 +447,20 @@ def test_a_whole_name_of_a_joined_table_is_checked_like_a_guess(data: duckdb.Duc
     held = plan_question("How many flights went to Miami Intl?", [FLIGHTS], values_of=lambda t, c: VALUES.get((t, c), []),
                          keys_of=keys_of, relationships=RELATIONSHIPS, related=[AIRPORTS])
     assert [data.execute(guess.check).fetchall() for guess in held.guessed] == [[(True,)]], held.guessed
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights from Newark to Miami?", [(1,)]),
+    ("How many Newark-to-Miami flights were there?", [(1,)]),
+    ("Is there any LaGuardia to Atlanta flight?", [(True,)]),
+    ("Is there any Atlanta to LaGuardia flight?", None),  # no flight leaves Atlanta: not a route of the data
+    ("Latest date a flight went from LaGuardia to Miami?", [(datetime.date(2013, 1, 6),)]),
+])
+def test_a_route_between_two_names_of_a_joined_table_is_each_ends_codes(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]] | None) -> None:
+    try:
+        sql, rows = answer_by_codes(data, question)
+    except NoPlan:
+        assert expected is None
+        return
+    assert expected is not None and rows == expected and "JOIN" not in sql, sql

@@ -16,6 +16,7 @@ from convener.analytics.planner.catalog import (
     _single_row_noun,
     _table_words,
     _vocabulary,
+    named_as_rows,
 )
 from convener.analytics.planner.clock import _read_clock_times, read_hour_of
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
@@ -1193,6 +1194,13 @@ def _read_measures(reading: _Reading) -> None:
         # before it then ranks the groups rather than replacing the aggregate it names.
         agg = (_aggregate_named(reading, mention) if reading.virtual(column.name) else None) \
             or _aggregate_before(reading, mention.start) or _aggregate_inside(reading, mention)
+        if agg is None and not reading.keys and reading.bucket is None and mention.end - mention.start == 1 \
+                and reading.tokens[mention.start].stem in _table_words(reading.base) \
+                and named_as_rows(reading.base, column.name):
+            # "the most recent flight from Newark, what date was it": the rows' noun, not their mean number
+            reading.mentions.remove(mention)
+            reading.used.add(mention.start)
+            continue
         if agg is None and reading.measures and column in _time_columns(reading.table):
             # "the first cancelled flight of the year" beside the date asked for: a year is never averaged
             # unasked; said so rather than computed

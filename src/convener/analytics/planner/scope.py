@@ -258,6 +258,44 @@ def _said_with_codes(table: TableInfo, joins: Sequence[_Join], candidates: Seque
     return coded
 
 
+def _route_codes(table: TableInfo, relationships: Sequence[Relationship], candidates: Sequence[_Candidate],
+                 tokens: Sequence[Token], codes: Codes | None) -> dict[int, _Target]:
+    """"LaGuardia to Atlanta": two names of one other table with "to" alone between them are a route's ends,
+    the first reached by the relationship that points away (``origin``), the second by the one that points
+    toward (``dest``): each as the queried table's own codes of that end, keyed by the rows so named (origin
+    'LGA', dest 'ATL'), so that the two ends need no two joins of the one table. By the candidate's id; only
+    where both names key some row of the queried table at their end."""
+    if codes is None:
+        return {}
+    ends: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for relationship in relationships:
+        if relationship.left_table != table.name or len(relationship.left_columns) != 1:
+            continue
+        column = table.column(relationship.left_columns[0])
+        direction = _direction_of(column) if column is not None else None
+        if direction is not None:
+            ends.setdefault((relationship.right_table, direction), []).append(
+                (relationship.left_columns[0], relationship.right_columns[0]))
+    named = sorted((c for c in candidates if c.target.value is not None and c.target.table != table.name
+                    and c.target.formula is None), key=lambda c: (c.start, -(c.end - c.start)))
+    routed: dict[int, _Target] = {}
+    for first in named:
+        for second in named:
+            if second.start != first.end + 1 or tokens[first.end].norm not in ("to", "into") \
+                    or (first.target.table, first.target.column) != (second.target.table, second.target.column):
+                continue
+            away, toward = ends.get((first.target.table, "away"), []), ends.get((first.target.table, "toward"), [])
+            if len(away) != 1 or len(toward) != 1:
+                continue
+            found = [list(codes(table.name, mine, first.target.table, theirs, said.target.column,
+                                (said.target.value or "", *said.target.alternatives)))
+                     for said, (mine, theirs) in ((first, away[0]), (second, toward[0]))]
+            if all(0 < len(keys) <= _CODES_PER_NAME for keys in found):
+                for said, (mine, _), keys in zip((first, second), (away[0], toward[0]), found, strict=True):
+                    routed[id(said)] = _Target(table.name, mine, keys[0], alternatives=tuple(keys[1:]))
+    return routed
+
+
 def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[tuple[str, str], str],
                      tables: Sequence[TableInfo]) -> _Mention:
     """"The name of the airport": of columns of one name in several joined tables (airlines.name,
@@ -304,9 +342,13 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
     sums: set[str] = set()
     own: list[_Candidate] = []
     coded = _said_with_codes(table, joins, candidates, codes)
+    routed = _route_codes(table, relationships, candidates, tokens, codes)
     for candidate in candidates:
         target = candidate.target
-        if target.table == table.name and target.formula is not None:
+        if id(candidate) in routed:
+            own.append(_Candidate(candidate.start, candidate.end, routed[id(candidate)], candidate.strength,
+                                  candidate.source))
+        elif target.table == table.name and target.formula is not None:
             if target.column not in virtual:
                 kind = BOOLEAN if target.value is not None else FLOAT
                 columns.append(ColumnInfo(target.column, kind, f"glossary term: {target.formula}"))

@@ -65,3 +65,11 @@ def test_by_a_name_set_off_by_commas_says_how_to_tell_the_rows_not_a_group(data:
     made = plan(question)
     assert not made.unaccounted, made
     assert [row[-2:] for row in data.execute(made.sql).fetchall()] == [("Abbey Buses", 3)], made.sql
+
+
+def test_a_word_of_structure_before_a_name_stays_the_questions_own() -> None:
+    # "average wind" where wind is "Average wind speed": the average asked for, not a longer name of wind
+    weather = TableInfo("weather", (ColumnInfo("day", "DATE"), ColumnInfo("wind", "FLOAT", "Average wind speed, m/s")),
+                        description="Daily weather: one row per day.")
+    made = plan_question("average wind speed", [weather])
+    assert "AVG" in made.sql and not made.unaccounted, made

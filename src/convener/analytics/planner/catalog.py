@@ -425,7 +425,8 @@ def _said_before_name(column: ColumnInfo, tokens: list[Token], content: list[int
     that name ("full name": "Full name of the airline"), so that the two are one mention."""
     said = phrase(column.description or "")
     before = start - 1
-    return before in content and tokens[before].kind == "word" and any(
+    # (a word of structure is the question's own: "average wind" where wind is "Average wind speed")
+    return before in content and tokens[before].kind == "word" and not _common(tokens[before].norm) and any(
         said[i + 1:i + 1 + len(words)] == words and said[i] == tokens[before].stem for i in range(len(said) - len(words)))
 
 

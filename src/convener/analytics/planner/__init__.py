@@ -71,7 +71,7 @@ from convener.analytics.planner.sql import (
     describe_counted,
     quoted_table,
 )
-from convener.analytics.shapes import TableInfo
+from convener.analytics.shapes import TIME_TYPES, TableInfo
 
 
 def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Term] = (), *,
@@ -113,6 +113,11 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                                                                                    for name in names))]
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])
+    if bucket in ("day", "week", "month", "quarter", "weekday") and not _dated(table) \
+            and any(_dated(other) for other in [*tables, *others]):
+        # "the 3 busiest days of the year" read on planes (a year of manufacture, no date): periods asked of
+        # rows that have no dates, where another table's rows do
+        raise NoPlan(f"{table.name} has no dates to group by {bucket}, and the question's other words pick it")
     scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     _settle_count(reading)
@@ -150,6 +155,11 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                      if not any(value.said in (guess.said, *guess.names) for guess in guesses))
     return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
+
+
+def _dated(table: TableInfo) -> bool:
+    """Whether the table has a column of dates or times (a column of years is no date)."""
+    return any(column.type in TIME_TYPES for column in table.columns)
 
 
 def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:

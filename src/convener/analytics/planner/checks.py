@@ -148,6 +148,15 @@ _SAMENESS = frozenset({"same", "identical"})
 """Words that set rows against each other ("on the same day as …"): no reading step plans that."""
 
 
+def _names_after(reading: _Reading, index: int) -> bool:
+    """Whether a noun of rows or columns follows within a few words ("each of the three airports")."""
+    for at in range(index + 1, min(len(reading.tokens), index + 5)):
+        token = reading.tokens[at]
+        if token.kind == "word" and not token.is_stopword and token.number is None:
+            return not _common(token.norm) or token.norm.endswith("s")
+    return False
+
+
 def _unaccounted_structure(reading: _Reading) -> set[int]:
     """Where a word that changes the answer was left free by every reading step: a comparison ("more than
     an hour late" with no number read), a superlative or ordinal with no ranking behind it ("the first
@@ -178,6 +187,9 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
             found.add(index)
         elif word in _SAMENESS:
             found.add(index)  # "penguins sampled on the same day": rows set against each other, never read
+        elif word == "each" and reading.norm(index + 1) == "of" and not reading.keys and reading.bucket is None \
+                and _names_after(reading, index + 1):
+            found.add(index)  # "total distance flown from each of the three airports": groups never read
         elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index):
             found.add(index)
     return found

@@ -1766,6 +1766,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), text=text, bucket=bucket, scope=scope)
     _read_data_as_a_whole(reading)
+    _read_period_of_the_data(reading)
     _read_participles_of_rows(reading)
     settle_rivals(reading)
     drop_restated_unit(reading)
@@ -1890,6 +1891,22 @@ def _read_named_again(reading: _Reading) -> None:
         if token.stem in heads and reading.free(index) and reading.mention_at(index) is None \
                 and reading.norm(index - 1) in ("the", "its", "their"):
             reading.used.add(index)
+
+
+def _read_period_of_the_data(reading: _Reading) -> None:
+    """"The first cancelled flight of the year", "the 3 busiest days of the year": "of the year" (or month)
+    after rows that have dates names the period the data covers, not a joined table's column of that name
+    (a plane's year of manufacture)."""
+    if not _time_columns(reading.base):
+        return
+    for mention in list(reading.mentions):
+        at = mention.start
+        if mention.is_value or mention.end - at != 1 or reading.norm(at) not in _BUCKETS \
+                or reading.norm(at - 1) not in ("the", "this") or reading.norm(at - 2) not in ("of", "in", "during") \
+                or reading.base.column(mention.target.column) is not None:
+            continue
+        reading.mentions.remove(mention)
+        reading.used.update(range(at - 2, at + 1))
 
 
 def _read_participles_of_rows(reading: _Reading) -> None:

@@ -142,7 +142,7 @@ _TIME_LOW = frozenset({"earliest", "oldest", "first"})
 _SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "ratio", "%"})
 _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did", "do", "does", "came",
                           "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
-                          "departed", "landed", "ended", "became", "made"})
+                          "departed", "landed", "ended", "became", "made", "happened", "occurred", "fell"})
 """"What share of orders were returned": the share's condition comes after one of these."""
 
 _PARTING = frozenset(",:;()")

@@ -1,0 +1,69 @@
+"""Words of a period and of groups that a joined table's column or a silent reading must not take: "the first
+cancelled trip of the year" is the data's year (not a boat's year of manufacture); "the busiest days" asked
+where only the boats' number of years could answer is declined; "each of the depots" unread is said; "what
+share of cancellations happened in March" counts March among the cancellations. On a small ferry schema."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
+    ColumnInfo("trip_date", "DATE", "Date of the trip"),
+    ColumnInfo("hull", "STRING", "Hull number of the boat; the boats table describes the boat"),
+    ColumnInfo("minutes", "INTEGER", "Length of the crossing in minutes"),
+    ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was cancelled"),
+), description="Ferry trips of 2024: one row per trip.")
+BOATS = TableInfo("boats", (
+    ColumnInfo("hull", "STRING", "Hull number of the boat"),
+    ColumnInfo("year", "INTEGER", "Year the boat was manufactured"),
+), description="Boats: one row per boat.")
+BY_HULL = (Relationship("trips", ("hull",), "boats", ("hull",)),)
+TERMS = (Term("cancelled trip", "A trip that never sailed, that is trips whose scrapped = true",
+              labels=("cancellation", "cancellations", "cancelled")),)
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_id INTEGER, trip_date DATE, hull VARCHAR, minutes INTEGER, scrapped BOOLEAN)",
+        "INSERT INTO trips VALUES (1, '2024-01-05', 'H1', 30, false), (2, '2024-02-07', 'H1', 35, true), "
+        "(3, '2024-03-09', 'H2', 40, true), (4, '2024-03-10', 'H2', 45, false), (5, '2024-03-11', 'H1', 50, true)",
+        "CREATE TABLE boats (hull VARCHAR, year INTEGER)",
+        "INSERT INTO boats VALUES ('H1', 1985), ('H2', 1995)")
+
+
+def plan(question: str, tables: tuple[TableInfo, ...] = (TRIPS,)) -> Plan:
+    return plan_question(question, list(tables), TERMS, relationships=BY_HULL, related=[TRIPS, BOATS],
+                         values_of=lambda t, c: ["H1", "H2"] if c == "hull" else [])
+
+
+def test_of_the_year_is_the_datas_period_not_a_joined_year(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("When was the first cancelled trip of the year?")
+    assert "boats" not in made.sql and data.execute(made.sql).fetchall() == [(datetime.date(2024, 2, 7),)], made.sql
+
+
+def test_days_asked_of_rows_without_dates_are_declined() -> None:
+    with pytest.raises(NoPlan, match="no dates"):
+        plan("the 3 busiest days of the year?", (BOATS,))
+
+
+def test_groups_of_each_of_the_left_unread_are_said() -> None:
+    try:
+        made = plan("Total minutes sailed from each of the two ports.")
+    except NoPlan:
+        return
+    assert "each" in made.unaccounted, made
+
+
+def test_a_share_of_rows_that_happened_in_a_month_counts_the_month_among_them(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("What share of cancellations happened in March?")
+    assert data.execute(made.sql).fetchall()[0][0] == pytest.approx(200 / 3), made.sql

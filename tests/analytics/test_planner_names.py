@@ -464,3 +464,22 @@ def test_a_route_between_two_names_of_a_joined_table_is_each_ends_codes(
         assert expected is None
         return
     assert expected is not None and rows == expected and "JOIN" not in sql, sql
+
+
+def test_a_value_said_whole_that_begins_longer_values_names_them_all() -> None:
+    # the data writes one maker two ways: "Airbus" is AIRBUS and AIRBUS INDUSTRIE, "Boeing" BOEING alone
+    planes = TableInfo("planes", (ColumnInfo("tailnum", "STRING"), ColumnInfo("manufacturer", "STRING")),
+                       description="Planes: one row per plane.")
+    makers = ["AIRBUS", "AIRBUS INDUSTRIE", "BOEING"]
+
+    def values_of(table: str, column: str) -> list[str]:
+        return makers if column == "manufacturer" else []
+
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE planes AS SELECT * FROM (VALUES ('N1', 'AIRBUS'), ('N2', 'AIRBUS INDUSTRIE'), "
+                       "('N3', 'BOEING')) AS t(tailnum, manufacturer)")
+    airbus = plan_question("How many Airbus planes are there?", [planes], values_of=values_of)
+    boeing = plan_question("How many Boeing planes are there?", [planes], values_of=values_of)
+    assert connection.execute(airbus.sql).fetchall() == [(2,)], airbus.sql
+    assert connection.execute(boeing.sql).fetchall() == [(1,)], boeing.sql
+    connection.close()

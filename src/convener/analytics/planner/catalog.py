@@ -596,9 +596,18 @@ def _value_spans(tokens: list[Token], stems: list[str], used: set[int], keys: _C
             if text and _HYPHENATED.search(item.value) and any(text[tokens[i].end:tokens[i + 1].start].isspace()
                                                                for i in range(start, start + size - 1)):
                 continue  # "in-store" is not "in stores": a hyphenated value is written with its hyphen
-            found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, item.value),
+            longer = tuple(other.value for other in index.get(first, ()) if len(other.words) > size
+                           and other.words[:size] == item.words and not item.common)
+            found.append(_Candidate(start, start + size, _Target(keys.table.name, keys.column.name, item.value,
+                                                                 alternatives=longer if len(longer) <= _LONGER_NAMES
+                                                                 else ()),
                                     2.5 + size, "value"))
     return found
+
+
+_LONGER_NAMES = 3
+"""A value said whole that begins up to this many longer values of its column ("Airbus": AIRBUS and AIRBUS
+INDUSTRIE, "Orlando": Orlando and Orlando Intl) names them all: the data writes one maker, one place, two ways."""
 
 
 def _adjective_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,

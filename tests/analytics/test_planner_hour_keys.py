@@ -73,3 +73,14 @@ def test_a_joined_tables_noun_after_and_is_a_key_too(data: duckdb.DuckDBPyConnec
     rows = answer(data, "Number of trips by depot and operator.")
     assert sorted((depot, code, count) for depot, code, *_, count in rows) == [
         ("North", "AB", 2), ("North", "CD", 1), ("South", "AB", 2)]
+
+
+def test_a_participle_abbreviated_in_a_name_of_several_words_names_that_column() -> None:
+    # "scheduled departure time" is sched_dep_time (sched, dep, time), not dep_time with "scheduled" dropped
+    timed = TableInfo("runs", (ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, as HHMM"),
+                               ColumnInfo("dep_time", "INTEGER", "Actual departure time, as HHMM")),
+                      description="Bus runs: one row per run.")
+    assert '"sched_dep_time"' in plan_question("Average scheduled departure time of the runs", [timed]).sql
+    assert '"dep_time"' in plan_question("Average departure time of the runs", [timed]).sql
+    # alone, a participle is no abbreviation: "departed" does not name dep_time
+    assert '"dep_time"' not in plan_question("How many runs departed?", [timed]).sql

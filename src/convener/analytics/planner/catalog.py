@@ -441,7 +441,7 @@ def _names(description: str, column: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(column)}(?![\w])", description, re.IGNORECASE) is not None
 
 
-def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, bool]:
+def _token_matches(token: Token, part: str, abbreviations: bool, alone: bool = True) -> tuple[bool, bool]:
     """(matches, exactly): a question word matches a name part when their stems agree or it is the part
     compared ("lowest", "hotter" for "low", "hot"); for column names also when the part abbreviates it
     ("temp" → "temperature", "max" → "maximum") or the two share a long stem ("weigh"/"weight",
@@ -455,9 +455,11 @@ def _token_matches(token: Token, part: str, abbreviations: bool) -> tuple[bool, 
     # "to Seattle": a capitalised word inside the question is a name, not a column's word said loosely ("seats")
     named = token.start > 0 and token.text[:1].isupper() and token.text[1:].islower()
     if abbreviations and token.norm not in _BUCKETS and token.norm not in _AGG_WORDS_PLAIN and not named:
-        if len(part) >= 3 and token.norm.startswith(part) and not token.norm.endswith("ed") \
+        # ("longest" measures a length; it is no abbreviation of lon; "departed" alone is no "dep", but in a
+        # name of several words "scheduled departure time" says sched_dep_time)
+        if len(part) >= 3 and token.norm.startswith(part) and (not token.norm.endswith("ed") or not alone) \
                 and token.norm not in _dimension_forms():
-            return True, False  # ("longest" measures a length; it is no abbreviation of lon)
+            return True, False
         if _share_stem(token.stem, part):
             return True, False
     return False, False
@@ -526,7 +528,8 @@ def _window_match(window: list[Token], words: tuple[str, ...], abbreviations: bo
     """Whether some order of ``words`` matches the window; True when every word matched exactly."""
     orders = [words] if len(words) > 4 else list(permutations(words))
     for order in orders:
-        results = [_token_matches(token, part, abbreviations) for token, part in zip(window, order, strict=True)]
+        results = [_token_matches(token, part, abbreviations, len(words) == 1)
+                   for token, part in zip(window, order, strict=True)]
         if all(matched for matched, _ in results):
             return all(exact for _, exact in results)
     return None

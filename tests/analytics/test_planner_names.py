@@ -483,3 +483,13 @@ def test_a_value_said_whole_that_begins_longer_values_names_them_all() -> None:
     assert connection.execute(airbus.sql).fetchall() == [(2,)], airbus.sql
     assert connection.execute(boeing.sql).fetchall() == [(1,)], boeing.sql
     connection.close()
+
+
+def test_a_name_glossed_by_a_value_in_parentheses_after_its_columns_name_is_that_value() -> None:
+    # "the Pacific time zone (America/Los_Angeles)": Pacific glosses the value, it is not Pacific/Honolulu too
+    stations = TableInfo("stations", (ColumnInfo("code", "STRING"), ColumnInfo("tzone", "STRING", "Time zone name")),
+                         description="Weather stations: one row per station.")
+    zones = ["America/Los_Angeles", "Pacific/Honolulu", "America/Chicago"]
+    made = plan_question("How many stations are in the Pacific time zone (America/Los_Angeles)?", [stations],
+                         values_of=lambda t, c: zones if c == "tzone" else [])
+    assert "Pacific/Honolulu" not in made.sql and "'America/Los_Angeles'" in made.sql and "GROUP BY" not in made.sql, made.sql

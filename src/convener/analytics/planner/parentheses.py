@@ -29,8 +29,18 @@ def parenthesised(tokens: list[Token], text: str, candidates: Sequence[_Candidat
             continue
         values = _values_listed(tokens, inside, candidates)
         if values:
-            repeated.update(_names_before(tokens, text, inside[0], values))
+            repeated.update(_names_before(tokens, text, _past_column_name(inside, candidates), values))
     return repeated
+
+
+def _past_column_name(inside: list[int], candidates: Sequence[_Candidate]) -> int:
+    """Where the names the parenthesised values gloss end: right before the parentheses, or before the name of
+    the values' column said between ("the Pacific time zone (America/Los_Angeles)")."""
+    columns = {(c.target.table, c.target.column) for c in candidates
+               if c.source == "value" and inside[0] <= c.start <= inside[-1]}
+    named = [c.start for c in candidates if c.source == "name" and c.end == inside[0] and c.start < c.end
+             and (c.target.table, c.target.column) in columns]
+    return min(named, default=inside[0])
 
 
 def _values_listed(tokens: list[Token], inside: list[int], candidates: Sequence[_Candidate]) -> int:

@@ -52,6 +52,10 @@ def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object,
     ("Average wait of visits arriving before noon compared with those arriving at noon or later?",
      [(17.5, 85 / 3)]),
     ("Were there more visits in the first half of 2024 or the second half?", [(3, 4)]),
+    ("How does the number of visits in the first half of 2024 compare with the second half?", [(3, 4)]),
+    ("Compare the average wait of visits arriving before noon with those arriving at noon or later.",
+     [(17.5, 85 / 3)]),
+    ("Were there more urgent visits in February or in November?", [(1, 2)]),
 ])
 def test_each_side_is_a_figure_of_its_own(data: duckdb.DuckDBPyConnection, question: str,
                                           expected: list[tuple[object, ...]]) -> None:

@@ -15,8 +15,9 @@ from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.contrast import COMPARATIVES
 from convener.analytics.planner.state import _Reading
 
-PIVOTS = frozenset({"versus", "vs", "against", "compared", "or"})
-"""Words that set what comes before them against what comes after."""
+PIVOTS = frozenset({"versus", "vs", "against", "compared", "compare", "or"})
+"""Words that set what comes before them against what comes after ("with" too, in a question that begins by
+asking to compare: "Compare the delay before noon with after 6 pm")."""
 
 
 def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) -> None:
@@ -32,7 +33,8 @@ def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) ->
         return
     compared = [f for f in reading.filters if f.column == column]
     starts = sorted({f.start for f in compared})
-    pivots = [i for i in range(starts[0] + 1, starts[-1]) if reading.norm(i) in PIVOTS and reading.free(i)]
+    pivot_words = PIVOTS | ({"with"} if reading.norm(0) in ("compare", "comparing") else set())
+    pivots = [i for i in range(starts[0] + 1, starts[-1]) if reading.norm(i) in pivot_words and reading.free(i)]
     if len(pivots) != 1:
         return
     others = [f for f in reading.filters if f.column != column]
@@ -67,7 +69,10 @@ def split_into_sides(select: list[exp.Expr], conditions: list[exp.Expr]) -> list
 
 
 def _more_rows(reading: _Reading) -> bool:
-    """Whether the question asks which side has more (or fewer) of the table's rows ("more visits")."""
+    """Whether the question asks which side has more (or fewer) of the table's rows ("more visits") or of the
+    rows a condition keeps ("more cancellations")."""
     rows = _table_words(reading.base)
+    conditions = {f.start for f in reading.filters if f.kind == "boolean"}
     return any(token.norm in ("more", "fewer", "less") and reading.free(index) and index + 1 < len(reading.tokens)
-               and reading.tokens[index + 1].stem in rows for index, token in enumerate(reading.tokens))
+               and (reading.tokens[index + 1].stem in rows or conditions & {index + 1, index + 2})
+               for index, token in enumerate(reading.tokens))

@@ -73,3 +73,25 @@ def test_a_word_of_structure_before_a_name_stays_the_questions_own() -> None:
                         description="Daily weather: one row per day.")
     made = plan_question("average wind speed", [weather])
     assert "AVG" in made.sql and not made.unaccounted, made
+
+
+def test_a_word_before_a_name_across_punctuation_is_not_part_of_it() -> None:
+    # "The 5 heaviest penguins: species and body mass": "penguins" ends the rows, "species" begins the list,
+    # though the description says "Penguin species"
+    penguins = TableInfo("penguins", (ColumnInfo("individual_id", "STRING", "Identifier of the penguin"),
+                                      ColumnInfo("species", "STRING", "Penguin species"),
+                                      ColumnInfo("body_mass_g", "FLOAT", "Body mass in grams")),
+                         description="Adult penguins: one row per penguin.")
+    made = plan_question("The 5 heaviest penguins: species and body mass", [penguins])
+    assert "GROUP BY" not in made.sql and not made.unaccounted, made.sql
+
+
+def test_a_column_joined_by_and_to_a_key_stays_a_key_before_its_values_in_parentheses() -> None:
+    # "by species and sex (males and females only)": sex is a key, the parentheses its values kept
+    penguins = TableInfo("penguins", (ColumnInfo("species", "STRING"), ColumnInfo("sex", "STRING"),
+                                      ColumnInfo("flipper_length_mm", "FLOAT", "Flipper length in mm")),
+                         description="Penguins: one row per penguin.")
+    values = {"species": ["Adelie", "Gentoo"], "sex": ["male", "female"]}
+    made = plan_question("Average flipper length by species and sex (males and females only).", [penguins],
+                         values_of=lambda t, c: values.get(c, []))
+    assert 'GROUP BY "species", "sex"' in made.sql and "'male'" in made.sql, made.sql

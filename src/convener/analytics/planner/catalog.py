@@ -36,6 +36,7 @@ from convener.analytics.wording import (
     CONTENT_STOPWORDS,
     MEANINGFUL,
     Token,
+    parted,
     phrase,
     snake,
     split_identifier,
@@ -426,7 +427,8 @@ def _said_before_name(column: ColumnInfo, tokens: list[Token], content: list[int
     said = phrase(column.description or "")
     before = start - 1
     # (a word of structure is the question's own: "average wind" where wind is "Average wind speed")
-    return before in content and tokens[before].kind == "word" and not _common(tokens[before].norm) and any(
+    return before in content and tokens[before].kind == "word" and not _common(tokens[before].norm) \
+        and not parted(tokens, before, start) and any(
         said[i + 1:i + 1 + len(words)] == words and said[i] == tokens[before].stem for i in range(len(said) - len(words)))
 
 

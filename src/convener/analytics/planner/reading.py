@@ -614,9 +614,14 @@ def _drop_named_column(reading: _Reading, value: _Mention) -> None:
     # "per species, excluding Chinstraps": a column right after a group marker is the key asked for, and
     # the value after it a condition of its own, not the column's name said again
     # ("operated by carriers other than UA": "by" after a participle names who did it, no key)
-    grouped = preceding is not None and any(
-        tuple(reading.norm(preceding.start - len(marker) + offset) for offset in range(len(marker))) == marker
-        and not (marker == ("by",) and passive(reading.norm(preceding.start - 2)))
+    # ("by species and sex (males and females only)": a column joined by "and" to a key is a key too)
+    keyed = preceding
+    while keyed is not None and reading.norm(keyed.start - 1) == "and":
+        earlier = reading.mention_at(keyed.start - 2)
+        keyed = earlier if earlier is not None and not earlier.is_value else None
+    grouped = keyed is not None and any(
+        tuple(reading.norm(keyed.start - len(marker) + offset) for offset in range(len(marker))) == marker
+        and not (marker == ("by",) and passive(reading.norm(keyed.start - 2)))
         for marker in _GROUP_MARKERS)
     if preceding is not None and not preceding.is_value and preceding.end == before + 1 and not grouped \
             and value.target.column in (preceding.target.column, *preceding.ambiguous):

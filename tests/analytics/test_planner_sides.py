@@ -80,3 +80,9 @@ def test_periods_said_together_without_a_word_setting_them_against_each_other_ar
 def test_a_side_whose_own_conditions_keep_nothing_is_refused() -> None:
     with pytest.raises(NoPlan):
         plan("Average wait in July and January versus February?")
+
+
+def test_a_count_of_distinct_values_is_one_per_side(data: duckdb.DuckDBPyConnection) -> None:
+    # distinct arrival times: July 1000 and 1500, January 930 and 1400, and 800 (November) on neither side
+    made = plan("How many different arrival times in July versus January?")
+    assert data.execute(made.sql).fetchall() == [(2, 2)], made.sql

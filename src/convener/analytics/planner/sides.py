@@ -55,17 +55,24 @@ def split_into_sides(select: list[exp.Expr], conditions: list[exp.Expr]) -> list
     split: list[exp.Expr] = []
     for expression in select:
         aggregate = expression.this if isinstance(expression, exp.Alias) else expression
-        if not isinstance(aggregate, exp.AggFunc) or isinstance(aggregate.this, exp.Distinct):
+        if not isinstance(aggregate, exp.AggFunc):
             split.append(expression)
             continue
         name = expression.alias if isinstance(expression, exp.Alias) else "value"
         for number, condition in enumerate(conditions, start=1):
-            counted = exp.Literal.number(1) if isinstance(aggregate.this, exp.Star) else aggregate.this
-            kept = exp.Case(ifs=[exp.If(this=condition.copy(), true=counted.copy())])
             side = aggregate.copy()
-            side.set("this", kept)
+            if isinstance(side.this, exp.Distinct):  # COUNT(DISTINCT CASE WHEN … THEN x END): NULLs not counted
+                side.this.set("expressions", [_kept(condition, value) for value in side.this.expressions])
+            else:
+                side.set("this", _kept(condition, exp.Literal.number(1) if isinstance(side.this, exp.Star)
+                                       else side.this))
             split.append(exp.alias_(side, f"{name}_{number}", quoted=True))
     return split
+
+
+def _kept(condition: exp.Expr, value: exp.Expr) -> exp.Expr:
+    """``value`` where ``condition`` holds, else NULL (which no aggregate counts)."""
+    return exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
 
 
 def _more_rows(reading: _Reading) -> bool:

@@ -493,3 +493,10 @@ def test_a_name_glossed_by_a_value_in_parentheses_after_its_columns_name_is_that
     made = plan_question("How many stations are in the Pacific time zone (America/Los_Angeles)?", [stations],
                          values_of=lambda t, c: zones if c == "tzone" else [])
     assert "Pacific/Honolulu" not in made.sql and "'America/Los_Angeles'" in made.sql and "GROUP BY" not in made.sql, made.sql
+
+
+def test_a_column_asked_to_be_shown_is_not_shown_by_being_filtered_on() -> None:
+    # Newark's airport name picks the rows; the names asked for are the destinations', which this plan does
+    # not show: it must say so, not answer as if it had
+    made = plan("Top 2 destinations from Newark by number of flights — show the airport names.")
+    assert "names" in made.unaccounted, made

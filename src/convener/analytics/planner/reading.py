@@ -1983,6 +1983,10 @@ def _names_used_join(reading: _Reading, column: str, used: set[str]) -> bool:
     return False
 
 
+_SHOWING = frozenset({"show", "list", "give", "display", "include", "including"})
+"""Verbs asking to see a column."""
+
+
 def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
     """Whether a column named but not placed in the plan only describes the rows the plan reads anyway: a
     column the plan uses elsewhere ("species except Gentoo"), the time column a bucket or date condition
@@ -1990,8 +1994,14 @@ def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
     the whole data at the end of the question ("… in the study"). Any other named column was asked about
     and left out: the plan must say so rather than answer as if it had been used."""
     column = mention.target.column
-    used = {*reading.keys, *(name for name, _ in reading.measures), *(f.column for f in reading.filters),
-            *reading.shown, *(name for name in (reading.order_measure, reading.distinct) if name)}
+    shown = {*reading.keys, *(name for name, _ in reading.measures), *reading.shown,
+             *(name for name in (reading.order_measure, reading.distinct) if name)}
+    used = {*shown, *(f.column for f in reading.filters)}
+    # "… from Newark — show the airport names": a column asked to be shown is not shown by being filtered on
+    # (Newark's airport name picks the rows; the names asked for are the destinations')
+    asked = any(reading.norm(at) in _SHOWING for at in range(max(0, mention.start - 3), mention.start))
+    if asked and column not in shown:
+        return False
     if column in used or mention.source != "name":
         return True
     if reading.scope is not None and _names_used_join(reading, column, used):

@@ -6,8 +6,6 @@ which a WHERE would turn into their opposite ("carriers with a flight not cancel
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from convener.analytics.planner.catalog import _common, _table_words
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.shapes import BOOLEAN, STRING
@@ -71,13 +69,8 @@ def _asks_which_column(reading: _Reading) -> bool:
 def _key_of(reading: _Reading, column: str) -> str:
     """The queried table's column that ``column`` is about: itself, or for a joined table's column
     ("La Guardia" of airports' names, joined by origin), the column it is joined by."""
-    if reading.scope is None or column not in reading.scope.virtual:
-        return column
-    expression = reading.scope.virtual[column]
-    for join in reading.scope.joins:
-        if isinstance(expression, exp.Column) and expression.table == join.table.name.split(".")[-1]:
-            return join.on[0][0]
-    return column
+    join = reading.join_of(column)
+    return join.on[0][0] if join is not None else column
 
 
 def settle_presence(reading: _Reading) -> None:

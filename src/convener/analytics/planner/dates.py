@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from datetime import date
 
-from sqlglot import exp
-
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.periods import read_periods
@@ -43,16 +41,12 @@ def _of_named_join(reading: _Reading, columns: list[ColumnInfo]) -> list[ColumnI
     """The time columns of a joined table whose rows the question names ("planes made in 2005")."""
     if reading.scope is None:
         return []
-    found = []
+    found: list[ColumnInfo] = []
     for join in reading.scope.joins:
         words = _table_words(join.table)
         if not any(token.stem in words for token in reading.tokens if token.kind == "word"):
             continue
-        alias = join.table.name.split(".")[-1]
-        for column in columns:
-            expression = reading.scope.virtual.get(column.name)
-            if isinstance(expression, exp.Column) and expression.table == alias:
-                found.append(column)
+        found.extend(column for column in columns if reading.join_of(column.name) is join)
     return found
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS
@@ -63,17 +61,13 @@ def read_column_list(reading: _Reading) -> None:
 
 def asked_of_joined_rows(reading: _Reading, columns: list[str]) -> bool:
     """Whether ``columns`` are all of one joined table whose rows the question asks which of ("which airlines")."""
-    if reading.scope is None:
+    joins = {reading.join_of(column) for column in columns}
+    join = joins.pop() if len(joins) == 1 else None
+    if join is None:
         return False
-    for join in reading.scope.joins:
-        alias = join.table.name.split(".")[-1]
-        words = _table_words(join.table)
-        if all(isinstance(expression := reading.scope.virtual.get(column), exp.Column) and expression.table == alias
-               for column in columns) and any(
-                token.norm in ("which", "what") and index + 1 < len(reading.tokens)
-                and reading.tokens[index + 1].stem in words for index, token in enumerate(reading.tokens)):
-            return True
-    return False
+    words = _table_words(join.table)
+    return any(token.norm in ("which", "what") and index + 1 < len(reading.tokens)
+               and reading.tokens[index + 1].stem in words for index, token in enumerate(reading.tokens))
 
 
 def _items(reading: _Reading, index: int) -> tuple[list[tuple[str, range]], int]:

@@ -1976,9 +1976,7 @@ def _names_used_join(reading: _Reading, column: str, used: set[str]) -> bool:
     for join in reading.scope.joins:
         if not join.chosen or column not in (mine for mine, _ in join.on):
             continue
-        alias = join.table.name.split(".")[-1]
-        if any(isinstance(expression, exp.Column) and expression.table == alias
-               for name, expression in reading.scope.virtual.items() if name in used):
+        if any(reading.join_of(name) is join for name in used):
             return True
     return False
 

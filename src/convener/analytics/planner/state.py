@@ -153,6 +153,14 @@ class _Reading:
     def virtual(self, name: str) -> bool:
         return self.scope is not None and name in self.scope.virtual
 
+    def join_of(self, name: str) -> _Join | None:
+        """The join whose table's column the virtual column ``name`` is (None for the queried table's own
+        columns and for formulas)."""
+        expression = self.scope.virtual.get(name) if self.scope is not None else None
+        if not isinstance(expression, exp.Column) or self.scope is None:
+            return None
+        return next((join for join in self.scope.joins if join.table.name.split(".")[-1] == expression.table), None)
+
     def column(self, name: str) -> ColumnInfo:
         found = self.table.column(name)
         assert found is not None

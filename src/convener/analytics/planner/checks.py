@@ -433,8 +433,8 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
         raise NoPlan("an aggregate of the rows a ranking picks is not something this planner computes")
     numbered = _numbers_the_rows(reading)
     if numbered is not None:
-        raise NoPlan(f"{numbered} numbers the rows of {reading.table.name}: its average or total means "
-                     "nothing")
+        raise NoPlan(f"{numbered} numbers the rows of {reading.table.name}: it is no measure to average, total "
+                     "or take for each group")
     disjoint = _disjoint_periods(reading)
     if disjoint is not None:
         raise NoPlan(f"the conditions on {disjoint} exclude each other: comparing them is not something this "

@@ -94,10 +94,10 @@ def read_periods(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
 
 
 def read_joined_values(reading: _Reading, dialect: str) -> tuple[Guess, ...]:
-    """Each value of a joined table's column the plan's conditions name ("to Orlando": the airport named
-    Orlando), with the query that tells whether any row of the queried table joins to it: the other table may
-    hold the name with no row of this one behind it (no flight goes to the airport named Orlando; they go to
-    Orlando Intl), and an answer of nothing resting on it is no answer."""
+    """Each value of a joined table's column the plan's conditions name, said whole ("to Boston Back Bay
+    Station"), with the query that tells whether any row of the queried table joins to it: the other table may
+    hold the name with no row of this one behind it (no flight goes to that station), and an answer of nothing
+    resting on it is no answer."""
     virtual = reading.scope.virtual if reading.scope is not None else {}
     return tuple(_rows_guess(reading, [condition], " or ".join(map(_plain_value, condition.values)), dialect)
                  for condition in reading.filters

@@ -6,7 +6,7 @@ from datetime import date
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
-from convener.analytics.planner.periods import read_periods
+from convener.analytics.planner.periods import add_day_of_every_year, read_periods
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_bucket
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _UNITS, _YEAR_PREPOSITIONS
@@ -136,6 +136,10 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
                 _add_day(reading, column, int(tokens[month_at + 1].number or 0), named, int(token.number or 0),
                          list(range(index, month_at + 2)))
                 continue
+            if named is not None and (month_at == index + 2 or reading.norm(index - 1) == "on"):
+                # "on 4 July", "the 4th of July": that day of every year
+                _add_yearless_day(reading, column, named, int(token.number or 0), list(range(index, month_at + 1)))
+                continue
         named = _month(token)
         following = tokens[index + 1] if index + 1 < len(tokens) else None
         after = tokens[index + 2] if index + 2 < len(tokens) else None
@@ -153,6 +157,8 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
                      [index, index + 1, index + 2])
         elif _is_year(following):
             _add_month(reading, column, int(following.number or 0), named, [index, index + 1])
+        elif _day_number(following) and reading.norm(index - 1) in ("on", "for"):
+            _add_yearless_day(reading, column, named, int(following.number or 0), [index, index + 1])
 
 
 _SET_AGAINST = frozenset({"versus", "vs", "against", "or", "and", "with"})
@@ -188,6 +194,14 @@ def _add_day(reading: _Reading, column: ColumnInfo, year: int, month: int, day: 
     reading.filters.append(_Filter(column.name, "=", (iso,), "date", span[0]))
     reading.used.update(span)
     if reading.norm(span[0] - 1) == "on":
+        reading.used.add(span[0] - 1)
+
+
+def _add_yearless_day(reading: _Reading, column: ColumnInfo, month: int, day: int, span: list[int]) -> None:
+    """"On July 4" with no year: that day of every year in the data."""
+    add_day_of_every_year(reading, column, month, day, span[0])
+    reading.used.update(span)
+    if reading.norm(span[0] - 1) in ("on", "the"):
         reading.used.add(span[0] - 1)
 
 

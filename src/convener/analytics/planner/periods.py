@@ -15,7 +15,8 @@ _HOLIDAYS: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
     (("new", "year", "day"), (1, 1)), (("new", "years", "day"), (1, 1)), (("new", "year", "eve"), (12, 31)),
     (("new", "years", "eve"), (12, 31)), (("christmas", "day"), (12, 25)), (("christmas", "eve"), (12, 24)),
     (("christmas",), (12, 25)), (("independence", "day"), (7, 4)), (("valentine", "day"), (2, 14)),
-    (("valentines", "day"), (2, 14)), (("halloween",), (10, 31)),
+    (("valentines", "day"), (2, 14)), (("halloween",), (10, 31)), (("fourth", "of", "july"), (7, 4)),
+    (("july", "fourth"), (7, 4)),
 )
 """Days of the year known by a name that falls on the same date every year."""
 _RANGES = (("between", "and"), ("from", "to"), ("from", "through"), ("from", "until"), ("from", "till"))
@@ -233,14 +234,23 @@ def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:
             if year is not None:
                 reading.filters.append(_Filter(column.name, "=", (_iso(year, month, day),), "date", index))
             else:
-                reading.filters.append(_Filter(column.name, "=", (month,), "month", index))
-                reading.filters.append(_Filter(column.name, "=", (day,), "day", index))
+                add_day_of_every_year(reading, column, month, day, index)
             reading.used.update(said)
             for mention in [m for m in reading.mentions if m.start in said]:
                 reading.mentions.remove(mention)  # "Year's" is no column called year here
             if reading.norm(index - 1) in ("on", "during"):
                 reading.used.add(index - 1)
             break
+
+
+def add_day_of_every_year(reading: _Reading, column: ColumnInfo, month: int, day: int, start: int) -> None:
+    """"On New Year's Day", "on July 4": that day of every year in the data, as its month and its day."""
+    try:
+        date(2000, month, day)  # (a leap year: February 29 is a day of some years)
+    except ValueError:
+        raise NoPlan(f"{month:02d}-{day:02d} is not a day of the year") from None
+    reading.filters.append(_Filter(column.name, "=", (month,), "month", start))
+    reading.filters.append(_Filter(column.name, "=", (day,), "day", start))
 
 
 def _capitalised(token: Token) -> bool:

@@ -114,6 +114,15 @@ def test_aggregates_joined_by_and_are_each_computed(data: duckdb.DuckDBPyConnect
     rows = data.execute(plan("Minimum and maximum body mass per species").sql).fetchall()
     assert rows == [("Adelie", 3700, 3700), ("Gentoo", 5600, 6100)]
     assert len(data.execute(plan("average, minimum and maximum flipper length").sql).fetchall()[0]) == 3
+    # with articles between them, and as superlatives of size
+    assert data.execute(plan("the smallest and the largest body mass per species").sql).fetchall() == rows
+    assert data.execute(plan("What are the lightest and heaviest body masses per species?").sql).fetchall() == rows
+    assert len(data.execute(plan("Give the mean and the maximum flipper length").sql).fetchall()[0]) == 2
+
+
+def test_two_opposite_superlatives_of_the_rows_are_refused_not_one_dropped() -> None:
+    with pytest.raises(NoPlan, match="two rankings"):
+        plan("the heaviest and lightest penguin")
 
 
 @pytest.mark.parametrize("question", ["Average flipper length of penguins, excluding those with unknown body mass",

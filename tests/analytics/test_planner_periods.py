@@ -51,10 +51,25 @@ def test_lateness_without_a_verb_between_two_delays_is_declined() -> None:
     ("How many flights were there on Christmas Day 2013?", 1),
     ("How many flights were there on New Year's Day?", 2),  # that day of every year in the data
     ("Did any flight leave more than an hour late on New Year's Day 2014?", False),
+    ("How many flights were there on the Fourth of July?", 0), ("How many flights were there on July 5?", 1),
+    ("How many flights were there on the 3rd of July?", 1), ("How many flights on 25 December?", 1),
+    ("How many flights were there on January 1?", 2),  # a day without a year: that day of every year
 ])
 def test_periods_said_in_words_are_ranges_of_dates(data: duckdb.DuckDBPyConnection, question: str,
                                                    expected: object) -> None:
     assert data.execute(plan(question).sql).fetchall() == [(expected,)]
+
+
+def test_a_day_of_the_year_that_no_year_has_is_refused() -> None:
+    with pytest.raises(NoPlan, match="02-30 is not a day of the year"):
+        plan("How many flights were there on February 30?")
+
+
+def test_the_rows_of_the_last_day_are_all_the_rows_of_that_date(data: duckdb.DuckDBPyConnection) -> None:
+    rows = data.execute(plan("List the flights on the last day in the data: flight number and arrival delay").sql)
+    assert sorted(row[:2] for row in rows.fetchall()) == [(7, 3)]
+    rows = data.execute(plan("List the flights on the first day in the data: flight number and arrival delay").sql)
+    assert sorted(row[:2] for row in rows.fetchall()) == [(1, 80)]
 
 
 def test_a_range_of_days_without_a_year_is_not_guessed() -> None:

@@ -140,6 +140,8 @@ def _read_dimensions(reading: _Reading) -> None:
         column = _settle_column(reading, index, columns)
         if column is None:
             continue
+        if _extremes_joined(reading, index, column, high):
+            continue
         reading.used.add(index)
         reading.direction = high
         reading.order_measure = column
@@ -1238,27 +1240,75 @@ _NAMED_AGGREGATES = frozenset({"average", "avg", "mean", "median", "total", "sum
                                "max"})
 
 
+def _extremes_joined(reading: _Reading, index: int, column: str, high: bool) -> bool:
+    """"The lightest and heaviest body mass", "the shortest and longest flippers": two superlatives of one
+    measure joined by "and" are its least and greatest values (read here as both), not a ranking by the last of
+    them. Said of the rows ("the heaviest and lightest penguin"), they ask for two rankings at once: refused."""
+    for other in (index + 2, index - 2):
+        joiner = min(index, other) + 1
+        found = _dimension(reading.norm(other)) if reading.norm(joiner) in ("and", "or") else None
+        if found is None or not reading.free(other) or found[2] != "superlative" or found[1] == high \
+                or column not in _measured_columns(reading, found[0]):
+            continue
+        first, last = sorted((index, other))
+        if reading.tokens[last + 1:last + 2] and reading.tokens[last + 1].stem in _table_words(reading.base):
+            raise NoPlan(f"'{reading.tokens[first].text} and {reading.tokens[last].text}' asks for two rankings "
+                         "of the rows at once; ask for one at a time")
+        said = {index: high, other: found[1]}
+        reading.measures += [(column, MAX if said[at] else MIN) for at in (first, last)]
+        reading.used.update(range(first, last + 1))
+        measured = reading.mention_at(last + 1)
+        if measured is not None and not measured.is_value and measured.target.column == column:
+            reading.mentions.remove(measured)  # the measure the superlatives are of, read with them
+            reading.used.update(range(measured.start, measured.end))
+            _note_term(reading, measured)
+        return True
+    return False
+
+
 def _joined_aggregates(reading: _Reading, index: int) -> list[str]:
     """The aggregate words joined by "and"/"or" before the one right before a measure ("minimum and
-    maximum …", "the average, minimum and maximum …"), read here; those joined are of the same measure."""
+    maximum …", "the average, minimum and maximum …", "the mean and the maximum …", "the shortest and longest
+    …"), read here; those joined are of the same measure."""
     found: list[str] = []
-    position = index - 1
-    while position >= 0 and reading.norm(position) in ("the", "a"):
-        position -= 1
-    if reading.norm(position) not in _AGG_WORDS:
+    position = _before_articles(reading, index - 1)
+    if _aggregate_word(reading, index) is not None:
+        position = index - 1  # the measure's own first word is its aggregate: "heaviest body mass"
+    elif _aggregate_word(reading, position) is None:
         return found
-    position -= 1
+    else:
+        position -= 1
     while position >= 0:
+        position = _before_articles(reading, position)  # "the average and the maximum"
         joiner = reading.norm(position) in ("and", "or") and reading.free(position)
         if not joiner and not found:
             break  # "the highest average delay" is one measure, ranked
         word = position - 1 if joiner else position  # (a comma is no token: "average, minimum and …")
-        if word < 0 or reading.norm(word) not in _NAMED_AGGREGATES or not reading.free(word):
+        aggregate = _aggregate_word(reading, word) if word >= 0 and reading.free(word) else None
+        if aggregate is None:
             break
-        found.insert(0, _AGG_WORDS[reading.norm(word)])
+        found.insert(0, aggregate)
         reading.used.update(range(word, position + 1))
         position = word - 1
     return found
+
+
+def _before_articles(reading: _Reading, position: int) -> int:
+    while position >= 0 and reading.norm(position) in ("the", "a"):
+        position -= 1
+    return position
+
+
+def _aggregate_word(reading: _Reading, position: int) -> str | None:
+    """The aggregate a word names: "average", "maximum", or a superlative of size ("shortest", "longest")."""
+    norm = reading.norm(position)
+    if norm in _NAMED_AGGREGATES or norm in _AGG_WORDS and norm not in ("most", "top", "best", "least", "record"):
+        return _AGG_WORDS[norm]
+    token = reading.tokens[position] if 0 <= position < len(reading.tokens) else None
+    if token is not None and token.kind == "word" and norm not in _TIME_HIGH | _TIME_LOW \
+            and (norm in _LOW_WORDS or norm.endswith("est") and len(norm) > 5):
+        return MIN if norm in _LOW_WORDS else MAX
+    return None
 
 
 def _read_extreme(reading: _Reading) -> None:
@@ -1715,6 +1765,19 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
             if mention is not None and not mention.is_value and mention.start == noun and mention.end == noun + 1:
                 reading.mentions.remove(mention)  # "the first cancelled flight": the rows, not a column "flight"
                 found[0].append(noun)
+        elif word in ("first", "last") and before == "the" and reading.norm(index + 1) in ("day", "date") \
+                and (reading.free(index + 1) or reading.bucket == "day") and _time_columns(reading.table) \
+                and reading.mention_at(index + 1) is None:
+            # "the flights on the last day in the data": the rows of the latest date, all of them (ties)
+            found = ([index - 1, index, index + 1], word == "last")
+            if reading.bucket == "day":
+                reading.bucket = None
+        elif word in ("first", "last") and before not in ("the", "very") \
+                and any(t.norm == "when" for t in reading.tokens) \
+                and index + 1 < len(reading.tokens) and reading.tokens[index + 1].kind == "word" \
+                and reading.free(index + 1) and reading.mention_at(index + 1) is None:
+            # "when did Alaska Airlines last fly": the latest date of the rows
+            found = ([index], word == "last")
         if found:
             break
     if found is None:

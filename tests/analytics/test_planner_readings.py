@@ -331,3 +331,22 @@ def test_the_columns_listed_after_their_are_each_rows(runs: duckdb.DuckDBPyConne
     made = plan_question("Runs longer than 1 mile: their ids and runners", [RUNS])
     assert sorted(runs.execute(made.sql).fetchall()) == [(1, "Ann"), (2, "Ann"), (3, "Bo")], made.sql
     assert "DISTINCT" not in made.sql and not made.unaccounted
+
+
+TIMES = TableInfo("flights", (ColumnInfo("carrier", "STRING", samples=("DL", "UA")), ColumnInfo("dep_time", "INTEGER"),
+                              ColumnInfo("arr_time", "INTEGER"), ColumnInfo("air_time", "INTEGER")),
+                  description="One row per flight.")
+
+
+def test_a_word_several_columns_share_names_the_one_whose_other_words_are_said() -> None:
+    sql = plan_question("What was the longest time any flight spent in the air?", [TIMES]).sql
+    assert 'MAX("air_time")' in sql
+    with pytest.raises(NoPlan, match="could be"):
+        plan_question("What was the longest time of any flight?", [TIMES])  # nothing says which
+
+
+def test_a_share_owned_by_a_value_counts_that_value() -> None:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE flights (carrier VARCHAR, dep_time INTEGER, arr_time INTEGER, air_time INTEGER)")
+    connection.execute("INSERT INTO flights VALUES ('DL', 1, 2, 3), ('UA', 1, 2, 3), ('UA', 1, 2, 3), ('UA', 1, 2, 3)")
+    assert connection.execute(plan_question("DL's share of all flights?", [TIMES]).sql).fetchall() == [(25.0,)]

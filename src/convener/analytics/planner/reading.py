@@ -1178,6 +1178,7 @@ def _read_measures(reading: _Reading) -> None:
     horsepower", "horsepower on average", "warmest temperature")."""
     global_agg: list[str | None] = []
     _merge_adjacent_measures(reading)
+    _settle_by_other_words(reading)
     for mention in list(reading.mentions):
         if mention.is_value:
             continue
@@ -1234,6 +1235,37 @@ def _read_measures(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
+
+
+def _settle_by_other_words(reading: _Reading) -> None:
+    """"The longest time any flight spent in the air": a word several columns share ("time": air_time,
+    dep_time, arr_time, ...) names the one whose other words the question says elsewhere ("air"), when only
+    one's are all there; those words are read with it."""
+    for mention in [m for m in reading.mentions if m.ambiguous and not m.is_value]:
+        said = {form for token in reading.tokens[mention.start:mention.end] for form in (token.norm, token.stem)}
+        fits: list[tuple[str, list[int]]] = []
+        for column in (mention.target.column, *mention.ambiguous):
+            others = [word for word in phrase(column) if word not in said]
+            at = [next((i for i, t in enumerate(reading.tokens) if word in (t.norm, t.stem) and _free_or_of(
+                reading, i, column) and not mention.start <= i < mention.end), -1) for word in others]
+            if others and -1 not in at:
+                fits.append((column, at))
+        if len(fits) != 1:
+            continue
+        column, at = fits[0]
+        for other in [m for m in reading.mentions if m is not mention and m.start in at]:
+            reading.mentions.remove(other)  # "air" read alone as air_time: the same column, said in two places
+        reading.mentions[reading.mentions.index(mention)] = replace(
+            mention, target=replace(mention.target, column=column), ambiguous=())
+        reading.used.update(at)
+
+
+def _free_or_of(reading: _Reading, index: int, column: str) -> bool:
+    """Whether the word at ``index`` is unread, or read only as naming ``column``."""
+    mention = reading.mention_at(index)
+    if mention is not None:
+        return not mention.is_value and mention.target.column == column and not mention.ambiguous
+    return reading.free(index)
 
 
 _NAMED_AGGREGATES = frozenset({"average", "avg", "mean", "median", "total", "sum", "minimum", "min", "maximum",
@@ -1459,6 +1491,11 @@ def _read_share(reading: _Reading) -> None:
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
+        owner = reading.mention_at(index - 1)
+        if verb is None and owner is not None and owner.is_value \
+                and reading.tokens[index - 1].text.lower().endswith(("'s", "\u2019s")):
+            # "Delta's share of all flights": the value that owns the share is what it counts
+            reading.share_span = (owner.start, index)
         _read_share_unit(reading)
         return
 

@@ -34,6 +34,8 @@ def plan(question: str) -> Plan:
 @pytest.mark.parametrize(("question", "expected"), [
     ("How many flights left more than an hour late?", 3), ("How many flights left more than two hours behind schedule?", 1),
     ("How many flights arrived more than 20 minutes early?", 1), ("How many flights arrived at least 60 minutes late?", 3),
+    ("How many flights left on time or early?", 2), ("How many flights departed early or on time?", 2),
+    ("How many flights left early?", 1),
 ])
 def test_lateness_is_the_delay_of_the_end_the_verb_names(data: duckdb.DuckDBPyConnection, question: str,
                                                           expected: int) -> None:

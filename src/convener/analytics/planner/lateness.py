@@ -11,7 +11,7 @@ from convener.analytics.planner.catalog import _Mention, _Target
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Filter, _matches, _Reading
 from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
-from convener.analytics.planner.vocabulary import _AWAY, _COMPARATORS, _SHARE_VERBS, _TOWARD
+from convener.analytics.planner.vocabulary import _AWAY, _COMPARATORS, _SHARE_VERBS, _SHARE_WORDS, _TOWARD
 from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo
 from convener.analytics.wording import phrase
 
@@ -76,8 +76,11 @@ def read_lateness(reading: _Reading) -> None:
     _read_plain_lateness(reading, delays)
 
 
-_PLAIN = ((("early",), "<"), (("ahead", "of", "schedule"), "<"), (("behind", "schedule"), ">"))
-"""Lateness said with no amount: early or ahead of schedule is a delay below zero, behind schedule above."""
+_PLAIN = ((("on", "time", "or", "early"), "<="), (("early", "or", "on", "time"), "<="),
+          (("on", "time", "or", "ahead", "of", "schedule"), "<="), (("early",), "<"), (("ahead", "of", "schedule"), "<"),
+          (("behind", "schedule"), ">"))
+"""Lateness said with no amount: early or ahead of schedule is a delay below zero, behind schedule above, on
+time or early at most zero. ("On time" alone is not read: whether it allows a few minutes is not said.)"""
 
 
 def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
@@ -99,9 +102,11 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
         span = range(index, index + len(words))
         for mention in [m for m in reading.mentions if m.start in span or m.end - 1 in span]:
             reading.mentions.remove(mention)  # ("schedule": part of sched_dep_time's name, read here)
-        # (the verb is left to the readings that need it: "what percentage arrived early" splits a share there)
         reading.used.update(span)
         _read_phrasal(reading, verb)
+        if not any(token.norm in _SHARE_WORDS for token in reading.tokens):
+            # (with a share the verb is left to it: "what percentage arrived early" splits the share there)
+            reading.used.add(verb)
 
 
 def _read_phrasal(reading: _Reading, particle: int) -> None:

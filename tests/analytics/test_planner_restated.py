@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, plan_question
+from convener.analytics.planner import NoPlan, Plan, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -81,3 +81,27 @@ def test_a_noun_no_column_describes_with_the_name_is_no_key() -> None:
     except NoPlan:
         return
     assert made.unaccounted, made
+
+
+
+WAREHOUSES = TableInfo("warehouses", (ColumnInfo("site", "STRING", "Code of the warehouse"),
+                                      ColumnInfo("city", "STRING", "City of the warehouse")),
+                       description="Warehouses of the company: one row per warehouse.")
+LOSSES = [Term("loss", "A parcel that was lost, that is parcels whose lost = true.", ("losses",))]
+# a warehouse code that is also the initials of the parcels' harbour: said, it names a warehouse too
+BOTH = {**VALUES, ("warehouses", "site"): ["RH", "W1", "W2"]}
+
+
+@pytest.mark.parametrize("question", ["losses by RH warehouse", "How many losses did each RH warehouse have?"])
+def test_a_tables_noun_said_as_another_tables_column_describes_it_is_that_column(
+        data: duckdb.DuckDBPyConnection, question: str) -> None:
+    """"each RH warehouse" is the parcels' origin site, whose description says "Rotterdam Harbour warehouse",
+    not the warehouses table, whose noun it is (and one of whose codes "RH" is)."""
+    made = plan_question(question, [PARCELS, WAREHOUSES], LOSSES, values_of=lambda t, c: BOTH.get((t, c), []))
+    assert sorted(data.execute(made.sql).fetchall()) == [("W1", 1), ("W2", 1)]
+
+
+def test_a_tables_noun_after_no_describing_word_is_that_table() -> None:
+    made = plan_question("How many warehouses are there?", [PARCELS, WAREHOUSES], LOSSES,
+                         values_of=lambda t, c: BOTH.get((t, c), []))
+    assert '"warehouses"' in made.sql

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import permutations
+from itertools import pairwise, permutations
 
 import sqlglot
 from sqlglot import exp
@@ -17,7 +17,7 @@ from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
 from convener.analytics.planner.fronted import fronted_spans
-from convener.analytics.planner.described import described_spans, unsaid_spans, what_it_is_spans
+from convener.analytics.planner.described import described_initials, described_spans, unsaid_spans, what_it_is_spans
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _ADJECTIVE_SUFFIXES,
@@ -36,6 +36,7 @@ from convener.analytics.wording import (
     CONTENT_STOPWORDS,
     MEANINGFUL,
     Token,
+    number_word,
     parted,
     phrase,
     snake,
@@ -876,6 +877,7 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     candidate phrase."""
     candidates = catalog.candidates(tokens, used)
     scored: list[tuple[float, str]] = []
+    owners = _described_nouns(tokens, [catalog.tables[name] for name in choosable])
 
     def joined_to(many: str, one: str) -> bool:
         return one in joins_of(many)
@@ -890,7 +892,9 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
                                 and not taken.intersection(range(c.start, c.end))])
             score += 0.9 * sum(_strength(candidates, m) for m in reached)
         words = _table_words(table)
-        score += 3.0 * len({t.stem for t in tokens if t.stem in words and t.kind == "word"})
+        score += 3.0 * len({t.stem for i, t in enumerate(tokens) if t.stem in words and t.kind == "word"
+                            and owners.get(i, name) == name})
+        score += 3.0 * len({tokens[i].stem for i, owner in owners.items() if owner == name})
         # "… in the data" says the question is about the data, whichever table of it (every one alike)
         score += 1.0 if any(t.norm in _DATA_WORDS for t in tokens) else 0.0
         vocabulary = _vocabulary(table)
@@ -918,6 +922,39 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
             return catalog.tables[scored[1][1]], candidates
         raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
     return catalog.tables[best], candidates
+
+
+def _described_nouns(tokens: list[Token], tables: Sequence[TableInfo]) -> dict[int, str]:
+    """"each of the three NYC airports" asked of flights and airports: a table's noun ("airports") right after a
+    word that another table's column description says right before that noun ("FAA code of the New York
+    airport the flight left from"; "NYC" standing for the description's New York City) names that column of the
+    other table, not the noun's table. Where the noun stands, and the table it is said of."""
+    owners: dict[int, str] = {}
+    for index, token in enumerate(tokens):
+        named = [table.name for table in tables if token.kind == "word" and token.stem in _table_words(table)]
+        if not named:
+            continue
+        for other in tables:
+            said = _said_before(tokens, index, described_initials(other))
+            if other.name in named or not said:
+                continue
+            pairs = {pair for column in other.columns
+                     for pair in pairwise(phrase(column.description or ""))}
+            if any((word, token.stem) in pairs for word in said):
+                owners[index] = other.name
+    return owners
+
+
+def _said_before(tokens: list[Token], index: int, initials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The stems of the word right before ``index``, past a number ("the three New York airports"): the words
+    initials stand for ("NYC": new york citi), else its own stem; nothing when that word is no content word."""
+    position = index - 1
+    while position >= 0 and (tokens[position].kind == "number" or number_word(tokens[position].norm) is not None):
+        position -= 1
+    token = tokens[position] if position >= 0 else None
+    if token is None or token.kind != "word" or token.is_stopword:
+        return ()
+    return initials.get(token.norm, (token.stem,)) if token.text.isupper() else (token.stem,)
 
 
 def _counts_distinct(tokens: list[Token]) -> bool:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from convener.analytics.planner.vocabulary import _PARTING
+from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import CONTENT_STOPWORDS, Token, parted, phrase, stem
 
 _REACH = 5
@@ -134,3 +136,16 @@ def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], descriptio
                 spans.append((first, first + size))
     return spans
 
+
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){1,3}\b")
+
+
+@lru_cache(maxsize=1024)
+def described_initials(table: TableInfo) -> dict[str, tuple[str, ...]]:
+    """The initials of each name of two to four capitalised words in a table's description, with the stems
+    of its words ("nyc": ("new", "york", "citi") where the description says "New York City")."""
+    found: dict[str, tuple[str, ...]] = {}
+    for match in _CAPITALISED_RUN.finditer(table.description or ""):
+        words = match.group(0).split()
+        found["".join(word[0] for word in words).lower()] = phrase(match.group(0))
+    return found

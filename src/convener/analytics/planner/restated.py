@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from convener.analytics.planner.described import described_initials
 from convener.analytics.planner.state import _Reading
 from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import phrase
@@ -27,20 +28,6 @@ def described_ends(table: TableInfo) -> frozenset[str]:
     registry", "in a 1-in-100 sample"): said alone, it names where the rows come from."""
     clauses = re.split(r"[,.:;(]", table.description or "")
     return frozenset(words[-1] for words in map(phrase, clauses) if words)
-
-
-_CAPITALISED_RUN = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){1,3}\b")
-
-
-@lru_cache(maxsize=1024)
-def described_initials(table: TableInfo) -> dict[str, tuple[str, ...]]:
-    """The initials of each name of two to four capitalised words in a table's description, with the stems
-    of its words ("nyc": ("new", "york", "citi") where the description says "New York City")."""
-    found: dict[str, tuple[str, ...]] = {}
-    for match in _CAPITALISED_RUN.finditer(table.description or ""):
-        words = match.group(0).split()
-        found["".join(word[0] for word in words).lower()] = phrase(match.group(0))
-    return found
 
 
 def restated_stems(reading: _Reading, index: int) -> tuple[str, ...]:

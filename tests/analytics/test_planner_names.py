@@ -500,3 +500,14 @@ def test_a_column_asked_to_be_shown_is_not_shown_by_being_filtered_on() -> None:
     # not show: it must say so, not answer as if it had
     made = plan("Top 2 destinations from Newark by number of flights — show the airport names.")
     assert "names" in made.unaccounted, made
+
+
+def test_a_word_of_a_columns_name_glossed_in_its_description_names_it_too() -> None:
+    birds = TableInfo("birds", (ColumnInfo("study", "STRING", "Study (season) the bird was sampled in: S1 or S2"),
+                                ColumnInfo("bill_length_mm", "FLOAT", "Length of the bill (culmen) in millimetres"),
+                                ColumnInfo("sex", "STRING", "Sex of the bird: male or female (null when unknown)")),
+                      description="Birds: one row per bird.")
+    assert 'GROUP BY "study"' in plan_question("How many birds per season?", [birds]).sql
+    assert 'AVG("bill_length_mm")' in plan_question("Average culmen length", [birds]).sql
+    # a parenthesis that glosses no word of a name names nothing
+    assert 'GROUP BY "sex"' not in plan_question("How many birds per unknown?", [birds]).sql

@@ -88,6 +88,23 @@ class _ColumnKeys:
 
 
 
+_GLOSSED = re.compile(r"\b([A-Za-z]+) \(([A-Za-z]+(?: [A-Za-z]+)?)\)")
+
+
+def _glossed_names(column: ColumnInfo) -> list[tuple[str, ...]]:
+    """A word of a column's name glossed in its description by another in parentheses ("Study (season) the
+    penguin was sampled in", "Length of the bill (culmen)"): the name with that word said the other way
+    ("season", "culmen length") names the column too."""
+    names: list[tuple[str, ...]] = []
+    whole = tuple(word for word in phrase(column.name) if word not in _UNITS)
+    for word, gloss in _GLOSSED.findall(column.description or ""):
+        said = phrase(word)
+        if len(said) == 1 and said[0] in whole:
+            at = whole.index(said[0])
+            names.append((*whole[:at], *phrase(gloss), *whole[at + 1:]))
+    return names
+
+
 class _Catalog:
     """Every table's names, columns, values and the glossary, indexed for matching against a question."""
 
@@ -142,6 +159,8 @@ class _Catalog:
             bare = tuple(word for word in words if word not in _UNITS)
             if bare and bare != words:
                 keys.names.append(bare)  # "bill depth" for bill_depth_mm
+        for words in _glossed_names(column):
+            keys.names.append(words)
         whole = phrase(column.name)
         if column.type == BOOLEAN:
             # "customer_active": only the condition word ("active") says the column is true, never "customer"

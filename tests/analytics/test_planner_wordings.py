@@ -552,3 +552,17 @@ def test_a_terms_words_around_a_word_of_degree_are_the_term_at_that_degree(
     assert made.terms_used == ("distance made up",) and not made.unaccounted
     # (500 - 40) against 315 and 130
     assert [row[0] for row in data.execute(made.sql).fetchall()] == ["Haddock"]
+
+
+@pytest.mark.parametrize("question", [
+    "I'd like to see Oslo and Bergen next to each other: the average distance of their voyages.",
+    "Put the average distance of the Oslo voyages next to that of Bergen.",
+])
+def test_next_to_sets_groups_side_by_side_and_is_no_future(question: str) -> None:
+    made = plan(question)
+    assert 'GROUP BY "port"' in made.sql and "'Oslo'" in made.sql and not made.unaccounted, made
+
+
+def test_next_month_is_still_the_future() -> None:
+    with pytest.raises(NoPlan, match="future"):
+        plan("How many voyages next month?")

@@ -58,7 +58,9 @@ def _guard(question: str) -> list[Token]:
     for index, word in enumerate(words):
         if word in _MODIFY_VERBS and _commands(words, index):
             raise NoPlan(f"the question asks to {word} data; a data agent only reads it")
-    if any(word in _FUTURE_WORDS for word in words) or " next " in f" {' '.join(words)} ":
+    # ("next month" is ahead; "next to each other" is beside)
+    if any(word in _FUTURE_WORDS or word == "next" and words[index + 1:index + 2] != ["to"]
+           for index, word in enumerate(words)):
         raise NoPlan("the question asks about the future; the data only records the past")
     if words[0] == "why" or words[:2] == ["how", "come"]:
         raise NoPlan("the question asks why; the data records what happened, not its causes")

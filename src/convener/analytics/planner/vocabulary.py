@@ -62,7 +62,8 @@ _COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",)
 _DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "separate"})
 _LIST_WORDS = frozenset({"show", "list", "display", "find", "give", "get", "return", "see", "which", "fetch",
                          "view", "print", "rows", "records", "entries"})
-_COMPARE_WORDS = frozenset({"compare", "compared", "comparing", "comparison", "vs", "versus", "against"})
+_COMPARE_WORDS = frozenset({"compare", "compared", "comparing", "comparison", "vs", "versus", "against", "next",
+                            "beside", "alongside"})
 _MODIFY_VERBS = frozenset({"delete", "drop", "update", "insert", "truncate", "alter", "grant", "revoke",
                            "merge", "upsert", "remove", "modify", "erase", "wipe", "create", "replace"})
 _DDL_OBJECTS = frozenset({"table", "tables", "view", "index", "database", "schema", "function", "or"})
@@ -121,6 +122,9 @@ _FILLER = frozenset({
     "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among",
     # emphasis: "only the flights that actually departed"
     "actually", "really", "truly",
+    # the asker and how to lay the answer out: "I'd like to see LaGuardia and JFK next to each other", "put the
+    # average on Biscoe beside the one on Dream" (the guard reads "next" only as "next to")
+    "id", "im", "put", "next", "beside", "alongside", "side",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

@@ -56,6 +56,8 @@ def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object,
     ("Compare the average wait of visits arriving before noon with those arriving at noon or later.",
      [(17.5, 85 / 3)]),
     ("Were there more urgent visits in February or in November?", [(1, 2)]),
+    ("Do visits arriving before noon have shorter waits than those arriving at noon or later? Show both averages.",
+     [(17.5, 85 / 3)]),
 ])
 def test_each_side_is_a_figure_of_its_own(data: duckdb.DuckDBPyConnection, question: str,
                                           expected: list[tuple[object, ...]]) -> None:
@@ -86,3 +88,27 @@ def test_a_count_of_distinct_values_is_one_per_side(data: duckdb.DuckDBPyConnect
     # distinct arrival times: July 1000 and 1500, January 930 and 1400, and 800 (November) on neither side
     made = plan("How many different arrival times in July versus January?")
     assert data.execute(made.sql).fetchall() == [(2, 2)], made.sql
+
+
+FLIGHTS = TableInfo("flights", (
+    ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, local, as HHMM"),
+    ColumnInfo("sched_arr_time", "INTEGER", "Scheduled arrival time, local, as HHMM"),
+    ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes")), description="One row per flight.")
+
+
+def test_a_time_of_day_without_a_verb_of_its_own_is_about_the_end_the_nearest_verb_before_it_names() -> None:
+    made = plan_question("Average arrival delay for flights scheduled to leave before noon versus those scheduled "
+                         "at noon or later?", [FLIGHTS])
+    assert made.sql.count('"sched_dep_time"') == 2 and "sched_arr_time" not in made.sql, made.sql
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Set the wait of visit 3 to zero.", True),
+    ("Set visits arriving before noon against those arriving at noon or later: the average wait of each?", False),
+])
+def test_set_is_a_change_of_data_unless_it_sets_groups_against_each_other(question: str, refused: bool) -> None:
+    if refused:
+        with pytest.raises(NoPlan, match="set data"):
+            plan(question)
+    else:
+        assert "side 2" in plan(question).explanation

@@ -21,6 +21,7 @@ from convener.analytics.planner.vocabulary import (
     _FUTURE_WORDS,
     _MEANINGFUL_LOCAL,
     MEDIAN,
+    _COMPARE_WORDS,
     _MODIFY_VERBS,
     SUM,
     _TREND_WORDS,
@@ -74,6 +75,8 @@ def _commands(words: list[str], index: int) -> bool:
     following = words[index + 1] if index + 1 < len(words) else ""
     if words[index] in ("create", "replace"):
         return following in _DDL_OBJECTS
+    if words[index] == "set" and _COMPARE_WORDS.intersection(words):
+        return False  # "set flights before noon against those after 6 pm": groups set side by side
     previous = words[index - 1] if index > 0 else ""
     return index == 0 or following in ("from", "into", "table", "all", "the", "every", "each") \
         or previous in ("run", "execute", "please", "and", "then", "to", "now")

@@ -69,10 +69,20 @@ def _clock_at(reading: _Reading, index: int) -> tuple[int, int] | None:
     return None
 
 
-def _choose_clock_column(reading: _Reading, columns: list[ColumnInfo]) -> ColumnInfo:
-    """The clock column a time is about: the one whose description has the most of the question's words of
-    departure/arrival/scheduled/actual, then the one the question names (the only one when there is one);
-    refused when that leaves a tie."""
+def _nearest_end(reading: _Reading, at: int) -> str | None:
+    """The concept (departure or arrival) of the nearest word of leaving or arriving before ``at``."""
+    for index in range(at - 1, -1, -1):
+        found = next((concept for concept in ("departure", "arrival") if reading.norm(index) in _CONCEPTS[concept]),
+                     None)
+        if found is not None:
+            return found
+    return None
+
+
+def _choose_clock_column(reading: _Reading, columns: list[ColumnInfo], at: int) -> ColumnInfo:
+    """The clock column a time said at ``at`` is about: the one whose description has the most of the question's
+    words of departure/arrival/scheduled/actual, then the one the question names (the only one when there is
+    one), then the end of the trip named nearest before the time; refused when that leaves a tie."""
     if len(columns) == 1:
         return columns[0]
     named = {c.name for c in columns if any(c.name in (m.target.column, *m.ambiguous) for m in reading.mentions
@@ -87,6 +97,12 @@ def _choose_clock_column(reading: _Reading, columns: list[ColumnInfo]) -> Column
     top = [c for score, c in scores if score == best]
     if len(top) == 1 and best != (0, False):
         return top[0]
+    nearest = _nearest_end(reading, at)
+    ends = [c for c in top if nearest is not None and stem(nearest) in phrase(c.description or "") + phrase(c.name)]
+    if len(ends) == 1:
+        # "the arrival delay of flights scheduled to leave before noon versus those scheduled at noon": the
+        # clause's own verb (the nearest word of leaving or arriving before the time) says which
+        return ends[0]
     raise NoPlan(f"could not tell which of {', '.join(c.name for c in top)} the time of day is about")
 
 
@@ -103,7 +119,7 @@ def _read_clock_times(reading: _Reading) -> None:
             clock = _clock_at(reading, index + len(words))
             if clock is None:
                 continue
-            column = _choose_clock_column(reading, columns)
+            column = _choose_clock_column(reading, columns, index)
             end = index + len(words) + clock[1]
             later = (reading.norm(end), reading.norm(end + 1))
             if op == "=" and later[0] == "or" and later[1] in _OPEN_ENDS \
@@ -128,7 +144,7 @@ def _read_clock_times(reading: _Reading) -> None:
                     joiner = index + 2
             if first is None or second is None:
                 continue
-            column = _choose_clock_column(reading, columns)
+            column = _choose_clock_column(reading, columns, index)
             reading.filters.append(_Filter(column.name, ">=", (float(first[0]),), "number", index))
             reading.filters.append(_Filter(column.name, "<=", (float(second[0]),), "number", index))
             reading.used.update(range(index, joiner + 1 + second[1]))

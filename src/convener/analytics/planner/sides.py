@@ -20,6 +20,10 @@ PIVOTS = frozenset({"versus", "vs", "against", "compared", "compare", "or"})
 asking to compare: "Compare the delay before noon with after 6 pm")."""
 
 
+_THOSE = frozenset({"those", "ones", "that"})
+"""After "than", what stands for the rows of the other side: "smaller delays than those scheduled at noon"."""
+
+
 def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) -> None:
     """Split the conditions on the column ``disjoint`` finds (whose conditions exclude each other) into the two
     sides a word of ``PIVOTS`` between them parts, when the question asks for one aggregate or a count and
@@ -34,7 +38,8 @@ def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) ->
     compared = [f for f in reading.filters if f.column == column]
     starts = sorted({f.start for f in compared})
     pivot_words = PIVOTS | ({"with"} if reading.norm(0) in ("compare", "comparing") else set())
-    pivots = [i for i in range(starts[0] + 1, starts[-1]) if reading.norm(i) in pivot_words and reading.free(i)]
+    pivots = [i for i in range(starts[0] + 1, starts[-1]) if reading.free(i) and (
+        reading.norm(i) in pivot_words or reading.norm(i) == "than" and reading.norm(i + 1) in _THOSE)]
     if len(pivots) != 1:
         return
     others = [f for f in reading.filters if f.column != column]

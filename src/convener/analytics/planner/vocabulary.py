@@ -12,7 +12,7 @@ _AGG_NAMES = {AVG: "average", SUM: "total", MIN: "minimum", MAX: "maximum", MEDI
               VAR_SAMP: "variance", VAR_POP: "population variance"}
 
 _AGG_WORDS = {
-    "average": AVG, "avg": AVG, "mean": AVG, "typical": AVG, "typically": AVG, "usual": AVG,
+    "average": AVG, "avg": AVG, "mean": AVG, "typical": AVG, "typically": AVG, "usual": AVG, "averages": AVG,
     "total": SUM, "sum": SUM, "combined": SUM, "altogether": SUM, "cumulative": SUM,
     "maximum": MAX, "max": MAX, "highest": MAX, "largest": MAX, "biggest": MAX, "greatest": MAX,
     "peak": MAX, "most": MAX, "best": MAX, "top": MAX, "record": MAX,
@@ -65,7 +65,7 @@ _LIST_WORDS = frozenset({"show", "list", "display", "find", "give", "get", "retu
 _COMPARE_WORDS = frozenset({"compare", "compared", "comparing", "comparison", "vs", "versus", "against", "next",
                             "beside", "alongside"})
 _MODIFY_VERBS = frozenset({"delete", "drop", "update", "insert", "truncate", "alter", "grant", "revoke",
-                           "merge", "upsert", "remove", "modify", "erase", "wipe", "create", "replace"})
+                           "merge", "upsert", "remove", "modify", "erase", "wipe", "create", "replace", "set"})
 _DDL_OBJECTS = frozenset({"table", "tables", "view", "index", "database", "schema", "function", "or"})
 _UNSUPPORTED = frozenset({
     "percentage", "percent", "share", "proportion", "ratio", "fraction", "correlation", "correlated",
@@ -124,7 +124,7 @@ _FILLER = frozenset({
     "actually", "really", "truly",
     # the asker and how to lay the answer out: "I'd like to see LaGuardia and JFK next to each other", "put the
     # average on Biscoe beside the one on Dream" (the guard reads "next" only as "next to")
-    "id", "im", "put", "next", "beside", "alongside", "side",
+    "id", "im", "put", "set", "next", "beside", "alongside", "side",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

@@ -350,3 +350,53 @@ def test_a_share_owned_by_a_value_counts_that_value() -> None:
     connection.execute("CREATE TABLE flights (carrier VARCHAR, dep_time INTEGER, arr_time INTEGER, air_time INTEGER)")
     connection.execute("INSERT INTO flights VALUES ('DL', 1, 2, 3), ('UA', 1, 2, 3), ('UA', 1, 2, 3), ('UA', 1, 2, 3)")
     assert connection.execute(plan_question("DL's share of all flights?", [TIMES]).sql).fetchall() == [(25.0,)]
+
+
+DELAYS = TableInfo("flights", (
+    ColumnInfo("carrier", "STRING", samples=("DL", "UA")), ColumnInfo("flight_date", "DATE"),
+    ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, local, as HHMM"),
+    ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes (negative when early)"),
+    ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes (negative when early)")),
+    description="One row per flight.")
+
+
+def delays() -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE flights (carrier VARCHAR, flight_date DATE, sched_dep_time INTEGER, "
+                       "dep_delay INTEGER, arr_delay INTEGER)")
+    connection.execute("INSERT INTO flights VALUES ('DL', '2013-01-01', 900, 10, -5), ('DL', '2013-01-01', 700, 0, -1), "
+                       "('UA', '2013-01-02', 800, 30, 20), ('UA', '2013-01-03', 600, -3, 4)")
+    return connection
+
+
+def test_a_shared_word_is_the_column_whose_description_begins_with_the_other_words_said() -> None:
+    # "delayed": dep_delay or arr_delay; "departures" says which ("Departure delay in minutes")
+    made = plan_question("Average delay of DL departures", [DELAYS])
+    assert delays().execute(made.sql).fetchall() == [(5.0,)], made.sql
+
+
+def test_an_average_said_early_of_the_rows_is_whether_the_average_delay_is_below_zero() -> None:
+    made = plan_question("Did DL flights arrive early on average?", [DELAYS])
+    assert delays().execute(made.sql).fetchall() == [(True,)], made.sql
+    made = plan_question("Did UA flights arrive early on average?", [DELAYS])
+    assert delays().execute(made.sql).fetchall() == [(False,)], made.sql
+
+
+def test_a_count_of_rows_said_with_a_condition_no_number_of_rows_answers_is_declined() -> None:
+    with pytest.raises(NoPlan, match="says of the flights counted"):
+        plan_question("How many departures were delayed?", [DELAYS])
+
+
+def test_a_ranking_of_rows_that_leaves_a_named_column_unshown_says_so() -> None:
+    made = plan_question("Which was the very first flight, by date and scheduled departure time? Show the carrier "
+                         "and the scheduled time.", [DELAYS])
+    assert made.unaccounted, made  # the tie-break by time is not read: said, not passed off
+
+
+def test_an_adjective_of_measure_says_which_of_the_columns_a_shared_word_names() -> None:
+    bills = TableInfo("penguins", (ColumnInfo("species", "STRING", samples=("Adelie", "Gentoo")),
+                                   ColumnInfo("bill_length_mm", "FLOAT", "Length of the bill in millimetres"),
+                                   ColumnInfo("bill_depth_mm", "FLOAT", "Depth of the bill in millimetres")),
+                      description="One row per penguin.")
+    made = plan_question("Is the average Adelie bill longer than the average Gentoo bill?", [bills])
+    assert "bill_length_mm" in made.sql and "bill_depth_mm" not in made.sql, made.sql

@@ -407,12 +407,18 @@ def _absent_rows(reading: _Reading) -> str | None:
 
 def _unshown_measures(reading: _Reading, shape: str) -> list[str]:
     """Number columns named beside a list of the columns to show ("…: date, captain, hull. distance") that
-    the list left out and no condition reads: a listing shows no measure, so they would go unshown unsaid."""
-    if shape != "rows" or not reading.shown or reading.shown_whole:
+    the list left out and no condition reads: a listing (or a ranking of rows: "the very first flight, by date
+    and scheduled departure time") shows no measure, so they would go unshown unsaid."""
+    ranks_rows = shape == "top" and not reading.keys and reading.bucket is None
+    if shape != "rows" and not ranks_rows or not reading.shown or reading.shown_whole:
         return []
     conditions = {f.column for f in reading.filters}
+    ranked = {column for column, agg in reading.measures if agg} | {reading.order_measure} - {None}
+    # (a word of the ranked column's name said again, "the highest time made up … the time", is that column)
+    said_again = {word for column in ranked if column for word in phrase(column)}
     return list(dict.fromkeys(column for column, agg in reading.measures
-                              if agg is None and column not in reading.shown and column not in conditions))
+                              if agg is None and column not in reading.shown and column not in conditions
+                              and column not in ranked and not said_again & set(phrase(column))))
 
 
 def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:

@@ -11,7 +11,15 @@ from convener.analytics.planner.catalog import _Mention, _Target
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Filter, _matches, _Reading
 from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
-from convener.analytics.planner.vocabulary import _AWAY, _COMPARATORS, _SHARE_VERBS, _SHARE_WORDS, _TOWARD
+from convener.analytics.planner.vocabulary import (
+    _AWAY,
+    _COMPARATORS,
+    _SHARE_VERBS,
+    _SHARE_WORDS,
+    _TOWARD,
+    AUXILIARIES,
+    AVG,
+)
 from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo
 from convener.analytics.wording import phrase
 
@@ -98,7 +106,20 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
         column, _ = _column(reading, verb + 1, delays, -1)
         if column is None or "negative" not in (column.description or "").lower():
             continue
-        reading.filters.append(_Filter(column.name, op, (0,), "number", index))
+        averaged = next((at for at in (index + len(words), verb - 2) if _on_average(reading, at)), None)
+        if averaged is not None:
+            # "did Delta flights arrive early on average": whether the average delay is below zero, not the
+            # flights that each did; asked only as a yes/no question
+            if reading.norm(0) not in AUXILIARIES or reading.asked_bound is not None:
+                continue
+            reading.asked_bound = (op, 0.0, index)
+            reading.measures.append((column.name, AVG))
+            reading.used.update((verb, averaged, averaged + 1))
+            named = reading.mention_at(verb)
+            if named is not None:
+                reading.mentions.remove(named)  # "arrive": the verb, not a column whose name it abbreviates
+        else:
+            reading.filters.append(_Filter(column.name, op, (0,), "number", index))
         span = range(index, index + len(words))
         for mention in [m for m in reading.mentions if m.start in span or m.end - 1 in span]:
             reading.mentions.remove(mention)  # ("schedule": part of sched_dep_time's name, read here)
@@ -107,6 +128,10 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
         if not any(token.norm in _SHARE_WORDS for token in reading.tokens):
             # (with a share the verb is left to it: "what percentage arrived early" splits the share there)
             reading.used.add(verb)
+
+
+def _on_average(reading: _Reading, index: int) -> bool:
+    return (reading.norm(index), reading.norm(index + 1)) == ("on", "average")
 
 
 def _read_phrasal(reading: _Reading, particle: int) -> None:

@@ -3,6 +3,7 @@ the mentions the catalog found."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from itertools import pairwise
 
@@ -1139,6 +1140,10 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
         unit = unit_named(reading.norm(after))
         if unit is not None and unit == unit_of(reading.column(column)):
             reading.amount = column  # "how many grams would every penguin weigh": an amount, not a number of rows
+        elif any(reading.norm(i) in _SHARE_VERBS for i in range(named.start + 1, named.end)):
+            # "how many departures were delayed" read whole as the departure delay: a condition on it said as
+            # a verb, which no number of rows answers
+            raise NoPlan(f"could not tell what '{_text(reading, named)}' says of the {reading.table.name} counted")
         else:
             reading.counted_measure = column
     if words != ("how", "many") and named is None and after < len(reading.tokens) \
@@ -1238,33 +1243,57 @@ def _read_measures(reading: _Reading) -> None:
 
 
 def _settle_by_other_words(reading: _Reading) -> None:
-    """"The longest time any flight spent in the air": a word several columns share ("time": air_time,
-    dep_time, arr_time, ...) names the one whose other words the question says elsewhere ("air"), when only
-    one's are all there; those words are read with it."""
+    """"The longest time any flight spent in the air", "were July departures more delayed", "is the Chinstrap
+    bill longer": a word several columns share ("time", "delayed", "bill") names the one whose other words the
+    question says elsewhere ("air": air_time; "departures": dep_delay, "Departure delay in minutes"), when only
+    one's are all there, those words then read with it; else the one an adjective of measure in the question
+    measures ("longer": bill_length_mm)."""
     for mention in [m for m in reading.mentions if m.ambiguous and not m.is_value]:
+        if mention not in reading.mentions:
+            continue  # read already, as another's other word
         said = {form for token in reading.tokens[mention.start:mention.end] for form in (token.norm, token.stem)}
+        columns = (mention.target.column, *mention.ambiguous)
         fits: list[tuple[str, list[int]]] = []
-        for column in (mention.target.column, *mention.ambiguous):
-            others = [word for word in phrase(column) if word not in said]
-            at = [next((i for i, t in enumerate(reading.tokens) if word in (t.norm, t.stem) and _free_or_of(
-                reading, i, column) and not mention.start <= i < mention.end), -1) for word in others]
-            if others and -1 not in at:
-                fits.append((column, at))
+        for column in columns:
+            for words in (phrase(column), _head_of(reading.column(column).description or "")):
+                others = [word for word in words if word not in said]
+                at = [next((i for i, t in enumerate(reading.tokens) if word in (t.norm, t.stem) and _free_or_of(
+                    reading, i, column) and not mention.start <= i < mention.end), -1) for word in others]
+                if others and -1 not in at:
+                    fits.append((column, at))
+                    break
         if len(fits) != 1:
+            measured = {column for token in reading.tokens if (found := _dimension(token.norm)) is not None
+                        for column in _measured_columns(reading, found[0]) if column in columns}
+            fits = [(measured.pop(), [])] if len(measured) == 1 else []
+        if not fits:
             continue
         column, at = fits[0]
-        for other in [m for m in reading.mentions if m is not mention and m.start in at]:
-            reading.mentions.remove(other)  # "air" read alone as air_time: the same column, said in two places
+        # a word read as any of several columns ("departures"), or as part of this one's name ("air"), is read
+        # here, with this one; a whole other mention of this column ("by scheduled departure time", then "the
+        # scheduled time") keeps its own part
+        absorbed = [m for m in reading.mentions if m is not mention and m.start in at
+                    and (m.ambiguous or m.source == "partial")]  # ("air" of air_time, read alone)
+        kept = {i for m in reading.mentions if m is not mention and m not in absorbed for i in range(m.start, m.end)}
+        for other in absorbed:
+            reading.mentions.remove(other)
         reading.mentions[reading.mentions.index(mention)] = replace(
             mention, target=replace(mention.target, column=column), ambiguous=())
-        reading.used.update(at)
+        reading.used.update(i for i in at if i not in kept)
+
+
+def _head_of(description: str) -> tuple[str, ...]:
+    """The words a column's description begins with, up to its first comma, parenthesis or "in"/"as" ("Departure
+    delay in minutes": departure delay): what it is."""
+    return phrase(re.split(r"[,;(]| in | as ", description, maxsplit=1)[0])
 
 
 def _free_or_of(reading: _Reading, index: int, column: str) -> bool:
-    """Whether the word at ``index`` is unread, or read only as naming ``column``."""
+    """Whether the word at ``index`` is unread, or read only as naming ``column`` (among others: "departures",
+    of dep_time, dep_delay, …)."""
     mention = reading.mention_at(index)
     if mention is not None:
-        return not mention.is_value and mention.target.column == column and not mention.ambiguous
+        return not mention.is_value and column in (mention.target.column, *mention.ambiguous)
     return reading.free(index)
 
 

@@ -163,6 +163,21 @@ async def test_a_question_the_planner_cannot_answer_gets_an_honest_error(client:
     assert "text.FINAL_RESPONSE" in found
 
 
+async def test_a_question_the_planner_fails_on_is_declined_not_an_internal_error(
+        client: Client, shop_source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from convener.analytics import pipeline
+
+    def stumble(*_: Any, **__: Any) -> None:
+        raise ValueError("a reading the rules did not foresee")
+
+    monkeypatch.setattr(pipeline, "plan_question", stumble)
+    messages, _, _ = await ask(client, "ask_data_insights", user_query_with_context="How many orders?",
+                               table_references=REFS)
+    errors = of_kind(messages, "error.text")
+    assert errors and "internal error, logged" in json.dumps(errors), messages
+    assert "data.result" not in kinds(messages)
+
+
 @pytest.mark.parametrize(("references", "code"), [
     ("not json", "INVALID_ARGUMENT"),
     ("[]", "INVALID_ARGUMENT"),

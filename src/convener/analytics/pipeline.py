@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -75,6 +76,8 @@ from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, QueryResult, Tab
 from convener.api.errors import ApiError, DeadlineExceeded, InvalidArgument, ResourceExhausted
 from convener.api.protojson import Timestamp
 from convener.llm.base import ChatMessage, ModelProvider
+
+logger = logging.getLogger(__name__)
 
 MAX_QUESTION = 10_000
 REPAIRS = 3
@@ -278,6 +281,9 @@ class Pipeline:
                 break
             except NoPlan as refused:
                 reason = reason or str(getattr(refused, "reason", refused))
+            except Exception:  # noqa: BLE001 - rules over any wording: a question they stumble on is declined
+                logger.exception("the offline planner failed on a question")
+                reason = reason or "the rule-based planner could not read this question (an internal error, logged)"
         else:
             turn.system(error=ErrorMessage(text=f"Could not answer offline: {reason}"))
             return Answer()

@@ -400,3 +400,19 @@ def test_an_adjective_of_measure_says_which_of_the_columns_a_shared_word_names()
                       description="One row per penguin.")
     made = plan_question("Is the average Adelie bill longer than the average Gentoo bill?", [bills])
     assert "bill_length_mm" in made.sql and "bill_depth_mm" not in made.sql, made.sql
+
+
+LATE = (Term("late arrival", "A flight that arrived more than 15 minutes late, that is flights whose arr_delay > 15."),
+        Term("cancellation", "A flight that never departed, that is flights whose dep_delay is null."))
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("When was the first late arrival of the year?", "2013-01-02"),
+    ("On what date did the last late arrival from UA happen?", "2013-01-02"),
+    ("First date when a DL flight arrived early?", "2013-01-01"),
+    ("last day of the year with a UA flight", "2013-01-03"),  # the date itself, not its flights
+])
+def test_the_first_or_last_of_rows_a_condition_names_is_their_earliest_or_latest_date(
+        question: str, expected: str) -> None:
+    made = plan_question(question, [DELAYS], LATE)
+    assert [str(row[0]) for row in delays().execute(made.sql).fetchall()] == [expected], made.sql

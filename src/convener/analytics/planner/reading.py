@@ -1813,6 +1813,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     store is the oldest", "the 3 most recent orders", "the latest order" (the rows latest or earliest in
     time): a superlative of time applies to the time column the question names, else the table's first."""
     found: tuple[list[int], bool] | None = None
+    the_date = False
     for index, token in enumerate(reading.tokens):
         if not reading.free(index):
             continue
@@ -1822,22 +1823,25 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
         elif word in _TIME_HIGH - {"recent", "recently", "last"} or word in _TIME_LOW - {"first"}:
             found = ([index], word in _TIME_HIGH)
         elif word in ("first", "last") \
-                and (before == "the" or before == "very" and reading.norm(index - 2) == "the") \
+                and (before == "the" or index == 0 or before == "very" and reading.norm(index - 2) == "the") \
                 and reading.tokens[index + 1:index + 2] \
-                and (_rows_named_after(reading, index + 1, table_words) is not None or _names_time(reading, index + 1)):
+                and (_rows_named_after(reading, index + 1, table_words) is not None or _names_time(reading, index + 1)
+                     or _condition_of_rows_at(reading, index + 1)):
             found = ([index, index - 1] if before == "very" else [index], word == "last")  # "the very first"
             noun = _rows_named_after(reading, index + 1, table_words)
             mention = reading.mention_at(noun) if noun is not None else None
             if mention is not None and not mention.is_value and mention.start == noun and mention.end == noun + 1:
                 reading.mentions.remove(mention)  # "the first cancelled flight": the rows, not a column "flight"
                 found[0].append(noun)
-        elif word in ("first", "last") and before == "the" and reading.norm(index + 1) in ("day", "date") \
+        elif word in ("first", "last") and (before == "the" or index == 0) and reading.norm(index + 1) in ("day", "date") \
                 and (reading.free(index + 1) or reading.bucket == "day") and _time_columns(reading.table) \
                 and reading.mention_at(index + 1) is None:
-            # "the flights on the last day in the data": the rows of the latest date, all of them (ties)
+            # "the flights on the last day in the data": the rows of the latest date, all of them (ties);
+            # "the last day of the year with an EWR to SFO flight": that date
             found = ([index - 1, index, index + 1], word == "last")
             if reading.bucket == "day":
                 reading.bucket = None
+            the_date = reading.norm(index - 2) != "on"
         elif word in ("first", "last") and before not in ("the", "very") \
                 and any(t.norm == "when" for t in reading.tokens) \
                 and index + 1 < len(reading.tokens) and reading.tokens[index + 1].kind == "word" \
@@ -1863,7 +1867,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.direction = latest
     words = {token.norm for token in reading.tokens}
     rows = reading.top is not None or bool(words & {"which", "show", "list", "display"})
-    if not rows and ("when" in words or named is not None):
+    if the_date or not rows and ("when" in words or named is not None):
         reading.measures.append((column.name, MAX if latest else MIN))
         reading.direction = None  # the superlative is this extreme, not a ranking of rows
         return
@@ -1872,6 +1876,17 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.descending = latest
     if named is not None and reading.norm(named.start - 1) in ("which", "what"):
         reading.ties = False  # "on which date was the earliest egg": the date itself, once
+
+
+def _condition_of_rows_at(reading: _Reading, index: int) -> bool:
+    """Whether a glossary term that stands for a condition on the rows is said at ``index`` ("the first
+    cancellation", "the last late arrival"): the rows it keeps, named by it."""
+    mention = reading.mention_at(index)
+    if mention is not None and mention.start == index and mention.is_value and mention.target.term is not None:
+        return True
+    # read already (a term of two words may be read from its second: "late arrival")
+    return any(f.start in (index, index + 1) and reading.virtual(f.column) and index in reading.used
+               for f in reading.filters)
 
 
 def _rows_named_after(reading: _Reading, index: int, table_words: set[str]) -> int | None:

@@ -416,3 +416,27 @@ def test_the_first_or_last_of_rows_a_condition_names_is_their_earliest_or_latest
         question: str, expected: str) -> None:
     made = plan_question(question, [DELAYS], LATE)
     assert [str(row[0]) for row in delays().execute(made.sql).fetchall()] == [expected], made.sql
+
+
+@pytest.mark.parametrize(("question", "column"), [
+    ("Flights that departed over 5 minutes late: carrier and the delay.", "dep_delay"),
+    ("Flights that arrived over 5 minutes late: carrier and the delay.", "arr_delay"),
+    ("The 2 worst arrival delays: date, carrier and delay", "arr_delay"),
+])
+def test_a_shown_column_said_by_a_shared_word_is_the_one_the_question_names_elsewhere(question: str,
+                                                                                     column: str) -> None:
+    made = plan_question(question, [DELAYS])
+    other = {"dep_delay": "arr_delay", "arr_delay": "dep_delay"}[column]
+    assert f'"{column}"' in made.sql.split("FROM")[0] and other not in made.sql, made.sql
+
+
+def test_a_shown_column_said_by_a_shared_word_nothing_else_names_is_refused() -> None:
+    with pytest.raises(NoPlan, match="say which"):
+        plan_question("DL flights: carrier and the delay.", [DELAYS])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many flights did not arrive early?", 2), ("How many flights didn't leave on time or early?", 2),
+])
+def test_a_negated_lateness_is_its_opposite(question: str, expected: int) -> None:
+    assert delays().execute(plan_question(question, [DELAYS]).sql).fetchall() == [(expected,)]

@@ -119,6 +119,10 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
             if named is not None:
                 reading.mentions.remove(named)  # "arrive": the verb, not a column whose name it abbreviates
         else:
+            negation = next((at for at in (verb - 1, verb - 2) if reading.norm(at) in _NOT and reading.free(at)), None)
+            if negation is not None:  # "did not arrive early": at or after the schedule
+                op = _NEGATED[op]
+                reading.used.add(negation)
             reading.filters.append(_Filter(column.name, op, (0,), "number", index))
         span = range(index, index + len(words))
         for mention in [m for m in reading.mentions if m.start in span or m.end - 1 in span]:
@@ -128,6 +132,13 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
         if not any(token.norm in _SHARE_WORDS for token in reading.tokens):
             # (with a share the verb is left to it: "what percentage arrived early" splits the share there)
             reading.used.add(verb)
+            named = reading.mention_at(verb)
+            if named is not None and not named.is_value:
+                reading.mentions.remove(named)  # "arrive": the verb, not a column whose name it abbreviates
+
+
+_NOT = frozenset({"not", "never", "didnt", "doesnt", "dont", "wasnt", "werent"})
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 def _on_average(reading: _Reading, index: int) -> bool:

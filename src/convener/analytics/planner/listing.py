@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS
@@ -43,8 +44,12 @@ def read_column_list(reading: _Reading) -> None:
             index = end
             continue
         for column, span in items:
+            said = reading.mention_at(span.start) or reading.mention_at(span.start + 1)
             if column == _VALUE:
                 reading.shown_value = len(reading.shown)
+            elif said is not None and said.ambiguous and column == said.target.column:
+                reading.shown_unsettled[len(reading.shown)] = (column, *said.ambiguous)
+                reading.shown.append(column)
             elif column not in reading.shown:
                 reading.shown.append(column)
             for mention in [m for m in reading.mentions if m.start in span]:
@@ -76,6 +81,8 @@ def _items(reading: _Reading, index: int) -> tuple[list[tuple[str, range]], int]
     items: list[tuple[str, range]] = []
     while True:
         item = _item(reading, index) or (_value_item(reading, index) if items else None)
+        if item is None and items and reading.norm(index) in ("the", "its", "their") and reading.free(index):
+            item = _item(reading, index + 1)  # "carrier, flight number and the delay"
         if item is None:
             break
         items.append(item)
@@ -154,6 +161,22 @@ def settle_shown_value(reading: _Reading) -> None:
         reading.unplaced.append("the value")
     elif columns[0] not in reading.shown:
         reading.shown.insert(reading.shown_value, columns[0])
+
+
+def settle_shown_columns(reading: _Reading) -> None:
+    """"Flights that arrived over 5 hours late: carrier and the delay", "the 5 worst departure delays: date and
+    delay": a shown column said by a word several columns share is the one of them the question names
+    elsewhere (a number condition compares it, it ranks the rows or it is measured); refused when none or
+    several of them is."""
+    named = [f.column for f in reading.filters if f.kind == "number"] + [reading.order_measure or ""] \
+        + [column for column, _ in reading.measures]
+    for at, columns in reading.shown_unsettled.items():
+        compared = list(dict.fromkeys(column for column in named if column in columns))
+        if len(compared) != 1:
+            raise NoPlan(f"'{' or '.join(columns)}' could each be the column to show; say which")
+        reading.shown[at] = compared[0]
+    reading.shown = list(dict.fromkeys(reading.shown))
+    reading.shown_unsettled = {}
 
 
 def _abbreviates_number(reading: _Reading, index: int) -> bool:

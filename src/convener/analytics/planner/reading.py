@@ -51,7 +51,13 @@ from convener.analytics.planner.restated import restated_stems, said_as_describe
 from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.routes import read_routes
 from convener.analytics.planner.spread import read_spread
-from convener.analytics.planner.listing import _identifier, asked_of_joined_rows, read_column_list, settle_shown_value
+from convener.analytics.planner.listing import (
+    _identifier,
+    asked_of_joined_rows,
+    read_column_list,
+    settle_shown_columns,
+    settle_shown_value,
+)
 from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
@@ -1951,6 +1957,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_share(reading)
     _read_signs(reading)
     _read_missing(reading)
+    _settle_by_other_words(reading)  # (before the columns to show are read: "… and the delay")
     _read_shown(reading)
     _read_truth_words(reading)
     read_absence(reading)
@@ -1968,6 +1975,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_flags(reading)
     _read_judgement(reading)
     settle_shown_value(reading)
+    settle_shown_columns(reading)
     _read_leftover_columns(reading)
     settle_presence(reading)
     read_compared_periods(reading)

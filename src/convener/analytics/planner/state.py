@@ -112,10 +112,13 @@ class _Reading:
     shown_per_row: bool = False
     """The shown columns are each row's ("… : their ids and species"), not the distinct values of them."""
     shown_whole: bool = False
+    """The rows are shown whole, the shown columns beside them ("flights … with their arrival delay")."""
     shown_value: int | None = None
     """Where "the value" stands among the shown columns ("give id, species and the value"): the column the
     question's one number condition reads, placed there once the conditions are read."""
-    """The rows are shown whole, the shown columns beside them ("flights … with their arrival delay")."""
+    shown_unsettled: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Shown columns said by a word several columns share ("…: carrier and the delay"), by their place among
+    the shown: the columns it could be, settled once the conditions are read (the one a condition compares)."""
     contrast: tuple[_Filter, _Filter, bool, str] | None = None
     """Two groups set against each other ("is the average … of males greater than that of females"): the
     first's condition, the second's, whether the comparative says higher, and what is asked ("whether" or

@@ -1146,12 +1146,12 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
         unit = unit_named(reading.norm(after))
         if unit is not None and unit == unit_of(reading.column(column)):
             reading.amount = column  # "how many grams would every penguin weigh": an amount, not a number of rows
-        elif any(reading.norm(i) in _SHARE_VERBS for i in range(named.start + 1, named.end)):
-            # "how many departures were delayed" read whole as the departure delay: a condition on it said as
-            # a verb, which no number of rows answers
-            raise NoPlan(f"could not tell what '{_text(reading, named)}' says of the {reading.table.name} counted")
         else:
             reading.counted_measure = column
+            # "how many departures were delayed", read whole as the departure delay: a verb in it says something
+            # of the rows counted, unless an aggregate makes it an amount ("how many jobs were added in total")
+            if any(reading.norm(i) in _SHARE_VERBS for i in range(named.start + 1, named.end)):
+                reading.counted_with_verb = _text(reading, named)
     if words != ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words and reading.norm(after + 1) == "and":
         reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked

@@ -17,6 +17,10 @@ def _settle_count(reading: _Reading) -> None:
     if any(agg for _, agg in reading.measures):
         reading.count = reading.rows_counted  # kept only where the rows are counted beside the measures
     elif reading.counted_measure:
+        if reading.counted_with_verb:
+            # "how many departures were delayed": a condition said as a verb of the rows counted, not read; the
+            # count of every row would not be the answer
+            raise NoPlan(f"could not tell what '{reading.counted_with_verb}' says of the {reading.table.name} counted")
         reading.measures = [(c, a) for c, a in reading.measures if c != reading.counted_measure]
 
 

@@ -82,6 +82,8 @@ class _Reading:
     terms: list[str] = field(default_factory=list)
     order_measure: str | None = None
     counted_measure: str | None = None
+    counted_with_verb: str | None = None
+    """The words of the counted measure, when they hold a verb ("how many departures were delayed")."""
     superlative_top: bool = False
     """The ranking was read from an adjective's superlative alone ("what's the longest flipper"), with no
     number or which-word of its own: asked for each group, it is each group's extreme instead."""

@@ -217,3 +217,15 @@ def test_the_study_the_rows_come_from_is_the_data_as_a_whole(data: duckdb.DuckDB
     made = plan_question(question, [STUDIED], values_of=lambda _, column: values.get(column, []))
     assert not made.unaccounted, made
     assert data.execute(made.sql).fetchall() == expected, made.sql
+
+
+def test_a_share_of_rows_said_with_a_verb_of_measure_counts_what_follows_it(data: duckdb.DuckDBPyConnection) -> None:
+    # of the Gentoo penguins (two), one weighs more than 6,000 g
+    assert data.execute(plan("What proportion of Gentoo penguins weigh more than 6000 g?").sql).fetchall() == \
+        [(50.0,)]
+
+
+def test_a_column_set_off_by_a_comma_after_with_is_shown_beside_the_rows(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Top 2 heaviest penguins, with species.")
+    assert "GROUP BY" not in made.sql, made.sql
+    assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == ["N3", "N4"]

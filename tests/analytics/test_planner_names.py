@@ -511,3 +511,15 @@ def test_a_word_of_a_columns_name_glossed_in_its_description_names_it_too() -> N
     assert 'AVG("bill_length_mm")' in plan_question("Average culmen length", [birds]).sql
     # a parenthesis that glosses no word of a name names nothing
     assert 'GROUP BY "sex"' not in plan_question("How many birds per unknown?", [birds]).sql
+
+
+def test_a_joined_tables_column_said_of_another_tables_rows_is_refused() -> None:
+    airlines = TableInfo("airlines", (ColumnInfo("carrier", "STRING"), ColumnInfo("name", "STRING",
+                                                                                  "Full name of the airline")),
+                         description="Airlines: one row per airline.")
+    relationships = [Relationship("flights", ("carrier",), "airlines", ("carrier",)),
+                     Relationship("flights", ("origin",), "airports", ("faa",)),
+                     Relationship("flights", ("dest",), "airports", ("faa",))]
+    with pytest.raises(NoPlan, match="is of airports"):
+        plan_question("What is the name of the airport with the most flights?", [FLIGHTS],
+                      relationships=relationships, related=[airlines, AIRPORTS])

@@ -440,3 +440,20 @@ def test_a_shown_column_said_by_a_shared_word_nothing_else_names_is_refused() ->
 ])
 def test_a_negated_lateness_is_its_opposite(question: str, expected: int) -> None:
     assert delays().execute(plan_question(question, [DELAYS]).sql).fetchall() == [(expected,)]
+
+
+def test_how_many_rows_and_an_average_per_group_computes_both() -> None:
+    made = plan_question("For each carrier, how many flights were there and what was the average arrival delay?",
+                         [DELAYS])
+    assert sorted(delays().execute(made.sql).fetchall()) == [("DL", 2, -3.0), ("UA", 2, 12.0)], made.sql
+
+
+def test_how_early_in_a_list_of_columns_is_the_delay_compared() -> None:
+    made = plan_question("Which flights left at least 3 minutes ahead of schedule? Carrier and how early.", [DELAYS])
+    assert delays().execute(made.sql).fetchall() == [("UA", -3)], made.sql
+
+
+def test_a_ranking_listed_after_which_rows_shows_the_columns_listed() -> None:
+    made = plan_question("the 2 worst departure delays - which flights, carrier and delay", [DELAYS])
+    assert "GROUP BY" not in made.sql and sorted(row[:2] for row in delays().execute(made.sql).fetchall()) == \
+        [("DL", 10), ("UA", 30)], made.sql

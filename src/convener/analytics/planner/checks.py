@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
+
+from sqlglot import exp
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
 from convener.analytics.planner.catalog import (
     _common,
+    _Mention,
     _named_vocabulary,
     _table_words,
     named_as_rows,
 )
 from convener.analytics.planner.dates import _time_columns
 from convener.analytics.planner.restated import said_as_described
-from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.state import _Reading, _Scope
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     AVG,
@@ -39,6 +43,7 @@ from convener.analytics.planner.vocabulary import (
 _COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
 _ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
     - {"top", "bottom", "recent"}
+from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import Token, parted, phrase, tokenize
 
 
@@ -476,3 +481,25 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     if shape == "rows" and reading.direction is not None:
         raise NoPlan(f"could not tell which column of {reading.table.name} to rank by")
     return tuple(unknown)
+
+
+def check_joined_owner(scope: _Scope, tokens: list[Token], mentions: Sequence[_Mention],
+                       tables: Sequence[TableInfo]) -> None:
+    """"The name of the airport that got the most flights" where the airlines, not the airports, are joined for
+    "name": a joined table's column said "of" another table's rows is that table's, which the question's words
+    do not reach (the airports are two ways from a flight); refused rather than answered with the airline's."""
+    for mention in mentions:
+        expression = scope.virtual.get(mention.target.column)
+        if mention.is_value or not isinstance(expression, exp.Column):
+            continue
+        at = mention.end + 1 if mention.end < len(tokens) and tokens[mention.end].norm == "of" else None
+        while at is not None and at < len(tokens) and tokens[at].norm in ("the", "a", "an", "each", "its", "their"):
+            at += 1
+        if at is None or at >= len(tokens):
+            continue
+        owner = next((table for table in tables if table.name.split(".")[-1] == expression.table), None)
+        others = [table.name for table in tables if table is not owner and tokens[at].stem in _table_words(table)]
+        if owner is not None and tokens[at].stem not in _table_words(owner) and others \
+                and others[0] != scope.base.name:
+            raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which "
+                         f"the question does not say how to reach from {scope.base.name}")

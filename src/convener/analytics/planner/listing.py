@@ -140,13 +140,18 @@ def _joining_item(reading: _Reading, index: int) -> tuple[str, range] | None:
 _VALUE = ""
 """The item of a list that is "the value": no column's name, the column a number condition reads."""
 _VALUE_NOUNS = frozenset({"value", "values", "reading", "readings", "measurement", "measurements"})
+_HOW_MUCH = frozenset({"early", "late", "long", "far", "heavy", "big", "much"})
 
 
 def _value_item(reading: _Reading, index: int) -> tuple[str, range] | None:
-    """"the value" (or "its value", "the reading") at ``index``, after other columns of a list."""
+    """"the value" (or "its value", "the reading", "how early", "how late") at ``index``, after other columns of
+    a list."""
     at = index + 1 if reading.norm(index) in _OWNERS and reading.free(index) else index
     if reading.norm(at) in _VALUE_NOUNS and reading.free(at):
         return _VALUE, range(index, at + 1)
+    if reading.norm(index) == "how" and reading.norm(index + 1) in _HOW_MUCH and reading.free(index) \
+            and reading.free(index + 1):
+        return _VALUE, range(index, index + 2)  # "flight number, carrier and how early": the delay compared
     return None
 
 
@@ -243,12 +248,16 @@ def _introducer(reading: _Reading, index: int) -> str | None:
         if _punctuation(reading.gap(before)):
             return "punctuation"  # "…: their ID, sex and body mass"
         before -= 1
+    if before >= 1 and reading.norm(before - 1) in ("which", "what") and "," in reading.gap(index) \
+            and reading.tokens[before].stem in _table_words(reading.base) and _punctuation(reading.gap(before - 1)):
+        return "punctuation"  # "the 5 worst delays - which flights, carrier, date and delay"
     if before < 0 or not reading.free(before):
         return None
     word = reading.norm(before)
     owned = any(owner in ("its", "their") for owner in owners)
     if word in _WITH:
-        return "with their" if owned else "with"
+        # ("top 5 heaviest penguins, with species": set off by a comma, the column shown beside the rows)
+        return "with their" if owned or "," in reading.gap(before) else "with"
     if word in _GIVE:
         return "punctuation" if owned else "verb"
     return None

@@ -1155,6 +1155,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     if words != ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words and reading.norm(after + 1) == "and":
         reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked
+    if words == ("how", "many") and named is None and after < len(reading.tokens) \
+            and reading.tokens[after].stem in table_words and _and_an_aggregate(reading, after + 1):
+        reading.rows_counted = True  # "how many flights were there and what was the average distance"
     if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
         reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
         return
@@ -1163,6 +1166,15 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
             and not _common(counted.norm) and not counted.is_stopword and not said_as_described(reading, after):
         raise NoPlan(f"the data has nothing called '{counted.text}' to count")
+
+
+def _and_an_aggregate(reading: _Reading, index: int) -> bool:
+    """Whether "and", within a few words of ``index``, is followed closely by an aggregate word ("… were there and
+    what was the average …", "… and their average …"): a second thing asked beside the count."""
+    joiner = next((i for i in range(index, min(index + 4, len(reading.tokens))) if reading.norm(i) == "and"), None)
+    return joiner is not None and any(reading.norm(i) in _AGG_WORDS and _AGG_WORDS[reading.norm(i)] in (AVG, SUM,
+                                                                                                           MEDIAN)
+                                      for i in range(joiner + 1, min(joiner + 5, len(reading.tokens))))
 
 
 def _count_joined_rows(reading: _Reading, index: int) -> bool:

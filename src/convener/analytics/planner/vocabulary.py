@@ -146,7 +146,9 @@ _TIME_LOW = frozenset({"earliest", "oldest", "first"})
 _SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "ratio", "%"})
 _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did", "do", "does", "came",
                           "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
-                          "departed", "landed", "ended", "became", "made", "happened", "occurred", "fell"})
+                          "departed", "landed", "ended", "became", "made", "happened", "occurred", "fell",
+                          # verbs of a measure: "what proportion of female penguins weigh more than 4,000 g"
+                          "weigh", "weighed", "weighs", "measure", "measured", "measures"})
 """"What share of orders were returned": the share's condition comes after one of these."""
 
 _PARTING = frozenset(",:;()")

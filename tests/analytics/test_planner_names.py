@@ -287,7 +287,7 @@ def answer_by_codes(data: duckdb.DuckDBPyConnection, question: str) -> tuple[str
 def test_of_two_relationships_the_one_whose_codes_the_named_rows_have_is_taken(
         data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
     sql, rows = answer_by_codes(data, question)
-    assert rows == expected and '"origin" = "airports"."faa"' in sql, sql
+    assert [row[:len(expected[0])] for row in rows] == expected and '"origin" = "airports"."faa"' in sql, sql
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -300,7 +300,7 @@ def test_of_two_relationships_the_one_whose_codes_the_named_rows_have_is_taken(
 def test_a_name_said_beside_codes_of_the_same_column_is_read_as_the_codes_of_its_rows(
         data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
     sql, rows = answer_by_codes(data, question)
-    assert rows == expected and "JOIN" not in sql, sql
+    assert [row[:len(expected[0])] for row in rows] == expected and "JOIN" not in sql, sql
 
 
 def test_a_name_no_row_of_the_queried_table_keys_is_still_read_through_the_join(

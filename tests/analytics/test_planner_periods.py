@@ -126,7 +126,7 @@ def test_early_after_a_verb_is_a_delay_below_zero(data: duckdb.DuckDBPyConnectio
 ])
 def test_two_months_of_a_year_either_side_of_than_are_the_groups_compared(
         data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
-    assert data.execute(plan(question).sql).fetchall() == [(expected,)]
+    assert [row[:1] for row in data.execute(plan(question).sql).fetchall()] == [(expected,)]
 
 
 def test_a_verb_several_columns_abbreviate_before_a_period_says_what_the_rows_did() -> None:

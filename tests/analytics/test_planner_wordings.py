@@ -360,7 +360,7 @@ def test_at_least_one_row_with_a_term_said_after_it(data: duckdb.DuckDBPyConnect
 ])
 def test_more_rows_of_one_group_than_of_another(data: duckdb.DuckDBPyConnection, question: str,
                                                 expected: object) -> None:
-    assert ask(data, question) == [(expected,)]
+    assert [row[:1] for row in ask(data, question)] == [(expected,)]
 
 
 # --- Two periods either side of "than" are the groups compared ----------------------------------------------
@@ -372,7 +372,14 @@ def test_more_rows_of_one_group_than_of_another(data: duckdb.DuckDBPyConnection,
     ("Were more voyages checked in February than in January?", True),
 ])
 def test_two_periods_set_against_each_other(data: duckdb.DuckDBPyConnection, question: str, expected: object) -> None:
-    assert ask(data, question) == [(pytest.approx(expected),)]
+    assert [row[:1] for row in ask(data, question)] == [(pytest.approx(expected),)]
+
+
+def test_a_yes_or_no_comparison_shows_each_groups_figure_beside_the_answer(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Was the average distance of voyages from Bergen higher than from Tromso?")
+    rows = data.execute(made.sql).fetchall()
+    assert len(rows) == 1 and len(rows[0]) == 3 and rows[0][0] == (rows[0][1] > rows[0][2]), made.sql
+    assert '"average_distance_bergen"' in made.sql, made.sql  # each figure named by its group
 
 
 # --- "whose trains arrived later on average": the delay at the end the verb names ----------------------------

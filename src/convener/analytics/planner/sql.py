@@ -200,10 +200,19 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 
     left, right = (of(first), of(second)) if higher else (of(second), of(first))
     if asked == "whether":
+        # the yes or no, then each group's figure it rests on, in the order the question names the groups
         answer = exp.alias_(exp.GT(this=left, expression=right), "answer", quoted=True)
-        return _Query([answer]), f"{alias}_compared", f"Tells which is higher of {words}"
+        figures = [exp.alias_(of(item), f"{alias}_{_label(item, number)}", quoted=True)
+                   for number, item in enumerate((first, second), start=1)]
+        return _Query([answer, *figures]), f"{alias}_compared", f"Tells which is higher of {words}, beside each"
     difference = exp.alias_(exp.Sub(this=left, expression=right), "difference", quoted=True)
     return _Query([difference]), f"difference_in_{alias}", f"Computes the difference between {words}"
+
+
+def _label(item: _Filter, number: int) -> str:
+    """A group's name in a column's alias: the value its condition names ("jfk"), else its place."""
+    said = snake(str(item.values[0])) if len(item.values) == 1 and item.kind in ("value", "name") else ""
+    return said[:30] or str(number)
 
 
 def _build_aggregate(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

@@ -215,20 +215,29 @@ def hedged(text: str) -> bool:
 
 
 def same_figures_in_another_shape(reference: list[tuple[Any, ...]], answer: list[tuple[Any, ...]]) -> bool:
-    """A comparison's figures side by side in one row (``AVG(x) FILTER (WHERE …)`` a group) on one side, one row
-    a compared group on the other, the figures in one column beside the groups' labels: the same answer. The
-    same wording ("Compare the average departure delay at JFK with LaGuardia") was written both ways by
-    different writers."""
+    """A comparison's figures side by side in one row (``AVG(x) FILTER (WHERE …)`` a group, several measures
+    one after another) on one side, one row a compared group on the other, the figures in columns beside the
+    groups' labels: the same answer. The same wording ("Compare the average departure delay at JFK with
+    LaGuardia", "the first half against the second, in number of flights and average delay") was written both
+    ways by different writers."""
     for side_by_side, by_rows in ((reference, answer), (answer, reference)):
-        if len(side_by_side) != 1 or len(side_by_side[0]) < 2 or len(by_rows) != len(side_by_side[0]):
+        if len(side_by_side) != 1 or len(side_by_side[0]) < 2 or len(by_rows) < 2:
             continue
         figures = side_by_side[0]
-        if not all(isinstance(value, float) and not isinstance(value, bool) for value in figures):
+        if not all(_number(value) for value in figures):
             continue
+        numeric = [column for column in range(len(by_rows[0])) if all(_number(row[column]) for row in by_rows)]
         wanted = Counter(figures)
-        if any(Counter(row[column] for row in by_rows) == wanted for column in range(len(by_rows[0]))):
+        # one column of figures, or every numeric column together (a measure a column), the labels aside
+        if any(Counter(row[column] for row in by_rows) == wanted for column in numeric) \
+                or len(numeric) * len(by_rows) == len(figures) \
+                and Counter(row[column] for row in by_rows for column in numeric) == wanted:
             return True
     return False
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def judge(item: dict[str, Any], messages: list[Message], connection: duckdb.DuckDBPyConnection) -> Outcome:

@@ -56,6 +56,7 @@ def test_lateness_without_a_verb_between_two_delays_is_declined() -> None:
     ("How many flights were there on the Fourth of July?", 0), ("How many flights were there on July 5?", 1),
     ("How many flights were there on the 3rd of July?", 1), ("How many flights on 25 December?", 1),
     ("How many flights were there on January 1?", 2),  # a day without a year: that day of every year
+    ("how many flights were there on christmas day?", 1),  # a day known by name, in any case but "new year"
 ])
 def test_periods_said_in_words_are_ranges_of_dates(data: duckdb.DuckDBPyConnection, question: str,
                                                    expected: object) -> None:
@@ -72,6 +73,8 @@ def test_the_rows_of_the_last_day_are_all_the_rows_of_that_date(data: duckdb.Duc
     assert sorted(row[:2] for row in rows.fetchall()) == [(7, 3)]
     rows = data.execute(plan("List the flights on the first day in the data: flight number and arrival delay").sql)
     assert sorted(row[:2] for row in rows.fetchall()) == [(1, 80)]
+    rows = data.execute(plan("List the flights on the final day covered by the data: flight number, arrival delay").sql)
+    assert sorted(row[:2] for row in rows.fetchall()) == [(7, 3)]
 
 
 def test_a_range_of_days_without_a_year_is_not_guessed() -> None:

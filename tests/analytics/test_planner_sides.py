@@ -112,3 +112,16 @@ def test_set_is_a_change_of_data_unless_it_sets_groups_against_each_other(questi
             plan(question)
     else:
         assert "side 2" in plan(question).explanation
+
+
+
+def test_a_yes_or_no_question_of_two_sides_is_answered_beside_their_figures(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Were there more visits in the first half of 2024 than in the second half?")
+    assert data.execute(made.sql).fetchall() == [(False, 3, 4)], made.sql
+    made = plan("Is the average wait longer on weekends than on weekdays?")  # "than on": the other side's place
+    rows = data.execute(made.sql).fetchall()
+    assert len(rows[0]) == 3 and rows[0][0] == (rows[0][1] > rows[0][2]), made.sql
+
+
+def test_from_a_time_on_is_that_time_and_later(data: duckdb.DuckDBPyConnection) -> None:
+    assert data.execute(plan("How many visits arrived from 1 pm on?").sql).fetchall() == [(3,)]

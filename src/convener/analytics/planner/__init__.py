@@ -60,7 +60,7 @@ from convener.analytics.planner.parentheses import parenthesised
 from convener.analytics.planner.reading import _read
 from convener.analytics.planner.scope import Codes, _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
-from convener.analytics.planner.sides import read_sides, split_into_sides
+from convener.analytics.planner.sides import answered_sides, read_sides, split_into_sides
 from convener.analytics.planner.sql import (
     _BUILDERS,
     _condition,
@@ -139,8 +139,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     counted = count_conditions_in_groups(reading, query, dialect)
     query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
     if reading.sides is not None:
-        query.select = split_into_sides(query.select, [exp.and_(*(_condition(reading, f, dialect) for f in side))
-                                                        for side in reading.sides])
+        query.select = answered_sides(reading, split_into_sides(
+            query.select, [exp.and_(*(_condition(reading, f, dialect) for f in side)) for side in reading.sides]))
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
     where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_counted(counted) \

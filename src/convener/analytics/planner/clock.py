@@ -12,7 +12,7 @@ from convener.analytics.wording import phrase, stem
 
 _HHMM = re.compile(r"\bhh:?mm\b", re.IGNORECASE)
 _BEFORE = {("before",): "<", ("earlier", "than"): "<", ("until",): "<", ("by",): "<=", ("after",): ">",
-           ("later", "than"): ">", ("since",): ">=", ("at",): "="}
+           ("later", "than"): ">", ("since",): ">=", ("at",): "=", ("from",): "from"}
 _OPEN_ENDS = {"later": ">=", "after": ">=", "earlier": "<=", "before": "<="}
 """After "at <time> or": the time and every later (earlier) one."""
 _CONCEPTS = {
@@ -119,8 +119,13 @@ def _read_clock_times(reading: _Reading) -> None:
             clock = _clock_at(reading, index + len(words))
             if clock is None:
                 continue
-            column = _choose_clock_column(reading, columns, index)
             end = index + len(words) + clock[1]
+            if op == "from":
+                # "scheduled from noon on": that time and every later one ("from 6 to 9 am" is a range, not read)
+                if reading.norm(end) not in ("on", "onward", "onwards") or not reading.free(end):
+                    continue
+                op, end = ">=", end + 1
+            column = _choose_clock_column(reading, columns, index)
             later = (reading.norm(end), reading.norm(end + 1))
             if op == "=" and later[0] == "or" and later[1] in _OPEN_ENDS \
                     and reading.free(end) and reading.free(end + 1):

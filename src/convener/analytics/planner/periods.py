@@ -228,8 +228,8 @@ def _read_holidays(reading: _Reading, column: ColumnInfo) -> None:
                     or span.stop > len(tokens):
                 continue
             year = _year_at(reading, span.stop)
-            if year is None and not _capitalised(tokens[index]):
-                continue  # ("christmas day 2013" is that day whatever its capitals)
+            if year is None and words[0] == "new" and not _capitalised(tokens[index]):
+                continue  # ("christmas day 2013" is that day whatever its capitals; "new year" alone may be anything)
             said = [*span, span.stop] if year is not None else list(span)
             if year is not None:
                 reading.filters.append(_Filter(column.name, "=", (_iso(year, month, day),), "date", index))

@@ -1851,12 +1851,13 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
             if mention is not None and not mention.is_value and mention.start == noun and mention.end == noun + 1:
                 reading.mentions.remove(mention)  # "the first cancelled flight": the rows, not a column "flight"
                 found[0].append(noun)
-        elif word in ("first", "last") and (before == "the" or index == 0) and reading.norm(index + 1) in ("day", "date") \
+        elif word in ("first", "last", "final") and (before == "the" or index == 0) \
+                and reading.norm(index + 1) in ("day", "date") \
                 and (reading.free(index + 1) or reading.bucket == "day") and _time_columns(reading.table) \
                 and reading.mention_at(index + 1) is None:
             # "the flights on the last day in the data": the rows of the latest date, all of them (ties);
             # "the last day of the year with an EWR to SFO flight": that date
-            found = ([index - 1, index, index + 1], word == "last")
+            found = ([index - 1, index, index + 1], word != "first")
             if reading.bucket == "day":
                 reading.bucket = None
             the_date = reading.norm(index - 2) != "on"

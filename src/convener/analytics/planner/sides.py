@@ -12,16 +12,18 @@ from dataclasses import replace
 from sqlglot import exp
 
 from convener.analytics.planner.catalog import _table_words
-from convener.analytics.planner.contrast import COMPARATIVES
+from convener.analytics.planner.contrast import _HIGHER, COMPARATIVES
 from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.vocabulary import AUXILIARIES
 
 PIVOTS = frozenset({"versus", "vs", "against", "compared", "compare", "or"})
 """Words that set what comes before them against what comes after ("with" too, in a question that begins by
 asking to compare: "Compare the delay before noon with after 6 pm")."""
 
 
-_THOSE = frozenset({"those", "ones", "that"})
-"""After "than", what stands for the rows of the other side: "smaller delays than those scheduled at noon"."""
+_THOSE = frozenset({"those", "ones", "that", "on", "in", "at", "during", "for"})
+"""After "than", what stands for the rows of the other side ("smaller delays than those scheduled at noon") or
+the word that places them ("worse on weekends than on weekdays")."""
 
 
 def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) -> None:
@@ -88,3 +90,18 @@ def _more_rows(reading: _Reading) -> bool:
     return any(token.norm in ("more", "fewer", "less") and reading.free(index) and index + 1 < len(reading.tokens)
                and (reading.tokens[index + 1].stem in rows or conditions & {index + 1, index + 2})
                for index, token in enumerate(reading.tokens))
+
+
+def answered_sides(reading: _Reading, select: list[exp.Expr]) -> list[exp.Expr]:
+    """"Were there more flights in the first half of 2013 than in the second?": a yes or no question of two sides
+    is answered first (the first side's figure above the second's, below for "fewer"), its two figures beside."""
+    figures = [e.this if isinstance(e, exp.Alias) else e for e in select]
+    figures = [figure for figure in figures if isinstance(figure, exp.AggFunc)]
+    said = {token.norm in _HIGHER for token in reading.tokens if token.norm in COMPARATIVES}
+    # ("were there more … than …" is read as a count; "… in February or in November?" asks which, not whether)
+    asked = (reading.yes_no or reading.norm(0) in AUXILIARIES) and any(t.norm == "than" for t in reading.tokens)
+    if not asked or len(figures) != 2 or len(said) != 1:
+        return select
+    first, second = (figure.copy() for figure in figures)
+    compared = exp.GT(this=first, expression=second) if said.pop() else exp.LT(this=first, expression=second)
+    return [exp.alias_(compared, "answer", quoted=True), *select]

@@ -223,8 +223,9 @@ def same_figures_in_another_shape(reference: list[tuple[Any, ...]], answer: list
     for side_by_side, by_rows in ((reference, answer), (answer, reference)):
         if len(side_by_side) != 1 or len(side_by_side[0]) < 2 or len(by_rows) < 2:
             continue
-        figures = side_by_side[0]
-        if not all(_number(value) for value in figures):
+        # (a yes or no beside the figures, "answer", is no figure)
+        figures = tuple(value for value in side_by_side[0] if not isinstance(value, bool))
+        if len(figures) < 2 or not all(_number(value) for value in figures):
             continue
         numeric = [column for column in range(len(by_rows[0])) if all(_number(row[column]) for row in by_rows)]
         wanted = Counter(figures)

@@ -1201,7 +1201,6 @@ def _read_measures(reading: _Reading) -> None:
     horsepower", "horsepower on average", "warmest temperature")."""
     global_agg: list[str | None] = []
     _merge_adjacent_measures(reading)
-    _settle_by_other_words(reading)
     for mention in list(reading.mentions):
         if mention.is_value:
             continue

@@ -573,3 +573,11 @@ def test_next_to_sets_groups_side_by_side_and_is_no_future(question: str) -> Non
 def test_next_month_is_still_the_future() -> None:
     with pytest.raises(NoPlan, match="future"):
         plan("How many voyages next month?")
+
+
+def test_rows_counted_by_the_key_other_tables_join_them_by_are_refused() -> None:
+    relationships = [Relationship("voyages", ("hull_number",), "vessels", ("hull_number",))]
+    with pytest.raises(NoPlan, match="every one counts once"):
+        plan_question("Which hull number has the most vessels?", [VESSELS], relationships=relationships)
+    made = plan_question("How many vessels per builder?", [VESSELS], relationships=relationships)
+    assert 'GROUP BY "builder"' in made.sql

@@ -58,6 +58,7 @@ from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.parentheses import parenthesised
 from convener.analytics.planner.reading import _read
+from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.scope import Codes, _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
 from convener.analytics.planner.sides import answered_sides, read_sides, split_into_sides
@@ -124,6 +125,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     _settle_count(reading)
     read_sides(reading, _disjoint_periods)
     shape = _shape(reading)
+    _check_counted_keys(reading, relationships)
     unaccounted = _check_understood(reading, shape)
     check_periods_held(reading, span_of)
     # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
@@ -156,6 +158,19 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                      if not any(value.said in (guess.said, *guess.names) for guess in guesses))
     return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
+
+
+def _check_counted_keys(reading: _Reading, relationships: Sequence[Relationship]) -> None:
+    """"Which 3 planes (tail numbers) flew the most", read on the planes: rows counted per the column other
+    tables join them by, their own key, are one each; the count asked for is of the rows that join them (the
+    flights), which this reading does not reach. Refused rather than ranked by a count of one."""
+    own = {column for relationship in relationships if relationship.right_table == reading.base.name
+           for column in relationship.right_columns}
+    if (reading.count or reading.top is not None and reading.order_measure is None) and not reading.measures \
+            and any(key in own for key in reading.keys):
+        others = sorted({r.left_table for r in relationships if r.right_table == reading.base.name})
+        raise NoPlan(f"each row of {reading.base.name} has its own {', '.join(k for k in reading.keys if k in own)}: "
+                     f"counted by it, every one counts once (the rows that would count are in {' or '.join(others)})")
 
 
 def _dated(table: TableInfo) -> bool:

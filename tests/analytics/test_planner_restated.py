@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Term, plan_question
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -105,3 +105,20 @@ def test_a_tables_noun_after_no_describing_word_is_that_table() -> None:
     made = plan_question("How many warehouses are there?", [PARCELS, WAREHOUSES], LOSSES,
                          values_of=lambda t, c: BOTH.get((t, c), []))
     assert '"warehouses"' in made.sql
+
+
+
+def test_the_word_that_says_a_noun_is_another_tables_column_is_no_value_of_the_nouns_table() -> None:
+    """"RH" is one of the warehouses' codes, but in "each RH warehouse" it says which column of the parcels the
+    warehouse is: it does not make the question about the warehouses (nor, counted, about the couriers)."""
+    parcels = TableInfo("parcels", (*PARCELS.columns, ColumnInfo("courier", "STRING", "Code of the courier")),
+                        description=PARCELS.description)
+    couriers = TableInfo("couriers", (ColumnInfo("courier", "STRING", "Code of the courier"),
+                                      ColumnInfo("name", "STRING", "Name of the courier")),
+                         description="Couriers: one row per courier.")
+    relationships = [Relationship("parcels", ("courier",), "couriers", ("courier",)),
+                     Relationship("parcels", ("dest_site",), "warehouses", ("site",))]
+    made = plan_question("how many different couriers left each RH warehouse?", [parcels],
+                         LOSSES, values_of=lambda t, c: BOTH.get((t, c), []), relationships=relationships,
+                         related=[WAREHOUSES, couriers])
+    assert 'COUNT(DISTINCT "courier")' in made.sql and 'GROUP BY "origin_site"' in made.sql, made.sql

@@ -897,13 +897,16 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     candidates = catalog.candidates(tokens, used)
     scored: list[tuple[float, str]] = []
     owners = _described_nouns(tokens, [catalog.tables[name] for name in choosable])
+    # the word that describes an owned noun ("NYC" of "each NYC airport") is that table's too: not an airports code
+    described = {_before_numbers(tokens, index): owner for index, owner in owners.items()}
 
     def joined_to(many: str, one: str) -> bool:
         return one in joins_of(many)
 
     for name in choosable:
         table = catalog.tables[name]
-        mentions = _resolve([c for c in candidates if c.target.table == name])
+        mentions = _resolve([c for c in candidates if c.target.table == name
+                             and all(described.get(i, name) == name for i in range(c.start, c.end))])
         score = sum(_strength(candidates, m) for m in mentions)
         taken = {i for m in mentions for i in range(m.start, m.end)}
         for other in joins_of(name):
@@ -967,13 +970,19 @@ def _described_nouns(tokens: list[Token], tables: Sequence[TableInfo]) -> dict[i
 def _said_before(tokens: list[Token], index: int, initials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     """The stems of the word right before ``index``, past a number ("the three New York airports"): the words
     initials stand for ("NYC": new york citi), else its own stem; nothing when that word is no content word."""
-    position = index - 1
-    while position >= 0 and (tokens[position].kind == "number" or number_word(tokens[position].norm) is not None):
-        position -= 1
+    position = _before_numbers(tokens, index)
     token = tokens[position] if position >= 0 else None
     if token is None or token.kind != "word" or token.is_stopword:
         return ()
     return initials.get(token.norm, (token.stem,)) if token.text.isupper() else (token.stem,)
+
+
+def _before_numbers(tokens: list[Token], index: int) -> int:
+    """Where the word before ``index`` stands, past numbers ("the three New York airports": "York")."""
+    position = index - 1
+    while position >= 0 and (tokens[position].kind == "number" or number_word(tokens[position].norm) is not None):
+        position -= 1
+    return position
 
 
 def _counts_distinct(tokens: list[Token]) -> bool:

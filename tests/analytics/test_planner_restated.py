@@ -122,3 +122,10 @@ def test_the_word_that_says_a_noun_is_another_tables_column_is_no_value_of_the_n
                          LOSSES, values_of=lambda t, c: BOTH.get((t, c), []), relationships=relationships,
                          related=[WAREHOUSES, couriers])
     assert 'COUNT(DISTINCT "courier")' in made.sql and 'GROUP BY "origin_site"' in made.sql, made.sql
+
+
+def test_a_name_the_description_spells_out_said_the_other_way_round_is_not_understood() -> None:
+    # every parcel was sent from Rotterdam Harbour: "sent to RH" says something no parcel is
+    with pytest.raises(NoPlan, match="RH"):
+        plan("How many parcels were sent to RH?")
+    assert not plan("How many parcels were sent from RH?").unaccounted

@@ -126,6 +126,8 @@ def _unknown_words(reading: _Reading) -> list[str]:
                 or token.norm in ("how", "was", "is", "are", "were", "did", "does", "do"):
             continue
         if said_as_described(reading, index):
+            if _against_the_description(reading, index):
+                unknown.append(token.text)  # "flights that went to NYC" of flights that left New York City
             continue
         if token.number is not None:
             continue
@@ -133,6 +135,20 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue  # "… and what were the two averages?": the averages computed, asked to be shown
         unknown.append(token.text)
     return unknown
+
+
+def _against_the_description(reading: _Reading, index: int) -> bool:
+    """Whether a word that restates the table's description is said the other way round: after "to" where every
+    row left from it ("Flights that departed New York City": "flights that went to NYC"), after "from" where every
+    row arrived at it. It says something no row is, not nothing."""
+    described = (reading.base.description or "").lower()
+    before = index - 1
+    while before >= 0 and reading.norm(before) in ("the", "a", "an"):
+        before -= 1
+    away = any(word in described for word in ("departed", "left", "out of", "leaving", "from"))
+    toward = any(word in described for word in ("arrived", "arriving", "into", "landed"))
+    return away and not toward and reading.norm(before) in ("to", "into", "toward", "towards") \
+        or toward and not away and reading.norm(before) in ("from", "out")
 
 
 _MEASURE_VERBS = frozenset({"weigh", "weighs", "weighed", "cover", "covers", "covered"})

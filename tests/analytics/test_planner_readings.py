@@ -457,3 +457,11 @@ def test_a_ranking_listed_after_which_rows_shows_the_columns_listed() -> None:
     made = plan_question("the 2 worst departure delays - which flights, carrier and delay", [DELAYS])
     assert "GROUP BY" not in made.sql and sorted(row[:2] for row in delays().execute(made.sql).fetchall()) == \
         [("DL", 10), ("UA", 30)], made.sql
+
+
+def test_a_number_of_rows_with_an_open_bound_after_it_is_a_condition_on_each_group() -> None:
+    made = plan_question("Considering only carriers with 3 or more flights, which carrier had the highest average "
+                         "arrival delay?", [DELAYS])
+    assert "HAVING COUNT(*) >= 3" in made.sql and not made.unaccounted, made
+    made = plan_question("Average arrival delay by carrier, for carriers with 2 or more flights", [DELAYS])
+    assert "HAVING COUNT(*) >= 2" in made.sql, made.sql

@@ -287,6 +287,21 @@ def _rows_follow(reading: _Reading, index: int) -> bool:
     return _names_rows_at(reading, index)
 
 
+def _read_bounded_row_counts(reading: _Reading) -> None:
+    """"Considering only destinations with 30 or more flights": a number of the rows with an open bound after it
+    ("or more", "or fewer") is a condition on each group's rows, as "with at least 30 flights" is."""
+    for index, token in enumerate(reading.tokens):
+        if token.number is None or index not in reading.bounds or not reading.free(index):
+            continue
+        op, said = reading.bounds[index]
+        after = max(said, default=index) + 1
+        if not said or not _names_rows_at(reading, after) or reading.norm(index - 1) not in ("with", "having"):
+            continue
+        reading.group_conditions.append((op, token.number))
+        reading.bounds.pop(index)
+        reading.used.update(range(index - 1, after + 1))
+
+
 def _names_rows_at(reading: _Reading, index: int) -> bool:
     """Whether the word at ``index`` names the queried table's rows ("50 flights")."""
     return 0 <= index < len(reading.tokens) and reading.tokens[index].kind == "word" and reading.free(index) \
@@ -1952,6 +1967,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     check_condition_ends(reading)
     read_number_ranges(reading, _range_column, _in_column_unit)
     _read_comparisons(reading)
+    _read_bounded_row_counts(reading)
     _read_dates(reading)
     read_weekdays(reading)
     _read_participles_of_conditions(reading)

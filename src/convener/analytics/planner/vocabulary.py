@@ -119,7 +119,7 @@ _FILLER = frozenset({
     "serve", "serves", "served", "found",
     # words for the data as a whole and its rows' being in it: "how many flights does the sample contain",
     # "how many Chinstrap penguins were sampled", "among the penguins whose …"
-    "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among",
+    "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among", "considering",
     # emphasis: "only the flights that actually departed"
     "actually", "really", "truly",
     # the asker and how to lay the answer out: "I'd like to see LaGuardia and JFK next to each other", "put the

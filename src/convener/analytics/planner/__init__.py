@@ -58,7 +58,6 @@ from convener.analytics.planner.implied import implied_relationships
 from convener.analytics.planner.ordering import apply_sort_order
 from convener.analytics.planner.parentheses import parenthesised
 from convener.analytics.planner.reading import _read
-from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.scope import Codes, _scope, joins_to
 from convener.analytics.planner.shaping import _settle_count, _shape
 from convener.analytics.planner.sides import answered_sides, read_sides, split_into_sides
@@ -72,6 +71,7 @@ from convener.analytics.planner.sql import (
     describe_counted,
     quoted_table,
 )
+from convener.analytics.planner.state import _Reading
 from convener.analytics.shapes import TIME_TYPES, TableInfo
 
 

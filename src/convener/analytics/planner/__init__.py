@@ -49,7 +49,7 @@ from convener.analytics.planner.base import (
     ValuesOf,
 )
 from convener.analytics.planner.catalog import _Catalog, _choose_table
-from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard, check_joined_owner
+from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.fronted import fronted_spans
 from convener.analytics.planner.guesses import guessed, read_guesses, read_joined_values, read_periods
@@ -120,7 +120,6 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         # rows that have no dates, where another table's rows do
         raise NoPlan(f"{table.name} has no dates to group by {bucket}, and the question's other words pick it")
     scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
-    check_joined_owner(scope, tokens, mentions, [*tables, *others])
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     _settle_count(reading)
     read_sides(reading, _disjoint_periods)

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
 from datetime import date
-
-from sqlglot import exp
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
 from convener.analytics.planner.catalog import (
     _common,
-    _Mention,
     _named_vocabulary,
     _table_words,
     named_as_rows,
 )
 from convener.analytics.planner.dates import _time_columns
-from convener.analytics.planner.restated import said_as_described
-from convener.analytics.planner.state import _Reading, _Scope
+from convener.analytics.planner.restated import restated_stems, said_as_described
+from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     AVG,
@@ -43,8 +40,7 @@ from convener.analytics.planner.vocabulary import (
 _COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
 _ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
     - {"top", "bottom", "recent"}
-from convener.analytics.shapes import TableInfo
-from convener.analytics.wording import Token, parted, phrase, tokenize
+from convener.analytics.wording import Token, parted, phrase, stem, tokenize
 
 
 # --- Guards and the unknown-word check ---------------------------------------------------------------------
@@ -138,17 +134,27 @@ def _unknown_words(reading: _Reading) -> list[str]:
 
 
 def _against_the_description(reading: _Reading, index: int) -> bool:
-    """Whether a word that restates the table's description is said the other way round: after "to" where every
-    row left from it ("Flights that departed New York City": "flights that went to NYC"), after "from" where every
-    row arrived at it. It says something no row is, not nothing."""
-    described = (reading.base.description or "").lower()
+    """Whether a word that restates the table's description is said the other way round: after "to" where the
+    description says the rows left it ("Flights that departed New York City": "flights that went to NYC"),
+    after "from" where they reached it. It says something no row is, not nothing."""
+    words = re.findall(r"[a-z]+", (reading.base.description or "").lower())
+    stems = set(restated_stems(reading, index))
+    at = next((i for i, word in enumerate(words) if stem(word) in stems), None)
+    if at is None:
+        return False
+    said = set(words[max(0, at - 5):at])  # how the description comes to the name ("sent from the two … of")
     before = index - 1
     while before >= 0 and reading.norm(before) in ("the", "a", "an"):
         before -= 1
-    away = any(word in described for word in ("departed", "left", "out of", "leaving", "from"))
-    toward = any(word in described for word in ("arrived", "arriving", "into", "landed"))
-    return away and not toward and reading.norm(before) in ("to", "into", "toward", "towards") \
-        or toward and not away and reading.norm(before) in ("from", "out")
+    if said & _AWAY_WORDS:
+        return reading.norm(before) in ("to", "into", "toward", "towards")
+    if said & _TOWARD_WORDS:
+        return reading.norm(before) in ("from", "out")
+    return False
+
+
+_AWAY_WORDS = frozenset({"departed", "left", "leaving", "from", "out"})
+_TOWARD_WORDS = frozenset({"arrived", "arriving", "landed", "to", "into", "reached"})
 
 
 _MEASURE_VERBS = frozenset({"weigh", "weighs", "weighed", "cover", "covers", "covered"})
@@ -497,25 +503,3 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     if shape == "rows" and reading.direction is not None:
         raise NoPlan(f"could not tell which column of {reading.table.name} to rank by")
     return tuple(unknown)
-
-
-def check_joined_owner(scope: _Scope, tokens: list[Token], mentions: Sequence[_Mention],
-                       tables: Sequence[TableInfo]) -> None:
-    """"The name of the airport that got the most flights" where the airlines, not the airports, are joined for
-    "name": a joined table's column said "of" another table's rows is that table's, which the question's words
-    do not reach (the airports are two ways from a flight); refused rather than answered with the airline's."""
-    for mention in mentions:
-        expression = scope.virtual.get(mention.target.column)
-        if mention.is_value or not isinstance(expression, exp.Column):
-            continue
-        at = mention.end + 1 if mention.end < len(tokens) and tokens[mention.end].norm == "of" else None
-        while at is not None and at < len(tokens) and tokens[at].norm in ("the", "a", "an", "each", "its", "their"):
-            at += 1
-        if at is None or at >= len(tokens):
-            continue
-        owner = next((table for table in tables if table.name.split(".")[-1] == expression.table), None)
-        others = [table.name for table in tables if table is not owner and tokens[at].stem in _table_words(table)]
-        if owner is not None and tokens[at].stem not in _table_words(owner) and others \
-                and others[0] != scope.base.name:
-            raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which "
-                         f"the question does not say how to reach from {scope.base.name}")

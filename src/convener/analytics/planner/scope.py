@@ -10,7 +10,7 @@ from dataclasses import replace
 import sqlglot
 from sqlglot import exp
 
-from convener.analytics.planner.base import Relationship
+from convener.analytics.planner.base import NoPlan, Relationship
 from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
 from convener.analytics.planner.vocabulary import (
@@ -313,6 +313,28 @@ def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[t
     return _Mention(mention.start, mention.end, replace(mention.target, column=options[0]), mention.source)
 
 
+def _check_owner(mention: _Mention, tokens: Sequence[Token], virtual: dict[str, exp.Expr],
+                 tables: Sequence[TableInfo], queried: TableInfo) -> None:
+    """"The name of the airport that got the most flights" where the airlines, not the airports, are joined for
+    "name" (the airports are two ways from a flight, and no word picked one): a joined table's column said "of"
+    another table's rows is that table's, which the question does not reach; refused rather than answered with
+    the airline's. (Of several joined tables, ``_settle_by_table`` picks the one named.)"""
+    expression = virtual.get(mention.target.column)
+    if mention.is_value or not isinstance(expression, exp.Column) or mention.end >= len(tokens) \
+            or tokens[mention.end].norm != "of":
+        return
+    at = mention.end + 1
+    while at < len(tokens) and tokens[at].norm in ("the", "a", "an", "each", "its", "their"):
+        at += 1
+    owner = next((table for table in tables if _alias(table) == expression.table), None)
+    if at >= len(tokens) or owner is None or tokens[at].stem in _table_words(owner):
+        return
+    others = [table.name for table in tables if table is not owner and tokens[at].stem in _table_words(table)]
+    if others and others[0] != queried.name:
+        raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which the "
+                     f"question does not say how to reach from {queried.name}")
+
+
 def _alias(table: TableInfo) -> str:
     return table.name.split(".")[-1]
 
@@ -365,6 +387,8 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))
     mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own)]
+    for mention in mentions:
+        _check_owner(mention, tokens, virtual, tables, table)
     # A word that picked a relationship and names a column ("origin" in "by origin airport") stays a mention:
     # it may be the key asked for.
     named = {i for m in mentions for i in range(m.start, m.end)}

@@ -120,7 +120,8 @@ class _Reading:
     question's one number condition reads, placed there once the conditions are read."""
     shown_unsettled: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Shown columns said by a word several columns share ("…: carrier and the delay"), by their place among
-    the shown: the columns it could be, settled once the conditions are read (the one a condition compares)."""
+    the shown: the columns it could be, settled once the conditions are read (the one the question names
+    elsewhere: compared, ranked or measured)."""
     contrast: tuple[_Filter, _Filter, bool, str] | None = None
     """Two groups set against each other ("is the average … of males greater than that of females"): the
     first's condition, the second's, whether the comparative says higher, and what is asked ("whether" or

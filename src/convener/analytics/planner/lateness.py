@@ -114,10 +114,7 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
                 continue
             reading.asked_bound = (op, 0.0, index)
             reading.measures.append((column.name, AVG))
-            reading.used.update((verb, averaged, averaged + 1))
-            named = reading.mention_at(verb)
-            if named is not None:
-                reading.mentions.remove(named)  # "arrive": the verb, not a column whose name it abbreviates
+            reading.used.update((averaged, averaged + 1))
         else:
             negation = next((at for at in (verb - 1, verb - 2) if reading.norm(at) in _NOT and reading.free(at)), None)
             if negation is not None:  # "did not arrive early": at or after the schedule

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,21 @@ def test_a_limit_below_one_is_refused_before_any_question_is_asked() -> None:
     assert completed.returncode == 2
     assert "--limit must be at least 1" in completed.stderr
     assert "accuracy" not in completed.stdout
+
+
+def test_the_judge_reads_the_same_figures_in_another_shape_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    monkeypatch.syspath_prepend(str(benchmarks))
+    spec = importlib.util.spec_from_file_location("analytics_independent_judge", benchmarks / "analytics_independent.py")
+    assert spec is not None and spec.loader is not None
+    judge = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, judge)  # (its dataclasses look their module up)
+    spec.loader.exec_module(judge)
+    same = judge.same_figures_in_another_shape
+    by_rows = [("H1", 1664, 7.5), ("H2", 1704, 8.25)]
+    assert same([(1664, 1704, 7.5, 8.25)], by_rows)  # two measures side by side, one row a group
+    assert same(by_rows, [(False, 1664, 1704, 7.5, 8.25)])  # a yes or no beside them is no figure
+    assert same([(7.5, 8.25)], [("H1", 7.5), ("H2", 8.25)])  # one measure
+    assert not same([(1664, 1704, 7.5, 9.0)], by_rows)  # a figure that differs
+    assert same([(1664, 1704)], by_rows)  # the answer's rows hold the reference's figures, and more
+    assert not same([("H1", 7.5)], [("H1", 7.5), ("H2", 8.25)])  # a label is no figure

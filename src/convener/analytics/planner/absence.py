@@ -11,19 +11,27 @@ from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.shapes import BOOLEAN, STRING
 
 _ABSENT = frozenset({"never", "no"})
+_NOT_DONE = frozenset({"didnt", "dont", "doesnt", "hasnt", "havent", "hadnt"})
+_AUXILIARIES = frozenset({"did", "do", "does", "has", "have", "had"})
 _BETWEEN = frozenset({"had", "have", "has", "a", "an", "any", "single", "one", "from", "to", "at", "on", "in",
-                      "out", "of", "with", "been", "was", "were", "flown", "seen"})
+                      "out", "of", "with", "been", "was", "were", "flown", "seen", "all"})
 
 
 def read_absence(reading: _Reading) -> None:
-    """"which <text column> … never|no <condition>": the condition (values or a true/false condition right
+    """"which <text column> … never|no|did not <condition>": the condition (values or a true/false condition right
     after the negation, past a few small words and the rows' noun) is one no row of a group may meet."""
     if not _asks_which_column(reading):
         return
     for index, token in enumerate(reading.tokens):
-        if token.norm not in _ABSENT or not reading.free(index):
+        if not reading.free(index):
             continue
-        position, said = index + 1, [index]
+        if token.norm in _ABSENT or token.norm in _NOT_DONE:  # "never", "no", "didn't have a single …"
+            said = [index]
+        elif token.norm == "not" and reading.norm(index - 1) in _AUXILIARIES and reading.free(index - 1):
+            said = [index - 1, index]  # "did not have any cancelled flights"
+        else:
+            continue
+        position = index + 1
         found: list[_Filter] = []
         while position < len(reading.tokens) and len(said) < 8:
             mention = reading.mention_at(position)
@@ -41,7 +49,11 @@ def read_absence(reading: _Reading) -> None:
                 position = mention.end
                 continue
             word = reading.tokens[position]
-            if word.norm in _BETWEEN or word.stem in _table_words(reading.base) \
+            # the word right after the negation, a column's, may name the rows ("no departures at all from
+            # LaGuardia"): it is, when a value follows (else nothing is found, and the negation is left unread)
+            rows_noun = position == index + 1 and mention is not None and not mention.is_value \
+                and mention.end == position + 1
+            if word.norm in _BETWEEN or word.stem in _table_words(reading.base) or rows_noun \
                     or mention is None and _common(word.norm):  # "never flew to Atlanta"
                 if mention is not None and not mention.is_value and mention.end == position + 1:
                     reading.mentions.remove(mention)  # "a flight": the rows, not the column called flight

@@ -115,6 +115,8 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         if index in reading.used or token.kind != "word" or token.is_stopword:
             continue
+        if token.norm in _TREND_WORDS and reading.bucket is not None:
+            continue  # "how did … vary from month to month": the periods side by side show it
         if token.norm in _MEASURE_VERBS and not _measured_after(reading, index):
             unknown.append(token.text)  # "penguins that were weighed": which rows, not how much they weighed
             continue
@@ -179,6 +181,10 @@ _AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "
 _SAMENESS = frozenset({"same", "identical"})
 """Words that set rows against each other ("on the same day as …"): no reading step plans that."""
 
+_DENIALS = frozenset({"no", "not", "never", "none", "nothing", "nobody", "neither", "nor", "didnt", "dont", "doesnt",
+                      "isnt", "wasnt", "werent", "arent", "havent", "hasnt", "hadnt"})
+"""Words that deny what follows them: one no reading step read turns the answer into its opposite's."""
+
 
 def _names_after(reading: _Reading, index: int) -> bool:
     """Whether a noun of rows or columns follows within a few words ("each of the three airports")."""
@@ -219,6 +225,8 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
             found.add(index)
         elif word in _SAMENESS:
             found.add(index)  # "penguins sampled on the same day": rows set against each other, never read
+        elif word in _DENIALS and before != "or":  # (not "whether or not")
+            found.add(index)  # "carriers that had no departures at all from LaGuardia": those that had some
         elif word == "each" and reading.norm(index + 1) == "of" and not reading.keys and reading.bucket is None \
                 and _names_after(reading, index + 1):
             found.add(index)  # "total distance flown from each of the three airports": groups never read

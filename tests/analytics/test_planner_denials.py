@@ -1,0 +1,100 @@
+"""Denials and a few readings around them: groups that lack something said with "did not", "didn't" or "no"
+before a column's word for the rows ("no departures at all from Harbourton"); a denial no reading step read is
+never dropped (the question is declined, not answered as its opposite); "at or after 6 pm" keeps 6 pm; "from
+month to month" is a monthly series; a spread of a possessive's measure ("the standard deviation of Northwind's
+delays"). On a small ferry schema of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
+    ColumnInfo("operator", "STRING", "Company that ran the trip"),
+    ColumnInfo("start_port", "STRING", "Port the trip left from"),
+    ColumnInfo("trip_date", "DATE", "Date of the trip"),
+    ColumnInfo("departure_time", "INTEGER", "Scheduled departure time of day, HHMM"),
+    ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
+    ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
+), description="Ferry trips from the islands' ports in 2024: one row per trip.")
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
+                  description="Ports: one row per port.")
+BY_PORT = (Relationship("trips", ("start_port",), "ports", ("code",)),)
+VALUES = {("trips", "operator"): ["Northwind", "Islander", "Gull Line"], ("trips", "start_port"): ["HAR", "NTH"],
+          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_id INTEGER, operator VARCHAR, start_port VARCHAR, trip_date DATE, "
+        "departure_time INTEGER, delay INTEGER, scrapped BOOLEAN)",
+        "INSERT INTO trips VALUES "
+        "(1, 'Northwind', 'HAR', DATE '2024-01-05', 700, 5, false), "
+        "(2, 'Northwind', 'NTH', DATE '2024-01-20', 1800, 30, true), "
+        "(3, 'Islander', 'NTH', DATE '2024-02-02', 1830, 0, false), "
+        "(4, 'Islander', 'NTH', DATE '2024-02-14', 900, 10, false), "
+        "(5, 'Gull Line', 'HAR', DATE '2024-02-20', 1200, 90, true), "
+        "(6, 'Northwind', 'HAR', DATE '2024-02-28', 1900, 15, false)",
+        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
+        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=BY_PORT, related=[PORTS])
+
+
+def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    made = plan(question)
+    assert not made.unaccounted, made
+    return data.execute(made.sql).fetchall()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which operators had no departures at all from Harbourton?", {"Islander"}),
+    ("Which operators did not have any scrapped trips?", {"Islander"}),
+    ("Which operators didn't have a single scrapped trip?", {"Islander"}),
+    ("Which operators never had a scrapped trip?", {"Islander"}),
+])
+def test_groups_that_lack_rows_said_with_a_denial(data: duckdb.DuckDBPyConnection, question: str,
+                                                   expected: set[str]) -> None:
+    assert {row[0] for row in answer(data, question)} == expected
+
+
+@pytest.mark.parametrize("question", [
+    "Which operators had no delays over an hour?",
+    "Which operators had no luck at all?",
+])
+def test_a_denial_no_reading_read_declines_the_question(question: str) -> None:
+    with pytest.raises(NoPlan):
+        plan(question)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trips were scheduled to depart at or after 6 pm?", 3),
+    ("How many trips were scheduled to depart after 6 pm?", 2),
+    ("How many trips were scheduled to depart at or before 9 am?", 2),
+])
+def test_at_or_after_a_time_keeps_that_time(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+def test_from_month_to_month_is_a_monthly_series(data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "How did the average delay vary from month to month?")
+
+    assert [(str(month)[:7], float(delay)) for month, delay in rows] == [("2024-01", 17.5), ("2024-02", 28.75)]
+
+
+def test_a_spread_of_a_possessive_values_measure(data: duckdb.DuckDBPyConnection) -> None:
+    (spread,), = answer(data, "Can you give me the standard deviation of Northwind's delays?")
+
+    assert spread == pytest.approx(data.execute(
+        "SELECT STDDEV_SAMP(delay) FROM trips WHERE operator = 'Northwind'").fetchone()[0])  # type: ignore[index]

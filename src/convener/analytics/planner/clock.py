@@ -125,14 +125,18 @@ def _read_clock_times(reading: _Reading) -> None:
                 if reading.norm(end) not in ("on", "onward", "onwards") or not reading.free(end):
                     continue
                 op, end = ">=", end + 1
-            column = _choose_clock_column(reading, columns, index)
+            start = index
+            if op in (">", "<") and reading.norm(index - 1) == "or" and reading.norm(index - 2) in ("at", "on") \
+                    and reading.free(index - 1) and reading.free(index - 2):
+                op, start = op + "=", index - 2  # "at or after 6 pm": that time too
+            column = _choose_clock_column(reading, columns, start)
             later = (reading.norm(end), reading.norm(end + 1))
             if op == "=" and later[0] == "or" and later[1] in _OPEN_ENDS \
                     and reading.free(end) and reading.free(end + 1):
                 op = _OPEN_ENDS[later[1]]  # "at 6 pm or later"
                 end += 2
-            reading.filters.append(_Filter(column.name, op, (float(clock[0]),), "number", index))
-            reading.used.update(range(index, end))
+            reading.filters.append(_Filter(column.name, op, (float(clock[0]),), "number", start))
+            reading.used.update(range(start, end))
             _read_about(reading, column)
             break
         if reading.norm(index) == "between" and reading.free(index):

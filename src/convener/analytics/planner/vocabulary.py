@@ -76,7 +76,7 @@ _UNSUPPORTED = frozenset({
 """Computations beyond counts, sums, averages, extremes and rankings: left unconsumed, they mean the
 question asks for something this planner would silently get wrong."""
 _TREND_WORDS = frozenset({"change", "changed", "changes", "evolve", "evolved", "trend", "trends", "develop",
-                          "developed"})
+                          "developed", "vary", "varied", "varies", "fluctuate", "fluctuated"})
 _FUTURE_WORDS = frozenset({"tomorrow", "forecast", "forecasts", "predict", "predicted", "prediction",
                            "projected", "projection", "future", "will"})
 _NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides", "outside",

@@ -23,6 +23,10 @@ def read_spread(reading: _Reading) -> None:
             position = index + len(words)
             while reading.norm(position) in ("of", "the", "in", "for") and reading.free(position):
                 position += 1
+            owner = reading.mention_at(position)
+            if owner is not None and owner.is_value and owner.start == position \
+                    and reading.tokens[owner.end - 1].text.lower().endswith(("'s", "\u2019s")):
+                position = owner.end  # "of Delta's departure delays": the value is a condition, read as one
             mention = _numeric_mention(reading, position)
             if mention is None or mention.start != position or mention not in reading.mentions:
                 continue

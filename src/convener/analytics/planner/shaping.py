@@ -75,6 +75,8 @@ def _shape_asked(reading: _Reading) -> str:
         return "top"
     if reading.bucket or _has_time_key(reading):
         return "time_series"
+    if multi and reading.keys and multi[0].kind == "value" and (reading.measures or reading.count):
+        return "compare"  # "average flipper length for males and females of each species": of each, each
     if reading.keys:
         return "group"
     if multi and (reading.compare or reading.measures or reading.count):

@@ -304,7 +304,9 @@ def _build_compare(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     multi = next(f for f in reading.filters if f.op == "in" and f.kind in ("value", "year", "weekday"))
     if multi.kind in ("year", "weekday"):
         reading.bucket = multi.kind
-    reading.keys = [*_joined_by(reading, multi.column), multi.column, *reading.keys]
+    compared = [*_joined_by(reading, multi.column), multi.column]
+    # the groups asked for first ("… of each species"), then the values listed within each
+    reading.keys = [*reading.keys, *compared]
     query, name, explanation = _build_group(reading, dialect)
     listed = " and ".join(str(_plain(v)) for v in multi.values)
     return query, name, f"Compares {listed}: {explanation[0].lower()}{explanation[1:]}"

@@ -1,0 +1,22 @@
+"""Values listed with "and" beside groups asked for ("the average delay of Northwind and Islander for each
+port"): each value within each group, not one figure for the values together. On the ferry schema of
+``test_planner_denials``."""
+
+from __future__ import annotations
+
+import duckdb
+
+from tests.analytics.test_planner_denials import answer, data  # noqa: F401 - the module's fixture
+
+
+def test_values_listed_with_and_are_each_a_group_within_each_group(data: duckdb.DuckDBPyConnection) -> None:  # noqa: F811
+    rows = answer(data, "Average delay for Northwind and Islander trips from each port")
+
+    assert sorted((port, operator, float(delay)) for port, operator, delay in rows) == [
+        ("HAR", "Northwind", 10.0), ("NTH", "Islander", 5.0), ("NTH", "Northwind", 30.0)]
+
+
+def test_values_listed_with_or_stay_one_condition(data: duckdb.DuckDBPyConnection) -> None:  # noqa: F811
+    rows = answer(data, "Average delay for Northwind or Islander trips from each port")
+
+    assert sorted((port, float(delay)) for port, delay in rows) == [("HAR", 10.0), ("NTH", 13.333333333333334)]

@@ -129,9 +129,10 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     check_periods_held(reading, span_of)
     # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
     ranks_rows = shape == "top" and not reading.keys and reading.bucket is None
-    if reading.shown_per_row and shape != "rows" and not ranks_rows:
-        # "average air time, with their manufacturer": columns to show beside rows, where no rows are shown
-        # (a key shown is shown: "per supplier (full name)")
+    if reading.shown and shape != "rows" and not ranks_rows:
+        # "average air time, with their manufacturer", "list the full name of each destination airport" (grouped
+        # by the destination): columns to show where no rows are shown (a key shown is shown: "per supplier
+        # (full name)")
         unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted
                                        and name not in reading.keys))
     query, name, explanation = _BUILDERS[shape](reading, dialect)

@@ -98,3 +98,22 @@ def test_a_spread_of_a_possessive_values_measure(data: duckdb.DuckDBPyConnection
 
     assert spread == pytest.approx(data.execute(
         "SELECT STDDEV_SAMP(delay) FROM trips WHERE operator = 'Northwind'").fetchone()[0])  # type: ignore[index]
+
+
+FLEETS = TableInfo("fleets", (ColumnInfo("operator", "STRING", "Operator code"),
+                               ColumnInfo("name", "STRING", "Full name of the fleet")),
+                   description="Fleets: one row per fleet.")
+
+
+def test_which_rows_of_another_table_are_not_answered_by_a_listing_of_the_queried_ones(
+        data: duckdb.DuckDBPyConnection) -> None:
+    def planned(question: str) -> Plan:
+        return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
+                             relationships=(Relationship("trips", ("operator",), "fleets", ("operator",)),),
+                             related=[FLEETS])
+
+    # the scrapped trips themselves (every column of them) would not say which fleets
+    with pytest.raises(NoPlan, match="which fleets"):
+        planned("Which fleets had scrapped trips?")
+    assert data.execute(planned("Which operators had scrapped trips?").sql).fetchall() == [("Gull Line",),
+                                                                                           ("Northwind",)]

@@ -49,7 +49,7 @@ from convener.analytics.planner.base import (
     ValuesOf,
 )
 from convener.analytics.planner.catalog import _Catalog, _choose_table
-from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard
+from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard, check_rows_asked
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.fronted import fronted_spans
 from convener.analytics.planner.guesses import guessed, read_guesses, read_joined_values, read_periods
@@ -126,6 +126,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     shape = _shape(reading)
     _check_counted_keys(reading, relationships)
     unaccounted = _check_understood(reading, shape)
+    check_rows_asked(reading, shape, [other for other in everything if other.name != reading.base.name])
     check_periods_held(reading, span_of)
     # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
     ranks_rows = shape == "top" and not reading.keys and reading.bucket is None

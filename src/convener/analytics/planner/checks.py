@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import date
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
@@ -40,6 +41,7 @@ from convener.analytics.planner.vocabulary import (
 _COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
 _ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
     - {"top", "bottom", "recent"}
+from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import Token, parted, phrase, stem, tokenize
 
 
@@ -454,6 +456,22 @@ def _unshown_measures(reading: _Reading, shape: str) -> list[str]:
     return list(dict.fromkeys(column for column, agg in reading.measures
                               if agg is None and column not in reading.shown and column not in conditions
                               and column not in ranked and not said_again & set(phrase(column))))
+
+
+def check_rows_asked(reading: _Reading, shape: str, others: Sequence[TableInfo]) -> None:
+    """Refuse a listing of the queried table's rows where the question asks which rows of another table
+    ("Which airlines had cancelled flights?" listed as the cancelled flights themselves)."""
+    if shape != "rows" or reading.shown:
+        return
+    own = _table_words(reading.base)
+    for index, token in enumerate(reading.tokens[:-1]):
+        following = reading.tokens[index + 1]
+        if token.norm not in ("which", "what") or not reading.free(index + 1) or following.stem in own:
+            continue
+        named = next((table for table in others if following.stem in _table_words(table)), None)
+        if named is not None:
+            raise NoPlan(f"the question asks which {following.text}: listing rows of {reading.table.name} would "
+                         f"not say which {named.name.split('.')[-1]} they are")
 
 
 def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:

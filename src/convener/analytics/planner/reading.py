@@ -500,8 +500,13 @@ def _read_values(reading: _Reading) -> None:
         # The names one word names ("Newark": two airports) are one place asked about, not places compared.
         one = said[(column, negated)]
         kind = "name" if len(one) == 1 and one[0].target.alternatives else "value"
-        reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)],
-                                       either=_said_as_alternatives(reading, one)))
+        either = _said_as_alternatives(reading, one)
+        more = _more_rows_asked(reading)
+        if more is not None and len(one) > 1 and not either and not negated:
+            # "Were there more flights to Orlando or to Miami?": each group's rows counted answers it
+            reading.used.add(more)
+            reading.compare = True
+        reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)], either=either))
 
 
 def _check_not_a_route(reading: _Reading, said: list[_Mention]) -> None:
@@ -533,12 +538,25 @@ def _said_as_alternatives(reading: _Reading, said: list[_Mention]) -> bool:
     """Whether the values were joined by "or" and nothing else that joins ("LAX or SFO", "AA, DL or UA"), in a
     question that does not ask to choose between them ("which had the longer sea time, Oslo or Bergen")."""
     between = {reading.norm(i) for first, second in zip(said, said[1:]) for i in range(first.end, second.start)}
-    choosing = any(token.norm in _CHOOSING or token.norm in OF_MEASURE for token in reading.tokens)
+    choosing = any(token.norm in _CHOOSING or token.norm in OF_MEASURE for token in reading.tokens) \
+        or _more_rows_asked(reading) is not None
     return len(said) > 1 and "or" in between and not between & {"and", "vs", "versus", "against", "with"} \
         and not choosing
 
 
 _CHOOSING = frozenset({"which", "whose", "who", "whom"})
+
+
+def _more_rows_asked(reading: _Reading) -> int | None:
+    """Where "more" or "fewer" before the rows' noun asks which of the groups said has more rows ("Were there
+    more flights to Orlando or to Miami?"), in a question with no "than" (which would set a number or another
+    side against them)."""
+    if any(token.norm == "than" for token in reading.tokens):
+        return None
+    rows = _table_words(reading.base)
+    return next((index for index, token in enumerate(reading.tokens[:-1])
+                 if token.norm in ("more", "fewer") and reading.free(index)
+                 and reading.tokens[index + 1].stem in rows), None)
 
 
 _ALL_BUT = frozenset({"anything", "everything", "all", "any"})
@@ -937,6 +955,18 @@ def _verb_before_a_period(reading: _Reading, mention: _Mention) -> bool:
         and any(f.kind in ("year", "month", "day", "date") and f.start == mention.end + 1 for f in reading.filters)
 
 
+def _verb_before_a_place(reading: _Reading, mention: _Mention) -> bool:
+    """"Did all of the Hawaiian Airlines flights depart from JFK?": a verb that several columns abbreviate
+    alike, right before "from", "to" or "at" and the place read after it, says where the rows went; no
+    measure."""
+    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1 \
+            or reading.norm(mention.end) not in ("from", "to", "at"):
+        return False
+    place = mention.end + 1
+    return place in reading.used and any(f.kind in ("value", "name") and place <= f.start < place + 4
+                                         for f in reading.filters)
+
+
 def _rows_asked_for(reading: _Reading, mention: _Mention) -> bool:
     """"Which flight had the longest air time", where ``flight`` is the flight's number: the rows' own noun
     right after which/what asks for a row, when another number column is there to rank it by; the noun is
@@ -1222,7 +1252,8 @@ def _read_measures(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if column.type not in NUMBER_TYPES:
             continue
-        if _events_of_rows(reading, mention) or _verb_before_a_period(reading, mention):
+        if _events_of_rows(reading, mention) or _verb_before_a_period(reading, mention) \
+                or _verb_before_a_place(reading, mention):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
             continue

@@ -187,6 +187,7 @@ def test_the_rows_noun_before_count_names_the_rows_counted_not_a_column(data: du
     ("How many flights between June and August?", 4),
     ("How many flights in June-August 2013?", 4),
     ("How many flights from December to January?", 3),  # a range into the next year
+    ("How many flights in July, August 2013?", 4),  # two months listed, in that year
 ])
 def test_parts_of_a_year_and_ranges_of_months(data: duckdb.DuckDBPyConnection, question: str,
                                               expected: int) -> None:
@@ -206,7 +207,7 @@ def test_parts_of_a_year_set_against_each_other_are_each_a_figure(data: duckdb.D
 
 
 @pytest.mark.parametrize("question", [
-    "How many flights in July, August 2013?",  # two months listed, read as each a condition
+    "How many flights in July and in August 2013?",  # each month said as a condition of its own
 ])
 def test_periods_no_row_can_fall_in_at_once_are_declined_not_intersected(question: str) -> None:
     with pytest.raises(NoPlan, match="exclude each other"):

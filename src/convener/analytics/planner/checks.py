@@ -119,6 +119,8 @@ def _unknown_words(reading: _Reading) -> list[str]:
             continue
         if token.norm in _TREND_WORDS and reading.bucket is not None:
             continue  # "how did … vary from month to month": the periods side by side show it
+        if token.norm == "place" and reading.norm(index - 1) in ("take", "takes", "took", "taking", "taken"):
+            continue  # "dives that took place in July": that happened
         if token.norm in _MEASURE_VERBS and not _measured_after(reading, index):
             unknown.append(token.text)  # "penguins that were weighed": which rows, not how much they weighed
             continue

@@ -146,6 +146,8 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
         named = _month(token)
         following = tokens[index + 1] if index + 1 < len(tokens) else None
         after = tokens[index + 2] if index + 2 < len(tokens) else None
+        if named is not None and _read_month_list(reading, column, index):
+            continue
         if named is not None and (reading.norm(index - 1) in ("in", "during", "of", "for") or _another_month(
                 reading, column.name, index)) and (following is None or not (_is_year(following) or _day_number(following))):
             # "in December": that month of every year; "in July versus January": another
@@ -165,6 +167,51 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
 
 
 _SET_AGAINST = frozenset({"versus", "vs", "against", "or", "and", "with"})
+
+_DENYING = frozenset({"not", "outside", "except", "excluding", "besides"})
+"""Words before months that keep the rows of every other month ("outside the summer months of June, July and
+August", "not in July")."""
+_BEFORE_MONTHS = frozenset({"in", "of", "the", "during", "for", "month", "months", "summer", "winter", "spring",
+                            "autumn", "fall", "holiday", "holidays", "period"})
+"""Words between such a denial, or a preposition, and the months ("outside the summer months of …")."""
+
+
+def _read_month_list(reading: _Reading, column: ColumnInfo, index: int) -> bool:
+    """Months of every year said as a list ("in June, July or August") or denied ("not in July", "outside the
+    summer months of June, July and August", "excluding December"): one condition on the month (IN, or NOT IN
+    and <> when denied). Returns whether it read one; a single month not denied is left to the caller."""
+    months, end = [index], index + 1
+    while end < len(reading.tokens):
+        if reading.norm(end) in ("and", "or"):
+            at = end + 1
+        elif "," in reading.gap(end) and _month_token(reading, end):  # "June, July"
+            at = end
+        else:
+            break
+        if not _month_token(reading, at) or at in reading.used:
+            break
+        months.append(at)
+        end = at + 1
+    start = index
+    while start > 0 and reading.norm(start - 1) in _BEFORE_MONTHS and reading.free(start - 1) and index - start < 5:
+        start -= 1
+    denied = start > 0 and reading.norm(start - 1) in _DENYING and reading.free(start - 1)
+    if denied and reading.norm(start - 1) == "not" and reading.norm(start - 2) in ("do", "does", "did"):
+        denied = False  # ("did not fly in July": a clause's own negation, read with it)
+    joiners = {reading.norm(at - 1) for at in months[1:]}
+    if not denied and (len(months) == 1 or len(months) == 2 and joiners == {"and"}):
+        return False  # (one month, or two set side by side: "in June and July", "June and July compared")
+    if not denied and reading.norm(index - 1) not in ("in", "during", "of", "for"):
+        return False  # ("June, July and August flights": not a list this reads)
+    values = tuple(dict.fromkeys(_month(reading.tokens[at]) or 0 for at in months))
+    op = ("not in" if denied else "in") if len(values) > 1 else ("<>" if denied else "=")
+    reading.filters.append(_Filter(column.name, op, values, "month", index))
+    reading.used.update(range(start - 1 if denied else start, end))
+    return True
+
+
+def _month_token(reading: _Reading, index: int) -> bool:
+    return 0 <= index < len(reading.tokens) and _month(reading.tokens[index]) is not None
 
 
 def _another_month(reading: _Reading, column: str, index: int) -> bool:

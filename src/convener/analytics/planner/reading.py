@@ -1662,9 +1662,14 @@ def _read_missing(reading: _Reading) -> None:
     for index, token in enumerate(reading.tokens):
         if token.norm not in _MISSING_WORDS or not reading.free(index):
             continue
-        mention = reading.mention_at(index + 1)
-        if mention is not None and (mention.is_value or mention.start != index + 1):
+        after = index + 1  # "missing a delta 15 N measurement": past an article
+        while reading.norm(after) in ("a", "an", "any", "the", "its", "their") and reading.free(after):
+            after += 1
+        mention = reading.mention_at(after)
+        if mention is not None and (mention.is_value or mention.start != after):
             mention = None
+        elif mention is not None and reading.norm(mention.end) in _RECORD_NOUNS and reading.free(mention.end):
+            reading.used.add(mention.end)  # "… measurement", "… value": the column's own record of it
         excluded: range | None = None
         between = index - 1
         while reading.norm(between) in ("not", "is", "was", "were", "been", "be") and reading.free(between):
@@ -1778,6 +1783,10 @@ def _asked_of_column(reading: _Reading, start: int, index: int) -> bool:
         before -= 1
     return reading.norm(before) in ("is", "was", "are", "were") and index == len(reading.tokens) - 1
 
+
+_RECORD_NOUNS = frozenset({"measurement", "measurements", "value", "values", "reading", "readings", "entry",
+                           "entries", "record", "records"})
+"""Nouns after a column said to be missing that name its value itself ("a delta 15 N measurement")."""
 
 # whether each word says the column holds a value (True) or is left empty (False)
 _MISSING_WORDS = {"unknown": False, "missing": False, "null": False, "blank": False, "empty": False,

@@ -1,0 +1,53 @@
+"""Months of every year said as a list or denied ("in June, July or August", "outside the summer months of June,
+July and August", "not in July": a denied month was read as the month itself), and a column said to be missing
+past an article ("missing a depth measurement"). On a small schema of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+DIVES = TableInfo("dives", (
+    ColumnInfo("dive_id", "INTEGER", "Identifier of the dive"),
+    ColumnInfo("dive_date", "DATE", "Date of the dive"),
+    ColumnInfo("depth_m", "DOUBLE", "Deepest point of the dive in metres; empty when the gauge failed"),
+), description="Recreational dives logged by a club: one row per dive.")
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE dives (dive_id INTEGER, dive_date DATE, depth_m DOUBLE)",
+        "INSERT INTO dives VALUES (1, DATE '2024-06-02', 12), (2, DATE '2024-07-14', NULL), "
+        "(3, DATE '2024-07-20', 18), (4, DATE '2024-08-09', 9), (5, DATE '2024-09-01', NULL), "
+        "(6, DATE '2024-12-28', 22)")
+
+
+def count(data: duckdb.DuckDBPyConnection, question: str) -> object:
+    made = plan_question(question, [DIVES])
+    assert not made.unaccounted, made
+    (value,), = data.execute(made.sql).fetchall()
+    return value
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many dives were in June, July or August?", 4),
+    ("How many dives were in June or December?", 2),
+    ("How many dives were logged outside the summer months of June, July and August?", 2),
+    ("How many dives took place outside of July?", 4),
+    ("How many dives were not in July?", 4),
+    ("How many dives were there excluding December?", 5),
+    ("How many dives were in July?", 2),
+])
+def test_months_listed_or_denied(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    assert count(data, question) == expected
+
+
+def test_a_column_missing_past_an_article(data: duckdb.DuckDBPyConnection) -> None:
+    assert count(data, "What percent of dives are missing a depth measurement?") == pytest.approx(100 * 2 / 6)

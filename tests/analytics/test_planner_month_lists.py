@@ -44,6 +44,8 @@ def count(data: duckdb.DuckDBPyConnection, question: str) -> object:
     ("How many dives were not in July?", 4),
     ("How many dives were there excluding December?", 5),
     ("How many dives were in July?", 2),
+    ("How many dives were in months other than July?", 4),
+    ("number of dives other than in December", 5),
 ])
 def test_months_listed_or_denied(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
     assert count(data, question) == expected

@@ -229,7 +229,8 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
             found.add(index)
         elif word in _SAMENESS:
             found.add(index)  # "penguins sampled on the same day": rows set against each other, never read
-        elif word in _DENIALS and before != "or":  # (not "whether or not")
+        elif word in _DENIALS and before != "or" or word == "other" and reading.norm(index + 1) == "than" \
+                and reading.free(index + 1):  # (not "whether or not")
             found.add(index)  # "carriers that had no departures at all from LaGuardia": those that had some
         elif word == "each" and reading.norm(index + 1) == "of" and not reading.keys and reading.bucket is None \
                 and _names_after(reading, index + 1):

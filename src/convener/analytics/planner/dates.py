@@ -168,11 +168,11 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
 
 _SET_AGAINST = frozenset({"versus", "vs", "against", "or", "and", "with"})
 
-_DENYING = frozenset({"not", "outside", "except", "excluding", "besides"})
+_DENYING = frozenset({"not", "outside", "except", "excluding", "besides", "other"})
 """Words before months that keep the rows of every other month ("outside the summer months of June, July and
 August", "not in July")."""
 _BEFORE_MONTHS = frozenset({"in", "of", "the", "during", "for", "month", "months", "summer", "winter", "spring",
-                            "autumn", "fall", "holiday", "holidays", "period"})
+                            "autumn", "fall", "holiday", "holidays", "period", "than"})
 """Words between such a denial, or a preposition, and the months ("outside the summer months of …")."""
 
 

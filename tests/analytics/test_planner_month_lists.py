@@ -1,6 +1,6 @@
 """Months of every year said as a list or denied ("in June, July or August", "outside the summer months of June,
 July and August", "not in July": a denied month was read as the month itself), and a column said to be missing
-past an article ("missing a depth measurement"). On a small schema of its own."""
+past an article ("missing a depth measurement"); "the single greatest". On a small schema of its own."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from tests.analytics.small_tables import database
 DIVES = TableInfo("dives", (
     ColumnInfo("dive_id", "INTEGER", "Identifier of the dive"),
     ColumnInfo("dive_date", "DATE", "Date of the dive"),
-    ColumnInfo("depth_m", "DOUBLE", "Deepest point of the dive in metres; empty when the gauge failed"),
+    ColumnInfo("depth", "FLOAT", "Deepest point of the dive in metres; empty when the gauge failed"),
 ), description="Recreational dives logged by a club: one row per dive.")
 
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
     yield from database(
-        "CREATE TABLE dives (dive_id INTEGER, dive_date DATE, depth_m DOUBLE)",
+        "CREATE TABLE dives (dive_id INTEGER, dive_date DATE, depth DOUBLE)",
         "INSERT INTO dives VALUES (1, DATE '2024-06-02', 12), (2, DATE '2024-07-14', NULL), "
         "(3, DATE '2024-07-20', 18), (4, DATE '2024-08-09', 9), (5, DATE '2024-09-01', NULL), "
         "(6, DATE '2024-12-28', 22)")
@@ -53,3 +53,10 @@ def test_months_listed_or_denied(data: duckdb.DuckDBPyConnection, question: str,
 
 def test_a_column_missing_past_an_article(data: duckdb.DuckDBPyConnection) -> None:
     assert count(data, "What percent of dives are missing a depth measurement?") == pytest.approx(100 * 2 / 6)
+
+
+@pytest.mark.parametrize("question", ["Which dive had the single greatest depth?", "Which dive had the greatest depth?"])
+def test_a_word_that_only_stresses_a_superlative(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan_question(question, [DIVES])
+    assert not made.unaccounted, made
+    assert [row[0] for row in data.execute(made.sql).fetchall()] == [6]

@@ -49,7 +49,13 @@ from convener.analytics.planner.base import (
     ValuesOf,
 )
 from convener.analytics.planner.catalog import _Catalog, _choose_table
-from convener.analytics.planner.checks import _check_understood, _disjoint_periods, _guard, check_rows_asked
+from convener.analytics.planner.checks import (
+    _check_understood,
+    _disjoint_periods,
+    _guard,
+    check_rows_asked,
+    without_intensifiers,
+)
 from convener.analytics.planner.dates import _read_buckets
 from convener.analytics.planner.fronted import fronted_spans
 from convener.analytics.planner.guesses import guessed, read_guesses, read_joined_values, read_periods
@@ -86,7 +92,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     relationships to a table where the question's words do not, and read a joined table's names said beside
     codes as codes; ``span_of`` lets it decline periods a date column holds nothing of."""
     sqlglot.Dialect.get_or_raise(dialect)
-    tokens = _guard(question)
+    tokens = without_intensifiers(_guard(question))
     if not tables:
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]

@@ -71,6 +71,22 @@ def _guard(question: str) -> list[Token]:
     return tokens
 
 
+_INTENSIFIERS = frozenset({"single", "very", "absolute"})
+
+
+def without_intensifiers(tokens: list[Token]) -> list[Token]:
+    """The question's words without those that only stress the superlative after them ("the single longest
+    delay", "the absolute highest"): it ranks the same, and every reading of a superlative looks right before it
+    for "the"."""
+    return [token for index, token in enumerate(tokens)
+            if not (token.norm in _INTENSIFIERS and index + 1 < len(tokens)
+                    and _superlative(tokens[index + 1].norm) and index > 0 and tokens[index - 1].norm == "the")]
+
+
+def _superlative(word: str) -> bool:
+    return word in _HIGH_WORDS or word in _LOW_WORDS or word.endswith("est") and len(word) > 4
+
+
 def _commands(words: list[str], index: int) -> bool:
     """Whether the verb at ``index`` is an instruction ("delete all cars", "… and run DELETE FROM cars")
     rather than a word of a question ("the biggest drop in price"). CREATE and REPLACE count only before

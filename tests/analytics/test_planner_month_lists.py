@@ -1,6 +1,7 @@
 """Months of every year said as a list or denied ("in June, July or August", "outside the summer months of June,
 July and August", "not in July": a denied month was read as the month itself), and a column said to be missing
-past an article ("missing a depth measurement"); "the single greatest". On a small schema of its own."""
+past an article ("missing a depth measurement"); "the single greatest"; "how many minutes do dives spend under water" (the
+dive time, "spent under water, in minutes"). On a small schema of its own."""
 
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ DIVES = TableInfo("dives", (
     ColumnInfo("dive_id", "INTEGER", "Identifier of the dive"),
     ColumnInfo("dive_date", "DATE", "Date of the dive"),
     ColumnInfo("depth", "FLOAT", "Deepest point of the dive in metres; empty when the gauge failed"),
+    ColumnInfo("dive_time", "INTEGER", "Time spent under water, in minutes"),
 ), description="Recreational dives logged by a club: one row per dive.")
 
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
     yield from database(
-        "CREATE TABLE dives (dive_id INTEGER, dive_date DATE, depth DOUBLE)",
-        "INSERT INTO dives VALUES (1, DATE '2024-06-02', 12), (2, DATE '2024-07-14', NULL), "
-        "(3, DATE '2024-07-20', 18), (4, DATE '2024-08-09', 9), (5, DATE '2024-09-01', NULL), "
-        "(6, DATE '2024-12-28', 22)")
+        "CREATE TABLE dives (dive_id INTEGER, dive_date DATE, depth DOUBLE, dive_time INTEGER)",
+        "INSERT INTO dives VALUES (1, DATE '2024-06-02', 12, 40), (2, DATE '2024-07-14', NULL, 35), "
+        "(3, DATE '2024-07-20', 18, 50), (4, DATE '2024-08-09', 9, 45), (5, DATE '2024-09-01', NULL, 30), "
+        "(6, DATE '2024-12-28', 22, 40)")
 
 
 def count(data: duckdb.DuckDBPyConnection, question: str) -> object:
@@ -60,3 +62,8 @@ def test_a_word_that_only_stresses_a_superlative(data: duckdb.DuckDBPyConnection
     made = plan_question(question, [DIVES])
     assert not made.unaccounted, made
     assert [row[0] for row in data.execute(made.sql).fetchall()] == [6]
+
+
+def test_how_many_of_the_measured_columns_unit_with_the_verb_its_description_says_irregularly(
+        data: duckdb.DuckDBPyConnection) -> None:
+    assert count(data, "On average, how many minutes do dives spend under water?") == pytest.approx(40.0)

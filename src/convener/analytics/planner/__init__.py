@@ -127,6 +127,11 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         raise NoPlan(f"{table.name} has no dates to group by {bucket}, and the question's other words pick it")
     scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
+    # one measure said twice ("on average, how many minutes do dives spend under water": the unit, and the words
+    # of the description, name the dive time) is asked once, with the aggregate one of them says
+    aggregated = {column for column, aggregate in reading.measures if aggregate}
+    reading.measures = list(dict.fromkeys(measure for measure in reading.measures
+                                          if measure[1] or measure[0] not in aggregated))
     _settle_count(reading)
     read_sides(reading, _disjoint_periods)
     shape = _shape(reading)

@@ -41,6 +41,7 @@ from convener.analytics.planner.vocabulary import (
 _COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
 _ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
     - {"top", "bottom", "recent"}
+from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import Token, parted, phrase, stem, tokenize
 
@@ -140,7 +141,8 @@ def _unknown_words(reading: _Reading) -> list[str]:
         if token.norm in _MEASURE_VERBS and not _measured_after(reading, index):
             unknown.append(token.text)  # "penguins that were weighed": which rows, not how much they weighed
             continue
-        if token.stem in vocabulary or token.norm in vocabulary or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
+        if token.stem in vocabulary or token.norm in vocabulary or _IRREGULAR.get(token.norm) in vocabulary \
+                or _common(token.norm) or token.norm in _MEANINGFUL_LOCAL \
                 or token.norm in ("how", "was", "is", "are", "were", "did", "does", "do"):
             continue
         if said_as_described(reading, index):
@@ -201,6 +203,12 @@ _AGGREGATE_NOUNS = {"averages": AVG, "means": AVG, "totals": SUM, "sums": SUM, "
 _SAMENESS = frozenset({"same", "identical"})
 """Words that set rows against each other ("on the same day as …"): no reading step plans that."""
 
+_IRREGULAR = {"spend": "spent", "spends": "spent", "spending": "spent", "fly": "flown", "flies": "flown",
+              "flew": "flown", "go": "gone", "goes": "gone", "went": "gone", "leave": "left", "leaves": "left",
+              "make": "made", "makes": "made", "take": "taken", "takes": "taken", "took": "taken"}
+"""Forms of irregular verbs and the participle a column's description may say them by ("spend in the air" of
+"Time spent in the air")."""
+
 _DENIALS = frozenset({"no", "not", "never", "none", "nothing", "nobody", "neither", "nor", "didnt", "dont", "doesnt",
                       "isnt", "wasnt", "werent", "arent", "havent", "hasnt", "hadnt"})
 """Words that deny what follows them: one no reading step read turns the answer into its opposite's."""
@@ -251,7 +259,8 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
         elif word == "each" and reading.norm(index + 1) == "of" and not reading.keys and reading.bucket is None \
                 and _names_after(reading, index + 1):
             found.add(index)  # "total distance flown from each of the three airports": groups never read
-        elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index):
+        elif word in _UNITS and len(word) > 2 and before != "in" and not _after_number(reading, index) \
+                and not _amount_asked(reading, index):
             found.add(index)
     return found
 
@@ -278,6 +287,14 @@ def _participle(word: str) -> bool:
     """A past participle ("observed", "seen"): what a word before it qualifies is an event, not a ranking."""
     return len(word) > 3 and word.endswith("ed") or word in ("seen", "made", "built", "done", "taken", "given",
                                                              "sold", "bought", "flown", "found", "born")
+
+
+def _amount_asked(reading: _Reading, index: int) -> bool:
+    """Whether the unit at ``index`` follows "how many" and is the unit of the column the plan aggregates ("on
+    average, how many minutes do flights spend in the air": the air time, in minutes)."""
+    said = unit_named(reading.norm(index))
+    return reading.norm(index - 1) == "many" and reading.norm(index - 2) == "how" and said is not None \
+        and any(unit_of(reading.column(column)) == said for column, agg in reading.measures if agg)
 
 
 def _after_number(reading: _Reading, index: int) -> bool:

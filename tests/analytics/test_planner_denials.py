@@ -117,3 +117,9 @@ def test_which_rows_of_another_table_are_not_answered_by_a_listing_of_the_querie
         planned("Which fleets had scrapped trips?")
     assert data.execute(planned("Which operators had scrapped trips?").sql).fetchall() == [("Gull Line",),
                                                                                            ("Northwind",)]
+
+
+def test_a_time_said_without_a_preposition_and_every_later_one(data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "average delay for trips scheduled to depart before noon vs. noon or later")
+
+    assert [tuple(float(value) for value in row) for row in rows] == [(7.5, 33.75)]

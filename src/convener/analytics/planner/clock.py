@@ -139,6 +139,17 @@ def _read_clock_times(reading: _Reading) -> None:
             reading.used.update(range(start, end))
             _read_about(reading, column)
             break
+        bare = _clock_at(reading, index)
+        if bare is not None and reading.free(index):
+            # "… before noon vs. noon or later": a time said without a preposition, and every later (earlier) one
+            later = (reading.norm(index + bare[1]), reading.norm(index + bare[1] + 1))
+            if later[0] == "or" and later[1] in _OPEN_ENDS and reading.free(index + bare[1]) \
+                    and reading.free(index + bare[1] + 1):
+                column = _choose_clock_column(reading, columns, index)
+                reading.filters.append(_Filter(column.name, _OPEN_ENDS[later[1]], (float(bare[0]),), "number", index))
+                reading.used.update(range(index, index + bare[1] + 2))
+                _read_about(reading, column)
+                continue
         if reading.norm(index) == "between" and reading.free(index):
             first = _clock_at(reading, index + 1)
             joiner = index + 1 + first[1] if first else -1

@@ -123,3 +123,13 @@ def test_a_time_said_without_a_preposition_and_every_later_one(data: duckdb.Duck
     rows = answer(data, "average delay for trips scheduled to depart before noon vs. noon or later")
 
     assert [tuple(float(value) for value in row) for row in rows] == [(7.5, 33.75)]
+
+
+def test_a_joined_rows_column_said_with_an_owner_in_a_list_of_columns() -> None:
+    # "the fleet's name": the name of the fleet, not the fleet (the operator, which joins it) and then a name
+    made = plan_question("List the scrapped trips, with date, operator and the fleet's name.", [TRIPS],
+                         values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=(Relationship("trips", ("operator",), "fleets", ("operator",)),),
+                         related=[FLEETS])
+
+    assert '"fleets"."name"' in made.sql and not made.unaccounted, made

@@ -103,6 +103,11 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
     """The column named at ``index`` and the words that name it: a column's mention, with words of its
     description right after it ("flight number" for ``flight``, "Flight number"), or "ID"."""
     mention = reading.mention_at(index)
+    if (mention is None or not mention.is_value and mention.end == index + 1) and reading.free(index) \
+            and index + 1 < len(reading.tokens) and reading.tokens[index].text.lower().endswith(("'s", "\u2019s")):
+        owned = _item(reading, index + 1)
+        if owned is not None:  # "the plane's year": the year (of the plane), not the plane then a year
+            return owned[0], range(index, owned[1].stop)
     if mention is not None and not mention.is_value and mention.start == index and mention in reading.mentions:
         column = reading.column(mention.target.column)
         end = mention.end

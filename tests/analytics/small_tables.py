@@ -27,3 +27,13 @@ def planner(table: TableInfo, values: Mapping[str, Sequence[str]],
     def plan(question: str) -> Plan:
         return plan_question(question, [table], terms, values_of=lambda _, column: values.get(column, []))
     return plan
+
+
+def answerer(plan: Callable[[str], Plan]) -> Callable[[duckdb.DuckDBPyConnection, str], list[tuple[object, ...]]]:
+    """``answer(data, question)``: the rows ``plan(question)``'s SQL finds in ``data``, the plan having used every
+    word of the question."""
+    def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+        made = plan(question)
+        assert not made.unaccounted, made
+        return data.execute(made.sql).fetchall()
+    return answer

@@ -10,9 +10,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import answerer, database, planner
 
 SAILINGS = TableInfo("sailings", (
     ColumnInfo("sailing_id", "INTEGER", "Identifier of the sailing"),
@@ -21,7 +20,6 @@ SAILINGS = TableInfo("sailings", (
     ColumnInfo("dep_time", "INTEGER", "Actual departure time of day, HHMM"),
     ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes"),
 ), description="Ferry sailings in 2024: one row per sailing.")
-VALUES = {("sailings", "operator"): ["Northwind", "Islander"], ("sailings", "port"): ["HAR", "NTH"]}
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +31,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "(3, 'Islander', 'NTH', 1000, 20), (4, 'Northwind', 'HAR', 1300, 2), (5, 'Islander', 'HAR', 1500, 0)")
 
 
-def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
-    made = plan_question(question, [SAILINGS], values_of=lambda t, c: VALUES.get((t, c), []))
-    assert not made.unaccounted, made
-    return data.execute(made.sql).fetchall()
+answer = answerer(planner(SAILINGS, {"operator": ["Northwind", "Islander"], "port": ["HAR", "NTH"]}))
 
 
 def test_more_rows_of_one_group_or_another_is_answered_by_each_groups_count(data: duckdb.DuckDBPyConnection) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import answerer, database
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -52,10 +52,7 @@ def plan(question: str) -> Plan:
                          relationships=BY_PORT, related=[PORTS])
 
 
-def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
-    made = plan(question)
-    assert not made.unaccounted, made
-    return data.execute(made.sql).fetchall()
+answer = answerer(plan)
 
 
 @pytest.mark.parametrize(("question", "expected"), [

@@ -10,9 +10,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import answerer, database, planner
 
 DIVES = TableInfo("dives", (
     ColumnInfo("dive_id", "INTEGER", "Identifier of the dive"),
@@ -31,10 +30,12 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "(6, DATE '2024-12-28', 22, 40)")
 
 
+plan = planner(DIVES, {})
+answer = answerer(plan)
+
+
 def count(data: duckdb.DuckDBPyConnection, question: str) -> object:
-    made = plan_question(question, [DIVES])
-    assert not made.unaccounted, made
-    (value,), = data.execute(made.sql).fetchall()
+    (value,), = answer(data, question)
     return value
 
 
@@ -59,9 +60,7 @@ def test_a_column_missing_past_an_article(data: duckdb.DuckDBPyConnection) -> No
 
 @pytest.mark.parametrize("question", ["Which dive had the single greatest depth?", "Which dive had the greatest depth?"])
 def test_a_word_that_only_stresses_a_superlative(data: duckdb.DuckDBPyConnection, question: str) -> None:
-    made = plan_question(question, [DIVES])
-    assert not made.unaccounted, made
-    assert [row[0] for row in data.execute(made.sql).fetchall()] == [6]
+    assert [row[0] for row in answer(data, question)] == [6]
 
 
 def test_how_many_of_the_measured_columns_unit_with_the_verb_its_description_says_irregularly(

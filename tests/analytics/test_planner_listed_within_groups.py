@@ -10,7 +10,8 @@ import duckdb
 from tests.analytics.test_planner_denials import answer, data, plan  # noqa: F401 - the module's fixture
 
 
-def test_values_listed_with_and_are_each_a_group_within_each_group(data: duckdb.DuckDBPyConnection) -> None:  # noqa: F811
+def test_values_listed_with_and_are_each_a_group_within_each_group(
+        data: duckdb.DuckDBPyConnection) -> None:  # noqa: F811
     rows = answer(data, "Average delay for Northwind and Islander trips from each port")
 
     assert sorted((port, operator, float(delay)) for port, operator, delay in rows) == [

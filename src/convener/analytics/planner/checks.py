@@ -16,6 +16,7 @@ from convener.analytics.planner.catalog import (
 from convener.analytics.planner.dates import _time_columns
 from convener.analytics.planner.restated import restated_stems, said_as_described
 from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     AVG,
@@ -37,13 +38,12 @@ from convener.analytics.planner.vocabulary import (
     _TIME_LOW,
     _UNITS,
 )
+from convener.analytics.shapes import TableInfo
+from convener.analytics.wording import Token, parted, phrase, stem, tokenize
 
 _COMPARISON_WORDS = frozenset({"more", "less", "fewer", "than", "above", "below"})
 _ORDER_WORDS = (_HIGH_WORDS | _LOW_WORDS | _TIME_HIGH | _TIME_LOW | {"longest", "heaviest", "biggest"}) \
     - {"top", "bottom", "recent"}
-from convener.analytics.planner.units import unit_named, unit_of
-from convener.analytics.shapes import TableInfo
-from convener.analytics.wording import Token, parted, phrase, stem, tokenize
 
 
 # --- Guards and the unknown-word check ---------------------------------------------------------------------

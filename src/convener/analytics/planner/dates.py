@@ -81,7 +81,9 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             span = [index - 1, index]
         elif token.norm in _BUCKETS and norm(index - 1) in ("to", "over") and norm(index - 2) == token.norm:
             # "from month to month", "year over year": each period after the one before
-            span = [index - 3, index - 2, index - 1, index] if norm(index - 3) == "from" else [index - 2, index - 1, index]
+            span = [index - 2, index - 1, index]
+            if norm(index - 3) == "from":
+                span.insert(0, index - 3)
         if span and not used.intersection(span):
             unit = "month" if token.norm == "time" else _BUCKETS[token.norm]
             used.update(span)

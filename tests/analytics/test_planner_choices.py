@@ -43,3 +43,7 @@ def test_more_rows_of_one_group_or_another_is_answered_by_each_groups_count(data
 def test_a_verb_before_a_place_says_where_the_rows_went(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "Did all of the Northwind sailings depart from HAR?") == [(True,)]
     assert answer(data, "Did all of the Islander sailings depart from HAR?") == [(False,)]
+
+
+def test_a_verb_of_leaving_right_before_the_place(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "How many sailings departing HAR were there?") == [(4,)]

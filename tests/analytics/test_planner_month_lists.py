@@ -1,7 +1,7 @@
 """Months of every year said as a list or denied ("in June, July or August", "outside the summer months of June,
 July and August", "not in July": a denied month was read as the month itself), and a column said to be missing
-past an article ("missing a depth measurement"); "the single greatest"; "how many minutes do dives spend under water" (the
-dive time, "spent under water, in minutes"). On a small schema of its own."""
+past an article ("missing a depth measurement"); "the single greatest"; "how many minutes do dives spend under
+water" (the dive time, "spent under water, in minutes"). On a small schema of its own."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_a_column_missing_past_an_article(data: duckdb.DuckDBPyConnection) -> No
     assert count(data, "What percent of dives are missing a depth measurement?") == pytest.approx(100 * 2 / 6)
 
 
-@pytest.mark.parametrize("question", ["Which dive had the single greatest depth?", "Which dive had the greatest depth?"])
+@pytest.mark.parametrize("question", ["Which dive had the single greatest depth?",
+                                      "Which dive had the greatest depth?"])
 def test_a_word_that_only_stresses_a_superlative(data: duckdb.DuckDBPyConnection, question: str) -> None:
     assert [row[0] for row in answer(data, question)] == [6]
 
@@ -66,3 +67,12 @@ def test_a_word_that_only_stresses_a_superlative(data: duckdb.DuckDBPyConnection
 def test_how_many_of_the_measured_columns_unit_with_the_verb_its_description_says_irregularly(
         data: duckdb.DuckDBPyConnection) -> None:
     assert count(data, "On average, how many minutes do dives spend under water?") == pytest.approx(40.0)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What percent of dives have a depth measurement?", 100 * 4 / 6),
+    ("How many dives have no depth measurement?", 2),
+])
+def test_a_column_had_or_not_as_its_measurement(data: duckdb.DuckDBPyConnection, question: str,
+                                                expected: float) -> None:
+    assert count(data, question) == pytest.approx(expected)

@@ -955,14 +955,22 @@ def _verb_before_a_period(reading: _Reading, mention: _Mention) -> bool:
         and any(f.kind in ("year", "month", "day", "date") and f.start == mention.end + 1 for f in reading.filters)
 
 
+_MOTION_VERBS = frozenset({"depart", "departs", "departed", "departing", "leave", "leaves", "leaving", "left",
+                           "arrive", "arrives", "arrived", "arriving", "land", "lands", "landed", "landing"})
+
+
 def _verb_before_a_place(reading: _Reading, mention: _Mention) -> bool:
-    """"Did all of the Hawaiian Airlines flights depart from JFK?": a verb that several columns abbreviate
-    alike, right before "from", "to" or "at" and the place read after it, says where the rows went; no
-    measure."""
-    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1 \
-            or reading.norm(mention.end) not in ("from", "to", "at"):
+    """"Did all of the Hawaiian Airlines flights depart from JFK?", "flights departing JFK": a verb that several
+    columns abbreviate alike, right before the place read after it (past "from", "to" or "at"), says where the
+    rows went; no measure."""
+    if not mention.ambiguous or mention.source != "partial" or mention.end - mention.start != 1:
         return False
-    place = mention.end + 1
+    if reading.norm(mention.end) in ("from", "to", "at"):
+        place = mention.end + 1
+    elif reading.norm(mention.start) in _MOTION_VERBS:
+        place = mention.end  # "flights departing JFK" ("delayed United flights": no place)
+    else:
+        return False
     return place in reading.used and any(f.kind in ("value", "name") and place <= f.start < place + 4
                                          for f in reading.filters)
 
@@ -1680,6 +1688,8 @@ def _read_missing(reading: _Reading) -> None:
             if mention is None or mention.is_value or mention.end != between + 1 or mention not in reading.mentions \
                     or not _had_before(reading, mention.start) and not _asked_of_column(reading, mention.start, index):
                 continue  # "the earliest egg date recorded for …" describes the date, it sets no condition
+            if token.norm in _RECORD_NOUNS and mention.ambiguous:
+                continue  # "no bill measurements": of which bill column is not said
             said = range(mention.end, index)
             # "without a delay recorded", "no body mass recorded": empty
             lacking = _had_before(reading, mention.start) in ("without", "no")
@@ -1790,7 +1800,9 @@ _RECORD_NOUNS = frozenset({"measurement", "measurements", "value", "values", "re
 
 # whether each word says the column holds a value (True) or is left empty (False)
 _MISSING_WORDS = {"unknown": False, "missing": False, "null": False, "blank": False, "empty": False,
-                  "known": True, "recorded": True}
+                  "known": True, "recorded": True,
+                  # after the column, had: "penguins that have a delta 15 N measurement"
+                  "measurement": True, "measurements": True, "reading": True, "readings": True}
 
 
 def _read_signs(reading: _Reading) -> None:

@@ -82,6 +82,11 @@ class Token:
     def is_integer(self) -> bool:
         return self.number is not None and float(self.number).is_integer()
 
+    @property
+    def possessive(self) -> bool:
+        """Whether the word is written with a possessive "'s" ("Delta's", "the plane's")."""
+        return self.text.lower().endswith(("'s", "\u2019s"))
+
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:

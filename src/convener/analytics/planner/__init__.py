@@ -53,6 +53,7 @@ from convener.analytics.planner.checks import (
     _check_understood,
     _disjoint_periods,
     _guard,
+    check_counted_keys,
     check_rows_asked,
     without_intensifiers,
 )
@@ -77,7 +78,6 @@ from convener.analytics.planner.sql import (
     describe_counted,
     quoted_table,
 )
-from convener.analytics.planner.state import _Reading
 from convener.analytics.shapes import TIME_TYPES, TableInfo
 
 
@@ -135,7 +135,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     _settle_count(reading)
     read_sides(reading, _disjoint_periods)
     shape = _shape(reading)
-    _check_counted_keys(reading, relationships)
+    check_counted_keys(reading, relationships)
     unaccounted = _check_understood(reading, shape)
     check_rows_asked(reading, shape, [other for other in everything if other.name != reading.base.name])
     check_periods_held(reading, span_of)
@@ -170,19 +170,6 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                      if not any(value.said in (guess.said, *guess.names) for guess in guesses))
     return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
-
-
-def _check_counted_keys(reading: _Reading, relationships: Sequence[Relationship]) -> None:
-    """"Which 3 planes (tail numbers) flew the most", read on the planes: rows counted per the column other
-    tables join them by, their own key, are one each; the count asked for is of the rows that join them (the
-    flights), which this reading does not reach. Refused rather than ranked by a count of one."""
-    own = {column for relationship in relationships if relationship.right_table == reading.base.name
-           for column in relationship.right_columns}
-    if (reading.count or reading.top is not None and reading.order_measure is None) and not reading.measures \
-            and any(key in own for key in reading.keys):
-        others = sorted({r.left_table for r in relationships if r.right_table == reading.base.name})
-        raise NoPlan(f"each row of {reading.base.name} has its own {', '.join(k for k in reading.keys if k in own)}: "
-                     f"counted by it, every one counts once (the rows that would count are in {' or '.join(others)})")
 
 
 def _dated(table: TableInfo) -> bool:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from convener.analytics.planner.catalog import _common, _table_words
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.planner.vocabulary import DONE_NOT
 from convener.analytics.shapes import BOOLEAN, STRING
 
 _ABSENT = frozenset({"never", "no"})
-_NOT_DONE = frozenset({"didnt", "dont", "doesnt", "hasnt", "havent", "hadnt"})
 _AUXILIARIES = frozenset({"did", "do", "does", "has", "have", "had"})
 _BETWEEN = frozenset({"had", "have", "has", "a", "an", "any", "single", "one", "from", "to", "at", "on", "in",
                       "out", "of", "with", "been", "was", "were", "flown", "seen", "all"})
@@ -25,7 +25,7 @@ def read_absence(reading: _Reading) -> None:
     for index, token in enumerate(reading.tokens):
         if not reading.free(index):
             continue
-        if token.norm in _ABSENT or token.norm in _NOT_DONE:  # "never", "no", "didn't have a single …"
+        if token.norm in _ABSENT or token.norm in DONE_NOT:  # "never", "no", "didn't have a single …"
             said = [index]
         elif token.norm == "not" and reading.norm(index - 1) in _AUXILIARIES and reading.free(index - 1):
             said = [index - 1, index]  # "did not have any cancelled flights"

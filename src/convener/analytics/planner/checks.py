@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
-from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan
+from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Relationship
 from convener.analytics.planner.catalog import (
     _common,
     _named_vocabulary,
@@ -19,6 +19,7 @@ from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
+    CONTRACTED_DENIALS,
     AVG,
     _DDL_OBJECTS,
     _FUTURE_WORDS,
@@ -209,8 +210,7 @@ _IRREGULAR = {"spend": "spent", "spends": "spent", "spending": "spent", "fly": "
 """Forms of irregular verbs and the participle a column's description may say them by ("spend in the air" of
 "Time spent in the air")."""
 
-_DENIALS = frozenset({"no", "not", "never", "none", "nothing", "nobody", "neither", "nor", "didnt", "dont", "doesnt",
-                      "isnt", "wasnt", "werent", "arent", "havent", "hasnt", "hadnt"})
+_DENIALS = frozenset({"no", "not", "never", "none", "nothing", "nobody", "neither", "nor", *CONTRACTED_DENIALS})
 """Words that deny what follows them: one no reading step read turns the answer into its opposite's."""
 
 
@@ -492,6 +492,19 @@ def _unshown_measures(reading: _Reading, shape: str) -> list[str]:
     return list(dict.fromkeys(column for column, agg in reading.measures
                               if agg is None and column not in reading.shown and column not in conditions
                               and column not in ranked and not said_again & set(phrase(column))))
+
+
+def check_counted_keys(reading: _Reading, relationships: Sequence[Relationship]) -> None:
+    """"Which 3 planes (tail numbers) flew the most", read on the planes: rows counted per the column other
+    tables join them by, their own key, are one each; the count asked for is of the rows that join them (the
+    flights), which this reading does not reach. Refused rather than ranked by a count of one."""
+    own = {column for relationship in relationships if relationship.right_table == reading.base.name
+           for column in relationship.right_columns}
+    if (reading.count or reading.top is not None and reading.order_measure is None) and not reading.measures \
+            and any(key in own for key in reading.keys):
+        others = sorted({r.left_table for r in relationships if r.right_table == reading.base.name})
+        raise NoPlan(f"each row of {reading.base.name} has its own {', '.join(k for k in reading.keys if k in own)}: "
+                     f"counted by it, every one counts once (the rows that would count are in {' or '.join(others)})")
 
 
 def check_rows_asked(reading: _Reading, shape: str, others: Sequence[TableInfo]) -> None:

@@ -15,6 +15,7 @@ from convener.analytics.planner.vocabulary import (
     _AWAY,
     _COMPARATORS,
     _SHARE_VERBS,
+    TRIP_END_WORDS,
     _SHARE_WORDS,
     _TOWARD,
     AUXILIARIES,
@@ -27,8 +28,6 @@ _LATE = (("behind", "schedule"), ("late",), ("later",))
 _EARLY = (("ahead", "of", "schedule"), ("early",), ("earlier",))
 _TIME_UNITS = frozenset({"minutes", "hours", "seconds"})
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
-_VERBS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing", "arrive",
-                    "arrives", "arrived", "arriving", "land", "lands", "landed", "landing", "departure", "arrival"})
 _PHRASAL = {**{(verb, "in"): "toward"
                for verb in ("got", "get", "gets", "getting", "came", "come", "comes", "coming")},
             **{(verb, "down"): "toward" for verb in ("touched", "touch", "touches", "touching")},
@@ -62,7 +61,7 @@ def check_condition_ends(reading: _Reading) -> None:
         near = range(max(0, mention.start - 2), min(len(reading.tokens), mention.end + 2))
         for index in near:
             word = reading.norm(index)
-            said = "toward" if word in _TOWARD and word in _VERBS else "away" if word in _AWAY and word in _VERBS \
+            said = None if word not in TRIP_END_WORDS else "toward" if word in _TOWARD else "away" if word in _AWAY \
                 else None
             if said is not None and said not in ends:
                 raise NoPlan(f"'{reading.tokens[mention.start].text}' is defined for the other end of the trip "
@@ -160,7 +159,7 @@ def _direction(reading: _Reading, index: int) -> str | None:
     if phrasal is not None:
         return phrasal
     word = reading.norm(index)
-    if word not in _VERBS:
+    if word not in TRIP_END_WORDS:
         return None
     return "toward" if word in _TOWARD else "away" if word in _AWAY else None
 
@@ -263,7 +262,7 @@ def read_later_measure(reading: _Reading) -> None:
         if token.norm not in ("later", "earlier") or not reading.free(index) or reading.norm(index + 1) == "than":
             continue
         verb = index - 1
-        if reading.norm(verb) not in _VERBS or not reading.free(verb):
+        if reading.norm(verb) not in TRIP_END_WORDS or not reading.free(verb):
             continue
         end = "toward" if reading.norm(verb) in _TOWARD else "away" if reading.norm(verb) in _AWAY else None
         columns = [column for column in delays if _direction_of(column) == end]

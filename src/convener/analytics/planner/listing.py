@@ -6,7 +6,7 @@ from __future__ import annotations
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
-from convener.analytics.planner.vocabulary import _AGG_WORDS
+from convener.analytics.planner.vocabulary import _AGG_WORDS, VALUE_NOUNS
 from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import phrase, split_identifier, stem
 
@@ -104,7 +104,7 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
     description right after it ("flight number" for ``flight``, "Flight number"), or "ID"."""
     mention = reading.mention_at(index)
     if (mention is None or not mention.is_value and mention.end == index + 1) and reading.free(index) \
-            and index + 1 < len(reading.tokens) and reading.tokens[index].text.lower().endswith(("'s", "\u2019s")):
+            and index + 1 < len(reading.tokens) and reading.tokens[index].possessive:
         owned = _item(reading, index + 1)
         if owned is not None:  # "the plane's year": the year (of the plane), not the plane then a year
             return owned[0], range(index, owned[1].stop)
@@ -144,7 +144,6 @@ def _joining_item(reading: _Reading, index: int) -> tuple[str, range] | None:
 
 _VALUE = ""
 """The item of a list that is "the value": no column's name, the column a number condition reads."""
-_VALUE_NOUNS = frozenset({"value", "values", "reading", "readings", "measurement", "measurements"})
 _HOW_MUCH = frozenset({"early", "late", "long", "far", "heavy", "big", "much"})
 
 
@@ -152,7 +151,7 @@ def _value_item(reading: _Reading, index: int) -> tuple[str, range] | None:
     """"the value" (or "its value", "the reading", "how early", "how late") at ``index``, after other columns of
     a list."""
     at = index + 1 if reading.norm(index) in _OWNERS and reading.free(index) else index
-    if reading.norm(at) in _VALUE_NOUNS and reading.free(at):
+    if reading.norm(at) in VALUE_NOUNS and reading.free(at):
         return _VALUE, range(index, at + 1)
     if reading.norm(index) == "how" and reading.norm(index + 1) in _HOW_MUCH and reading.free(index) \
             and reading.free(index + 1):

@@ -58,12 +58,15 @@ from convener.analytics.planner.listing import (
     settle_shown_columns,
     settle_shown_value,
 )
+from convener.analytics.planner.sides import more_rows_at
 from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     AUXILIARIES,
+    TRIP_END_WORDS,
+    VALUE_NOUNS,
     _BUSY_WORDS,
     _BUCKETS,
     AVG,
@@ -553,10 +556,7 @@ def _more_rows_asked(reading: _Reading) -> int | None:
     side against them)."""
     if any(token.norm == "than" for token in reading.tokens):
         return None
-    rows = _table_words(reading.base)
-    return next((index for index, token in enumerate(reading.tokens[:-1])
-                 if token.norm in ("more", "fewer") and reading.free(index)
-                 and reading.tokens[index + 1].stem in rows), None)
+    return more_rows_at(reading, of_conditions=False)
 
 
 _ALL_BUT = frozenset({"anything", "everything", "all", "any"})
@@ -955,10 +955,6 @@ def _verb_before_a_period(reading: _Reading, mention: _Mention) -> bool:
         and any(f.kind in ("year", "month", "day", "date") and f.start == mention.end + 1 for f in reading.filters)
 
 
-_MOTION_VERBS = frozenset({"depart", "departs", "departed", "departing", "leave", "leaves", "leaving", "left",
-                           "arrive", "arrives", "arrived", "arriving", "land", "lands", "landed", "landing"})
-
-
 def _verb_before_a_place(reading: _Reading, mention: _Mention) -> bool:
     """"Did all of the Hawaiian Airlines flights depart from JFK?", "flights departing JFK": a verb that several
     columns abbreviate alike, right before the place read after it (past "from", "to" or "at"), says where the
@@ -967,7 +963,7 @@ def _verb_before_a_place(reading: _Reading, mention: _Mention) -> bool:
         return False
     if reading.norm(mention.end) in ("from", "to", "at"):
         place = mention.end + 1
-    elif reading.norm(mention.start) in _MOTION_VERBS:
+    elif reading.norm(mention.start) in TRIP_END_WORDS:
         place = mention.end  # "flights departing JFK" ("delayed United flights": no place)
     else:
         return False
@@ -1593,7 +1589,7 @@ def _read_share(reading: _Reading) -> None:
             reading.used.add(verb)
         owner = reading.mention_at(index - 1)
         if verb is None and owner is not None and owner.is_value \
-                and reading.tokens[index - 1].text.lower().endswith(("'s", "\u2019s")):
+                and reading.tokens[index - 1].possessive:
             # "Delta's share of all flights": the value that owns the share is what it counts
             reading.share_span = (owner.start, index)
         _read_share_unit(reading)
@@ -1794,8 +1790,7 @@ def _asked_of_column(reading: _Reading, start: int, index: int) -> bool:
     return reading.norm(before) in ("is", "was", "are", "were") and index == len(reading.tokens) - 1
 
 
-_RECORD_NOUNS = frozenset({"measurement", "measurements", "value", "values", "reading", "readings", "entry",
-                           "entries", "record", "records"})
+_RECORD_NOUNS = VALUE_NOUNS | {"entry", "entries", "record", "records"}
 """Nouns after a column said to be missing that name its value itself ("a delta 15 N measurement")."""
 
 # whether each word says the column holds a value (True) or is left empty (False)

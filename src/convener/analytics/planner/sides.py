@@ -30,7 +30,7 @@ def read_sides(reading: _Reading, disjoint: Callable[[_Reading], str | None]) ->
     """Split the conditions on the column ``disjoint`` finds (whose conditions exclude each other) into the two
     sides a word of ``PIVOTS`` between them parts, when the question asks for one aggregate or a count and
     each side's conditions alone keep some rows: ``reading.sides``. Left as read otherwise (and refused)."""
-    more_rows = _more_rows(reading)
+    more_rows = more_rows_at(reading, of_conditions=True) is not None
     if reading.keys or reading.bucket is not None or reading.top is not None or reading.contrast is not None \
             or reading.share_split is not None or not (reading.count or reading.measures or more_rows):
         return
@@ -82,14 +82,14 @@ def _kept(condition: exp.Expr, value: exp.Expr) -> exp.Expr:
     return exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
 
 
-def _more_rows(reading: _Reading) -> bool:
-    """Whether the question asks which side has more (or fewer) of the table's rows ("more visits") or of the
-    rows a condition keeps ("more cancellations")."""
+def more_rows_at(reading: _Reading, *, of_conditions: bool) -> int | None:
+    """Where the question asks which group has more (or fewer) of the table's rows ("more visits") or, with
+    ``of_conditions``, of the rows a condition keeps ("more cancellations"): the comparative's place."""
     rows = _table_words(reading.base)
-    conditions = {f.start for f in reading.filters if f.kind == "boolean"}
-    return any(token.norm in ("more", "fewer", "less") and reading.free(index) and index + 1 < len(reading.tokens)
-               and (reading.tokens[index + 1].stem in rows or conditions & {index + 1, index + 2})
-               for index, token in enumerate(reading.tokens))
+    conditions = {f.start for f in reading.filters if f.kind == "boolean"} if of_conditions else set()
+    return next((index for index, token in enumerate(reading.tokens[:-1])
+                 if token.norm in ("more", "fewer", "less") and reading.free(index)
+                 and (reading.tokens[index + 1].stem in rows or conditions & {index + 1, index + 2})), None)
 
 
 def answered_sides(reading: _Reading, select: list[exp.Expr]) -> list[exp.Expr]:

@@ -25,7 +25,7 @@ def read_spread(reading: _Reading) -> None:
                 position += 1
             owner = reading.mention_at(position)
             if owner is not None and owner.is_value and owner.start == position \
-                    and reading.tokens[owner.end - 1].text.lower().endswith(("'s", "\u2019s")):
+                    and reading.tokens[owner.end - 1].possessive:
                 position = owner.end  # "of Delta's departure delays": the value is a condition, read as one
             mention = _numeric_mention(reading, position)
             if mention is None or mention.start != position or mention not in reading.mentions:

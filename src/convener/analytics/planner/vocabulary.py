@@ -79,10 +79,17 @@ _TREND_WORDS = frozenset({"change", "changed", "changes", "evolve", "evolved", "
                           "developed", "vary", "varied", "varies", "fluctuate", "fluctuated"})
 _FUTURE_WORDS = frozenset({"tomorrow", "forecast", "forecasts", "predict", "predicted", "prediction",
                            "projected", "projection", "future", "will"})
+VALUE_NOUNS = frozenset({"value", "values", "reading", "readings", "measurement", "measurements"})
+"""Nouns for a column's value itself ("the value", "a delta 15 N measurement")."""
+TRIP_END_WORDS = frozenset({"left", "leave", "leaves", "leaving", "depart", "departs", "departed", "departing",
+                            "arrive", "arrives", "arrived", "arriving", "land", "lands", "landed", "landing",
+                            "departure", "arrival"})
+"""Words of leaving or reaching a place: which end of a trip a lateness or a place is of."""
+DONE_NOT = frozenset({"didnt", "dont", "doesnt", "havent", "hasnt", "hadnt"})
+"""Contractions of a denied doing or having, as tokenized without their apostrophe ("didn't go to Atlanta")."""
+CONTRACTED_DENIALS = DONE_NOT | {"isnt", "wasnt", "werent", "arent"}
 _NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides", "outside",
-                        # contractions, as tokenized without their apostrophe ("didn't go to Atlanta")
-                        "didnt", "dont", "doesnt", "isnt", "wasnt", "werent", "arent", "havent", "hasnt",
-                        "hadnt"})
+                        *CONTRACTED_DENIALS})
 _YEAR_PREPOSITIONS = {"in": "=", "during": "=", "of": "=", "for": "=", "from": "=", "on": "=",
                       "after": ">", "since": ">=", "before": "<", "until": "<=", "through": "<=",
                       "by": "<="}

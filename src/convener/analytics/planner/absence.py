@@ -7,7 +7,7 @@ which a WHERE would turn into their opposite ("carriers with a flight not cancel
 from __future__ import annotations
 
 from convener.analytics.planner.catalog import _common, _table_words
-from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.planner.state import _Filter, _Mention, _note_term, _Reading
 from convener.analytics.planner.vocabulary import DONE_NOT
 from convener.analytics.shapes import BOOLEAN, STRING
 
@@ -29,10 +29,13 @@ def read_absence(reading: _Reading) -> None:
             said = [index]
         elif token.norm == "not" and reading.norm(index - 1) in _AUXILIARIES and reading.free(index - 1):
             said = [index - 1, index]  # "did not have any cancelled flights"
+        elif token.norm == "not" and reading.norm(index - 1) == "but" and reading.free(index - 1):
+            said = [index - 1, index]  # "served from Newark but not from LaGuardia" (when Newark is said: below)
         else:
             continue
         position = index + 1
         found: list[_Filter] = []
+        read: list[_Mention] = []  # mentions read as the condition, or as the rows' noun: taken out once kept
         while position < len(reading.tokens) and len(said) < 8:
             mention = reading.mention_at(position)
             if mention is not None and mention.is_value and mention.start == position:
@@ -43,8 +46,7 @@ def read_absence(reading: _Reading) -> None:
                     values = (truth, *mention.target.alternatives)
                     found.append(_Filter(mention.target.column, "in" if len(values) > 1 else "=", values,
                                          "name" if len(values) > 1 else "value", position))
-                reading.mentions.remove(mention)
-                _note_term(reading, mention)
+                read.append(mention)
                 said.extend(range(mention.start, mention.end))
                 position = mention.end
                 continue
@@ -56,16 +58,33 @@ def read_absence(reading: _Reading) -> None:
             if word.norm in _BETWEEN or word.stem in _table_words(reading.base) or rows_noun \
                     or mention is None and _common(word.norm):  # "never flew to Atlanta"
                 if mention is not None and not mention.is_value and mention.end == position + 1:
-                    reading.mentions.remove(mention)  # "a flight": the rows, not the column called flight
+                    read.append(mention)  # "a flight": the rows, not the column called flight
                 said.append(position)
                 position += 1
                 continue
             break
         if not found:
             return
+        if said[0] < index and reading.norm(said[0]) == "but" and not _said_positively(reading, found, index):
+            return  # "but not" denies a value of the rows ("flights from JFK but not cancelled"), no group's
+        for mention in read:
+            reading.mentions.remove(mention)
+            if mention.is_value:
+                _note_term(reading, mention)
         reading.absent.extend(found)
         reading.used.update(said)
         return
+
+
+def _said_positively(reading: _Reading, denied: list[_Filter], before: int) -> bool:
+    """Whether a value of the column (or of the column joined by the same key) of ``denied`` is said before
+    ``before`` without the negation: "from Newark but not from LaGuardia" asks for groups that have the one
+    and lack the other; a row cannot have both, so as conditions on rows the negation would say nothing."""
+    keys = {_key_of(reading, item.column) for item in denied}
+    return any(mention.is_value and mention.end <= before and _key_of(reading, mention.target.column) in keys
+               for mention in reading.mentions) \
+        or any(_key_of(reading, item.column) in keys and item.op in ("=", "in") and item.start < before
+               for item in reading.filters)
 
 
 def _asks_which_column(reading: _Reading) -> bool:

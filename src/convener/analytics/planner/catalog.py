@@ -29,6 +29,8 @@ from convener.analytics.planner.vocabulary import (
     _FILLER,
     _GENERIC_PARTS,
     _IRREGULAR_DIMENSIONS,
+    _TIME_HIGH,
+    _TIME_LOW,
     _UNITS,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
@@ -472,6 +474,8 @@ def _token_matches(token: Token, part: str, abbreviations: bool, alone: bool = T
         return True, True  # (the stemmer keeps short plurals whole: "IDs" for "id")
     if token.kind != "word":
         return False, False
+    if token.norm in _TIME_HIGH | _TIME_LOW:
+        return False, False  # a superlative of time: "the latest flight" says no column "lat"
     if abbreviations and token.norm in _compared_forms(part):
         return True, False  # (a glossary "late" is not "later")
     # "to Seattle": a capitalised word inside the question is a name, not a column's word said loosely ("seats")

@@ -493,21 +493,39 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     if reading.ratio is not None:
         return _ratio_expression(reading, dialect)
     condition = exp.and_(*(_condition(reading, f, dialect) for f in reading.share_conditions))
-    hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
-                                 default=exp.Literal.number(0)))
-    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=hits),
-                    expression=exp.Count(this=exp.Star()))
-    alias = f"percent_of_{_rows_called(reading.base)}"
+    summed = _summed_share(reading)
+    # "what percent of the total miles were flown out of JFK": the kept rows' part of the column's sum
+    kept = _col(summed) if summed is not None else exp.Literal.number(1)
+    hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=kept)], default=exp.Literal.number(0)))
+    whole = exp.Sum(this=_col(summed)) if summed is not None else exp.Count(this=exp.Star())
+    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=hits), expression=whole)
+    alias = f"percent_of_total_{snake(summed)}" if summed is not None else f"percent_of_{_rows_called(reading.base)}"
     return exp.alias_(share, alias, quoted=True), alias
+
+
+def _summed_share(reading: _Reading) -> str | None:
+    """The column whose sum a share is of ("the share of total distance flown by …"), None for a share of
+    rows. A share of an average or an extreme is no share of anything: refused, not dropped. A column said
+    without an aggregate that a condition tests is the condition's ("the flights over 1,000 miles")."""
+    tested = {item.column for item in (*reading.filters, *reading.share_conditions)}
+    measures = [(column, aggregate) for column, aggregate in reading.measures
+                if aggregate is not None or column not in tested]
+    if not measures:
+        return None
+    if len(measures) > 1 or measures[0][1] not in (None, SUM):
+        said = ", ".join(f"{(aggregate or 'value').lower()} of {column}" for column, aggregate in measures)
+        raise NoPlan(f"could not compute a share of {said}")
+    return measures[0][0]
 
 
 def _group_share_expression(reading: _Reading) -> tuple[exp.Expr, str]:
     """"Each carrier's share of all flights": 100 × a group's rows / the rows of every group (a window over
-    the groups: the rows the filters keep)."""
-    whole = exp.Window(this=exp.Sum(this=exp.Count(this=exp.Star())))
-    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=exp.Count(this=exp.Star())),
-                    expression=whole)
-    alias = f"percent_of_all_{_rows_called(reading.base)}"
+    the groups: the rows the filters keep); "each carrier's share of the total miles": of a column's sum."""
+    summed = _summed_share(reading)
+    part = exp.Sum(this=_col(summed)) if summed is not None else exp.Count(this=exp.Star())
+    whole = exp.Window(this=exp.Sum(this=part.copy()))
+    share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=part), expression=whole)
+    alias = f"percent_of_total_{snake(summed)}" if summed is not None else f"percent_of_all_{_rows_called(reading.base)}"
     return exp.alias_(share, alias, quoted=True), alias
 
 

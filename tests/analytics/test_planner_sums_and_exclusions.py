@@ -1,0 +1,103 @@
+"""A share of a column's sum ("what percent of the total miles were flown out of Harbourton"), groups that have
+one value of a column but not another ("served from Harbourton but not from Northwick"), and superlatives of
+time that are no column's word ("the latest trip" with a column called lat). On a small ferry schema of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import answerer, database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
+    ColumnInfo("operator", "STRING", "Company that ran the trip"),
+    ColumnInfo("start_port", "STRING", "Port the trip left from"),
+    ColumnInfo("end_port", "STRING", "Port the trip arrived at"),
+    ColumnInfo("trip_date", "DATE", "Date of the trip"),
+    ColumnInfo("miles", "INTEGER", "Distance sailed, in miles"),
+    ColumnInfo("lat", "DOUBLE", "Latitude of the trip's farthest point"),
+    ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
+), description="Ferry trips between the islands' ports in 2024: one row per trip.")
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
+                  description="Ports: one row per port.")
+BY_PORT = (Relationship("trips", ("start_port",), "ports", ("code",)),)
+VALUES = {("trips", "operator"): ["Northwind", "Islander", "Gull Line"],
+          ("trips", "start_port"): ["HAR", "NTH"], ("trips", "end_port"): ["SKY", "MOR", "HAR", "NTH"],
+          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_id INTEGER, operator VARCHAR, start_port VARCHAR, end_port VARCHAR, "
+        "trip_date DATE, miles INTEGER, lat DOUBLE, delay INTEGER)",
+        "INSERT INTO trips VALUES "
+        "(1, 'Northwind', 'HAR', 'SKY', DATE '2024-01-05', 10, 57.1, 5), "
+        "(2, 'Northwind', 'NTH', 'SKY', DATE '2024-01-20', 30, 58.9, 30), "
+        "(3, 'Islander', 'NTH', 'MOR', DATE '2024-02-02', 20, 56.0, 0), "
+        "(4, 'Islander', 'HAR', 'NTH', DATE '2024-02-14', 15, 57.5, 10), "
+        "(5, 'Gull Line', 'HAR', 'MOR', DATE '2024-03-20', 25, 56.2, 90)",
+        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
+        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=BY_PORT, related=[PORTS])
+
+
+answer = answerer(plan)
+
+
+@pytest.mark.parametrize("question", [
+    "What percent of the total miles were sailed by trips out of HAR?",
+    "What share of total miles was sailed by trips out of Harbourton?",
+])
+def test_a_share_of_a_columns_sum(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert answer(data, question) == [(pytest.approx(100.0 * 50 / 100),)]
+
+
+def test_each_groups_share_of_a_columns_sum(data: duckdb.DuckDBPyConnection) -> None:
+    assert dict(answer(data, "What share of the total miles did each operator sail?")) == {
+        "Northwind": pytest.approx(40.0), "Islander": pytest.approx(35.0), "Gull Line": pytest.approx(25.0)}
+
+
+def test_a_share_of_rows_tested_on_a_column_stays_a_share_of_rows(data: duckdb.DuckDBPyConnection) -> None:
+    # the miles are the condition's, not a sum to share
+    assert answer(data, "What percent of trips were over 20 miles?") == [(pytest.approx(40.0),)]
+
+
+def test_a_share_of_an_average_is_declined() -> None:
+    with pytest.raises(NoPlan):
+        plan("What percent of the average delay came from trips out of HAR?")
+
+
+@pytest.mark.parametrize("question", [
+    "Which end ports are served from HAR but not from NTH?",
+    "Which end ports are served from Harbourton but not from Northwick?",
+])
+def test_groups_with_one_value_but_not_another(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    # SKY and MOR are reached from both; NTH from Harbourton alone
+    assert [row[0] for row in answer(data, question)] == ["NTH"]
+
+
+def test_but_not_on_the_rows_themselves_stays_a_condition_on_rows(data: duckdb.DuckDBPyConnection) -> None:
+    # no value of the same column said before it: the rows' own condition
+    assert {row[0] for row in answer(data, "Which operators had trips to SKY but not from Northwick?")} == {"Northwind"}
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("When was the latest trip from HAR to MOR?", "2024-03-20"),
+    ("When was the earliest trip to SKY?", "2024-01-05"),
+])
+def test_a_superlative_of_time_is_no_columns_word(data: duckdb.DuckDBPyConnection, question: str,
+                                                   expected: str) -> None:
+    made = plan(question)
+    assert '"lat"' not in made.sql
+    assert [str(row[0]) for row in answer(data, question)] == [expected]

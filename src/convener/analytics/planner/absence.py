@@ -6,8 +6,8 @@ which a WHERE would turn into their opposite ("carriers with a flight not cancel
 
 from __future__ import annotations
 
-from convener.analytics.planner.catalog import _common, _table_words
-from convener.analytics.planner.state import _Filter, _Mention, _note_term, _Reading
+from convener.analytics.planner.catalog import _common, _Mention, _table_words
+from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.planner.vocabulary import DONE_NOT
 from convener.analytics.shapes import BOOLEAN, STRING
 

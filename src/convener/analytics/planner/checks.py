@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import date
+from dataclasses import replace
 
 from convener.analytics.planner.base import MAX_QUESTION_CHARACTERS, NoPlan, Relationship
 from convener.analytics.planner.catalog import (
@@ -83,6 +84,18 @@ def without_intensifiers(tokens: list[Token]) -> list[Token]:
     return [token for index, token in enumerate(tokens)
             if not (token.norm in _INTENSIFIERS and index + 1 < len(tokens)
                     and _superlative(tokens[index + 1].norm) and index > 0 and tokens[index - 1].norm == "the")]
+
+
+_SHORT_UNITS = {"min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hours"}
+"""Units written short that are also other words ("min" is the least of something) when no number is before them."""
+
+
+def with_units_spelled_out(tokens: list[Token]) -> list[Token]:
+    """The question's words with a unit written short right after a number spelled out ("more than 15 min
+    late": fifteen minutes, not a minimum)."""
+    return [replace(token, norm=_SHORT_UNITS[token.norm], stem=stem(_SHORT_UNITS[token.norm]))
+            if token.norm in _SHORT_UNITS and index > 0 and tokens[index - 1].kind == "number" else token
+            for index, token in enumerate(tokens)]
 
 
 def _superlative(word: str) -> bool:

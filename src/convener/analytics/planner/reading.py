@@ -1563,6 +1563,8 @@ def _read_share(reading: _Reading) -> None:
     of rows. Conditions said after the verb ("were returned") are what the share counts; the others (and
     dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
     condition after the share word is counted."""
+    # a verb that also picked the way to a joined table ("departed from Newark") still splits the share
+    said = reading.scope.said if reading.scope is not None else frozenset()
     for index, token in enumerate(reading.tokens):
         if token.norm == "rate" and reading.free(index) and _read_rate(reading, index):
             return
@@ -1570,7 +1572,8 @@ def _read_share(reading: _Reading) -> None:
             continue
         if reading.norm(index + 1) != "of":
             # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
-            if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS and reading.free(index + 1) \
+            if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS \
+                    and (reading.free(index + 1) or index + 1 in said) \
                     and reading.norm(index - 1) in ("what", "which"):
                 reading.used.update((index, index + 1))
                 reading.share_split = index + 1
@@ -1580,10 +1583,8 @@ def _read_share(reading: _Reading) -> None:
         if token.norm == "ratio":
             _read_ratio(reading, index)
             return
-        # a verb that also picked the way to a joined table ("departed from Newark") still splits the share
-        said = reading.scope.said if reading.scope is not None else frozenset()
-        verb = next((i for i in range(index + 2, len(reading.tokens))
-                     if reading.norm(i) in _SHARE_VERBS and (i not in reading.used or i in said)), None)
+        # (as does a verb read with its condition: "flights arriving more than 15 min late", "left … late")
+        verb = next((i for i in range(index + 2, len(reading.tokens)) if reading.norm(i) in _SHARE_VERBS), None)
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
@@ -1621,6 +1622,17 @@ def _read_share_unit(reading: _Reading) -> None:
             reading.used.update(range(start, index + 1))
         elif index == len(reading.tokens) - 1 and index > 0 and reading.tokens[index - 1].kind == "word":
             reading.used.add(index)  # the last word: "… are Chinstrap (percent)?"
+        else:
+            # a request at the end for the share read: "… ? Give the percentage for each.", "… ? percent please"
+            first = index
+            while first > 0 and reading.norm(first - 1) in _ASKING_FOR and reading.free(first - 1):
+                first -= 1
+            if all(reading.norm(i) in _FOR_EACH and reading.free(i) for i in range(index + 1, len(reading.tokens))):
+                reading.used.update(range(first, len(reading.tokens)))
+
+
+_ASKING_FOR = frozenset({"give", "show", "me", "us", "the", "a", "as", "in", "and"})
+_FOR_EACH = frozenset({"for", "each", "both", "of", "them", "please", "too", "also"})
 
 
 def _read_ratio(reading: _Reading, index: int) -> None:

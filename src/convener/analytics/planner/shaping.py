@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
+from convener.analytics.planner.contrast import COMPARATIVES
 from convener.analytics.planner.vocabulary import SUM
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.shapes import TIME_TYPES
@@ -70,7 +71,11 @@ def _shape_asked(reading: _Reading) -> str:
                                                                 or f.kind == "weekday" and reading.compare)
              and (reading.compare or not f.either)]
     if reading.share_split is not None and not (reading.bucket or reading.keys or _has_time_key(reading)):
-        return "share"
+        compared = _shares_compared(reading, multi)
+        if compared is None:
+            return "share"
+        reading.keys.append(compared)  # the share of each group, the groups kept by their condition
+        return "group"
     if reading.top is not None:
         return "top"
     if reading.bucket or _has_time_key(reading):
@@ -88,6 +93,20 @@ def _shape_asked(reading: _Reading) -> str:
     if reading.measures and (reading.compare or any(agg for _, agg in reading.measures)):
         return "aggregate"
     return "rows"
+
+
+def _shares_compared(reading: _Reading, several: list[_Filter]) -> str | None:
+    """"Is the cancellation rate higher at Newark or at JFK?", "which has the higher late rate, AA or DL":
+    a share asked of each of several values of one column, which one share of them all would not answer; the
+    column to group by (the comparative word read), None when no share is compared."""
+    values = [f for f in several if f.kind == "value" and f.op == "in"]
+    comparative = next((i for i, token in enumerate(reading.tokens)
+                        if token.norm in COMPARATIVES and reading.free(i)), None)
+    if len(values) != 1 or not (reading.compare or comparative is not None):
+        return None
+    if comparative is not None:
+        reading.used.add(comparative)
+    return values[0].column
 
 
 def _has_time_key(reading: _Reading) -> bool:

@@ -484,6 +484,8 @@ def _share_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
         counted = [f for f in reading.filters if f.start > split and f.kind not in ("year", "date")]
         if reading.share_span is not None:
             counted = [f for f in reading.filters if reading.share_span[0] <= f.start < reading.share_span[1]]
+        # a condition on a group's own column keeps the groups ("the share … on Dream and Biscoe", each island's)
+        counted = [f for f in counted if f.column not in reading.keys]
         if not counted and reading.keys:
             return _group_share_expression(reading)
         if not counted:

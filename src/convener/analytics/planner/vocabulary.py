@@ -155,7 +155,9 @@ _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did
                           "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
                           "departed", "landed", "ended", "became", "made", "happened", "occurred", "fell",
                           # verbs of a measure: "what proportion of female penguins weigh more than 4,000 g"
-                          "weigh", "weighed", "weighs", "measure", "measured", "measures"})
+                          "weigh", "weighed", "weighs", "measure", "measured", "measures",
+                          # participles: "percent of JetBlue flights arriving more than 15 min late"
+                          "arriving", "departing", "leaving", "landing", "flying", "going", "having", "weighing"})
 """"What share of orders were returned": the share's condition comes after one of these."""
 
 _PARTING = frozenset(",:;()")

@@ -1,6 +1,8 @@
-"""A share of a column's sum ("what percent of the total miles were flown out of Harbourton"), groups that have
-one value of a column but not another ("served from Harbourton but not from Northwick"), and superlatives of
-time that are no column's word ("the latest trip" with a column called lat). On a small ferry schema of its own.
+"""Shares: of a column's sum ("what percent of the total miles were sailed out of Harbourton"), compared between
+values ("is the scrapped rate higher at HAR or at NTH?"), split by a participle ("of Northwind trips leaving
+more than 15 min late"); groups that have one value of a column but not another ("served from Harbourton but
+not from Northwick"); superlatives of time that are no column's word ("the latest trip" with a column called
+lat); units written short after a number ("15 min"). On a small ferry schema of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ TRIPS = TableInfo("trips", (
     ColumnInfo("miles", "INTEGER", "Distance sailed, in miles"),
     ColumnInfo("lat", "DOUBLE", "Latitude of the trip's farthest point"),
     ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
+    ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
 ), description="Ferry trips between the islands' ports in 2024: one row per trip.")
 PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
                   description="Ports: one row per port.")
@@ -36,13 +39,13 @@ VALUES = {("trips", "operator"): ["Northwind", "Islander", "Gull Line"],
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
     yield from database(
         "CREATE TABLE trips (trip_id INTEGER, operator VARCHAR, start_port VARCHAR, end_port VARCHAR, "
-        "trip_date DATE, miles INTEGER, lat DOUBLE, delay INTEGER)",
+        "trip_date DATE, miles INTEGER, lat DOUBLE, delay INTEGER, scrapped BOOLEAN)",
         "INSERT INTO trips VALUES "
-        "(1, 'Northwind', 'HAR', 'SKY', DATE '2024-01-05', 10, 57.1, 5), "
-        "(2, 'Northwind', 'NTH', 'SKY', DATE '2024-01-20', 30, 58.9, 30), "
-        "(3, 'Islander', 'NTH', 'MOR', DATE '2024-02-02', 20, 56.0, 0), "
-        "(4, 'Islander', 'HAR', 'NTH', DATE '2024-02-14', 15, 57.5, 10), "
-        "(5, 'Gull Line', 'HAR', 'MOR', DATE '2024-03-20', 25, 56.2, 90)",
+        "(1, 'Northwind', 'HAR', 'SKY', DATE '2024-01-05', 10, 57.1, 5, false), "
+        "(2, 'Northwind', 'NTH', 'SKY', DATE '2024-01-20', 30, 58.9, 30, true), "
+        "(3, 'Islander', 'NTH', 'MOR', DATE '2024-02-02', 20, 56.0, 0, false), "
+        "(4, 'Islander', 'HAR', 'NTH', DATE '2024-02-14', 15, 57.5, 10, false), "
+        "(5, 'Gull Line', 'HAR', 'MOR', DATE '2024-03-20', 25, 56.2, 90, true)",
         "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
         "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
 
@@ -101,3 +104,34 @@ def test_a_superlative_of_time_is_no_columns_word(data: duckdb.DuckDBPyConnectio
     made = plan(question)
     assert '"lat"' not in made.sql
     assert [str(row[0]) for row in answer(data, question)] == [expected]
+
+
+@pytest.mark.parametrize("question", [
+    "Is the scrapped rate higher at HAR or at NTH?",
+    "Which has the higher scrapped rate, HAR or NTH?",
+    "Is the scrapped rate higher at HAR or at NTH? Give the percentage for each.",
+])
+def test_shares_compared_between_values_are_each_values_share(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert dict(answer(data, question)) == {"HAR": pytest.approx(100 / 3), "NTH": pytest.approx(50.0)}
+
+
+def test_one_share_of_values_said_as_alternatives(data: duckdb.DuckDBPyConnection) -> None:
+    # no comparative: the share of the trips to either
+    assert answer(data, "What percentage of trips went to SKY or MOR?") == [(pytest.approx(80.0),)]
+
+
+@pytest.mark.parametrize("question", [
+    "percent of Northwind trips leaving more than 15 min late",
+    "what percent of Northwind trips left more than 15 min late? percent please",
+])
+def test_a_share_split_by_a_participle_or_verb(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    # of Northwind's two trips, one left more than 15 minutes late
+    assert answer(data, question) == [(pytest.approx(50.0),)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trips left more than 15 min late?", 2),
+    ("How many trips left more than 1 hr late?", 1),
+])
+def test_a_unit_written_short_after_a_number(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    assert answer(data, question) == [(expected,)]

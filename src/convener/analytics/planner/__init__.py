@@ -100,8 +100,13 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     others = [table for table in related if table.name not in names]
     relationships = [*relationships, *implied_relationships([*tables, *others], relationships, values_of)]
     reachable = joins_to([*tables, *others], relationships) if len(tables) + len(others) > 1 else set()
-    # Only tables that join one asked about are read into the catalog: matching values costs per table.
-    joined = {name for pair in reachable for name in pair if set(pair) & set(names)}
+    # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
+    # orders, joined to the stores that have regions).
+    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in reachable
+                                                                                   for name in names))]
+    # Only tables that join one that may be queried are read into the catalog: matching values costs per
+    # table ("which airlines flew to Seattle": the flights that name the airlines reach the airports).
+    joined = {name for pair in reachable for name in pair if set(pair) & set(choosable)}
     everything = [*tables, *(table for table in others if table.name in joined)]
     catalog = _Catalog(everything, terms, values_of, known=others)
     catalog.text = question
@@ -115,10 +120,6 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     codes = _codes(values_of, keys_of) if values_of is not None and keys_of is not None else None
     pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used)),
                      codes=codes) if reachable else set()
-    # A table that joins many-to-one to one asked about may be the one to query ("revenue by region": the
-    # orders, joined to the stores that have regions).
-    choosable = [*names, *(t.name for t in related if t.name not in names and any((t.name, name) in reachable
-                                                                                   for name in names))]
     table, candidates = _choose_table(catalog, tokens, used, choosable,
                                       lambda many: [one for name, one in pairs if name == many])
     if bucket in ("day", "week", "month", "quarter", "weekday") and not _dated(table) \

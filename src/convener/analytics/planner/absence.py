@@ -7,6 +7,7 @@ which a WHERE would turn into their opposite ("carriers with a flight not cancel
 from __future__ import annotations
 
 from convener.analytics.planner.catalog import _common, _Mention, _table_words
+from convener.analytics.planner.joined_rows import joined_rows_key
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.planner.vocabulary import DONE_NOT
 from convener.analytics.shapes import BOOLEAN, STRING
@@ -92,6 +93,8 @@ def _asks_which_column(reading: _Reading) -> bool:
     for index, token in enumerate(reading.tokens[:-1]):
         if token.norm in ("which", "what"):
             mention = reading.mention_at(index + 1)
+            if mention is None and joined_rows_key(reading, index + 1) is not None:
+                return True  # "which airlines never …" of flights: the airlines, by the flights' key to them
             return mention is not None and not mention.is_value and mention.start == index + 1 \
                 and reading.column(mention.target.column).type == STRING
     return False

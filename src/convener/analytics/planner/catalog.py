@@ -931,10 +931,11 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     if not scored or scored[0][0] < 2.0:
         raise NoPlan("the question does not mention any table, column or value of the data")
     best = scored[0][1]
+    best = _one_reaching_the_values(candidates, scored, best, joins_of) or best
     counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
     # "how many different planes flew to Denver" on flights joined to planes: the planes are told apart by
     # the flights' key to them (their distinct tail numbers), so the table the rest is about stays queried
-    distinct = counted and joined_to(best, counted[0]) and _counts_distinct(tokens)
+    distinct = counted and joined_to(best, counted[0])
     if counted and best not in counted and not distinct:
         # "how many stores had returned orders" counts stores, whatever the rest of it is about
         return catalog.tables[counted[0]], candidates
@@ -948,6 +949,22 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
             return catalog.tables[scored[1][1]], candidates
         raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
     return catalog.tables[best], candidates
+
+
+def _one_reaching_the_values(candidates: list[_Candidate], scored: list[tuple[float, str]], best: str,
+                             joins_of: Callable[[str], Sequence[str]]) -> str | None:
+    """"Which airlines flew to Seattle?", "how many airlines flew out of Newark?": the table named (airlines)
+    holds none of the places said, which only the rows that join it many-to-one (flights, joined to airports)
+    reach: those rows are the ones to query, the table named joined (or counted by their key to it). None
+    when the best table reaches every value said, or no table joining it does."""
+    reached = {best, *joins_of(best)}
+    unreached = {c.target.table for c in candidates if c.target.value is not None and c.source == "value"}
+    unreached -= reached
+    if not unreached or any(c.target.value is not None and c.target.table in reached and c.source == "value"
+                            for c in candidates):
+        return None
+    return next((name for _, name in scored if name != best and best in joins_of(name)
+                 and unreached <= {name, *joins_of(name)}), None)
 
 
 def _described_nouns(tokens: list[Token], tables: Sequence[TableInfo]) -> dict[int, str]:

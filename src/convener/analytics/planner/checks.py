@@ -522,10 +522,19 @@ def check_counted_keys(reading: _Reading, relationships: Sequence[Relationship])
 
 def check_rows_asked(reading: _Reading, shape: str, others: Sequence[TableInfo]) -> None:
     """Refuse a listing of the queried table's rows where the question asks which rows of another table
-    ("Which airlines had cancelled flights?" listed as the cancelled flights themselves)."""
+    ("Which airlines had cancelled flights?" listed as the cancelled flights themselves), or asks of another
+    table's own rows ("which operators in the operators table had no trips": those with none here too)."""
+    own = _table_words(reading.base)
+    for index, token in enumerate(reading.tokens[1:], start=1):
+        said = reading.tokens[index - 1]
+        named = next((table for table in others if said.stem in _table_words(table)), None)
+        asked = named is not None and any(
+            first.norm in ("which", "what") and second.stem in _table_words(named)
+            for first, second in zip(reading.tokens, reading.tokens[1:]))
+        if token.norm == "table" and said.stem not in own and asked:
+            raise NoPlan(f"the question asks of the rows of the {said.text} table; {reading.table.name} was queried")
     if shape != "rows" or reading.shown:
         return
-    own = _table_words(reading.base)
     for index, token in enumerate(reading.tokens[:-1]):
         following = reading.tokens[index + 1]
         if token.norm not in ("which", "what") or not reading.free(index + 1) or following.stem in own:

@@ -43,6 +43,7 @@ from convener.analytics.planner.dimensions import (
     read_ranking_superlative,
 )
 from convener.analytics.planner.grouping import passive, read_joined_key
+from convener.analytics.planner.joined_rows import joined_rows_key, read_which_joined_rows
 from convener.analytics.planner.lateness import check_condition_ends, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
@@ -1113,6 +1114,8 @@ def _read_which_column(reading: _Reading) -> None:
     for index, token in enumerate(reading.tokens[:-1]):
         if token.norm not in ("which", "what"):
             continue
+        if read_which_joined_rows(reading, index):
+            return
         mention = reading.mention_at(index + 1)
         if mention is None or mention.is_value or mention.start != index + 1 or mention not in reading.mentions \
                 or reading.column(mention.target.column).type != STRING:
@@ -1187,6 +1190,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
                 reading.mentions.remove(mention)
                 reading.used.update(range(mention.start, mention.end))
                 return
+    elif after < len(reading.tokens) and reading.tokens[after].stem not in table_words \
+            and _count_joined_rows(reading, after):
+        return  # "how many airlines flew out of Newark" on flights: the airlines, told apart by their code
     while after < len(reading.tokens) and after in reading.used and reading.mention_at(after) is None:
         after += 1
     named = reading.mention_at(after)
@@ -1231,13 +1237,9 @@ def _count_joined_rows(reading: _Reading, index: int) -> bool:
     column are told apart by that column, so the count is of its distinct values (the tail numbers). A key
     "by" that same column ("different aircraft (by tail number)") says how they are told apart: grouping by
     it would count one in every group."""
-    if reading.scope is None or not reading.free(index) or reading.tokens[index].kind != "word":
+    column = joined_rows_key(reading, index)
+    if column is None:
         return False
-    join = next((join for join in reading.scope.joins if len(join.on) == 1
-                 and reading.tokens[index].stem in _table_words(join.table)), None)
-    if join is None:
-        return False
-    column = join.on[0][0]
     reading.distinct = column
     reading.used.add(index)
     if column in reading.keys:

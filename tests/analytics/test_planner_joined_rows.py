@@ -1,0 +1,90 @@
+"""Rows of a joined table named by their noun in a question about the rows that refer to them: "which operators
+had trips to Skye?", "how many operators had trips out of Harbourton?" asked where the operators' noun picks
+the operators' table, whose rows hold none of the places said: the trips are queried, the operators told apart
+by the trips' key to them and shown with their names. On a small ferry schema of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import answerer, database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
+    ColumnInfo("operator_code", "STRING", "Code of the operator that ran the trip"),
+    ColumnInfo("start_port", "STRING", "Port the trip left from"),
+    ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
+), description="Ferry trips from the islands' ports in 2024: one row per trip.")
+OPERATORS = TableInfo("operators", (ColumnInfo("operator_code", "STRING", "Operator code"),
+                                    ColumnInfo("name", "STRING", "Full name of the operator")),
+                      description="Ferry operators: one row per operator.")
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
+                  description="Ports: one row per port.")
+RELATIONSHIPS = (Relationship("trips", ("start_port",), "ports", ("code",)),
+                 Relationship("trips", ("operator_code",), "operators", ("operator_code",)))
+VALUES = {("trips", "operator_code"): ["NW", "IS", "GL"], ("trips", "start_port"): ["HAR", "NTH"],
+          ("operators", "operator_code"): ["NW", "IS", "GL", "OLD"],
+          ("operators", "name"): ["Northwind Ferries", "Islander Lines", "Gull Line", "Old Steam Co"],
+          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_id INTEGER, operator_code VARCHAR, start_port VARCHAR, scrapped BOOLEAN)",
+        "INSERT INTO trips VALUES (1, 'NW', 'HAR', false), (2, 'NW', 'NTH', true), (3, 'IS', 'NTH', false), "
+        "(4, 'IS', 'NTH', false), (5, 'GL', 'HAR', true)",
+        "CREATE TABLE operators (operator_code VARCHAR, name VARCHAR)",
+        "INSERT INTO operators VALUES ('NW', 'Northwind Ferries'), ('IS', 'Islander Lines'), ('GL', 'Gull Line'), "
+        "('OLD', 'Old Steam Co')",
+        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
+        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+
+
+def plan(question: str) -> Plan:
+    """As the pipeline asks a question whose nouns pick the operators: those alone asked about, every table
+    joinable."""
+    return plan_question(question, [OPERATORS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=RELATIONSHIPS, related=[TRIPS, OPERATORS, PORTS])
+
+
+answer = answerer(plan)
+
+
+@pytest.mark.parametrize("question", [
+    "How many operators had trips out of Harbourton?",
+    "How many operators had trips out of HAR?",
+])
+def test_joined_rows_counted_by_the_key_to_them(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert answer(data, question) == [(2,)]
+
+
+@pytest.mark.parametrize("question", [
+    "Which operators had trips out of Harbourton?",
+    "Which operators had trips out of Harbourton? Full names please.",
+])
+def test_joined_rows_listed_by_key_and_name(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert set(answer(data, question)) == {("NW", "Northwind Ferries"), ("GL", "Gull Line")}
+
+
+@pytest.mark.parametrize("question", [
+    "Which operators had no scrapped trips?",
+    "Which operators didn't have a single scrapped trip?",
+])
+def test_joined_rows_as_groups_that_lack_rows(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert [row[:2] for row in answer(data, question)] == [("IS", "Islander Lines")]
+
+
+def test_joined_tables_own_rows_are_not_read_as_the_rows_referring_to_them() -> None:
+    # Old Steam Co ran no trip: only the operators' table can say it had none from Harbourton
+    with pytest.raises(NoPlan):
+        plan("Which operators in the operators table had no trips out of Harbourton?")
+
+
+def test_the_joined_tables_own_count_stays_its_own(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "How many operators are there?") == [(4,)]

@@ -55,7 +55,7 @@ from convener.analytics.planner.checks import (
     _guard,
     check_counted_keys,
     check_rows_asked,
-    with_units_spelled_out,
+    with_short_words_spelled_out,
     without_intensifiers,
 )
 from convener.analytics.planner.dates import _read_buckets
@@ -93,7 +93,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     relationships to a table where the question's words do not, and read a joined table's names said beside
     codes as codes; ``span_of`` lets it decline periods a date column holds nothing of."""
     sqlglot.Dialect.get_or_raise(dialect)
-    tokens = with_units_spelled_out(without_intensifiers(_guard(question)))
+    tokens = with_short_words_spelled_out(without_intensifiers(_guard(question)), question)
     if not tables:
         raise NoPlan("there are no tables to query")
     names = [table.name for table in tables]

@@ -90,12 +90,36 @@ _SHORT_UNITS = {"min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hour
 """Units written short that are also other words ("min" is the least of something) when no number is before them."""
 
 
-def with_units_spelled_out(tokens: list[Token]) -> list[Token]:
+def with_short_words_spelled_out(tokens: list[Token], text: str) -> list[Token]:
     """The question's words with a unit written short right after a number spelled out ("more than 15 min
-    late": fifteen minutes, not a minimum)."""
-    return [replace(token, norm=_SHORT_UNITS[token.norm], stem=stem(_SHORT_UNITS[token.norm]))
-            if token.norm in _SHORT_UNITS and index > 0 and tokens[index - 1].kind == "number" else token
-            for index, token in enumerate(tokens)]
+    late": fifteen minutes, not a minimum), and "no" after a noun at the end of a phrase read as "number"
+    ("flight no, carrier, destination": the flight number, not a denial)."""
+    def spelled(index: int, token: Token) -> str | None:
+        if token.norm in _SHORT_UNITS and index > 0 and tokens[index - 1].kind == "number":
+            return _SHORT_UNITS[token.norm]
+        if token.norm == "no" and index > 0 and tokens[index - 1].kind == "word" \
+                and tokens[index - 1].norm not in _NOT_A_NOUN \
+                and (index + 1 == len(tokens) or set(text[token.end:tokens[index + 1].start]) & set(",.;:)\u2014")):
+            return "number"
+        return None
+
+    spelled_out: list[Token] = []
+    for index, token in enumerate(tokens):
+        if token.norm == "half" and [t.norm for t in tokens[index + 1:index + 2]] in (["an"], ["a"]) \
+                and index + 2 < len(tokens) and unit_named(tokens[index + 2].norm) is not None:
+            # "under half an hour": 0.5 hours (its "an" dropped, read as the number)
+            spelled_out.append(replace(token, text="0.5", norm="0.5", stem="0.5", kind="number", number=0.5,
+                                       end=tokens[index + 1].end))
+        elif not (token.norm in ("an", "a") and index > 0 and tokens[index - 1].norm == "half"
+                  and spelled_out and spelled_out[-1].number == 0.5):
+            word = spelled(index, token)
+            spelled_out.append(replace(token, norm=word, stem=stem(word)) if word is not None else token)
+    return spelled_out
+
+
+_NOT_A_NOUN = frozenset({"have", "has", "had", "with", "are", "were", "is", "was", "and", "or", "but", "say", "said",
+                         "answer", "yes", "of", "at", "there", "by", "for"})
+"""Words after which "no" denies ("had no cancellations", "yes or no")."""
 
 
 def _superlative(word: str) -> bool:

@@ -133,11 +133,13 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
             year, month, day = (int(part) for part in token.text.split("-"))
             _add_day(reading, column, year, month, day, [index])
             continue
-        if _day_number(token) and not reading.used.intersection(range(index, index + 4)):
-            # "4 July 2013", "the 4th of July 2013": the day before its month
-            month_at = index + 2 if reading.norm(index + 1) == "of" else index + 1
+        month_at = index + 2 if reading.norm(index + 1) == "of" else index + 1
+        if _day_number(token) and not reading.used.intersection(range(index, month_at + 1)):
+            # "4 July 2013", "the 4th of July 2013": the day before its month (words after it may be read already:
+            # "the 4th of July: flight number, carrier")
             named = _month(tokens[month_at]) if month_at < len(tokens) else None
-            if named is not None and month_at + 1 < len(tokens) and _is_year(tokens[month_at + 1]):
+            if named is not None and month_at + 1 < len(tokens) and _is_year(tokens[month_at + 1]) \
+                    and month_at + 1 not in reading.used:
                 _add_day(reading, column, int(tokens[month_at + 1].number or 0), named, int(token.number or 0),
                          list(range(index, month_at + 2)))
                 continue

@@ -1883,6 +1883,8 @@ def _read_their(reading: _Reading) -> bool:
             index += 1
         else:
             break
+        if "," in reading.gap(index) and index < len(reading.tokens):
+            continue  # "their destinations, distances and arrival delays"
         if reading.norm(index) != "and" or not reading.free(index):
             break
         index += 1

@@ -1,0 +1,73 @@
+"""Words written short or loosely: "15 min" (minutes, not a minimum), "half an hour", "trip no" (the trip
+number, not a denial), "the 4th of July" before a list of columns, "still" as no condition, and the columns
+listed after "their" with commas ("their destinations, distances and delays"). On a small ferry schema of its
+own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import Plan, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import answerer, database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_number", "INTEGER", "Number of the trip"),
+    ColumnInfo("operator", "STRING", "Company that ran the trip"),
+    ColumnInfo("destination", "STRING", "Port the trip went to"),
+    ColumnInfo("trip_date", "DATE", "Date of the trip"),
+    ColumnInfo("distance", "INTEGER", "Distance sailed, in miles"),
+    ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
+    ColumnInfo("sea_time", "INTEGER", "Minutes at sea"),
+    ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
+), description="Ferry trips from the islands' ports in 2024: one row per trip.")
+VALUES = {"operator": ["Northwind", "Islander"], "destination": ["SKY", "MOR"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_number INTEGER, operator VARCHAR, destination VARCHAR, trip_date DATE, "
+        "distance INTEGER, delay INTEGER, sea_time INTEGER, scrapped BOOLEAN)",
+        "INSERT INTO trips VALUES "
+        "(11, 'Northwind', 'SKY', DATE '2024-07-04', 40, 20, 25, false), "
+        "(12, 'Northwind', 'MOR', DATE '2024-07-04', 90, 0, 70, false), "
+        "(13, 'Islander', 'SKY', DATE '2024-07-05', 35, 45, 28, true), "
+        "(14, 'Islander', 'MOR', DATE '2024-08-01', 95, 10, 80, false)")
+
+
+def plan(question: str) -> Plan:
+    return plan_question(question, [TRIPS], values_of=lambda _, column: VALUES.get(column, []))
+
+
+answer = answerer(plan)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many trips left more than 15 min late?", 2),
+    ("How many trips left more than 15 mins late?", 2),
+    ("How many trips had a sea time under half an hour?", 2),
+])
+def test_units_written_short_or_in_words(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+def test_no_after_a_noun_is_its_number(data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "trips of Northwind on the 4th of July — trip no, destination")
+    assert sorted(rows) == [(11, "SKY"), (12, "MOR")]
+
+
+def test_no_before_a_noun_still_denies(data: duckdb.DuckDBPyConnection) -> None:
+    assert [row[0] for row in answer(data, "Which operators had no scrapped trips?")] == ["Northwind"]
+
+
+def test_still_is_no_condition(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "Is there any scrapped trip that still has a delay recorded?") == [(True,)]
+
+
+def test_columns_listed_after_their_with_commas(data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "Trips over 50 miles that still had a delay over 5 minutes — what were their destinations, distances and delays?")
+    assert sorted(row[:3] for row in rows) == [("MOR", 95, 10)]

@@ -71,3 +71,21 @@ def test_still_is_no_condition(data: duckdb.DuckDBPyConnection) -> None:
 def test_columns_listed_after_their_with_commas(data: duckdb.DuckDBPyConnection) -> None:
     rows = answer(data, "Trips over 50 miles that still had a delay over 5 minutes — what were their destinations, distances and delays?")
     assert sorted(row[:3] for row in rows) == [("MOR", 95, 10)]
+
+
+@pytest.mark.parametrize("question", [
+    "Total hours at sea for trips of each operator",
+    "How many hours were trips of each operator at sea in total?",
+])
+def test_a_total_in_another_unit_than_the_columns(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    # sea time is in minutes: 25 + 70 for Northwind, 28 + 80 for Islander
+    hours = {operator: float(total) for operator, total in answer(data, question)}
+    assert hours == {"Northwind": pytest.approx(95 / 60), "Islander": pytest.approx(108 / 60)}
+
+
+@pytest.mark.parametrize("question", [
+    "Average distance of trips excluding the ones to SKY",
+    "Average distance of trips except those to SKY",
+])
+def test_a_denial_with_the_rows_named_again(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert answer(data, question) == [(pytest.approx(92.5),)]

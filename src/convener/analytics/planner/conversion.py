@@ -16,18 +16,21 @@ from convener.analytics.wording import snake
 
 
 def read_measure_unit(reading: _Reading) -> None:
-    """"… in hours", "… in kilograms" (unread) with one measure: that measure in the unit said."""
+    """"… in hours", "… in kilograms" (unread) with one measure: that measure in the unit said; so too a unit
+    counted or totalled ("total hours in the air", "how many hours did flights spend in the air")."""
     if reading.scope is None or len({column for column, _ in reading.measures}) != 1:
         return
     for index, token in enumerate(reading.tokens[:-1]):
-        said = unit_named(reading.norm(index + 1)) if token.norm == "in" else None
-        if said is None or not reading.free(index) or index + 1 in reading.used:
+        counted = token.norm in ("total", "many") and index + 1 < len(reading.tokens) \
+            and reading.free(index + 1) and (reading.norm(index) == "total" or reading.norm(index - 1) == "how")
+        said = unit_named(reading.norm(index + 1)) if token.norm == "in" or counted else None
+        if said is None or not (reading.free(index) or counted) or index + 1 in reading.used:
             continue
         column = reading.measures[0][0]
         own = unit_of(reading.column(column))
         if own is None:
             return  # the column's unit is not known: the words may name it ("speed in mph")
-        reading.used.update((index, index + 1))
+        reading.used.update((index + 1,) if counted else (index, index + 1))
         if own == said:
             return
         factor = CONVERSIONS.get((own, said))

@@ -472,6 +472,13 @@ def _read_values(reading: _Reading) -> None:
                         for i in range(out + 1, begin)):  # "leave out birds from North": the rows' noun
             # ("from" may have been read already: it chose the join a name is read through)
             negations = [out - 1, out, *range(out + 1, begin)]
+        denial = next((i for i in range(begin - 1, max(-1, begin - 6), -1)
+                       if reading.norm(i) in ("excluding", "except", "besides", "without")), None)
+        if not negations and denial is not None and reading.free(denial) \
+                and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1) or _rows_noun(reading, i)
+                        for i in range(denial + 1, begin)):
+            # "excluding the ones from Biscoe", "except those on Dream": the rows named again between
+            negations = list(range(denial, begin))
         leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in _LEAVE_OUT), None)
         if not negations and leaving is not None and reading.norm(mention.end) == "out" \
                 and reading.free(mention.end):

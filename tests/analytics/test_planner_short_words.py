@@ -1,7 +1,8 @@
 """Words written short or loosely: "15 min" (minutes, not a minimum), "half an hour", "trip no" (the trip
 number, not a denial), "the 4th of July" before a list of columns, "still" as no condition, and the columns
 listed after "their" with commas ("their destinations, distances and delays"). On a small ferry schema of its
-own."""
+own. And a row asked by its kind: "which Islander has the biggest delay" (the trip, not the biggest delay).
+"""
 
 from __future__ import annotations
 
@@ -89,3 +90,13 @@ def test_a_total_in_another_unit_than_the_columns(data: duckdb.DuckDBPyConnectio
 ])
 def test_a_denial_with_the_rows_named_again(data: duckdb.DuckDBPyConnection, question: str) -> None:
     assert answer(data, question) == [(pytest.approx(92.5),)]
+
+
+@pytest.mark.parametrize("question", [
+    "Which Islander has the biggest delay?",
+    "Which Islander trip had the biggest delay?",
+])
+def test_a_row_asked_by_its_kind_is_a_row(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert made.shape == "top"
+    assert [(row[0], row[-1]) for row in data.execute(made.sql).fetchall()] == [("Islander", 45)]

@@ -1138,6 +1138,8 @@ def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
     """"which car …" or "… the hottest day": a row noun right after which/what or right after a
     superlative, and not a modifier of a column ("lowest stock price")."""
     for index, token in enumerate(reading.tokens[:-1]):
+        if token.norm in ("which", "what") and _values_then_rows(reading, index + 1, table_words):
+            return True  # "which Chinstrap (penguin) has the biggest bill ratio"
         following = reading.tokens[index + 1]
         if following.stem not in table_words or reading.mention_at(index + 2) is not None:
             continue
@@ -1145,6 +1147,21 @@ def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:
         if token.norm in ("which", "what") or superlative:
             return True
     return False
+
+
+def _values_then_rows(reading: _Reading, index: int, table_words: set[str]) -> bool:
+    """Whether values said right at ``index`` name rows: followed by the rows' noun ("Chinstrap penguin") or by a
+    verb of having or being ("Chinstrap has", "Gentoo is"), as a row's kind stands for the row."""
+    # (the values are read already: conditions ending a few words on, every word up to there read)
+    after = index
+    while (read := next((f.start + 1 for f in reading.filters if f.kind in ("value", "name", "boolean")
+                         and after <= f.start < after + 4
+                         and all(i in reading.used for i in range(after, f.start + 1))), None)) is not None:
+        after = read  # "which male Chinstrap"
+    if after == index or after >= len(reading.tokens):
+        return False
+    return reading.tokens[after].stem in table_words and reading.mention_at(after) is None \
+        or reading.norm(after) in ("has", "had", "is", "was")
 
 
 def _total_of_rows(reading: _Reading, table_words: set[str]) -> int | None:

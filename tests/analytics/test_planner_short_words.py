@@ -100,3 +100,13 @@ def test_a_row_asked_by_its_kind_is_a_row(data: duckdb.DuckDBPyConnection, quest
     made = plan(question)
     assert made.shape == "top"
     assert [(row[0], row[-1]) for row in data.execute(made.sql).fetchall()] == [("Islander", 45)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which days had more than one trip?", ["2024-07-04"]),
+    ("Which days had at least one scrapped trip?", ["2024-07-05"]),
+    ("Which days had more than one trip without a scrapped one?", ["2024-07-04"]),
+])
+def test_periods_listed_with_a_condition_on_their_rows(data: duckdb.DuckDBPyConnection, question: str,
+                                                      expected: list[str]) -> None:
+    assert [str(row[0])[:10] for row in answer(data, question)] == expected

@@ -240,6 +240,12 @@ def _read_comparisons(reading: _Reading) -> None:
                 column = _column_of_unit(reading, number_at + 1) or column
             if column is None and _is_year(number) and _time_columns(reading.table):
                 break  # "over 2005": a year, read with the dates
+            if column is None and not _names_rows_at(reading, number_at + 1) and reading.bucket is not None \
+                    and _rows_follow(reading, number_at + 1):
+                # "which days had more than one (at least one) cancelled flight": the rows the conditions keep, counted per period
+                reading.group_conditions.append((op, number.number or 0))
+                reading.used.update(range(index, number_at + 1))
+                break
             if column is None and op == ">=" and number.number == 1 and _rows_follow(reading, number_at + 1):
                 # "which carriers had at least one cancelled flight": the rows the other conditions keep
                 # exist for each value listed or counted; the comparison adds nothing to them

@@ -110,3 +110,12 @@ def test_a_row_asked_by_its_kind_is_a_row(data: duckdb.DuckDBPyConnection, quest
 def test_periods_listed_with_a_condition_on_their_rows(data: duckdb.DuckDBPyConnection, question: str,
                                                       expected: list[str]) -> None:
     assert [str(row[0])[:10] for row in answer(data, question)] == expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("On what date did a trip first leave more than 30 minutes late?", "2024-07-05"),
+    ("On what date did Islander last go to MOR?", "2024-08-01"),
+])
+def test_the_date_a_row_first_or_last_did_something(data: duckdb.DuckDBPyConnection, question: str,
+                                                    expected: str) -> None:
+    assert [str(row[0]) for row in answer(data, question)] == [expected]

@@ -1969,11 +1969,14 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
                 reading.bucket = None
             the_date = reading.norm(index - 2) != "on"
         elif word in ("first", "last") and before not in ("the", "very") \
-                and any(t.norm == "when" for t in reading.tokens) \
+                and (any(t.norm == "when" for t in reading.tokens) or _asks_which_date(reading, index + 1)) \
                 and index + 1 < len(reading.tokens) and reading.tokens[index + 1].kind == "word" \
-                and reading.free(index + 1) and reading.mention_at(index + 1) is None:
-            # "when did Alaska Airlines last fly": the latest date of the rows
+                and reading.mention_at(index + 1) is None \
+                and (reading.free(index + 1) or reading.norm(index + 1) in _LEAVE_OR_ARRIVE):
+            # "when did Alaska Airlines last fly": the latest date of the rows; "on what date did a flight first
+            # leave more than 5 hours late": the earliest (the verb read with its condition)
             found = ([index], word == "last")
+            the_date = True
         if found:
             break
     if found is None:
@@ -2002,6 +2005,19 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.descending = latest
     if named is not None and reading.norm(named.start - 1) in ("which", "what"):
         reading.ties = False  # "on which date was the earliest egg": the date itself, once
+
+
+_LEAVE_OR_ARRIVE = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})
+
+
+def _asks_which_date(reading: _Reading, verb: int) -> bool:
+    """Whether the question asks "what date" or "which day" a row first or last did something, said by the
+    active verb at ``verb`` ("first leave", not "first observed with an egg", which names a date column), of
+    no ranking ("the most nests")."""
+    return any(first.norm in ("what", "which") and second.norm in ("date", "day")
+               for first, second in pairwise(reading.tokens)) \
+        and not reading.norm(verb).endswith(("ed", "en")) \
+        and not any(token.norm in ("most", "fewest", "least") for token in reading.tokens)
 
 
 def _condition_of_rows_at(reading: _Reading, index: int) -> bool:

@@ -7,6 +7,7 @@ own. And a row asked by its kind: "which Islander has the biggest delay" (the tr
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 
 import duckdb
 import pytest
@@ -24,6 +25,7 @@ TRIPS = TableInfo("trips", (
     ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
     ColumnInfo("sea_time", "INTEGER", "Minutes at sea"),
     ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
+    ColumnInfo("engines", "INTEGER", "Number of engines of the ferry"),
 ), description="Ferry trips from the islands' ports in 2024: one row per trip.")
 VALUES = {"operator": ["Northwind", "Islander"], "destination": ["SKY", "MOR"]}
 
@@ -32,12 +34,12 @@ VALUES = {"operator": ["Northwind", "Islander"], "destination": ["SKY", "MOR"]}
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
     yield from database(
         "CREATE TABLE trips (trip_number INTEGER, operator VARCHAR, destination VARCHAR, trip_date DATE, "
-        "distance INTEGER, delay INTEGER, sea_time INTEGER, scrapped BOOLEAN)",
+        "distance INTEGER, delay INTEGER, sea_time INTEGER, scrapped BOOLEAN, engines INTEGER)",
         "INSERT INTO trips VALUES "
-        "(11, 'Northwind', 'SKY', DATE '2024-07-04', 40, 20, 25, false), "
-        "(12, 'Northwind', 'MOR', DATE '2024-07-04', 90, 0, 70, false), "
-        "(13, 'Islander', 'SKY', DATE '2024-07-05', 35, 45, 28, true), "
-        "(14, 'Islander', 'MOR', DATE '2024-08-01', 95, 10, 80, false)")
+        "(11, 'Northwind', 'SKY', DATE '2024-07-04', 40, 20, 25, false, 1), "
+        "(12, 'Northwind', 'MOR', DATE '2024-07-04', 90, 0, 70, false, 2), "
+        "(13, 'Islander', 'SKY', DATE '2024-07-05', 35, 45, 28, true, 2), "
+        "(14, 'Islander', 'MOR', DATE '2024-08-01', 95, 10, 80, false, 1)")
 
 
 def plan(question: str) -> Plan:
@@ -119,3 +121,12 @@ def test_periods_listed_with_a_condition_on_their_rows(data: duckdb.DuckDBPyConn
 def test_the_date_a_row_first_or_last_did_something(data: duckdb.DuckDBPyConnection, question: str,
                                                     expected: str) -> None:
     assert [str(row[0]) for row in answer(data, question)] == [expected]
+
+
+def test_a_columns_own_count_in_a_list_of_columns(data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "List the trips with more than one engine, with destination and engine count.")
+    assert sorted((row[2], row[-1]) for row in rows) == [("MOR", 2), ("SKY", 2)]
+
+
+def test_columns_asked_of_a_superlative_of_time_make_it_rows(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "latest trip - destination and trip date") == [("MOR", date(2024, 8, 1))]

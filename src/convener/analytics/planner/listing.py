@@ -7,7 +7,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS, VALUE_NOUNS
-from convener.analytics.shapes import TableInfo
+from convener.analytics.shapes import NUMBER_TYPES, TableInfo
 from convener.analytics.wording import phrase, split_identifier, stem
 
 _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return",
@@ -113,7 +113,9 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
         end = mention.end
         described = set(phrase(column.description or ""))
         while reading.free(end) and (reading.tokens[end].stem in described
-                                     or _abbreviates_number(reading, end)) \
+                                     or _abbreviates_number(reading, end)
+                                     # "engine count" for engines, "seat count": the column's own number
+                                     or reading.norm(end) == "count" and column.type in NUMBER_TYPES) \
                 and reading.norm(end) not in _JOINERS:
             end += 1
         return column.name, range(index, end)

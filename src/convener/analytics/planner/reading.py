@@ -1995,7 +1995,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
         _note_term(reading, named)
     reading.direction = latest
     words = {token.norm for token in reading.tokens}
-    rows = reading.top is not None or bool(words & {"which", "show", "list", "display"})
+    # ("newest aircraft - tail number and manufacture year": columns asked of it make it rows)
+    rows = reading.top is not None or bool(words & {"which", "show", "list", "display"}) or bool(reading.shown)
     if the_date or not rows and ("when" in words or named is not None):
         reading.measures.append((column.name, MAX if latest else MIN))
         reading.direction = None  # the superlative is this extreme, not a ranking of rows

@@ -130,3 +130,7 @@ def test_a_columns_own_count_in_a_list_of_columns(data: duckdb.DuckDBPyConnectio
 
 def test_columns_asked_of_a_superlative_of_time_make_it_rows(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "latest trip - destination and trip date") == [("MOR", date(2024, 8, 1))]
+
+
+def test_a_question_said_as_what_it_lists(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "destinations of Northwind trips longer than 50 miles") == [("MOR",)]

@@ -1878,6 +1878,16 @@ def _read_shown(reading: _Reading) -> None:
         return
     if _read_their(reading):
         return
+    start = 1 if reading.norm(0) == "the" else 0
+    named = reading.mention_at(start)
+    if named is not None and not named.is_value and named.start == start and reading.norm(named.end) == "of" \
+            and reading.column(named.target.column).type not in NUMBER_TYPES and named in reading.mentions:
+        # "names of the destination airports for …", "the full names of …": a question said as what it lists
+        reading.shown.append(named.target.column)
+        reading.mentions.remove(named)
+        reading.used.update(range(0, named.end))
+        _note_term(reading, named)
+        return
     for index, token in enumerate(reading.tokens):
         if token.norm not in ("list", "show", "display", "give") or index in reading.used:
             continue

@@ -88,3 +88,22 @@ def test_joined_tables_own_rows_are_not_read_as_the_rows_referring_to_them() -> 
 
 def test_the_joined_tables_own_count_stays_its_own(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "How many operators are there?") == [(4,)]
+
+
+RUNS = TableInfo("runs", (ColumnInfo("run_id", "INTEGER", "Identifier of the run"),
+                          ColumnInfo("firm", "STRING", "Code of the company that ran it")),
+                 description="Ferry runs: one row per run.")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("top 1 operators by run count", [("IS", "Islander Lines", 2), ("NW", "Northwind Ferries", 2)]),
+    ("bottom 1 operators by number of runs", [("GL", "Gull Line", 1)]),
+])
+def test_joined_rows_ranked_by_the_rows_referring_to_them(data: duckdb.DuckDBPyConnection, question: str,
+                                                           expected: list[tuple[str, str, int]]) -> None:
+    # (no column of the runs is named after the operators: only the relationship says the firm is one)
+    data.execute("CREATE OR REPLACE VIEW runs AS SELECT trip_id AS run_id, operator_code AS firm FROM trips")
+    made = plan_question(question, [RUNS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=(Relationship("runs", ("firm",), "operators", ("operator_code",)),),
+                         related=[OPERATORS])
+    assert sorted(data.execute(made.sql).fetchall()) == expected

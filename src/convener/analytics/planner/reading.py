@@ -1090,7 +1090,7 @@ def _read_ranked_join(reading: _Reading) -> None:
         named = [i for i, token in enumerate(reading.tokens) if reading.free(i) and token.stem in words]
         # "which airline", "which 3 airlines", "the three airlines with the highest …" (its N read as the top)
         asked = [i for i in named if reading.norm(i - 1) in ("which", "what") or reading.norm(i - 2) in ("which", "what")
-                 and _number_at(reading, i - 1) or reading.norm(i - 2) in ("the", "which", "what")
+                 and _number_at(reading, i - 1) or reading.norm(i - 2) in ("the", "which", "what", "top", "bottom")
                  and reading.top is not None and reading.tokens[i - 1].number == reading.top]
         if not named or not join.chosen and not asked:
             continue

@@ -134,3 +134,7 @@ def test_columns_asked_of_a_superlative_of_time_make_it_rows(data: duckdb.DuckDB
 
 def test_a_question_said_as_what_it_lists(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "destinations of Northwind trips longer than 50 miles") == [("MOR",)]
+
+
+def test_columns_listed_in_a_sentence_of_their_own_after_just(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "Which Islander trips went to SKY? Just the destination and delay.") == [("SKY", 45)]

@@ -266,6 +266,8 @@ def _introducer(reading: _Reading, index: int) -> str | None:
         return "with their" if owned or "," in reading.gap(before) else "with"
     if word in _GIVE:
         return "punctuation" if owned else "verb"
+    if word in ("just", "only") and before > 0 and any(mark in reading.gap(before) for mark in ("?", ".")):
+        return "sentence"  # "Which Torgersen penguins …? Just the IDs and study."
     return None
 
 
@@ -281,6 +283,6 @@ def _introducer_words(reading: _Reading, index: int) -> list[int]:
     while before >= 0 and reading.norm(before) in _OWNERS and reading.free(before):
         said.append(before)
         before -= 1
-    if before >= 0 and reading.norm(before) in _GIVE | _WITH and reading.free(before):
+    if before >= 0 and reading.norm(before) in _GIVE | _WITH | {"just", "only"} and reading.free(before):
         said.append(before)
     return said

@@ -138,3 +138,12 @@ def test_a_question_said_as_what_it_lists(data: duckdb.DuckDBPyConnection) -> No
 
 def test_columns_listed_in_a_sentence_of_their_own_after_just(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "Which Islander trips went to SKY? Just the destination and delay.") == [("SKY", 45)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("per operator, how many trips are marked scrapped yes", [("Islander", 1)]),
+    ("how many trips are flagged scrapped no?", [(3,)]),
+])
+def test_a_true_false_column_marked_with_its_value(data: duckdb.DuckDBPyConnection, question: str,
+                                                   expected: list[tuple[object, ...]]) -> None:
+    assert answer(data, question) == expected

@@ -649,8 +649,14 @@ def _read_truth_words(reading: _Reading) -> None:
             continue
         truth = _TRUTH_WORDS[reading.norm(at)] == (mention.target.value == "true")
         target = replace(mention.target, value="true" if truth else "false")
-        reading.mentions[reading.mentions.index(mention)] = _Mention(mention.start, at + 1, target, mention.source,
+        start = mention.start
+        while reading.norm(start - 1) in _MARKED and reading.free(start - 1):
+            start -= 1  # "nests marked clutch_completion yes": the marking is the column's value
+        reading.mentions[reading.mentions.index(mention)] = _Mention(start, at + 1, target, mention.source,
                                                                      mention.ambiguous)
+
+
+_MARKED = frozenset({"marked", "flagged", "labelled", "labeled", "set", "as", "with"})
 
 
 def _drop_named_column(reading: _Reading, value: _Mention) -> None:

@@ -6,8 +6,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import duckdb
 
-from convener.analytics.planner import Plan, Term, plan_question
-from convener.analytics.shapes import TableInfo
+from convener.analytics.planner import Plan, Relationship, Term, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
+                  description="Ports: one row per port.")
+"""The islands' ports, which the ferry schemas of several tests join their trips to by a port code."""
+PORT_VALUES = {("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+PORT_ROWS = ("CREATE TABLE ports (code VARCHAR, name VARCHAR)",
+             "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+"""The statements that make ``PORTS`` in a test database."""
 
 
 def database(*statements: str) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -26,6 +34,16 @@ def planner(table: TableInfo, values: Mapping[str, Sequence[str]],
     planner as one small schema's tests call it."""
     def plan(question: str) -> Plan:
         return plan_question(question, [table], terms, values_of=lambda _, column: values.get(column, []))
+    return plan
+
+
+def joined_planner(tables: Sequence[TableInfo], related: Sequence[TableInfo], relationships: Sequence[Relationship],
+                   values: Mapping[tuple[str, str], Sequence[str]]) -> Callable[[str], Plan]:
+    """``plan(question)`` over ``tables``, ``related`` ones joinable by ``relationships``, text columns holding
+    ``values`` (by table and column name)."""
+    def plan(question: str) -> Plan:
+        return plan_question(question, tables, values_of=lambda t, c: values.get((t, c), []),
+                             relationships=relationships, related=related)
     return plan
 
 

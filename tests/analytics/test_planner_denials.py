@@ -13,7 +13,7 @@ import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import answerer, database
+from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, answerer, database, joined_planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -24,11 +24,9 @@ TRIPS = TableInfo("trips", (
     ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
     ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
 ), description="Ferry trips from the islands' ports in 2024: one row per trip.")
-PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
-                  description="Ports: one row per port.")
 BY_PORT = (Relationship("trips", ("start_port",), "ports", ("code",)),)
 VALUES = {("trips", "operator"): ["Northwind", "Islander", "Gull Line"], ("trips", "start_port"): ["HAR", "NTH"],
-          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+          **PORT_VALUES}
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +41,10 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "(4, 'Islander', 'NTH', DATE '2024-02-14', 900, 10, false), "
         "(5, 'Gull Line', 'HAR', DATE '2024-02-20', 1200, 90, true), "
         "(6, 'Northwind', 'HAR', DATE '2024-02-28', 1900, 15, false)",
-        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
-        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+        *PORT_ROWS)
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
-                         relationships=BY_PORT, related=[PORTS])
+plan = joined_planner([TRIPS], [PORTS], BY_PORT, VALUES)
 
 
 answer = answerer(plan)

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner import NoPlan, Relationship, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import answerer, database
+from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, answerer, database, joined_planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -23,14 +23,12 @@ TRIPS = TableInfo("trips", (
 OPERATORS = TableInfo("operators", (ColumnInfo("operator_code", "STRING", "Operator code"),
                                     ColumnInfo("name", "STRING", "Full name of the operator")),
                       description="Ferry operators: one row per operator.")
-PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
-                  description="Ports: one row per port.")
 RELATIONSHIPS = (Relationship("trips", ("start_port",), "ports", ("code",)),
                  Relationship("trips", ("operator_code",), "operators", ("operator_code",)))
 VALUES = {("trips", "operator_code"): ["NW", "IS", "GL"], ("trips", "start_port"): ["HAR", "NTH"],
           ("operators", "operator_code"): ["NW", "IS", "GL", "OLD"],
           ("operators", "name"): ["Northwind Ferries", "Islander Lines", "Gull Line", "Old Steam Co"],
-          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+          **PORT_VALUES}
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +40,11 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "CREATE TABLE operators (operator_code VARCHAR, name VARCHAR)",
         "INSERT INTO operators VALUES ('NW', 'Northwind Ferries'), ('IS', 'Islander Lines'), ('GL', 'Gull Line'), "
         "('OLD', 'Old Steam Co')",
-        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
-        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+        *PORT_ROWS)
 
 
-def plan(question: str) -> Plan:
-    """As the pipeline asks a question whose nouns pick the operators: those alone asked about, every table
-    joinable."""
-    return plan_question(question, [OPERATORS], values_of=lambda t, c: VALUES.get((t, c), []),
-                         relationships=RELATIONSHIPS, related=[TRIPS, OPERATORS, PORTS])
+# As the pipeline asks a question whose nouns pick the operators: those alone asked about, every table joinable.
+plan = joined_planner([OPERATORS], [TRIPS, OPERATORS, PORTS], RELATIONSHIPS, VALUES)
 
 
 answer = answerer(plan)

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner import Relationship
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, database, joined_planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -22,12 +22,10 @@ TRIPS = TableInfo("trips", (
     ColumnInfo("delay", "INTEGER", "Minutes the trip sailed after its scheduled time"),
     ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped (it never sailed)"),
 ), description="Ferry trips that sailed from the islands' ports in 2024: one row per trip.")
-PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
-                  description="Ports: one row per port.")
 BY_PORT = (Relationship("trips", ("start_port",), "ports", ("code",)),
            Relationship("trips", ("end_port",), "ports", ("code",)))
 VALUES = {("trips", "start_port"): ["HAR", "NTH"], ("trips", "end_port"): ["HAR", "NTH"],
-          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+          **PORT_VALUES}
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +35,10 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "delay INTEGER, scrapped BOOLEAN)",
         "INSERT INTO trips VALUES (1, 'HAR', 'NTH', 10, 5, false), (2, 'HAR', 'NTH', 10, NULL, true), "
         "(3, 'NTH', 'HAR', 12, 90, false), (4, 'HAR', 'NTH', 10, 0, false), (5, 'NTH', 'HAR', 12, NULL, true)",
-        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
-        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+        *PORT_ROWS)
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
-                         relationships=BY_PORT, related=[PORTS])
+plan = joined_planner([TRIPS], [PORTS], BY_PORT, VALUES)
 
 
 def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner import NoPlan, Relationship
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import answerer, database
+from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, answerer, database, joined_planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -27,12 +27,10 @@ TRIPS = TableInfo("trips", (
     ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
     ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
 ), description="Ferry trips between the islands' ports in 2024: one row per trip.")
-PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name")),
-                  description="Ports: one row per port.")
 BY_PORT = (Relationship("trips", ("start_port",), "ports", ("code",)),)
 VALUES = {("trips", "operator"): ["Northwind", "Islander", "Gull Line"],
           ("trips", "start_port"): ["HAR", "NTH"], ("trips", "end_port"): ["SKY", "MOR", "HAR", "NTH"],
-          ("ports", "code"): ["HAR", "NTH"], ("ports", "name"): ["Harbourton", "Northwick"]}
+          **PORT_VALUES}
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +44,10 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "(3, 'Islander', 'NTH', 'MOR', DATE '2024-02-02', 20, 56.0, 0, false), "
         "(4, 'Islander', 'HAR', 'NTH', DATE '2024-02-14', 15, 57.5, 10, false), "
         "(5, 'Gull Line', 'HAR', 'MOR', DATE '2024-03-20', 25, 56.2, 90, true)",
-        "CREATE TABLE ports (code VARCHAR, name VARCHAR)",
-        "INSERT INTO ports VALUES ('HAR', 'Harbourton'), ('NTH', 'Northwick')")
+        *PORT_ROWS)
 
 
-def plan(question: str) -> Plan:
-    return plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []),
-                         relationships=BY_PORT, related=[PORTS])
+plan = joined_planner([TRIPS], [PORTS], BY_PORT, VALUES)
 
 
 answer = answerer(plan)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from convener.analytics.planner.catalog import _table_words
-from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.state import _Join, _Reading
 
 _NAME_WORDS = frozenset({"name", "names"})
 _CODE_WORDS = frozenset({"code", "codes"})
@@ -61,11 +61,16 @@ def read_which_joined_rows(reading: _Reading, index: int) -> bool:
 
 
 def _name_column(reading: _Reading, key: str) -> str | None:
-    """The joined table's name column, as the reading calls it ("name", or "airlines_name" where the queried
-    table has a name of its own), for the join by ``key``."""
+    """The name column of the table joined by ``key``."""
     assert reading.scope is not None
-    join = next(join for join in reading.scope.joins if join.on[0][0] == key)
+    return joined_name_column(reading, next(join for join in reading.scope.joins if join.on[0][0] == key))
+
+
+def joined_name_column(reading: _Reading, join: _Join) -> str | None:
+    """The joined table's name column, as the reading calls it ("name", or "airlines_name" where the queried
+    table has a name of its own)."""
+    assert reading.scope is not None
     alias = join.table.name.split(".")[-1]
     return next((name for name, expression in reading.scope.virtual.items()
                  if isinstance(expression, exp.Column) and expression.table == alias
-                 and (expression.name == "name" or expression.name.endswith("_name"))), None)
+                 and (expression.name.lower() == "name" or expression.name.lower().endswith("_name"))), None)

@@ -43,7 +43,7 @@ from convener.analytics.planner.dimensions import (
     read_ranking_superlative,
 )
 from convener.analytics.planner.grouping import passive, read_joined_key
-from convener.analytics.planner.joined_rows import joined_rows_key, read_which_joined_rows
+from convener.analytics.planner.joined_rows import joined_name_column, joined_rows_key, read_which_joined_rows
 from convener.analytics.planner.lateness import check_condition_ends, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
@@ -1101,12 +1101,10 @@ def _read_ranked_join(reading: _Reading) -> None:
         if not named or not join.chosen and not asked:
             continue
         reading.keys.append(join.on[0][0])
-        if not join.chosen:
+        name = joined_name_column(reading, join) if not join.chosen else None
+        if name is not None and name not in reading.keys:
             # "which airline had the most flights": the airline by its key, and by its name where it has one
-            alias = join.table.name.split(".")[-1]
-            reading.keys.extend(name for name, expression in reading.scope.virtual.items()
-                                if isinstance(expression, exp.Column) and expression.table == alias
-                                and expression.name.lower() == "name" and name not in reading.keys)
+            reading.keys.append(name)
         reading.used.update(named)
         reading.top = reading.top or 1
         return

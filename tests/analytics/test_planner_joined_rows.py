@@ -21,7 +21,8 @@ TRIPS = TableInfo("trips", (
     ColumnInfo("scrapped", "BOOLEAN", "Whether the trip was scrapped"),
 ), description="Ferry trips from the islands' ports in 2024: one row per trip.")
 OPERATORS = TableInfo("operators", (ColumnInfo("operator_code", "STRING", "Operator code"),
-                                    ColumnInfo("name", "STRING", "Full name of the operator")),
+                                    ColumnInfo("name", "STRING", "Full name of the operator"),
+                                    ColumnInfo("boats", "INTEGER", "Number of boats of the operator")),
                       description="Ferry operators: one row per operator.")
 RELATIONSHIPS = (Relationship("trips", ("start_port",), "ports", ("code",)),
                  Relationship("trips", ("operator_code",), "operators", ("operator_code",)))
@@ -37,9 +38,9 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "CREATE TABLE trips (trip_id INTEGER, operator_code VARCHAR, start_port VARCHAR, scrapped BOOLEAN)",
         "INSERT INTO trips VALUES (1, 'NW', 'HAR', false), (2, 'NW', 'NTH', true), (3, 'IS', 'NTH', false), "
         "(4, 'IS', 'NTH', false), (5, 'GL', 'HAR', true)",
-        "CREATE TABLE operators (operator_code VARCHAR, name VARCHAR)",
-        "INSERT INTO operators VALUES ('NW', 'Northwind Ferries'), ('IS', 'Islander Lines'), ('GL', 'Gull Line'), "
-        "('OLD', 'Old Steam Co')",
+        "CREATE TABLE operators (operator_code VARCHAR, name VARCHAR, boats INTEGER)",
+        "INSERT INTO operators VALUES ('NW', 'Northwind Ferries', 3), ('IS', 'Islander Lines', 2), "
+        "('GL', 'Gull Line', 2), ('OLD', 'Old Steam Co', 1)",
         *PORT_ROWS)
 
 
@@ -101,3 +102,10 @@ def test_joined_rows_ranked_by_the_rows_referring_to_them(data: duckdb.DuckDBPyC
                          relationships=(Relationship("runs", ("firm",), "operators", ("operator_code",)),),
                          related=[OPERATORS])
     assert sorted(data.execute(made.sql).fetchall()) == expected
+
+
+def test_a_joined_columns_own_count_is_no_count_of_joined_rows(data: duckdb.DuckDBPyConnection) -> None:
+    # "boat count" names the operators' boats column: averaged over the trips, not their operators counted
+    made = joined_planner([TRIPS], [OPERATORS, PORTS], RELATIONSHIPS, VALUES)(
+        "Across the trips from HAR, what's the average boat count of the operator (counting each trip)?")
+    assert data.execute(made.sql).fetchall() == [(2.5,)]

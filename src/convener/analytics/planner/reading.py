@@ -1224,8 +1224,8 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
                 reading.mentions.remove(mention)
                 reading.used.update(range(mention.start, mention.end))
                 return
-    elif after < len(reading.tokens) and reading.tokens[after].stem not in table_words \
-            and _count_joined_rows(reading, after):
+    elif words in (("how", "many"), ("number", "of")) and after < len(reading.tokens) \
+            and reading.tokens[after].stem not in table_words and _count_joined_rows(reading, after):
         return  # "how many airlines flew out of Newark" on flights: the airlines, told apart by their code
     while after < len(reading.tokens) and after in reading.used and reading.mention_at(after) is None:
         after += 1

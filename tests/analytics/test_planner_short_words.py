@@ -147,3 +147,21 @@ def test_columns_listed_in_a_sentence_of_their_own_after_just(data: duckdb.DuckD
 def test_a_true_false_column_marked_with_its_value(data: duckdb.DuckDBPyConnection, question: str,
                                                    expected: list[tuple[object, ...]]) -> None:
     assert answer(data, question) == expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("does Islander go to SKY at all?", True),
+    ("Does every trip have a delay recorded?", True),
+    ("Does every trip have a sea time over 30 minutes?", False),
+])
+def test_yes_or_no_of_any_row_or_every_row(data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
+def test_a_share_whose_verb_its_condition_read(data: duckdb.DuckDBPyConnection) -> None:
+    rows = answer(data, "Among Northwind trips, what percentage left more than 10 minutes late?")
+    assert rows == [(pytest.approx(50.0),)]
+
+
+def test_a_word_of_the_datas_collection_is_no_condition(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "how many Islander trips were sampled") == [(2,)]

@@ -1599,8 +1599,6 @@ def _read_share(reading: _Reading) -> None:
     of rows. Conditions said after the verb ("were returned") are what the share counts; the others (and
     dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
     condition after the share word is counted."""
-    # a verb that also picked the way to a joined table ("departed from Newark") still splits the share
-    said = reading.scope.said if reading.scope is not None else frozenset()
     for index, token in enumerate(reading.tokens):
         if token.norm == "rate" and reading.free(index) and _read_rate(reading, index):
             return
@@ -1608,8 +1606,10 @@ def _read_share(reading: _Reading) -> None:
             continue
         if reading.norm(index + 1) != "of":
             # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
+            # (the verb may have been read already: with its condition, "what percentage left more than 30 minutes
+            # late", or as picking the way to a joined table, "what percentage departed from Newark")
             if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS \
-                    and (reading.free(index + 1) or index + 1 in said) \
+                    and (reading.free(index + 1) or index + 1 in reading.used) \
                     and reading.norm(index - 1) in ("what", "which"):
                 reading.used.update((index, index + 1))
                 reading.share_split = index + 1
@@ -1619,7 +1619,8 @@ def _read_share(reading: _Reading) -> None:
         if token.norm == "ratio":
             _read_ratio(reading, index)
             return
-        # (as does a verb read with its condition: "flights arriving more than 15 min late", "left … late")
+        # a verb read already still splits the share: one that picked the way to a joined table ("departed from
+        # Newark"), one read with its condition ("flights arriving more than 15 min late", "left … late")
         verb = next((i for i in range(index + 2, len(reading.tokens)) if reading.norm(i) in _SHARE_VERBS), None)
         reading.share_split = index if verb is None else verb
         if verb is not None:

@@ -44,7 +44,7 @@ def _shape(reading: _Reading) -> str:
         reading.filters.remove(reading.asked_of_top)
         return shape
     if reading.yes_no and not reading.exists and shape == "rows" and not reading.shown:
-        if any(token.norm in _UNIVERSAL for token in reading.tokens):
+        if any(token.norm in _UNIVERSAL and not _at_all(reading, index) for index, token in enumerate(reading.tokens)):
             # "Are all Chinstrap penguins on Dream?": whether every row is so, which rows that are cannot say
             reading.asked_of_all = _asked_of_all(reading)
             reading.filters.remove(reading.asked_of_all)
@@ -128,13 +128,20 @@ def _asked_of_top(reading: _Reading) -> _Filter | None:
     return None
 
 
+def _at_all(reading: _Reading, index: int) -> bool:
+    """Whether "all" at ``index`` is said in "at all" ("does Southwest fly out of JFK at all"), which asks
+    whether any row is so, not whether every one is."""
+    return reading.norm(index) == "all" and reading.norm(index - 1) == "at"
+
+
 def _asked_of_all(reading: _Reading) -> _Filter:
     """What "every" or "all" rows are asked to be: the condition said last ("every flight to SJU left from
     JFK", "all Chinstrap penguins on Dream"), the ones before it saying which rows; "every", "all" or "each"
     must come before the rows' noun and every condition."""
-    said = [item for item in reading.filters
-            if item.start >= 0 and item.kind != "missing" and item.op != "not null"]
-    universal = next((i for i, token in enumerate(reading.tokens) if token.norm in ("all", "every", "each")), None)
+    # ("recorded" said is a condition asked: "does every flight have a tail number recorded")
+    said = [item for item in reading.filters if item.start >= 0 and (item.kind == "missing" or item.op != "not null")]
+    universal = next((i for i, token in enumerate(reading.tokens) if token.norm in ("all", "every", "each")
+                      and not _at_all(reading, i)), None)
     if universal is None or not said or any(item.start < universal for item in said):
         raise NoPlan("a yes/no question about all the rows is planned only as whether every row that meets "
                      "its first conditions meets its last one ('every flight to SJU left from JFK')")

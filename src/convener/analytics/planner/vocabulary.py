@@ -105,7 +105,7 @@ _FILLER = frozenset({
     "show", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data",
     "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
     "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",
-    "ever", "still", "recorded", "observed", "measured", "overall", "whole", "entire", "there", "exist", "exists",
+    "ever", "still", "studied", "sampled", "surveyed", "recorded", "observed", "measured", "overall", "whole", "entire", "there", "exist", "exists",
     "have", "has", "had", "all", "every", "each", "per", "by", "kind", "type", "types", "kinds", "group",
     "grouped", "broken", "split", "across", "compare", "compared", "vs", "versus", "against", "between",
     "top", "bottom", "first", "last", "which", "what", "whats", "along", "together", "respectively",

@@ -84,3 +84,11 @@ def test_a_participle_abbreviated_in_a_name_of_several_words_names_that_column()
     assert '"dep_time"' in plan_question("Average departure time of the runs", [timed]).sql
     # alone, a participle is no abbreviation: "departed" does not name dep_time
     assert '"dep_time"' not in plan_question("How many runs departed?", [timed]).sql
+
+
+@pytest.mark.parametrize("question", [
+    "top 2 departure hours by number of trips",
+    "which departure hours had the most trips",
+])
+def test_hours_of_hhmm_times_ranked(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert sorted(answer(data, question)) == [(6, 2), (17, 2)]  # (the two hours tie)

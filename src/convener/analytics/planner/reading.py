@@ -1039,11 +1039,14 @@ def _read_ranked_keys(reading: _Reading) -> None:
         return
     for mention in list(reading.mentions):
         column = reading.column(mention.target.column)
-        if mention.is_value or column.type != STRING:
+        if not mention.is_value and read_hour_of(reading, column.name, mention.end):
+            chosen = column.name  # "top 3 scheduled departure hours by number of flights": each hour a group
+        elif mention.is_value or column.type != STRING:
             continue
-        chosen = _exact_rival(reading, mention)
-        if reading.column(chosen).type != STRING:
-            continue  # "the most motors": the number of motors, which "motor" could also have named
+        else:
+            chosen = _exact_rival(reading, mention)
+            if reading.column(chosen).type != STRING:
+                continue  # "the most motors": the number of motors, which "motor" could also have named
         reading.keys.append(chosen)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))

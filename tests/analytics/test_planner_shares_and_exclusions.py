@@ -130,3 +130,10 @@ def test_a_share_split_by_a_participle_or_verb(data: duckdb.DuckDBPyConnection, 
 ])
 def test_a_unit_written_short_after_a_number(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
     assert answer(data, question) == [(expected,)]
+
+
+def test_a_value_of_one_end_said_of_the_other_is_declined(data: duckdb.DuckDBPyConnection) -> None:
+    # SKY is only ever where trips arrive: "from SKY" asks of trips no row records, not of those going there
+    with pytest.raises(NoPlan, match="SKY"):
+        plan("How many trips left from SKY?")
+    assert answer(data, "How many trips went to SKY?") == [(2,)]

@@ -49,6 +49,7 @@ from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.ranges import read_number_ranges
 from convener.analytics.planner.restated import restated_stems, said_as_described
+from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.rivals import settle_rivals
 from convener.analytics.planner.routes import read_routes
 from convener.analytics.planner.spread import read_spread
@@ -499,6 +500,7 @@ def _read_values(reading: _Reading) -> None:
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
         _drop_named_column(reading, mention)
+        _check_direction(reading, mention)
         if reading.column(mention.target.column).type == BOOLEAN:
             truth = (mention.target.value == "true") != negated
             reading.filters.append(_Filter(mention.target.column, "=", ("true" if truth else "false",), "boolean",
@@ -524,6 +526,29 @@ def _read_values(reading: _Reading) -> None:
             reading.used.add(more)
             reading.compare = True
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)], either=either))
+
+
+def _check_direction(reading: _Reading, value: _Mention) -> None:
+    """A value of the column of one end of a trip said with a word of the other end ("flights that went to JFK",
+    "arrived at JFK", where JFK is only ever an origin): no row goes there, and reading it as where they came
+    from would answer another question. Declined."""
+    column = reading.column(value.target.column)
+    if reading.virtual(column.name):
+        return
+    end = _direction_of(column)
+    before = value.start - 1
+    while reading.norm(before) in ("the", "a", "an"):
+        before -= 1
+    word, previous = reading.norm(before), reading.norm(before - 1)
+    said = "toward" if word in ("to", "into") or word == "at" and previous in _ARRIVING else \
+        "away" if word == "from" or word == "of" and previous == "out" else None
+    if end is not None and said is not None and said != end:
+        where = "to" if said == "toward" else "from"
+        raise NoPlan(f"'{_text(reading, value)}' is a value of {column.name} ({'where the rows go' if end == 'toward' else 'where the rows come from'}), "
+                     f"but the question asks of rows {where} it")
+
+
+_ARRIVING = frozenset({"arrived", "arrive", "arrives", "arriving", "landed", "land", "lands", "landing"})
 
 
 def _check_not_a_route(reading: _Reading, said: list[_Mention]) -> None:

@@ -99,7 +99,8 @@ def _joins(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
     return list(found.values())
 
 
-_TOWARD_ROLE = frozenset({"dest", "destination", "arrival", "arrive", "target", "recipient", "receiver", "to"})
+_TOWARD_ROLE = frozenset({"dest", "destination", "arrival", "arrive", "arrived", "arrives", "target", "recipient",
+                          "receiver", "to"})
 _AWAY_ROLE = frozenset({"origin", "source", "departure", "depart", "left", "sender", "from"})
 """Words of a key column's name or description that make it the end a row goes to, or comes from."""
 

@@ -137,3 +137,9 @@ def test_a_value_of_one_end_said_of_the_other_is_declined(data: duckdb.DuckDBPyC
     with pytest.raises(NoPlan, match="SKY"):
         plan("How many trips left from SKY?")
     assert answer(data, "How many trips went to SKY?") == [(2,)]
+
+
+def test_a_value_of_both_ends_is_read_as_the_end_said(data: duckdb.DuckDBPyConnection) -> None:
+    # NTH is where trips 2 and 3 left from and where trip 4 arrived
+    assert answer(data, "How many trips went to NTH?") == [(1,)]
+    assert answer(data, "How many trips left from NTH?") == [(2,)]

@@ -500,7 +500,7 @@ def _read_values(reading: _Reading) -> None:
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)
         _drop_named_column(reading, mention)
-        _check_direction(reading, mention)
+        mention = _check_direction(reading, mention)
         if reading.column(mention.target.column).type == BOOLEAN:
             truth = (mention.target.value == "true") != negated
             reading.filters.append(_Filter(mention.target.column, "=", ("true" if truth else "false",), "boolean",
@@ -528,13 +528,14 @@ def _read_values(reading: _Reading) -> None:
         reading.filters.append(_Filter(column, op, tuple(values), kind, starts[(column, negated)], either=either))
 
 
-def _check_direction(reading: _Reading, value: _Mention) -> None:
-    """A value of the column of one end of a trip said with a word of the other end ("flights that went to JFK",
-    "arrived at JFK", where JFK is only ever an origin): no row goes there, and reading it as where they came
-    from would answer another question. Declined."""
+def _check_direction(reading: _Reading, value: _Mention) -> _Mention:
+    """A value of the column of one end of a trip said with a word of the other end: the other end's column,
+    where it holds the value too ("trips that went to RDK", RDK an origin and a destination); declined where it
+    does not ("flights that went to JFK", JFK only ever an origin: reading it as where they came from would
+    answer another question). The mention as read."""
     column = reading.column(value.target.column)
-    if reading.virtual(column.name):
-        return
+    if reading.virtual(column.name) or reading.scope is None:
+        return value
     end = _direction_of(column)
     before = value.start - 1
     while reading.norm(before) in ("the", "a", "an"):
@@ -543,9 +544,14 @@ def _check_direction(reading: _Reading, value: _Mention) -> None:
     said = "toward" if word in ("to", "into") or word == "at" and previous in _ARRIVING else \
         "away" if word == "from" or word == "of" and previous == "out" else None
     if end is not None and said is not None and said != end:
+        held = reading.scope.held_by.get(value.target.value or "", frozenset())
+        other = next((c for c in reading.table.columns if c.name in held and _direction_of(c) == said), None)
+        if other is not None:
+            return replace(value, target=replace(value.target, column=other.name))
         where = "to" if said == "toward" else "from"
         raise NoPlan(f"'{_text(reading, value)}' is a value of {column.name} ({'where the rows go' if end == 'toward' else 'where the rows come from'}), "
                      f"but the question asks of rows {where} it")
+    return value
 
 
 _ARRIVING = frozenset({"arrived", "arrive", "arrives", "arriving", "landed", "land", "lands", "landing"})

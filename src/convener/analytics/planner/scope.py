@@ -393,5 +393,10 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
     # A word that picked a relationship and names a column ("origin" in "by origin airport") stays a mention:
     # it may be the key asked for.
     named = {i for m in mentions for i in range(m.start, m.end)}
-    scope = _Scope(table, effective, virtual, tuple(joins), frozenset(sums), frozenset(said - named))
+    held_by: dict[str, set[str]] = {}
+    for candidate in candidates:
+        if candidate.target.table == table.name and candidate.target.value is not None:
+            held_by.setdefault(candidate.target.value, set()).add(candidate.target.column)
+    scope = _Scope(table, effective, virtual, tuple(joins), frozenset(sums), frozenset(said - named),
+                   {value: frozenset(columns) for value, columns in held_by.items()})
     return scope, mentions

@@ -53,6 +53,8 @@ class _Scope:
     said: frozenset[int] = frozenset()
     """The question's words that picked, of several relationships to one table, the one joined ("to" in
     "flights to San Francisco Intl"): read, so never left over."""
+    held_by: dict[str, frozenset[str]] = field(default_factory=dict)
+    """For each value the question says, the queried table's columns that hold it ("RDK": origin and dest)."""
 
 
 @dataclass

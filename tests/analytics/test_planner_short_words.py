@@ -72,7 +72,8 @@ def test_still_is_no_condition(data: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_columns_listed_after_their_with_commas(data: duckdb.DuckDBPyConnection) -> None:
-    rows = answer(data, "Trips over 50 miles that still had a delay over 5 minutes — what were their destinations, distances and delays?")
+    rows = answer(data, "Trips over 50 miles that still had a delay over 5 minutes — what were their destinations, "
+                        "distances and delays?")
     assert sorted(row[:3] for row in rows) == [("MOR", 95, 10)]
 
 

@@ -933,7 +933,7 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     best = scored[0][1]
     best = _one_reaching_the_values(candidates, scored, best, joins_of) or best
     counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
-    # "how many different planes flew to Denver" on flights joined to planes: the planes are told apart by
+    # "how many (different) planes flew to Denver" on flights joined to planes: the planes are told apart by
     # the flights' key to them (their distinct tail numbers), so the table the rest is about stays queried
     distinct = counted and joined_to(best, counted[0])
     if counted and best not in counted and not distinct:
@@ -1004,12 +1004,6 @@ def _before_numbers(tokens: list[Token], index: int) -> int:
     while position >= 0 and (tokens[position].kind == "number" or number_word(tokens[position].norm) is not None):
         position -= 1
     return position
-
-
-def _counts_distinct(tokens: list[Token]) -> bool:
-    """Whether the question asks how many different things there are ("how many distinct …")."""
-    return any((tokens[index].norm, tokens[index + 1].norm) == ("how", "many")
-               and tokens[index + 2].norm in ("different", "distinct") for index in range(len(tokens) - 2))
 
 
 _CLAUSE_WORDS = frozenset({"whose", "that", "which", "who", "where", "with", "having"})

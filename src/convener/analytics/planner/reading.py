@@ -243,7 +243,8 @@ def _read_comparisons(reading: _Reading) -> None:
                 break  # "over 2005": a year, read with the dates
             if column is None and not _names_rows_at(reading, number_at + 1) and reading.bucket is not None \
                     and _rows_follow(reading, number_at + 1):
-                # "which days had more than one (at least one) cancelled flight": the rows the conditions keep, counted per period
+                # "which days had more than one (at least one) cancelled flight": the rows the conditions keep,
+                # counted per period
                 reading.group_conditions.append((op, number.number or 0))
                 reading.used.update(range(index, number_at + 1))
                 break
@@ -482,8 +483,8 @@ def _read_values(reading: _Reading) -> None:
         denial = next((i for i in range(begin - 1, max(-1, begin - 6), -1)
                        if reading.norm(i) in ("excluding", "except", "besides", "without")), None)
         if not negations and denial is not None and reading.free(denial) \
-                and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1) or _rows_noun(reading, i)
-                        for i in range(denial + 1, begin)):
+                and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1)
+                        or _rows_noun(reading, i) for i in range(denial + 1, begin)):
             # "excluding the ones from Biscoe", "except those on Dream": the rows named again between
             negations = list(range(denial, begin))
         leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in _LEAVE_OUT), None)
@@ -549,8 +550,9 @@ def _check_direction(reading: _Reading, value: _Mention) -> _Mention:
         if other is not None:
             return replace(value, target=replace(value.target, column=other.name))
         where = "to" if said == "toward" else "from"
-        raise NoPlan(f"'{_text(reading, value)}' is a value of {column.name} ({'where the rows go' if end == 'toward' else 'where the rows come from'}), "
-                     f"but the question asks of rows {where} it")
+        its_end = "where the rows go" if end == "toward" else "where the rows come from"
+        raise NoPlan(f"'{_text(reading, value)}' is a value of {column.name} ({its_end}), but the question asks of "
+                     f"rows {where} it")
     return value
 
 

@@ -527,7 +527,8 @@ def _group_share_expression(reading: _Reading) -> tuple[exp.Expr, str]:
     part = exp.Sum(this=_col(summed)) if summed is not None else exp.Count(this=exp.Star())
     whole = exp.Window(this=exp.Sum(this=part.copy()))
     share = exp.Div(this=exp.Mul(this=exp.Literal.number("100.0"), expression=part), expression=whole)
-    alias = f"percent_of_total_{snake(summed)}" if summed is not None else f"percent_of_all_{_rows_called(reading.base)}"
+    alias = f"percent_of_total_{snake(summed)}" if summed is not None \
+        else f"percent_of_all_{_rows_called(reading.base)}"
     return exp.alias_(share, alias, quoted=True), alias
 
 

@@ -564,7 +564,9 @@ async def test_the_demo_changelog_shows_the_edits_that_made_it(loaded: Services,
     listed = await call_json(client, "list_evaluations", {"parent": PARENT})
     for evaluation in listed["evaluations"]:
         result = evaluation["lastCompletedResult"]
-        before = [entry for entry in entries if entry["createTime"] <= result["createTime"]]
+        # (as instants: proto3 JSON writes 3, 6 or 9 fraction digits, so "….664Z" sorts after "….664107Z" as text)
+        before = [entry for entry in entries
+                  if timestamp_nanos(entry["createTime"]) <= timestamp_nanos(result["createTime"])]
         assert result["changelog"] == before[-1]["name"], evaluation["name"]
         assert (await call_json(client, "get_changelog", {"name": result["changelog"]}))["createTime"] == \
             result["changelogCreateTime"]

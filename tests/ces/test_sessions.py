@@ -27,7 +27,7 @@ from tests.ces.session_helpers import (
     texts,
     tool_name,
 )
-from tests.e2e.conftest import call_json, conversation, error_text, writers_meet_before
+from tests.e2e.conftest import call_json, conversation, error_text, timestamp_nanos, writers_meet_before
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +92,9 @@ async def test_turns_are_recorded_as_a_seed_exact_conversation(client: Client) -
     }
     assert first["messages"][1]["chunks"] == [{"text": "echo 1: hello"}]
     assert span_names(first["rootSpan"]) == ["TURN", "AGENT", "AGENT_CALL"]
-    assert first["rootSpan"]["startTime"] <= first["rootSpan"]["childSpans"][0]["startTime"]
+    # (as instants: proto3 JSON writes 3, 6 or 9 fraction digits, so "….664Z" sorts after "….664107Z" as text)
+    assert timestamp_nanos(first["rootSpan"]["startTime"]) \
+        <= timestamp_nanos(first["rootSpan"]["childSpans"][0]["startTime"])
     assert "duration" in first["rootSpan"]
     second = recorded["turns"][1]["messages"][1]["chunks"]
     assert [next(iter(chunk)) for chunk in second] == ["text", "toolCall"]

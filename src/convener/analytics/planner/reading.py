@@ -96,6 +96,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_HIGH,
     _TIME_LOW,
     _UNITS,
+    _TOWARD,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, stem
@@ -542,7 +543,7 @@ def _check_direction(reading: _Reading, value: _Mention) -> _Mention:
     while reading.norm(before) in ("the", "a", "an"):
         before -= 1
     word, previous = reading.norm(before), reading.norm(before - 1)
-    said = "toward" if word in ("to", "into") or word == "at" and previous in _ARRIVING else \
+    said = "toward" if word in ("to", "into") or word == "at" and previous in _TOWARD else \
         "away" if word == "from" or word == "of" and previous == "out" else None
     if end is not None and said is not None and said != end:
         held = reading.scope.held_by.get(value.target.value or "", frozenset())
@@ -554,9 +555,6 @@ def _check_direction(reading: _Reading, value: _Mention) -> _Mention:
         raise NoPlan(f"'{_text(reading, value)}' is a value of {column.name} ({its_end}), but the question asks of "
                      f"rows {where} it")
     return value
-
-
-_ARRIVING = frozenset({"arrived", "arrive", "arrives", "arriving", "landed", "land", "lands", "landing"})
 
 
 def _check_not_a_route(reading: _Reading, said: list[_Mention]) -> None:

@@ -53,6 +53,7 @@ class RecordsExport:
     people: list[ImportedUser]
     talks: list[ImportedConversation]
     source: str = "records"
+    path: Path | None = None
 
     def users(self, report: Report) -> Iterator[ImportedUser]:
         return iter(self.people)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol
 
 UserType = Literal["HUMAN", "APP"]
@@ -125,6 +126,10 @@ class MalformedConversation(Exception):
         super().__init__(str(problem))
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[MalformedConversation], tuple[ImportProblem]]:
+        # pickled whole (an import's second process sends it back), not rebuilt from its message
+        return MalformedConversation, (self.problem,)
+
 
 Report = Callable[[ImportProblem], None]
 
@@ -134,6 +139,11 @@ class ChatExport(Protocol):
 
     source: str
     """The format's name (``slack``, ``google-chat``, ``mattermost``): external IDs are unique within it."""
+    @property
+    def path(self) -> Path | None:
+        """What was opened: ``type(export)(export.path)`` opens the same export again; None for records
+        that no file holds."""
+        ...
 
     def users(self, report: Report) -> Iterator[ImportedUser]: ...
 

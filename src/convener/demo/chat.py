@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from importlib import resources
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -66,6 +67,8 @@ class PrivateMessages:
     conversation: ImportedConversation
     source: str = SlackExport.source
     """Slack's: external IDs are the Slack export's, so they map to the same users and space."""
+    path: Path | None = None
+    """Records, no file."""
 
     def users(self, report: Report) -> Iterator[ImportedUser]:
         return iter(())  # imported from the Slack export

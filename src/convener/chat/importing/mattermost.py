@@ -210,7 +210,7 @@ class MattermostExport(ClosingExport):
     source = "mattermost"
 
     def __init__(self, path: Path) -> None:
-        self._path = path
+        self.path = path
         self._archive: Archive | None = None
         self._member = ""
         if path.is_file() and not zipfile.is_zipfile(path):
@@ -236,7 +236,7 @@ class MattermostExport(ClosingExport):
     @contextmanager
     def _open(self) -> Iterator[IO[bytes]]:
         if self._archive is None:
-            with self._path.open("rb") as stream:
+            with self.path.open("rb") as stream:
                 yield stream
         else:
             with self._archive.open(self._member) as stream:

@@ -155,6 +155,7 @@ class SlackExport(ClosingExport):
     source = "slack"
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self._archive = Archive(path, markers=("users.json", *(index for index, _ in _INDEXES)))
         self._bot_users: dict[str, str] | None = None
         names = self._archive.names()

@@ -313,6 +313,7 @@ class TakeoutExport(ClosingExport):
     source = SOURCE
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self._archive = Archive(path, markers=("Groups", "Users"))
         names = self._archive.names()
         root = _chat_root(names)

@@ -11,6 +11,7 @@ their history across Slack, Google Chat and Mattermost.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +25,7 @@ from sqlalchemy import Connection, delete, func, insert, select, text, update
 from convener.api.protojson import Timestamp
 from convener.chat import markdown
 from convener.chat.ids import safe_id
+from convener.chat.importing import reading
 from convener.chat.models import AttachmentSource, ChatAttachmentMetadata, ForwardedMetadata, QuotedMessageMetadata
 from convener.chat.records import (
     ChatExport,
@@ -232,8 +234,10 @@ class _RowIds:
 
 
 class ChatImporter:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, second_process: bool | None = None) -> None:
         self.database = database
+        self.second_process = second_process
+        """Whether an export is read in a second process (``reading``): None lets its size decide."""
 
     def run(self, export: ChatExport, progress: Progress | None = None) -> ImportSummary:
         summary = ImportSummary(export.source)
@@ -245,21 +249,31 @@ class ChatImporter:
         written_to: set[str] = set()  # a reader may yield one conversation in several parts (Mattermost)
         try:
             self._import_users(export, directory, summary)
-            # One thread inserts each batch of new messages while this one reads and converts the next: the
-            # database's side of an insert (SQLite's steps, PostgreSQL's COPY) runs without the GIL.
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-import-insert") as inserter:
-                self._import_conversations(export, progress, summary, directory, known_spaces, total, written_to,
-                                           inserter, row_ids)
+            with contextlib.ExitStack() as stack:
+                if reading.read_in_second_process(export, self.second_process):
+                    # converting there with the names known now: the writer checks them (reading.converted)
+                    names = _Names(directory, dict(known_spaces.names).get)
+                    conversations = stack.enter_context(reading.read_elsewhere(export, names, summary.report))
+                else:
+                    conversations = reading.read_here(export, summary.report)
+                # One thread inserts each batch of new messages while this one converts the next: the
+                # database's side of an insert (SQLite's steps, PostgreSQL's COPY) runs without the GIL.
+                inserter = stack.enter_context(
+                    ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-import-insert"))
+                self._import_conversations(conversations, progress, summary, directory, known_spaces, total,
+                                           written_to, inserter, row_ids)
         finally:
             # The import's commits left SQLite's write-ahead log to grow (its pages are copied once, here,
             # not after each conversation).
             self.database.checkpoint()
         return summary
 
-    def _import_conversations(self, export: ChatExport, progress: Progress | None, summary: ImportSummary,
-                              directory: _Directory, known_spaces: _Spaces, total: int | None,
-                              written_to: set[str], inserter: ThreadPoolExecutor, row_ids: _RowIds) -> None:
-        for conversation in export.conversations(summary.report):
+    def _import_conversations(self, conversations: Iterator[reading.PreparedConversation],
+                              progress: Progress | None, summary: ImportSummary, directory: _Directory,
+                              known_spaces: _Spaces, total: int | None, written_to: set[str],
+                              inserter: ThreadPoolExecutor, row_ids: _RowIds) -> None:
+        source = summary.source
+        for conversation, prepared in conversations:
             label = conversation.display_name or conversation.external_id
 
             def tick(count: int, label: str = label) -> None:
@@ -267,8 +281,8 @@ class ChatImporter:
 
             try:
                 with self.database.transaction(checkpoint=False) as connection:
-                    written = _ConversationWriter(connection, export.source, directory, known_spaces,
-                                                  inserter, row_ids).write(conversation, tick)
+                    written = _ConversationWriter(connection, source, directory, known_spaces,
+                                                  inserter, row_ids).write(conversation, prepared, tick)
             except MalformedConversation as error:
                 directory.rollback()
                 known_spaces.rollback()
@@ -372,9 +386,11 @@ class _ConversationWriter:
             inserting, self._inserting = self._inserting, None
             inserting.result()
 
-    def write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
+    def write(self, conversation: ImportedConversation, prepared: Iterator[reading.Prepared],
+              tick: Callable[[int], None]) -> MessageCounts:
+        """``prepared``: the conversation's messages (not ``conversation.messages``, which is not read)."""
         try:
-            written = self._write(conversation, tick)
+            written = self._write(conversation, prepared, tick)
         except BaseException:
             # the transaction is rolled back next: not while an insert is still using the connection
             if self._inserting is not None:
@@ -384,7 +400,8 @@ class _ConversationWriter:
         self._copy_held_mentions()
         return written
 
-    def _write(self, conversation: ImportedConversation, tick: Callable[[int], None]) -> MessageCounts:
+    def _write(self, conversation: ImportedConversation, prepared: Iterator[reading.Prepared],
+               tick: Callable[[int], None]) -> MessageCounts:
         space_id = self._space_id(conversation.external_id)
         if self.dialect == "postgresql":
             # Two imports writing one conversation at once take turns: what a batch finds stored is then
@@ -411,10 +428,9 @@ class _ConversationWriter:
         # messages this transaction wrote: their IDs are kept, and a batch with none of them need not ask the
         # store what it holds (a query of ~500 IDs per batch otherwise)
         written_ids: set[str] | None = None if self._has_messages(space_id) else set()
-        stream = iter(conversation.messages)
         size = COPY_BATCH if self.dialect == "postgresql" else BATCH
-        while batch := list(itertools.islice(stream, size)):
-            rows, mentioned = zip(*(self._message_row(space_id, message) for message in batch), strict=True)
+        while batch := list(itertools.islice(prepared, size)):
+            rows, mentioned = zip(*(self._message_row(space_id, item) for item in batch), strict=True)
             self._write_messages(space_id, list(rows), list(mentioned), written, written_ids)
             last_active = max([last_active, *(row[_CREATE_TIME] for row in rows if row[_LISTED])])
             tick(written.total)
@@ -480,13 +496,14 @@ class _ConversationWriter:
 
     # ------------------------------------------------------------------ messages
 
-    def _message_row(self, space_id: str, message: ImportedMessage) -> tuple[_Row, list[str]]:
+    def _message_row(self, space_id: str, prepared: reading.Prepared) -> tuple[_Row, list[str]]:
         """The message's row, its values in ``_ROW_COLUMNS``' order (a tuple, not a dict: this runs per
         message), and the users it mentions."""
+        message = prepared.message
         message_id = safe_id(message.external_id)
         private_viewer = self._user(message.private_viewer) if message.private_viewer else None
         listed = not message.system and message.delete_time is None and private_viewer is None
-        text = markdown.convert(message.text, message.text_format, self.names)
+        text = reading.converted(prepared, self.names)
         row = (
             space_id,
             message_id,

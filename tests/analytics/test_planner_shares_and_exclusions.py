@@ -110,6 +110,16 @@ def test_shares_compared_between_values_are_each_values_share(data: duckdb.DuckD
     assert dict(answer(data, question)) == {"HAR": pytest.approx(100 / 3), "NTH": pytest.approx(50.0)}
 
 
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What proportion of the Islander trips head to MOR? As a percentage please.", 50.0),
+    ("What percentage of Northwind trips sail to SKY?", 100.0),
+])
+def test_a_share_of_the_rows_a_value_names_split_by_a_verb_of_its_own(data: duckdb.DuckDBPyConnection,
+                                                                     question: str, expected: float) -> None:
+    # of the Islander trips (3 and 4), the one to MOR: not the share of all trips that are both (1 of 5)
+    assert answer(data, question) == [(pytest.approx(expected),)]
+
+
 def test_one_share_of_values_said_as_alternatives(data: duckdb.DuckDBPyConnection) -> None:
     # no comparative: the share of the trips to either
     assert answer(data, "What percentage of trips went to SKY or MOR?") == [(pytest.approx(80.0),)]

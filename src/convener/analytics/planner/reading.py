@@ -1656,6 +1656,7 @@ def _read_share(reading: _Reading) -> None:
         # a verb read already still splits the share: one that picked the way to a joined table ("departed from
         # Newark"), one read with its condition ("flights arriving more than 15 min late", "left … late")
         verb = next((i for i in range(index + 2, len(reading.tokens)) if reading.norm(i) in _SHARE_VERBS), None)
+        verb = verb if verb is not None else _verb_after_valued_rows(reading, index + 2)
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
@@ -1666,6 +1667,26 @@ def _read_share(reading: _Reading) -> None:
             reading.share_span = (owner.start, index)
         _read_share_unit(reading)
         return
+
+
+def _verb_after_valued_rows(reading: _Reading, index: int) -> int | None:
+    """"what proportion of the Adelie penguins nest on Torgersen": the rows a value names right after the
+    share's "of" ("the Adelie penguins") are what it is a share of, and the word after them that no column
+    or value reads ("nest") is the verb of what it counts, a value said after it ("on Torgersen"). Any verb
+    would do: the rows named, a word, then a value."""
+    while reading.norm(index) in ("the", "all", "those"):
+        index += 1
+    mention = reading.mention_at(index)
+    if mention is None or not mention.is_value or mention.start != index or mention.end >= len(reading.tokens) \
+            or reading.tokens[mention.end].stem not in _table_words(reading.base):
+        return None
+    verb = mention.end + 1
+    if verb >= len(reading.tokens) or reading.tokens[verb].kind != "word" or reading.tokens[verb].is_stopword \
+            or not reading.free(verb) or reading.mention_at(verb) is not None:
+        return None
+    if not any(other.is_value and other.start > verb for other in reading.mentions):
+        return None
+    return verb
 
 
 def _read_rate(reading: _Reading, index: int) -> bool:

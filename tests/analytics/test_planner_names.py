@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
+from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
 from convener.analytics.planner.described import what_it_is_spans
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from convener.analytics.wording import phrase, tokenize
@@ -523,3 +523,22 @@ def test_a_joined_tables_column_said_of_another_tables_rows_is_refused() -> None
     with pytest.raises(NoPlan, match="is of airports"):
         plan_question("What is the name of the airport with the most flights?", [FLIGHTS],
                       relationships=relationships, related=[airlines, AIRPORTS])
+
+
+NYC_FLIGHTS = TableInfo("flights", (
+    *CODED.columns[:2], ColumnInfo("dest", "STRING", "FAA code of the destination airport"),
+    ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes")),
+    description="Flights that departed New York City (JFK, LGA, EWR): one row per flight.")
+PLACED_AIRPORTS = TableInfo("airports", (*AIRPORTS.columns, ColumnInfo("lat", "DOUBLE", "Latitude")),
+                            description=AIRPORTS.description)
+LATE = Term("late arrival", "A flight that arrived more than 15 minutes late: arr_delay > 15",
+            ("late", "arrived late"))
+
+
+def test_a_word_of_a_glossary_phrase_names_no_column_of_a_joined_table() -> None:
+    # "late" of "arrived late" (the term) is no word of the airports' lat: "arrived" does not point at the
+    # airports, and "each of the three NYC airports" stays the flights' origins
+    made = plan_question("For each of the three NYC airports, how many flights arrived late?", [NYC_FLIGHTS],
+                         [LATE], values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
+                         related=[PLACED_AIRPORTS])
+    assert 'GROUP BY "origin"' in made.sql and "arr_delay > 15" in made.sql and not made.unaccounted, made

@@ -128,9 +128,13 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
     (and a word of direction just before them: "landed at")."""
     # A value of the key it is joined on ("to HNL": an airports.faa value) is the queried table's own value;
     # a word that only abbreviates a column's name ("longest" for lon) does not name the table.
+    # A word inside a longer phrase of another table reads with that phrase: "arrived late" (the glossary's late
+    # arrival) does not name the airports' column lat.
     covered = {i for c in candidates if c.target.table == other.name and c.target.column not in keys
                and (c.source != "name" and c.source != "partial"
                     or all(tokens[i].stem in phrase(c.target.column) for i in range(c.start, c.end)))
+               and not any(d.target.table != other.name and d.start <= c.start and c.end <= d.end
+                           and d.end - d.start > c.end - c.start for d in candidates)
                for i in range(c.start, c.end)}
     words = _table_words(other)
 

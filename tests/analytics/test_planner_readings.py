@@ -382,6 +382,15 @@ def test_an_average_said_early_of_the_rows_is_whether_the_average_delay_is_below
     assert delays().execute(made.sql).fetchall() == [(False,)], made.sql
 
 
+@pytest.mark.parametrize("question", ["Which 2 days had the most flights, by number of departures?",
+                                      "Which 2 days were busiest for flights by number of departures?"])
+def test_a_ranking_by_the_number_of_the_rows_events_counts_the_rows(question: str) -> None:
+    # "departures" abbreviates several columns alike: the rows themselves, counted (not a departure time)
+    made = plan_question(question, [DELAYS])
+    assert "COUNT(*)" in made.sql and "sched_dep_time" not in made.sql, made.sql
+    assert [row[1] for row in delays().execute(made.sql).fetchall()] == [2, 1, 1], made.sql
+
+
 def test_a_count_of_rows_said_with_a_condition_no_number_of_rows_answers_is_declined() -> None:
     with pytest.raises(NoPlan, match="says of the flights counted"):
         plan_question("How many departures were delayed?", [DELAYS])

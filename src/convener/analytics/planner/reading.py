@@ -899,6 +899,15 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             # planes manufactured before 1990": who did it, described by a participle (no manufacturer of each)
             index = after
             continue
+        if mention and not mention.is_value and mention.start == after and marker == ("by",) \
+                and any(reading.norm(i) in ("number", "count") for i in range(index, after)) \
+                and _events_of_rows(reading, mention):
+            # "the 4 busiest days by number of departures": the rows' own events counted, no departure time
+            reading.count = True
+            reading.mentions.remove(mention)
+            reading.used.update(range(index, mention.end))
+            index = mention.end
+            continue
         if mention and not mention.is_value and mention.start == after:
             reading.used.update(range(index, index + len(marker)))
             reading.used.update(i for i in range(index, after) if reading.free(i) and (

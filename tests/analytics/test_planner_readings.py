@@ -391,6 +391,19 @@ def test_a_ranking_by_the_number_of_the_rows_events_counts_the_rows(question: st
     assert [row[1] for row in delays().execute(made.sql).fetchall()] == [2, 1, 1], made.sql
 
 
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which flight arrived furthest ahead of schedule?", -5),
+    ("Which flight left the most behind schedule?", 30),
+    ("On which day did a flight arrive farthest ahead of schedule?", -5),
+])
+def test_a_superlative_of_lateness_ranks_the_delay_of_the_end_its_verb_names(question: str, expected: int) -> None:
+    # not a distance ("furthest") or a count ("most"): the delay itself, earliest (lowest) or latest first
+    made = plan_question(question, [DELAYS])
+    assert not made.unaccounted, made
+    rows = delays().execute(made.sql).fetchall()
+    assert len(rows) == 1 and expected in rows[0], made.sql
+
+
 def test_a_count_of_rows_said_with_a_condition_no_number_of_rows_answers_is_declined() -> None:
     with pytest.raises(NoPlan, match="says of the flights counted"):
         plan_question("How many departures were delayed?", [DELAYS])

@@ -99,12 +99,21 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
         if said is None:
             continue
         words, op = said
-        verb = next((i for i in (index - 1, index - 2) if _direction(reading, i) is not None), None)
+        # "arrived furthest ahead of schedule", "left the most behind schedule": the delay ranked, not compared
+        degree = index - 2 if reading.norm(index - 2) == "the" and reading.norm(index - 1) == "most" else index - 1
+        ranked = reading.norm(index - 1) in _FURTHEST and op in ("<", ">") and reading.free(index - 1)
+        before = degree if ranked else index
+        verb = next((i for i in (before - 1, before - 2) if _direction(reading, i) is not None), None)
         if verb is None:
             continue
         column, _ = _column(reading, verb + 1, delays, -1)
         if column is None or "negative" not in (column.description or "").lower():
             continue
+        if ranked:
+            reading.direction = op == ">"
+            reading.order_measure = column.name
+            reading.top = reading.top or 1
+            reading.used.update(range(degree, index))
         averaged = next((at for at in (index + len(words), verb - 2) if _on_average(reading, at)), None)
         if averaged is not None:
             # "did Delta flights arrive early on average": whether the average delay is below zero, not the
@@ -133,6 +142,8 @@ def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:
                 reading.mentions.remove(named)  # "arrive": the verb, not a column whose name it abbreviates
 
 
+_FURTHEST = frozenset({"furthest", "farthest", "most"})
+"""Superlatives of how far from the schedule ("furthest ahead of schedule", "the most behind schedule")."""
 _NOT = frozenset({"not", "never", "didnt", "doesnt", "dont", "wasnt", "werent"})
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 

@@ -2163,8 +2163,9 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_relation_verbs(reading)
     read_contrast(reading)
     # (a value is no superlative, whatever it ends with: "Southwest", "Key West")
-    reading.direction = _direction([t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i))
-                                    and not _in_value(reading, i)])
+    # (a ranking read already keeps its direction: "furthest ahead of schedule", the lateness's)
+    reading.direction = reading.direction if reading.direction is not None else _direction(
+        [t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i)) and not _in_value(reading, i)])
     _read_dimensions(reading)
     read_asked_measure(reading)
     read_later_measure(reading)

@@ -542,3 +542,12 @@ def test_a_word_of_a_glossary_phrase_names_no_column_of_a_joined_table() -> None
                          [LATE], values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
                          related=[PLACED_AIRPORTS])
     assert 'GROUP BY "origin"' in made.sql and "arr_delay > 15" in made.sql and not made.unaccounted, made
+
+
+def test_each_airport_said_in_the_origins_words_is_the_origin_beside_the_other_ends_join() -> None:
+    # "to Miami" joins the airports by the destination; "each NYC airport" is still the origin (as its
+    # description says), not the destination airports the join reaches
+    made = plan_question("For flights to Miami, what was the average arrival delay from each NYC airport?",
+                         [NYC_FLIGHTS], values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
+                         related=[AIRPORTS])
+    assert 'GROUP BY "flights"."origin"' in made.sql and "'Miami Intl'" in made.sql and not made.unaccounted, made

@@ -858,6 +858,11 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
                 restating.append(after)
             after += 1
         described = _described_key(reading, restating, after)
+        if described is None and restating and restating[-1] + 1 < after:
+            # "from each NYC airport" with the airports joined (a route's other end): the noun right after the
+            # words of the description was passed over as a joined table's; it is the column described
+            described = _described_key(reading, restating, restating[-1] + 1)
+            after = restating[-1] + 1 if described is not None else after
         if described is not None:
             reading.keys.append(described)
             reading.used.update(range(index, after + 1))

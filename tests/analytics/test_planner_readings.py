@@ -3,6 +3,7 @@ true/false columns named with their value."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 
 import duckdb
@@ -402,6 +403,14 @@ def test_a_superlative_of_lateness_ranks_the_delay_of_the_end_its_verb_names(que
     assert not made.unaccounted, made
     rows = delays().execute(made.sql).fetchall()
     assert len(rows) == 1 and expected in rows[0], made.sql
+
+
+def test_the_date_of_the_one_row_a_superlative_picks_is_that_rows_not_a_ranking_of_dates() -> None:
+    # "the flight with the biggest departure delay": one flight, shown with its date (not each date's maximum)
+    made = plan_question("On what date did the flight with the biggest departure delay leave?", [DELAYS])
+    assert "GROUP BY" not in made.sql and '"carrier"' in made.sql and not made.unaccounted, made.sql
+    rows = delays().execute(made.sql).fetchall()
+    assert len(rows) == 1 and {datetime.date(2013, 1, 2), "UA", 30} <= set(rows[0]), made.sql
 
 
 def test_a_count_of_rows_said_with_a_condition_no_number_of_rows_answers_is_declined() -> None:

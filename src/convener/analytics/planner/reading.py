@@ -201,6 +201,23 @@ def _read_ranked_bucket(reading: _Reading) -> None:
             return
 
 
+def _one_row_ranked(reading: _Reading) -> bool:
+    """Whether the superlative is said of one row: "the flight with the biggest departure delay", "a flight that
+    had the longest delay"."""
+    words = _table_words(reading.base)
+    for index, token in enumerate(reading.tokens):
+        if token.stem not in words or reading.norm(index - 1) not in ("the", "a", "one"):
+            continue
+        after = index + 1
+        if reading.norm(after) in ("that", "which") and reading.norm(after + 1) in ("had", "has"):
+            after += 1
+        # (an adjective of measure, "the longest delay", is read by what it measures, as a ranking of groups)
+        if reading.norm(after) in ("with", "had", "has", "having") and reading.norm(after + 1) == "the" \
+                and _superlative_after(reading, after + 2) and _dimension(reading.norm(after + 2)) is None:
+            return True
+    return False
+
+
 def _read_ties(reading: _Reading) -> None:
     """"counting ties", "include ties", "if there is a tie, show all of them": a ranking keeps every row
     tied with its last."""
@@ -1117,14 +1134,17 @@ def _read_extreme_per_group(reading: _Reading) -> None:
 
 def _read_ranked_time_key(reading: _Reading) -> bool:
     """"Which date had the highest average delay": a date column named right after which/what in a ranking
-    is the group ranked, each of its values one group (never the whole table's aggregate)."""
+    is the group ranked, each of its values one group (never the whole table's aggregate). Where the
+    superlative is said of one row ("on what date did the flight with the biggest delay leave") it is that
+    row's date, shown beside the row ranked."""
+    one_row = _one_row_ranked(reading)
     for index, token in enumerate(reading.tokens[:-1]):
         mention = reading.mention_at(index + 1)
         if token.norm not in ("which", "what") or mention is None or mention.is_value \
                 or mention.start != index + 1 or mention not in reading.mentions \
                 or reading.column(mention.target.column).type not in TIME_TYPES:
             continue
-        reading.keys.append(mention.target.column)
+        (reading.shown if one_row else reading.keys).append(mention.target.column)
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
         _note_term(reading, mention)

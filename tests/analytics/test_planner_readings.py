@@ -413,6 +413,13 @@ def test_the_date_of_the_one_row_a_superlative_picks_is_that_rows_not_a_ranking_
     assert len(rows) == 1 and {datetime.date(2013, 1, 2), "UA", 30} <= set(rows[0]), made.sql
 
 
+def test_the_first_rows_said_in_the_plural_are_every_row_of_the_first_date() -> None:
+    # two flights on the first date: both ("which flights were they"), not one of them
+    made = plan_question("First flights of the year - which date, and which flights were they?", [DELAYS])
+    rows = delays().execute(made.sql).fetchall()
+    assert len(rows) == 2 and all(datetime.date(2013, 1, 1) in row for row in rows), made.sql
+
+
 def test_a_count_of_rows_said_with_a_condition_no_number_of_rows_answers_is_declined() -> None:
     with pytest.raises(NoPlan, match="says of the flights counted"):
         plan_question("How many departures were delayed?", [DELAYS])

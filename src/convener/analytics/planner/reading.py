@@ -2043,6 +2043,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     time): a superlative of time applies to the time column the question names, else the table's first."""
     found: tuple[list[int], bool] | None = None
     the_date = False
+    several = False  # "the last flights of the year": every row of the last date, not one of them
     for index, token in enumerate(reading.tokens):
         if not reading.free(index):
             continue
@@ -2058,6 +2059,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
                      or _condition_of_rows_at(reading, index + 1)):
             found = ([index, index - 1] if before == "very" else [index], word == "last")  # "the very first"
             noun = _rows_named_after(reading, index + 1, table_words)
+            several = noun is not None and reading.tokens[noun].norm.endswith("s") \
+                and reading.tokens[noun].stem != reading.tokens[noun].norm
             mention = reading.mention_at(noun) if noun is not None else None
             if mention is not None and not mention.is_value and mention.start == noun and mention.end == noun + 1:
                 reading.mentions.remove(mention)  # "the first cancelled flight": the rows, not a column "flight"
@@ -2108,7 +2111,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.top = reading.top or 1
     reading.order_measure = column.name
     reading.descending = latest
-    if named is not None and reading.norm(named.start - 1) in ("which", "what"):
+    if named is not None and reading.norm(named.start - 1) in ("which", "what") and not several:
         reading.ties = False  # "on which date was the earliest egg": the date itself, once
 
 

@@ -551,3 +551,7 @@ def test_each_airport_said_in_the_origins_words_is_the_origin_beside_the_other_e
                          [NYC_FLIGHTS], values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
                          related=[AIRPORTS])
     assert 'GROUP BY "flights"."origin"' in made.sql and "'Miami Intl'" in made.sql and not made.unaccounted, made
+
+
+def test_headed_is_a_verb_of_going_that_the_place_after_it_reads(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "How many flights were headed somewhere other than MIA or BOS?") == [(2,)]

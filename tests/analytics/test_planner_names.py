@@ -555,3 +555,9 @@ def test_each_airport_said_in_the_origins_words_is_the_origin_beside_the_other_e
 
 def test_headed_is_a_verb_of_going_that_the_place_after_it_reads(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "How many flights were headed somewhere other than MIA or BOS?") == [(2,)]
+
+
+@pytest.mark.parametrize("question", ["How many flights left laguardia?", "How many flights left LaGuardia?"])
+def test_two_words_of_a_name_written_as_one_name_it_however_cased(data: duckdb.DuckDBPyConnection,
+                                                                   question: str) -> None:
+    assert answer(data, question) == [(2,)]

@@ -747,16 +747,26 @@ def _name_word_index(values: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     return {key: tuple(found) for key, found in index.items()}
 
 
+@lru_cache(maxsize=64)
+def _joined_name_words(values: tuple[str, ...]) -> frozenset[str]:
+    """The keys of ``_name_word_index`` that are two adjacent words of a name written as one ("laguardia")."""
+    return frozenset(key for key in _name_word_index(values) if any(
+        first.norm + second.norm == key for value in values
+        for first, second in pairwise([token for token in tokenize(value) if token.kind == "word"])))
+
+
 def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
                      values: tuple[str, ...]) -> list[_Candidate]:
     """"Flights out of Newark", "to LaGuardia": a capitalised word of a question that is a word of a few
     multi-word values (a place inside airport names), or two of their words written as one, names those
     values — all of them, weaker than any other reading of the word. Everyday and structure words never do."""
     index = _name_word_index(values)
+    joined = _joined_name_words(values)
     found = []
     for position, token in enumerate(tokens):
-        if position in used or token.kind != "word" or not token.text[:1].isupper() or token.is_stopword \
-                or len(token.norm) < 4 or _common(token.norm) or token.norm in MEANINGFUL:
+        # (two words of a name written as one say that name however they are cased: "laguardia")
+        if position in used or token.kind != "word" or not token.text[:1].isupper() and token.norm not in joined \
+                or token.is_stopword or len(token.norm) < 4 or _common(token.norm) or token.norm in MEANINGFUL:
             continue
         options = index.get(token.stem) or index.get(token.norm) or ()
         if not options or len(options) > MAX_NAMED_VALUES:

@@ -2,7 +2,8 @@
 values ("is the scrapped rate higher at HAR or at NTH?"), split by a participle ("of Northwind trips leaving
 more than 15 min late"); groups that have one value of a column but not another ("served from Harbourton but
 not from Northwick"); superlatives of time that are no column's word ("the latest trip" with a column called
-lat); units written short after a number ("15 min"). On a small ferry schema of its own.
+lat); units written short after a number ("15 min"); the groups a comparison names ("compare the three operators
+on miles"). On a small ferry schema of its own.
 """
 
 from __future__ import annotations
@@ -153,3 +154,11 @@ def test_a_value_of_both_ends_is_read_as_the_end_said(data: duckdb.DuckDBPyConne
     # NTH is where trips 2 and 3 left from and where trip 4 arrived
     assert answer(data, "How many trips went to NTH?") == [(1,)]
     assert answer(data, "How many trips left from NTH?") == [(2,)]
+
+
+@pytest.mark.parametrize("question", ["Compare the three operators on average miles.",
+                                      "How do the 3 operators compare on average miles?"])
+def test_the_text_column_a_comparison_names_is_its_groups(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    # each operator's figure, not the average over every trip with the operators left unread
+    assert dict(answer(data, question)) == {"Northwind": pytest.approx(20.0), "Islander": pytest.approx(17.5),
+                                            "Gull Line": pytest.approx(25.0)}

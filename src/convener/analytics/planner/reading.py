@@ -2210,6 +2210,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
     _read_keys(reading, _table_words(table))
+    _read_compared_groups(reading)
     _read_extreme_per_group(reading)
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))
@@ -2250,6 +2251,28 @@ def _in_value(reading: _Reading, index: int) -> bool:
     """Whether the word at ``index`` is part of a value the question names."""
     mention = reading.mention_at(index)
     return mention is not None and mention.is_value
+
+
+def _read_compared_groups(reading: _Reading) -> None:
+    """"compare the three species on body mass", "how do the 3 species compare on average bill length": the text
+    column compared is the groups, each one's figure side by side (its count after "the" says how many)."""
+    if reading.keys or reading.bucket is not None or reading.top is not None \
+            or not any(token.norm in ("compare", "compared") for token in reading.tokens):
+        return
+    for mention in list(reading.mentions):
+        if mention.is_value or reading.column(mention.target.column).type != STRING:
+            continue
+        before = mention.start - 1
+        counted = reading.tokens[before].number is not None if before >= 0 else False
+        if counted:
+            before -= 1
+        if reading.norm(before) != "the":
+            continue
+        reading.keys.append(mention.target.column)
+        reading.mentions.remove(mention)
+        reading.used.update(range(before, mention.end))
+        _note_term(reading, mention)
+        return
 
 
 def _read_leftover_columns(reading: _Reading) -> None:

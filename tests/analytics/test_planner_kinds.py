@@ -329,6 +329,21 @@ def test_a_ranking_that_counts_ties_keeps_them() -> None:
     connection.close()
 
 
+@pytest.mark.parametrize("question", ["Pike or carp: which are longer on average?",
+                                      "pike or carp - which are longer on average? show both means"])
+def test_a_comparative_between_two_values_is_the_measure_it_names_for_each(question: str) -> None:
+    # no "than": the adjective names the measure (length), compared between the two values' groups
+    fish = TableInfo("fish", (ColumnInfo("fish_id", "INTEGER"), ColumnInfo("species", "STRING"),
+                              ColumnInfo("length_cm", "FLOAT")))
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE fish (fish_id INTEGER, species VARCHAR, length_cm DOUBLE)")
+    connection.execute("INSERT INTO fish VALUES (1, 'pike', 80), (2, 'pike', 95), (3, 'carp', 95), (4, 'carp', 60)")
+    made = plan_question(question, [fish], values_of=lambda _, column: ["pike", "carp"] if column == "species" else [])
+    assert not made.unaccounted, made
+    assert dict(connection.execute(made.sql).fetchall()) == {"pike": 87.5, "carp": 77.5}, made.sql
+    connection.close()
+
+
 def test_a_ratio_of_two_values(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("What is the ratio of Toys to Grocery orders?")
     assert rows(data, made.sql) == [(2.0,)]

@@ -162,3 +162,4 @@ def test_the_text_column_a_comparison_names_is_its_groups(data: duckdb.DuckDBPyC
     # each operator's figure, not the average over every trip with the operators left unread
     assert dict(answer(data, question)) == {"Northwind": pytest.approx(20.0), "Islander": pytest.approx(17.5),
                                             "Gull Line": pytest.approx(25.0)}
+

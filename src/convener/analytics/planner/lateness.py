@@ -9,7 +9,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _Mention, _Target
 from convener.analytics.planner.scope import _direction_of
-from convener.analytics.planner.state import _Filter, _matches, _Reading
+from convener.analytics.planner.state import _Filter, _matches, _Reading, groups_set_against
 from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AWAY,
@@ -266,8 +266,7 @@ def read_later_measure(reading: _Reading) -> None:
     delays = _delay_columns(reading)
     # Only where groups are set against each other ("B6 or EV"): else "later" compares with nothing said,
     # and left unread it tells the reader so.
-    valued = [mention.target.column for mention in reading.mentions if mention.is_value]
-    if not any(valued.count(column) > 1 for column in valued):
+    if not groups_set_against(reading):
         return
     for index, token in enumerate(reading.tokens):
         if token.norm not in ("later", "earlier") or not reading.free(index) or reading.norm(index + 1) == "than":

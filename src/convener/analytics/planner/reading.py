@@ -16,6 +16,7 @@ from convener.analytics.planner.catalog import (
     _Mention,
     _single_row_noun,
     _table_words,
+    _Target,
     _vocabulary,
     named_as_rows,
 )
@@ -30,6 +31,7 @@ from convener.analytics.planner.state import (
     _numeric_mention,
     _Reading,
     _Scope,
+    groups_set_against,
 )
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
@@ -141,6 +143,15 @@ def _read_dimensions(reading: _Reading) -> None:
             while after < len(reading.tokens) and reading.tokens[after].norm in _UNITS:
                 reading.used.add(after)
                 after += 1
+            continue
+        if degree == "comparative" and groups_set_against(reading) and reading.norm(index + 1) != "than" \
+                and reading.top is None:
+            # "Biscoe or Dream: where are the penguins heavier on average?": the measure the adjective names,
+            # compared between the groups (its aggregate said elsewhere)
+            column = _settle_column(reading, index, columns)
+            if column is not None:
+                reading.mentions.append(_Mention(index, index + 1, _Target(reading.table.name, column), "dimension"))
+                reading.mentions.sort(key=lambda mention: mention.start)
             continue
         if degree != "superlative":
             continue

@@ -217,3 +217,9 @@ def _note_term(reading: _Reading, mention: _Mention) -> None:
     """Record the glossary term a mention came through, once."""
     if mention.target.term and mention.target.term not in reading.terms:
         reading.terms.append(mention.target.term)
+
+
+def groups_set_against(reading: _Reading) -> bool:
+    """Whether the question names two values of one column ("Biscoe or Dream", "B6 vs EV"): groups to compare."""
+    valued = [mention.target.column for mention in reading.mentions if mention.is_value]
+    return any(valued.count(column) > 1 for column in valued)

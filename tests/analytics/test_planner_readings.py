@@ -383,6 +383,12 @@ def test_an_average_said_early_of_the_rows_is_whether_the_average_delay_is_below
     assert delays().execute(made.sql).fetchall() == [(False,)], made.sql
 
 
+def test_the_most_of_the_rows_events_counts_the_rows() -> None:
+    made = plan_question("Which carrier had the most departures?", [DELAYS])
+    assert "COUNT(*)" in made.sql and not made.unaccounted, made
+    assert sorted(delays().execute(made.sql).fetchall()) == [("DL", 2), ("UA", 2)], made.sql  # tied
+
+
 @pytest.mark.parametrize("question", ["Which 2 days had the most flights, by number of departures?",
                                       "Which 2 days were busiest for flights by number of departures?"])
 def test_a_ranking_by_the_number_of_the_rows_events_counts_the_rows(question: str) -> None:

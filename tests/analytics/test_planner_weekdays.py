@@ -86,6 +86,15 @@ def test_weeks_starting_monday_without_on_say_how_weeks_are_cut(data: duckdb.Duc
     assert [row[1] for row in data.execute(made.sql).fetchall()] == [2, 2]
 
 
+@pytest.mark.parametrize("question", ["Weekly number of sales in June 2024 (Monday-start weeks)",
+                                      "Which week (Monday-start) had the most sales in June 2024?"])
+def test_monday_start_said_after_the_day_says_how_weeks_are_cut(data: duckdb.DuckDBPyConnection,
+                                                                 question: str) -> None:
+    made = plan_question(question, [SALES])
+    assert not made.unaccounted and "'Monday'" not in made.sql, made
+    assert [row[1] for row in data.execute(made.sql).fetchall()] == [2, 2]
+
+
 @pytest.mark.parametrize(("question", "expected"), [
     ("How many sales were there Monday through Friday?", [(1,)]),  # Monday the 3rd only
     ("How many sales on Saturday to Sunday?", [(3,)]),

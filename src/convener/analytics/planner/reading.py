@@ -1375,6 +1375,9 @@ def _read_measures(reading: _Reading) -> None:
                 or _verb_before_a_place(reading, mention):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
+            if _events_of_rows(reading, mention) and reading.norm(mention.start - 1) in ("most", "fewest") \
+                    and reading.direction is not None:
+                reading.count = True  # "which week had the most departures": the rows counted, ranked
             continue
         if _rows_asked_for(reading, mention):
             reading.mentions.remove(mention)

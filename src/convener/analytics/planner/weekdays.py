@@ -85,11 +85,15 @@ def read_weekdays(reading: _Reading) -> None:
         if name is None or not reading.free(index):
             continue
         starting = [index - 2, index - 1] if reading.norm(index - 1) == "on" else [index - 1]
-        if reading.norm(starting[0]) in _STARTING:
+        if reading.norm(index + 1) in ("start", "based") and reading.free(index + 1):
+            starting = [index + 1]  # "weeks (Monday-start)", "Monday-based weeks": the same, said after
+        if reading.norm(starting[0]) in _STARTING or starting == [index + 1]:
             # "weeks starting (on) Monday" says how weeks are cut, not which days count: weeks are cut on
             # Mondays (ISO 8601), and cut on any other day they are not planned; "each day of the week,
             # starting Monday" is the order the days come in, which is Monday first
-            if reading.bucket not in ("week", "weekday") or name != "Monday":
+            weeks = reading.bucket in ("week", "weekday") \
+                or any(token.norm in ("week", "weeks", "weekly") for token in reading.tokens)  # ("which week")
+            if not weeks or name != "Monday":
                 raise NoPlan(f"weeks starting on {name} are not something this planner cuts")
             reading.used.update((*starting, index))
             continue

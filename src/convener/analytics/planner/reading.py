@@ -214,7 +214,7 @@ def _read_ranked_bucket(reading: _Reading) -> None:
 
 def _one_row_ranked(reading: _Reading) -> bool:
     """Whether the superlative is said of one row: "the flight with the biggest departure delay", "a flight that
-    had the longest delay"."""
+    had the greatest delay"."""
     words = _table_words(reading.base)
     for index, token in enumerate(reading.tokens):
         if token.stem not in words or reading.norm(index - 1) not in ("the", "a", "one"):
@@ -1371,12 +1371,11 @@ def _read_measures(reading: _Reading) -> None:
         column = reading.column(mention.target.column)
         if column.type not in NUMBER_TYPES:
             continue
-        if _events_of_rows(reading, mention) or _verb_before_a_period(reading, mention) \
-                or _verb_before_a_place(reading, mention):
+        events = _events_of_rows(reading, mention)
+        if events or _verb_before_a_period(reading, mention) or _verb_before_a_place(reading, mention):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
-            if _events_of_rows(reading, mention) and reading.norm(mention.start - 1) in ("most", "fewest") \
-                    and reading.direction is not None:
+            if events and reading.norm(mention.start - 1) in ("most", "fewest") and reading.direction is not None:
                 reading.count = True  # "which week had the most departures": the rows counted, ranked
             continue
         if _rows_asked_for(reading, mention):
@@ -2206,8 +2205,10 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_contrast(reading)
     # (a value is no superlative, whatever it ends with: "Southwest", "Key West")
     # (a ranking read already keeps its direction: "furthest ahead of schedule", the lateness's)
-    reading.direction = reading.direction if reading.direction is not None else _direction(
-        [t for i, t in enumerate(tokens) if (i not in reading.used or reading.mention_at(i)) and not _in_value(reading, i)])
+    if reading.direction is None:
+        reading.direction = _direction([t for i, t in enumerate(tokens) if (i not in reading.used
+                                                                            or reading.mention_at(i))
+                                        and not _in_value(reading, i)])
     _read_dimensions(reading)
     read_asked_measure(reading)
     read_later_measure(reading)

@@ -749,10 +749,14 @@ def _name_word_index(values: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=64)
 def _joined_name_words(values: tuple[str, ...]) -> frozenset[str]:
-    """The keys of ``_name_word_index`` that are two adjacent words of a name written as one ("laguardia")."""
-    return frozenset(key for key in _name_word_index(values) if any(
-        first.norm + second.norm == key for value in values
-        for first, second in pairwise([token for token in tokenize(value) if token.kind == "word"])))
+    """The keys of ``_name_word_index`` that are two adjacent words of a name written as one ("laguardia"): one
+    pass over the values' words, as the index is built."""
+    index = _name_word_index(values)
+    joined: set[str] = set()
+    for value in values:
+        words = [token for token in tokenize(value) if token.kind == "word"]
+        joined.update(key for first, second in pairwise(words) if (key := first.norm + second.norm) in index)
+    return frozenset(joined)
 
 
 def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,

@@ -74,3 +74,36 @@ def test_a_count_among_each_groups_own_rows_shows_every_group(data: duckdb.DuckD
     made = plan(question)
     assert not made.unaccounted, made
     assert data.execute(made.sql).fetchall() == [("East", 0), ("West", 1)], made.sql
+
+
+@pytest.mark.parametrize("question", [
+    "For each month that had any defaulted loans, how many loans defaulted?",
+    "Monthly number of defaulted loans, for the months with any defaulted loans",
+])
+def test_periods_that_had_any_are_only_those_with_some(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert [row[-1] for row in data.execute(made.sql).fetchall()] == [1, 1], made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # the count counts the rows its phrase names; the average is of every loan of the branch
+    ("For each branch, give the number of defaulted loans and the average amount", [("East", 1, 2300 / 3),
+                                                                                    ("West", 1, 1600.0)]),
+    ("For each branch, the average amount and the number of defaulted loans", [("East", 1, 2300 / 3),
+                                                                              ("West", 1, 1600.0)]),
+    ("the number of large loans and the average amount", [(2, 1100.0)]),
+    # no other figure: the rows counted are the only ones asked about
+    ("number of defaulted loans per branch", [("East", 1), ("West", 1)]),
+])
+def test_a_count_named_by_its_condition_beside_another_figure(data: duckdb.DuckDBPyConnection, question: str,
+                                                               expected: list[tuple[object, ...]]) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [tuple(pytest.approx(value) for value in row) for row in expected], \
+        made.sql
+
+
+def test_a_count_said_beside_another_figure_is_kept(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("the average amount of defaulted loans and the number of loans")
+    assert data.execute(made.sql).fetchall() == [(2, 600.0)], made.sql

@@ -1321,11 +1321,13 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
             if any(reading.norm(i) in _SHARE_VERBS for i in range(named.start + 1, named.end)):
                 reading.counted_with_verb = _text(reading, named)
     if words != ("how", "many") and named is None and after < len(reading.tokens) \
-            and reading.tokens[after].stem in table_words and reading.norm(after + 1) == "and":
+            and reading.tokens[after].stem in table_words \
+            and (reading.norm(after + 1) == "and" or reading.norm(_before_articles(reading, index - 1)) == "and"):
         reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked
     if words == ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words and _and_an_aggregate(reading, after + 1):
         reading.rows_counted = True  # "how many flights were there and what was the average distance"
+    _read_count_conditions(reading, index, index + len(words), table_words)
     if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
         reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
         return
@@ -1334,6 +1336,24 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
             and not _common(counted.norm) and not counted.is_stopword and not said_as_described(reading, after):
         raise NoPlan(f"the data has nothing called '{counted.text}' to count")
+
+
+def _read_count_conditions(reading: _Reading, phrase: int, after: int, table_words: set[str]) -> None:
+    """"The number of cancelled flights and the mean departure delay": the count phrase (``phrase`` to ``after``)
+    names its rows with true/false conditions read already, and something else is asked beside it ("and" before
+    the phrase or right after its rows' noun). The count counts the rows meeting them (``count_conditions``); the
+    other figures are of all the rows."""
+    while reading.norm(after) in ("the", "a", "an", "all"):
+        after += 1
+    end = after  # the rows' words: read already, up to "and" ("cancelled flights", "late arrivals")
+    while end < len(reading.tokens) and (end in reading.used or reading.tokens[end].stem in table_words) \
+            and reading.norm(end) != "and" and end - after < 4:
+        end += 1
+    named = frozenset(f.start for f in reading.filters if f.kind == "boolean" and after <= f.start < end)
+    if not named or not (reading.norm(_before_articles(reading, phrase - 1)) == "and" or reading.norm(end) == "and"):
+        return
+    reading.rows_counted = True
+    reading.count_conditions = named
 
 
 def _and_an_aggregate(reading: _Reading, index: int) -> bool:

@@ -752,7 +752,17 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
     Groups of other keys ("cancellations per carrier") show those that have some, as rankings, shares and
     conditions on the groups' sizes do: they keep their WHERE, unless the question counts among each group's
     own rows ("for every destination, how many of its flights were cancelled"): every group then, 0 where
-    none is. Returns the conditions counted, which the caller leaves out of the WHERE."""
+    none is. Returns the conditions counted, which the caller leaves out of the WHERE.
+
+    A count whose phrase names its conditions beside other figures (``count_conditions``) counts them in any
+    shape: the other figures are of all the rows."""
+    if reading.count_conditions and reading.rows_counted and reading.measures:
+        named = [f for f in reading.filters if f.start in reading.count_conditions]
+        counting = [i for i, e in enumerate(query.select)
+                    if isinstance(e, exp.Alias) and isinstance(e.this, exp.Count) and isinstance(e.this.this, exp.Star)]
+        if len(counting) == 1 and named:
+            _count_only(reading, query, counting[0], named, dialect)
+            return named
     if not query.group or query.limit is not None or reading.top is not None or reading.group_conditions \
             or reading.absent or reading.present or reading.share_split is not None \
             or not (any(reading.column(key).type in TIME_TYPES for key in reading.keys) or _of_own_rows(reading)):
@@ -765,13 +775,29 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
             or not isinstance(selected.this.this, exp.Star):
         return []
     counted = [f for f in reading.filters if f.kind == "boolean" and f.values == ("true",)]
-    if not counted:
+    if not counted or _groups_having_any(reading, counted):
         return []
+    _count_only(reading, query, aggregates[0], counted, dialect)
+    return counted
+
+
+def _groups_having_any(reading: _Reading, counted: list[_Filter]) -> bool:
+    """"For each week that had any cancellations": only the groups where some row meets a condition are asked (the
+    condition said right after "any", read as one of ``counted``: a condition said twice is kept once, so its
+    place is the words being read)."""
+    return bool(counted) and any(reading.norm(i) == "any" and reading.norm(i - 1) in ("had", "has", "have", "with")
+                                 and i + 1 in reading.used and reading.mention_at(i + 1) is None
+                                 for i in range(1, len(reading.tokens)))
+
+
+def _count_only(reading: _Reading, query: _Query, index: int, counted: list[_Filter], dialect: str) -> None:
+    """The COUNT(*) selected at ``index`` made to count only the rows meeting ``counted`` (0 where none does)."""
+    selected = query.select[index]
+    assert isinstance(selected, exp.Alias)
     condition = exp.and_(*(_condition(reading, f, dialect) for f in counted))
     hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
                                  default=exp.Literal.number(0)))
-    query.select[aggregates[0]] = exp.alias_(hits, selected.alias, quoted=True)
-    return counted
+    query.select[index] = exp.alias_(hits, selected.alias, quoted=True)
 
 
 def _of_own_rows(reading: _Reading) -> bool:

@@ -86,6 +86,9 @@ class _Reading:
     counted_measure: str | None = None
     counted_with_verb: str | None = None
     """The words of the counted measure, when they hold a verb ("how many departures were delayed")."""
+    count_conditions: frozenset[int] = frozenset()
+    """Where true/false conditions the count phrase names itself begin ("the number of cancelled flights and the
+    average delay"): beside other figures, the count counts the rows meeting them, and the figures are of all rows."""
     superlative_top: bool = False
     """The ranking was read from an adjective's superlative alone ("what's the longest flipper"), with no
     number or which-word of its own: asked for each group, it is each group's extreme instead."""

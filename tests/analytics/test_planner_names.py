@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
+from convener.analytics.planner.catalog import _dated_month
 from convener.analytics.planner.described import what_it_is_spans
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from convener.analytics.wording import phrase, tokenize
@@ -561,3 +562,17 @@ def test_headed_is_a_verb_of_going_that_the_place_after_it_reads(data: duckdb.Du
 def test_two_words_of_a_name_written_as_one_name_it_however_cased(data: duckdb.DuckDBPyConnection,
                                                                    question: str) -> None:
     assert answer(data, question) == [(2,)]
+
+
+
+@pytest.mark.parametrize(("question", "dated"), [("flights from March field in March 2013", [False, True]),
+                                                 ("on 5 March, from March", [True, False])])
+def test_a_month_of_a_date_is_no_word_of_a_name(question: str, dated: list[bool]) -> None:
+    # "March Air Reserve Base" holds the word: beside a number it is the date's month, never that name
+    tokens = tokenize(question)
+    assert [_dated_month(tokens, i) for i, token in enumerate(tokens) if token.norm == "march"] == dated
+
+def test_destinations_that_received_a_number_of_flights(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("Average distance per destination, restricted to destinations that received at least 2 flights")
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [("ATL", 755.0), ("MIA", pytest.approx(3286 / 3))], made.sql

@@ -132,6 +132,8 @@ def calls() -> Iterator[duckdb.DuckDBPyConnection]:
     ("Each team's share of all calls, as a percentage", [("Blue", 25.0), ("Red", 75.0)]),
     ("percentage of calls in each team", [("Blue", 25.0), ("Red", 75.0)]),
     ("Resolved rate per team", [("Blue", 0.0), ("Red", 200 / 3)]),
+    ("Resolved percentage for each team", [("Blue", 0.0), ("Red", 200 / 3)]),
+    ("resolved share by team", [("Blue", 0.0), ("Red", 200 / 3)]),
     ("Resolved rate of Red, as a percentage", [(200 / 3,)]),
     ("Of the Red calls, what percentage were resolved?", [(200 / 3,)]),
     ("What proportion of calls are resolved (percent)?", [(50.0,)]),

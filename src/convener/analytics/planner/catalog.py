@@ -37,6 +37,7 @@ from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo,
 from convener.analytics.wording import (
     CONTENT_STOPWORDS,
     MEANINGFUL,
+    MONTHS,
     Token,
     number_word,
     parted,
@@ -770,7 +771,8 @@ def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
     for position, token in enumerate(tokens):
         # (two words of a name written as one say that name however they are cased: "laguardia")
         if position in used or token.kind != "word" or not token.text[:1].isupper() and token.norm not in joined \
-                or token.is_stopword or len(token.norm) < 4 or _common(token.norm) or token.norm in MEANINGFUL:
+                or token.is_stopword or len(token.norm) < 4 or _common(token.norm) or token.norm in MEANINGFUL \
+                or _dated_month(tokens, position):
             continue
         options = index.get(token.stem) or index.get(token.norm) or ()
         if not options or len(options) > MAX_NAMED_VALUES:
@@ -778,6 +780,13 @@ def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
         target = _Target(keys.table.name, keys.column.name, options[0], alternatives=options[1:])
         found.append(_Candidate(position, position + 1, target, 1.5, "value"))
     return found
+
+
+def _dated_month(tokens: list[Token], position: int) -> bool:
+    """Whether the word at ``position`` is a month of a date said beside it ("in March 2013", "5 March"): a date,
+    whatever name holds the word ("March Air Reserve Base")."""
+    return tokens[position].norm in MONTHS and any(
+        0 <= near < len(tokens) and tokens[near].kind == "number" for near in (position - 1, position + 1))
 
 
 # --- Choosing the table and the mentions in it -------------------------------------------------------------

@@ -1701,8 +1701,9 @@ def _read_share(reading: _Reading) -> None:
     dates) pick the rows it is a share of. Without such a verb ("the percentage of returned orders") every
     condition after the share word is counted."""
     for index, token in enumerate(reading.tokens):
-        if token.norm == "rate" and reading.free(index) and _read_rate(reading, index):
-            return
+        if (token.norm == "rate" or token.norm in _SHARE_WORDS and reading.norm(index + 1) != "of") \
+                and reading.free(index) and _read_rate(reading, index):
+            return  # "the cancellation rate", "cancellation percentage for each carrier"
         if token.norm not in _SHARE_WORDS or not reading.free(index):
             continue
         if reading.norm(index + 1) != "of":
@@ -1757,7 +1758,8 @@ def _verb_after_valued_rows(reading: _Reading, index: int) -> int | None:
 
 
 def _read_rate(reading: _Reading, index: int) -> bool:
-    """"the cancellation rate at LGA", "late arrival rate per carrier": a condition named right before "rate"
+    """"the cancellation rate at LGA", "late arrival rate per carrier": a condition named right before "rate" (or
+    "percentage")
     is what the share counts (in percent); the other conditions pick the rows it is a share of."""
     mention = reading.mention_at(index - 1)
     if mention is None or not mention.is_value or mention.end != index \
@@ -2441,6 +2443,14 @@ _SHOWING = frozenset({"show", "list", "give", "display", "include", "including"}
 """Verbs asking to see a column."""
 
 
+def _said_aside_by(reading: _Reading, start: int) -> bool:
+    """"Which destination airport, by name, …", "… by its name": how to tell the rows asked for, set aside."""
+    by = start - 2 if reading.norm(start - 1) in ("its", "their") else start - 1
+    if by < 1 or reading.norm(by) != "by":
+        return False
+    return by != start - 1 or "," in reading.text[reading.tokens[by - 1].end:reading.tokens[by].start]
+
+
 def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
     """Whether a column named but not placed in the plan only describes the rows the plan reads anyway: a
     column the plan uses elsewhere ("species except Gentoo"), the time column a bucket or date condition
@@ -2453,7 +2463,8 @@ def _describes_rows(reading: _Reading, mention: _Mention) -> bool:
     used = {*shown, *(f.column for f in reading.filters)}
     # "… from Newark — show the airport names": a column asked to be shown is not shown by being filtered on
     # (Newark's airport name picks the rows; the names asked for are the destinations')
-    asked = any(reading.norm(at) in _SHOWING for at in range(max(0, mention.start - 3), mention.start))
+    asked = any(reading.norm(at) in _SHOWING for at in range(max(0, mention.start - 3), mention.start)) \
+        or _said_aside_by(reading, mention.start)
     if asked and column not in shown:
         return False
     if column in used or mention.source != "name":

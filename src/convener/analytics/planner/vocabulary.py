@@ -124,8 +124,11 @@ _FILLER = frozenset({
     # "cover more than 5,000 miles", "fly out of LaGuardia", "live on Biscoe"
     "weigh", "weighs", "weighed", "cover", "covers", "covered", "fly", "flies", "flying", "live", "lives",
     "living", "lived", "anything", "happen", "happens", "occur", "occurs", "leave", "leaves",
-    # "destinations served from LGA", "species found on Torgersen": the rows' being at the place named
-    "serve", "serves", "served", "found",
+    # "destinations served from LGA", "species found on Torgersen", "destinations that received at least 100
+    # flights": the rows' being at the place named
+    "serve", "serves", "served", "found", "receive", "receives", "received",
+    # a condition's preface: "restricted to destinations that …", "limited to the Adelies"
+    "restricted", "restrict", "limited", "limit",
     # words for the data as a whole and its rows' being in it: "how many flights does the sample contain",
     # "how many Chinstrap penguins were sampled", "among the penguins whose …"
     "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among", "considering",

@@ -10,7 +10,6 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, Term, plan_question
-from convener.analytics.planner.catalog import _dated_month
 from convener.analytics.planner.described import what_it_is_spans
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from convener.analytics.wording import phrase, tokenize
@@ -564,13 +563,27 @@ def test_two_words_of_a_name_written_as_one_name_it_however_cased(data: duckdb.D
     assert answer(data, question) == [(2,)]
 
 
+def test_a_month_is_no_word_of_a_name(data: duckdb.DuckDBPyConnection) -> None:
+    # an airport's name that holds a month's name ("March Air Reserve Base") is not what "in January" says
+    values = {**VALUES, ("airports", "name"): [*VALUES[("airports", "name")], "Lake January Airport"]}
+    made = plan_question("How many flights left LaGuardia in January?", [FLIGHTS],
+                         values_of=lambda t, c: values.get((t, c), []), relationships=RELATIONSHIPS,
+                         related=[AIRPORTS])
+    assert data.execute(made.sql).fetchall() == [(2,)], made.sql
 
-@pytest.mark.parametrize(("question", "dated"), [("flights from March field in March 2013", [False, True]),
-                                                 ("on 5 March, from March", [True, False])])
-def test_a_month_of_a_date_is_no_word_of_a_name(question: str, dated: list[bool]) -> None:
-    # "March Air Reserve Base" holds the word: beside a number it is the date's month, never that name
-    tokens = tokenize(question)
-    assert [_dated_month(tokens, i) for i, token in enumerate(tokens) if token.norm == "march"] == dated
+
+@pytest.mark.parametrize("question", ["How many flights went to Boston BOS?", "how many flights went to boston (BOS)?"])
+def test_a_word_of_names_no_flight_refers_to_only_glosses_a_code_beside_it(data: duckdb.DuckDBPyConnection,
+                                                                          question: str) -> None:
+    # Boston's airport is "General Edward Lawrence Logan Intl": "Boston" is only in a station's name, which no
+    # flight goes to; beside BOS it says which airport BOS is (read as that name, no flight would be counted)
+    sql, rows = answer_by_codes(data, question)
+    assert rows == [(1,)], sql
+
+
+def test_a_place_after_to_or_from_is_read_however_cased(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "how many flights went to miami") == [(3,)]
+
 
 def test_destinations_that_received_a_number_of_flights(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("Average distance per destination, restricted to destinations that received at least 2 flights")

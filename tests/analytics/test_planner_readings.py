@@ -511,3 +511,14 @@ def test_a_number_of_rows_with_an_open_bound_after_it_is_a_condition_on_each_gro
     assert "HAVING COUNT(*) >= 3" in made.sql and not made.unaccounted, made
     made = plan_question("Average arrival delay by carrier, for carriers with 2 or more flights", [DELAYS])
     assert "HAVING COUNT(*) >= 2" in made.sql, made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("For teams other than Blue, how many calls are there in each?", [("Red", 3)]),
+    ("Calls of every team except Red: how many in each", [("Blue", 1)]),
+])
+def test_each_closing_the_question_is_each_value_a_negation_left(calls: duckdb.DuckDBPyConnection, question: str,
+                                                                  expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [CALLS])
+    assert not made.unaccounted, made
+    assert calls.execute(made.sql).fetchall() == expected, made.sql

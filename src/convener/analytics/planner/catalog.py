@@ -762,31 +762,39 @@ def _joined_name_words(values: tuple[str, ...]) -> frozenset[str]:
 
 def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
                      values: tuple[str, ...]) -> list[_Candidate]:
-    """"Flights out of Newark", "to LaGuardia": a capitalised word of a question that is a word of a few
-    multi-word values (a place inside airport names), or two of their words written as one, names those
-    values — all of them, weaker than any other reading of the word. Everyday and structure words never do."""
+    """"Flights out of Newark", "to LaGuardia": a capitalised word of a question (any word right after "to" or
+    "from": "to boston") that is a word of a few multi-word values (a place inside airport names), or two of
+    their words written as one, names those values — all of them, weaker than any other reading of the word.
+    Everyday and structure words never do."""
     index = _name_word_index(values)
     joined = _joined_name_words(values)
     found = []
     for position, token in enumerate(tokens):
         # (two words of a name written as one say that name however they are cased: "laguardia")
-        if position in used or token.kind != "word" or not token.text[:1].isupper() and token.norm not in joined \
+        if position in used or token.kind != "word" \
+                or not token.text[:1].isupper() and token.norm not in joined and not _placed(tokens, position) \
                 or token.is_stopword or len(token.norm) < 4 or _common(token.norm) or token.norm in MEANINGFUL \
-                or _dated_month(tokens, position):
+                or token.norm in MONTHS:  # "in March", never "March Air Reserve Base"
             continue
         options = index.get(token.stem) or index.get(token.norm) or ()
         if not options or len(options) > MAX_NAMED_VALUES:
             continue
         target = _Target(keys.table.name, keys.column.name, options[0], alternatives=options[1:])
-        found.append(_Candidate(position, position + 1, target, 1.5, "value"))
+        found.append(_Candidate(position, position + 1, target, NAME_WORD_STRENGTH, "value"))
     return found
 
 
-def _dated_month(tokens: list[Token], position: int) -> bool:
-    """Whether the word at ``position`` is a month of a date said beside it ("in March 2013", "5 March"): a date,
-    whatever name holds the word ("March Air Reserve Base")."""
-    return tokens[position].norm in MONTHS and any(
-        0 <= near < len(tokens) and tokens[near].kind == "number" for near in (position - 1, position + 1))
+NAME_WORD_STRENGTH = 1.5
+"""How strongly a word inside a few names names them (``_name_word_spans``): weaker than any other reading."""
+
+_PLACING = frozenset({"to", "from", "into", "toward", "towards"})
+
+
+def _placed(tokens: list[Token], position: int) -> bool:
+    """Whether the word at ``position`` follows a word of going to or from a place ("flights to boston", "out of
+    newark"): a place however cased."""
+    before = tokens[position - 1].norm if position >= 1 else ""
+    return before in _PLACING or before == "of" and position >= 2 and tokens[position - 2].norm == "out"
 
 
 # --- Choosing the table and the mentions in it -------------------------------------------------------------

@@ -2252,6 +2252,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_ranked_keys(reading)
     _read_ranked_rows(reading, _table_words(table))
     _read_which_column(reading)
+    _read_each_of_those_named(reading)
     _read_counts(reading, _table_words(table))
     _read_measures(reading)
     read_measure_unit(reading)
@@ -2288,6 +2289,22 @@ def _in_value(reading: _Reading, index: int) -> bool:
     """Whether the word at ``index`` is part of a value the question names."""
     mention = reading.mention_at(index)
     return mention is not None and mention.is_value
+
+
+def _read_each_of_those_named(reading: _Reading) -> None:
+    """"On islands other than Dream, how many penguins are there on each?": "each" closing the question, with no
+    noun of its own, is each value of the column whose values a condition before it left (values listed are
+    groups of their own already)."""
+    if reading.keys or reading.bucket is not None:
+        return
+    last = len(reading.tokens) - 1
+    if last < 1 or reading.norm(last) not in ("each", "every") or reading.mention_at(last) is not None:
+        return
+    named = [f for f in reading.filters if f.kind in ("value", "name") and f.op in ("<>", "not in")
+             and 0 <= f.start < last]
+    if named:
+        reading.keys.append(max(named, key=lambda f: f.start).column)
+        reading.used.add(last)
 
 
 def _read_compared_groups(reading: _Reading) -> None:

@@ -11,7 +11,14 @@ import sqlglot
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan, Relationship
-from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
+from convener.analytics.planner.catalog import (
+    NAME_WORD_STRENGTH,
+    _Candidate,
+    _Mention,
+    _resolve,
+    _table_words,
+    _Target,
+)
 from convener.analytics.planner.state import _Join, _Scope
 from convener.analytics.planner.vocabulary import (
     _AWAY,
@@ -239,6 +246,37 @@ _CODES_PER_NAME = 8
 """A name that keys more rows than this is a group of them (a time zone), not a place: it is not recoded."""
 
 
+def _glossing_name_words(table: TableInfo, joins: Sequence[_Join], candidates: Sequence[_Candidate],
+                         mentions: Sequence[_Mention], codes: Codes | None) -> list[_Mention]:
+    """The mentions of a word read as the few names that hold it ("Houston": West Houston) where no row of the
+    queried table refers to any of them, said beside another value of the same place that some row does ("Houston
+    IAH", "Boston Logan"): the word only glosses that value, and the caller drops its mention (its word read).
+    Alone, such a word stays: the answer then says what it read it as, and that no row has it."""
+    if codes is None:
+        return []
+    read = {(m.start, m.end, m.target.value): m for m in mentions}
+    unkeyed: dict[int, tuple[_Mention, list[str]]] = {}
+    for candidate in candidates:
+        target = candidate.target
+        mention = read.get((candidate.start, candidate.end, target.value))
+        if candidate.strength != NAME_WORD_STRENGTH or mention is None:
+            continue
+        names = (target.value or "", *target.alternatives)
+        ways = [join.on[0] for join in joins if join.table.name == target.table and len(join.on) == 1]
+        if ways and not any(codes(table.name, mine, target.table, theirs, target.column, names)
+                            for mine, theirs in ways):
+            unkeyed[id(mention)] = (mention, [mine for mine, _ in ways])
+    glossing: list[_Mention] = []
+    for mention, columns in unkeyed.values():
+        # (a value keying rows itself: two words that both key none gloss nothing)
+        beside = [other for other in mentions if id(other) not in unkeyed and other.target.value is not None
+                  and (other.start == mention.end or other.end == mention.start)
+                  and other.target.column in (mention.target.column, *columns)]
+        if beside:
+            glossing.append(mention)
+    return glossing
+
+
 def _said_with_codes(table: TableInfo, joins: Sequence[_Join], candidates: Sequence[_Candidate],
                      codes: Codes | None) -> dict[int, _Target]:
     """Names of a joined table said beside codes of the column that joins it ("JFK versus LaGuardia",
@@ -392,6 +430,9 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))
     mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own)]
+    for glossing in _glossing_name_words(table, joins, candidates, mentions, codes):
+        mentions.remove(glossing)
+        said.update(range(glossing.start, glossing.end))
     for mention in mentions:
         _check_owner(mention, tokens, virtual, tables, table)
     # A word that picked a relationship and names a column ("origin" in "by origin airport") stays a mention:

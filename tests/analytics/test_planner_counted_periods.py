@@ -107,3 +107,25 @@ def test_a_count_named_by_its_condition_beside_another_figure(data: duckdb.DuckD
 def test_a_count_said_beside_another_figure_is_kept(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("the average amount of defaulted loans and the number of loans")
     assert data.execute(made.sql).fetchall() == [(2, 600.0)], made.sql
+
+
+@pytest.mark.parametrize("question", ["In which months were two or more loans made?",
+                                      "In which months were at least 2 loans made?",
+                                      "Which months had 2 or more loans?"])
+def test_periods_listed_by_a_bound_on_their_rows(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    rows = data.execute(made.sql).fetchall()
+    assert [(str(row[0])[:7], row[-1]) for row in rows] == [("2024-03", 3)], made.sql
+
+
+@pytest.mark.parametrize("question", ["Which branches had at least 2 large loans?",
+                                      "Which branches had two or more large loans?"])
+def test_groups_listed_by_a_bound_on_the_rows_a_condition_keeps(data: duckdb.DuckDBPyConnection,
+                                                                 question: str) -> None:
+    # (the bound counts the large loans: it is no amount)
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [], made.sql  # one large loan each
+    made = plan(question.replace("2", "1").replace("two", "one"))
+    assert [row[0] for row in data.execute(made.sql).fetchall()] == ["East", "West"], made.sql  # each has one

@@ -76,8 +76,10 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
         elif token.norm in _BUCKETS and token.norm.endswith("s") and _ranked_before(tokens, index):
             span = [index]  # "the top 3 days by average delay", "the 3 busiest months": the periods ranked
         elif token.norm in _BUCKETS and token.norm.endswith("s") and norm(index - 1) in ("which", "what") \
-                and norm(index + 1) in ("had", "have", "saw", "with"):
-            span = [index - 1, index]  # "which days had more than one cancelled flight": the periods listed
+                and norm(index + 1) in ("had", "have", "saw", "with", "were", "was", "did"):
+            # "which days had more than one cancelled flight", "on which days were two or more flights cancelled":
+            # the periods listed
+            span = [index - 1, index]
         elif token.norm in ("years", "time") and norm(index - 1) == "the" and norm(index - 2) == "over":
             span = [index - 2, index - 1, index]
         elif token.norm == "time" and norm(index - 1) == "over":

@@ -282,6 +282,12 @@ def _read_comparisons(reading: _Reading) -> None:
                 # exist for each value listed or counted; the comparison adds nothing to them
                 reading.used.update(range(index, number_at + 1))
                 break
+            if column is None and not _names_rows_at(reading, number_at + 1) and _rows_follow(reading, number_at + 1):
+                # "on which days were at least two flights cancelled": the rows the conditions keep, counted in
+                # each group (the groups asked for, or none: then declined as a condition without groups)
+                reading.group_conditions.append((op, number.number or 0))
+                reading.used.update(range(index, number_at + 1))
+                break
             if column is None and _names_rows_at(reading, number_at + 1):
                 # "among destinations with at least 50 flights": a condition on each group's rows
                 reading.group_conditions.append((op, number.number or 0))
@@ -329,18 +335,24 @@ def _rows_follow(reading: _Reading, index: int) -> bool:
 
 
 def _read_bounded_row_counts(reading: _Reading) -> None:
-    """"Considering only destinations with 30 or more flights": a number of the rows with an open bound after it
-    ("or more", "or fewer") is a condition on each group's rows, as "with at least 30 flights" is."""
+    """"Considering only destinations with 30 or more flights", "days where two or more flights were cancelled": a
+    number of the rows with an open bound after it ("or more", "or fewer") is a condition on each group's rows, as
+    "with at least 30 flights" is."""
     for index, token in enumerate(reading.tokens):
         if token.number is None or index not in reading.bounds or not reading.free(index):
             continue
         op, said = reading.bounds[index]
         after = max(said, default=index) + 1
-        if not said or not _names_rows_at(reading, after) or reading.norm(index - 1) not in ("with", "having"):
+        if not said or reading.norm(index - 1) not in ("with", "having", "had", "have", "has", "were", "was", "did"):
+            continue
+        if _names_rows_at(reading, after):
+            reading.used.update(range(index - 1, after + 1))
+        elif _rows_follow(reading, after):  # "on which days were two or more flights cancelled": those rows
+            reading.used.update(range(index - 1, after))
+        else:
             continue
         reading.group_conditions.append((op, token.number))
         reading.bounds.pop(index)
-        reading.used.update(range(index - 1, after + 1))
 
 
 def _names_rows_at(reading: _Reading, index: int) -> bool:
@@ -396,6 +408,7 @@ def _column_of_unit(reading: _Reading, index: int) -> str | None:
 def _column_after(reading: _Reading, index: int) -> str | None:
     """The numeric column named just after a number, past units ("30 mm of precipitation", "6 hours in the
     air" when the air names a column: air_time)."""
+    start = index
     while index < len(reading.tokens) and (reading.tokens[index].norm in _UNITS or reading.norm(index) == "of"):
         reading.used.add(index)
         index += 1
@@ -405,7 +418,7 @@ def _column_after(reading: _Reading, index: int) -> str | None:
             reading.used.update(range(index, past))
             index = past
     mention = _numeric_mention(reading, index) or _condition_mention(reading, index)
-    if mention is None:
+    if mention is None or mention.is_value and _condition_names_rows(reading, mention, unit=index > start):
         return None
     reading.mentions.remove(mention)
     reading.used.update(range(mention.start, mention.end))
@@ -416,6 +429,14 @@ def _column_after(reading: _Reading, index: int) -> str | None:
         column = reading.scope.virtual[mention.target.column].find(exp.Column)
         return column.name if column is not None else None
     return mention.target.column
+
+
+def _condition_names_rows(reading: _Reading, mention: _Mention, unit: bool) -> bool:
+    """Whether a condition said right after a number names the rows counted ("at least 2 large loans", "20 or more
+    late arrivals": a plural noun, no unit between) rather than the column its number replaces ("at least 30
+    minutes late")."""
+    last = reading.tokens[mention.end - 1]
+    return last.stem in _table_words(reading.base) or not unit and last.norm.endswith("s") and last.norm != last.stem
 
 
 def _condition_mention(reading: _Reading, index: int) -> _Mention | None:

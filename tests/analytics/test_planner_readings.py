@@ -136,6 +136,7 @@ def calls() -> Iterator[duckdb.DuckDBPyConnection]:
     ("resolved share by team", [("Blue", 0.0), ("Red", 200 / 3)]),
     ("Resolved rate of Red, as a percentage", [(200 / 3,)]),
     ("Of the Red calls, what percentage were resolved?", [(200 / 3,)]),
+    ("Of the Red calls, how many percent were resolved?", [(200 / 3,)]),
     ("What proportion of calls are resolved (percent)?", [(50.0,)]),
 ])
 def test_shares(calls: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
@@ -370,6 +371,26 @@ def delays() -> duckdb.DuckDBPyConnection:
     connection.execute("INSERT INTO flights VALUES ('DL', '2013-01-01', 900, 10, -5), ('DL', '2013-01-01', 700, 0, -1), "
                        "('UA', '2013-01-02', 800, 30, 20), ('UA', '2013-01-03', 600, -3, 4)")
     return connection
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("On average, how late were arrivals?", [(4.5,)]),
+    ("How late were UA departures on average?", [(13.5,)]),
+    ("how late were departures, per carrier", [("DL", 5.0), ("UA", 13.5)]),
+])
+def test_how_late_is_the_delay_of_the_end_said(question: str, expected: list[tuple[object, ...]]) -> None:
+    # not the glossary's "late" (a condition): how much, at the end of the trip the verb or noun names
+    made = plan_question(question, [DELAYS], LATE)
+    assert not made.unaccounted, made
+    assert delays().execute(made.sql).fetchall() == expected, made.sql
+
+
+@pytest.mark.parametrize("question", ["Average departure delay by scheduled departure hour (0-23)",
+                                      "Average departure delay by scheduled departure hour (0 to 23)"])
+def test_a_range_in_parentheses_after_a_period_is_the_values_it_takes(question: str) -> None:
+    made = plan_question(question, [DELAYS])
+    assert not made.unaccounted, made
+    assert delays().execute(made.sql).fetchall() == [(6, -3.0), (7, 0.0), (8, 30.0), (9, 10.0)], made.sql
 
 
 def test_a_shared_word_is_the_column_whose_description_begins_with_the_other_words_said() -> None:

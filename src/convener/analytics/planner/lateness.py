@@ -282,3 +282,34 @@ def read_later_measure(reading: _Reading) -> None:
         reading.mentions.sort(key=lambda mention: mention.start)
         reading.used.add(verb)
         return
+
+
+def read_how_late(reading: _Reading) -> None:
+    """"On average, how late were arrivals in July?", "how late did the flights arrive": the delay of the end of
+    the trip the verb or noun after "how late" names, as a measure (its aggregate said elsewhere, else an
+    average)."""
+    delays = _delay_columns(reading)
+    for index, token in enumerate(reading.tokens[:-2]):
+        late = reading.mention_at(index + 1)
+        if token.norm != "how" or reading.norm(index + 1) != "late" or not reading.free(index) \
+                or index + 1 in reading.used or late is not None and (late.start != index + 1 or not late.is_value):
+            continue  # (the glossary's "late", or its "late arrival" read across "were": "late were arrivals")
+        for at in range(index + 2, min(index + 6, len(reading.tokens))):
+            word = reading.norm(at)
+            end = _direction(reading, at) or ("toward" if word == "arrivals" else "away" if word == "departures"
+                                               else None)
+            if end is None:
+                continue
+            columns = [column for column in delays if _direction_of(column) == end]
+            if len(columns) != 1:
+                return
+            named = reading.mention_at(at)
+            if named is not None and not named.is_value and named is not late:
+                reading.mentions.remove(named)  # "arrivals": the end said, not a column whose name it abbreviates
+            if late is not None:
+                reading.mentions.remove(late)  # "late": how much, not the glossary's condition
+            reading.mentions.append(_Mention(index + 1, index + 2, _Target(reading.table.name, columns[0].name),
+                                             "lateness"))
+            reading.mentions.sort(key=lambda mention: mention.start)
+            reading.used.update((index, at))
+            return

@@ -46,7 +46,7 @@ from convener.analytics.planner.dimensions import (
 )
 from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.joined_rows import joined_name_column, joined_rows_key, read_which_joined_rows
-from convener.analytics.planner.lateness import check_condition_ends, read_later_measure, read_lateness
+from convener.analytics.planner.lateness import check_condition_ends, read_how_late, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
 from convener.analytics.planner.ranges import read_number_ranges
@@ -1731,10 +1731,13 @@ def _read_share(reading: _Reading) -> None:
             # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
             # (the verb may have been read already: with its condition, "what percentage left more than 30 minutes
             # late", or as picking the way to a joined table, "what percentage departed from Newark")
+            asked = reading.norm(index - 1) in ("what", "which") \
+                or reading.norm(index - 1) == "many" and reading.norm(index - 2) == "how"  # "how many percent"
             if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS \
-                    and (reading.free(index + 1) or index + 1 in reading.used) \
-                    and reading.norm(index - 1) in ("what", "which"):
+                    and (reading.free(index + 1) or index + 1 in reading.used) and asked:
                 reading.used.update((index, index + 1))
+                if reading.norm(index - 1) == "many":
+                    reading.used.update((index - 2, index - 1))
                 reading.share_split = index + 1
                 _read_share_unit(reading)
             continue
@@ -2255,6 +2258,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_dimensions(reading)
     read_asked_measure(reading)
     read_later_measure(reading)
+    read_how_late(reading)
     _read_ties(reading)
     _read_ranked_bucket(reading)
     _read_counted_numbers(reading)

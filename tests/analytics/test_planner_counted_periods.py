@@ -129,3 +129,18 @@ def test_groups_listed_by_a_bound_on_the_rows_a_condition_keeps(data: duckdb.Duc
     assert data.execute(made.sql).fetchall() == [], made.sql  # one large loan each
     made = plan(question.replace("2", "1").replace("two", "one"))
     assert [row[0] for row in data.execute(made.sql).fetchall()] == ["East", "West"], made.sql  # each has one
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("For each branch: number of loans, defaulted loans and average amount",
+     [("East", 3, 1, 2300 / 3), ("West", 2, 1, 1600.0)]),
+    ("per branch, the number of loans and large loans", [("East", 3, 1), ("West", 2, 1)]),
+    ("number of loans, large loans, huge loans", [(5, 2, 1)]),
+])
+def test_conditions_listed_beside_a_count_are_figures_of_their_own(data: duckdb.DuckDBPyConnection, question: str,
+                                                                    expected: list[tuple[object, ...]]) -> None:
+    # each counts its rows; the count and the other figures stay of all the rows
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [tuple(pytest.approx(value) for value in row) for row in expected], \
+        made.sql

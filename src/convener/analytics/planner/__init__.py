@@ -76,7 +76,9 @@ from convener.analytics.planner.sql import (
     _describe_group_conditions,
     _render,
     count_conditions_in_groups,
+    count_listed_conditions,
     describe_counted,
+    describe_listed,
     quoted_table,
 )
 from convener.analytics.shapes import TIME_TYPES, TableInfo
@@ -152,14 +154,16 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     query, name, explanation = _BUILDERS[shape](reading, dialect)
     # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
-    counted = count_conditions_in_groups(reading, query, dialect)
+    listed = count_listed_conditions(reading, query, dialect)
+    counted = [*listed, *count_conditions_in_groups(reading, query, dialect)]
     query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
     if reading.sides is not None:
         query.select = answered_sides(reading, split_into_sides(
             query.select, [exp.and_(*(_condition(reading, f, dialect) for f in side)) for side in reading.sides]))
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
-    where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_counted(counted) \
+    where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_listed(listed) \
+        + describe_counted([f for f in counted if f not in listed]) \
         + _describe_group_conditions(reading) + "".join(
             f"; side {number}{_describe_filters(side)}" for number, side in enumerate(reading.sides or (), start=1))
     used_joins = [join for join in scope.joins if f'"{join.table.name.split(".")[-1]}"' in sql]

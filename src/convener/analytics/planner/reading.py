@@ -1343,7 +1343,8 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
                 reading.counted_with_verb = _text(reading, named)
     if words != ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words \
-            and (reading.norm(after + 1) == "and" or reading.norm(_before_articles(reading, index - 1)) == "and"):
+            and (reading.norm(after + 1) == "and" or _comma_before(reading, after + 1)
+                 or reading.norm(_before_articles(reading, index - 1)) == "and"):
         reading.rows_counted = True  # "the number of flights and the maximum delay": two things asked
     if words == ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words and _and_an_aggregate(reading, after + 1):
@@ -1366,15 +1367,47 @@ def _read_count_conditions(reading: _Reading, phrase: int, after: int, table_wor
     other figures are of all the rows."""
     while reading.norm(after) in ("the", "a", "an", "all"):
         after += 1
-    end = after  # the rows' words: read already, up to "and" ("cancelled flights", "late arrivals")
+    end = after  # the rows' words: read already, up to "and" or a comma ("cancelled flights", "late arrivals")
     while end < len(reading.tokens) and (end in reading.used or reading.tokens[end].stem in table_words) \
-            and reading.norm(end) != "and" and end - after < 4:
+            and reading.norm(end) != "and" and end - after < 4 and not (end > after and _comma_before(reading, end)):
         end += 1
+    _read_listed_counts(reading, end, table_words)
     named = frozenset(f.start for f in reading.filters if f.kind == "boolean" and after <= f.start < end)
     if not named or not (reading.norm(_before_articles(reading, phrase - 1)) == "and" or reading.norm(end) == "and"):
         return
     reading.rows_counted = True
     reading.count_conditions = named
+
+
+def _comma_before(reading: _Reading, index: int) -> bool:
+    if not 0 < index < len(reading.tokens):
+        return False
+    return "," in reading.text[reading.tokens[index - 1].end:reading.tokens[index].start]
+
+
+def _read_listed_counts(reading: _Reading, end: int, table_words: set[str]) -> None:
+    """"Number of flights, cancellations and average delay": after a count of the rows (its words ending at
+    ``end``), items of a list that are each a true/false condition alone ("cancellations", "late arrivals") are
+    figures of their own, the number of rows meeting each (``listed_counts``); the count stays of all the rows."""
+    if not (reading.norm(end) == "and" or _comma_before(reading, end)):
+        return
+    listed: set[int] = set()
+    start = end
+    while start < len(reading.tokens):
+        start += reading.norm(start) == "and"
+        stop = start
+        while stop < len(reading.tokens) and reading.norm(stop) != "and" \
+                and not (stop > start and _comma_before(reading, stop)):
+            stop += 1
+        conditions = [f.start for f in reading.filters if f.kind == "boolean" and start <= f.start < stop]
+        if len(conditions) != 1 or not all(i in reading.used or reading.tokens[i].stem in table_words
+                                           for i in range(start, stop)):
+            break
+        listed.update(conditions)
+        start = stop
+    if listed:
+        reading.rows_counted = True
+        reading.listed_counts = frozenset(listed)
 
 
 def _and_an_aggregate(reading: _Reading, index: int) -> bool:
@@ -2490,7 +2523,7 @@ def _said_aside_by(reading: _Reading, start: int) -> bool:
     by = start - 2 if reading.norm(start - 1) in ("its", "their") else start - 1
     if by < 1 or reading.norm(by) != "by":
         return False
-    return by != start - 1 or "," in reading.text[reading.tokens[by - 1].end:reading.tokens[by].start]
+    return by != start - 1 or _comma_before(reading, by)
 
 
 def _describes_rows(reading: _Reading, mention: _Mention) -> bool:

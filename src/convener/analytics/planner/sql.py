@@ -745,6 +745,29 @@ def quoted_table(name: str) -> exp.Table:
     return table
 
 
+def count_listed_conditions(reading: _Reading, query: _Query, dialect: str) -> list[_Filter]:
+    """The conditions listed as figures of their own beside the count of all rows (``listed_counts``), each
+    counted right after it (0 where none is); returns them, which the caller leaves out of the WHERE."""
+    listed = [f for f in reading.filters if f.start in reading.listed_counts]
+    counting = [i for i, e in enumerate(query.select)
+                if isinstance(e, exp.Alias) and isinstance(e.this, exp.Count) and isinstance(e.this.this, exp.Star)]
+    if not listed or len(counting) != 1:
+        return []
+    for offset, item in enumerate(listed, start=1):
+        hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
+                                                 true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+        name = snake(item.column)
+        alias = f"number_of_{name if name.endswith('s') else name + 's'}"  # "number_of_cancelled_flights"
+        query.select.insert(counting[0] + offset, exp.alias_(hits, alias, quoted=True))
+    return listed
+
+
+def describe_listed(listed: list[_Filter]) -> str:
+    """The conditions counted as figures of their own (``count_listed_conditions``), in words."""
+    return "".join(f", and the number of rows where {_describe_filters([item]).removeprefix(', where ')}"
+                   for item in listed)
+
+
 def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -> list[_Filter]:
     """"Monthly cancellations", "how many flights were cancelled in each quarter": a time series shows every
     period of the rows asked about, and a true/false condition says which of their rows to count. A period

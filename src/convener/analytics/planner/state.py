@@ -86,6 +86,9 @@ class _Reading:
     counted_measure: str | None = None
     counted_with_verb: str | None = None
     """The words of the counted measure, when they hold a verb ("how many departures were delayed")."""
+    listed_counts: frozenset[int] = frozenset()
+    """Where true/false conditions begin that a list of figures beside a count names as figures of their own
+    ("number of flights, cancellations and average delay"): each counts its rows, beside the count of all."""
     count_conditions: frozenset[int] = frozenset()
     """Where true/false conditions the count phrase names itself begin ("the number of cancelled flights and the
     average delay"): beside other figures, the count counts the rows meeting them, and the figures are of all rows."""

@@ -144,3 +144,8 @@ def test_conditions_listed_beside_a_count_are_figures_of_their_own(data: duckdb.
     assert not made.unaccounted, made
     assert data.execute(made.sql).fetchall() == [tuple(pytest.approx(value) for value in row) for row in expected], \
         made.sql
+
+
+def test_the_most_used_is_the_one_with_the_most_rows(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("the 1 most used branch")
+    assert data.execute(made.sql).fetchall() == [("East", 3)], made.sql

@@ -589,3 +589,7 @@ def test_destinations_that_received_a_number_of_flights(data: duckdb.DuckDBPyCon
     made = plan("Average distance per destination, restricted to destinations that received at least 2 flights")
     assert not made.unaccounted, made
     assert data.execute(made.sql).fetchall() == [("ATL", 755.0), ("MIA", pytest.approx(3286 / 3))], made.sql
+
+
+def test_mileage_is_a_number_of_miles(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "What is the total mileage of DL flights?") == [(2600,)]

@@ -543,3 +543,18 @@ def test_each_closing_the_question_is_each_value_a_negation_left(calls: duckdb.D
     made = plan_question(question, [CALLS])
     assert not made.unaccounted, made
     assert calls.execute(made.sql).fetchall() == expected, made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Add up the departure delay per carrier", [("DL", 10), ("UA", 27)]),
+    ("sum up the arrival delay of UA flights", [(24,)]),
+])
+def test_add_up_is_a_total(question: str, expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [DELAYS])
+    assert not made.unaccounted, made
+    assert delays().execute(made.sql).fetchall() == expected, made.sql
+
+
+def test_add_alone_is_no_total() -> None:
+    with pytest.raises(NoPlan):
+        plan_question("Add a flight of DL", [DELAYS])

@@ -1713,7 +1713,7 @@ def _aggregate_named(reading: _Reading, mention: _Mention) -> str | None:
 
 
 def _global_aggregate(reading: _Reading) -> str | None:
-    """An aggregate word anywhere: "on average", "in total", "how much", or a free aggregate word."""
+    """An aggregate word anywhere: "on average", "in total", "add up", "how much", or a free aggregate word."""
     tokens = reading.tokens
     for index, token in enumerate(tokens):
         if not reading.free(index):
@@ -1723,6 +1723,9 @@ def _global_aggregate(reading: _Reading) -> str | None:
             return AVG
         if token.norm == "total" and reading.norm(index - 1) == "in":
             reading.used.update((index - 1, index))
+            return SUM
+        if token.norm in ("add", "sum", "total") and reading.norm(index + 1) == "up" and reading.free(index + 1):
+            reading.used.update((index, index + 1))  # "add up the distance"
             return SUM
     for index, token in enumerate(tokens):
         if reading.free(index) and token.norm in _AGG_WORDS and (reading.top is None or

@@ -9,7 +9,7 @@ from convener.analytics.wording import phrase, stem
 
 UNIT_NAMES: tuple[frozenset[str], ...] = (
     frozenset({"grams", "gram", "g"}), frozenset({"kilograms", "kilogram", "kilos", "kg"}),
-    frozenset({"feet", "foot", "ft"}), frozenset({"miles", "mile", "mi"}), frozenset({"km", "kilometres",
+    frozenset({"feet", "foot", "ft"}), frozenset({"miles", "mile", "mi", "mileage"}), frozenset({"km", "kilometres",
                                                                                       "kilometers"}),
     frozenset({"millimetres", "millimeters", "mm"}), frozenset({"centimetres", "centimeters", "cm"}),
     frozenset({"metres", "meters", "m"}), frozenset({"minutes", "minute", "min", "mins"}),

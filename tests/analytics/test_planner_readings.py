@@ -558,3 +558,17 @@ def test_add_up_is_a_total(question: str, expected: list[tuple[object, ...]]) ->
 def test_add_alone_is_no_total() -> None:
     with pytest.raises(NoPlan):
         plan_question("Add a flight of DL", [DELAYS])
+
+
+@pytest.mark.parametrize("question", ["Is the average departure delay worse for DL or for UA?",
+                                      "DL vs UA: which one has the lower mean departure delay?",
+                                      "DL or UA, which has the higher average departure delay?"])
+def test_a_comparative_between_groups_set_against_each_other_shows_each_figure(question: str) -> None:
+    made = plan_question(question, [DELAYS])
+    assert not made.unaccounted, made
+    assert sorted(delays().execute(made.sql).fetchall()) == [("DL", 5.0), ("UA", 13.5)], made.sql
+
+
+def test_a_comparative_with_than_stays_a_contrast() -> None:
+    made = plan_question("Did DL have a higher average departure delay than UA?", [DELAYS])
+    assert delays().execute(made.sql).fetchall()[0][0] is False, made.sql

@@ -104,6 +104,28 @@ from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES,
 from convener.analytics.wording import Token, phrase, stem
 
 
+_MAGNITUDE_COMPARATIVES = frozenset({"higher", "lower", "greater", "smaller", "bigger", "larger", "worse", "better"})
+
+
+def _read_compared_magnitude(reading: _Reading) -> None:
+    """"Is the average departure delay worse at JFK or at LGA?", "UA vs AA: which one has the lower mean arrival
+    delay?": a comparative of no particular measure, between groups set against each other, about a measure the
+    question names, asks for each group's figure side by side (whoever reads them sees which)."""
+    if not groups_set_against(reading) or not any(not m.is_value and reading.column(m.target.column).type
+                                                  in NUMBER_TYPES for m in reading.mentions):
+        return
+    for index, token in enumerate(reading.tokens):
+        # (a comparative with "than" after it is a contrast: "did AA have a higher average delay than UA")
+        if token.norm in _MAGNITUDE_COMPARATIVES and reading.free(index) \
+                and "than" not in {t.norm for t in reading.tokens[index + 1:]}:
+            reading.used.add(index)
+            reading.compare = True
+            # "which one": which of the groups, no ranking of one row
+            reading.used.update(i + 1 for i in range(index) if reading.norm(i) == "which"
+                                and reading.norm(i + 1) == "one")
+            return
+
+
 def _read_dimensions(reading: _Reading) -> None:
     """Adjectives of measure: "bills longer than 55 mm" (a comparison on the bill's length), "the 3 longest
     bills" and "the heaviest penguin" (a ranking by length or mass). The adjective settles which column a
@@ -2274,6 +2296,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_open_bounds(reading)
     read_measure_of_number(reading, _in_column_unit)
     read_routes(reading, text)
+    _read_compared_magnitude(reading)
     _read_top(reading)
     read_lateness(reading)
     check_condition_ends(reading)

@@ -572,3 +572,14 @@ def test_a_comparative_between_groups_set_against_each_other_shows_each_figure(q
 def test_a_comparative_with_than_stays_a_contrast() -> None:
     made = plan_question("Did DL have a higher average departure delay than UA?", [DELAYS])
     assert delays().execute(made.sql).fetchall()[0][0] is False, made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("For each carrier, on what date was its first flight?", [("DL", "2013-01-01"), ("UA", "2013-01-02")]),
+    ("for each carrier, when was their last flight", [("DL", "2013-01-01"), ("UA", "2013-01-03")]),
+    ("For each carrier, on what date was its first late arrival?", [("UA", "2013-01-02")]),
+])
+def test_its_first_or_last_for_each_group_is_each_groups_date(question: str, expected: list[tuple[str, str]]) -> None:
+    made = plan_question(question, [DELAYS], LATE)
+    assert not made.unaccounted, made
+    assert [(row[0], str(row[1])) for row in delays().execute(made.sql).fetchall()] == expected, made.sql

@@ -2173,7 +2173,11 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
                 and (before == "the" or index == 0 or before == "very" and reading.norm(index - 2) == "the") \
                 and reading.tokens[index + 1:index + 2] \
                 and (_rows_named_after(reading, index + 1, table_words) is not None or _names_time(reading, index + 1)
+                     or _condition_of_rows_at(reading, index + 1)) \
+                or word in ("first", "last") and before in ("its", "their") \
+                and (_rows_named_after(reading, index + 1, table_words) is not None
                      or _condition_of_rows_at(reading, index + 1)):
+            # ("for each airport, … its first cancelled flight": each group's; "its first egg" names a date column)
             found = ([index, index - 1] if before == "very" else [index], word == "last")  # "the very first"
             noun = _rows_named_after(reading, index + 1, table_words)
             several = noun is not None and reading.tokens[noun].norm.endswith("s") \

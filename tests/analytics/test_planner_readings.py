@@ -583,3 +583,29 @@ def test_its_first_or_last_for_each_group_is_each_groups_date(question: str, exp
     made = plan_question(question, [DELAYS], LATE)
     assert not made.unaccounted, made
     assert [(row[0], str(row[1])) for row in delays().execute(made.sql).fetchall()] == expected, made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What's the earliest scheduled departure time of any flight?", 600),
+    ("latest scheduled departure time of a DL flight", 900),
+])
+def test_a_superlative_of_time_said_of_times_of_day_is_their_extreme(question: str, expected: int) -> None:
+    # not the flights of the first or last date
+    made = plan_question(question, [DELAYS])
+    assert not made.unaccounted, made
+    assert delays().execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+def test_the_number_of_a_count_is_no_word_of_a_columns_description() -> None:
+    planes = TableInfo("planes", (ColumnInfo("tailnum", "STRING"),
+                                  ColumnInfo("engines", "INTEGER", "Number of engines"),
+                                  ColumnInfo("engine", "STRING", "Type of engine")),
+                       description="One row per plane.")
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE planes (tailnum VARCHAR, engines INTEGER, engine VARCHAR)")
+    connection.execute("INSERT INTO planes VALUES ('N1', 2, 'Turbo-fan'), ('N2', 1, 'Reciprocating'), "
+                       "('N3', 2, 'Turbo-jet')")
+    made = plan_question("Number of planes whose engine isn't a Turbo-fan", [planes],
+                         values_of=lambda _, column: ["Turbo-fan", "Reciprocating", "Turbo-jet"]
+                         if column == "engine" else [])
+    assert connection.execute(made.sql).fetchall() == [(2,)], made.sql

@@ -20,7 +20,7 @@ from convener.analytics.planner.catalog import (
     _vocabulary,
     named_as_rows,
 )
-from convener.analytics.planner.clock import _read_clock_times, read_hour_of
+from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_hour_of
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
@@ -1537,8 +1537,10 @@ def _settle_by_other_words(reading: _Reading) -> None:
         for column in columns:
             for words in (phrase(column), _head_of(reading.column(column).description or "")):
                 others = [word for word in words if word not in said]
+                # ("number of planes …" counts: its "number" is no word of "Number of engines")
                 at = [next((i for i, t in enumerate(reading.tokens) if word in (t.norm, t.stem) and _free_or_of(
-                    reading, i, column) and not mention.start <= i < mention.end), -1) for word in others]
+                    reading, i, column) and not mention.start <= i < mention.end
+                    and not (t.norm == "number" and reading.norm(i + 1) == "of")), -1) for word in others]
                 if others and -1 not in at:
                     fits.append((column, at))
                     break
@@ -2210,6 +2212,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     if found is None:
         return
     span, latest = found
+    if _read_extreme_time_of_day(reading, span, latest):
+        return
     times = _time_columns(reading.table)
     named = next((m for m in reading.mentions if not m.is_value
                   and any(c.name == m.target.column for c in times)), None)
@@ -2234,6 +2238,25 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.descending = latest
     if named is not None and reading.norm(named.start - 1) in ("which", "what") and not several:
         reading.ties = False  # "on which date was the earliest egg": the date itself, once
+
+
+def _read_extreme_time_of_day(reading: _Reading, span: list[int], latest: bool) -> bool:
+    """"The earliest scheduled departure time of any flight", "latest actual departure time at LaGuardia": a
+    superlative of time said of a column of times of day (HHMM numbers) right after it is that column's extreme,
+    not the rows of the first or last date."""
+    after = max(span) + 1
+    clocks = {column.name: column for column in _clock_columns(reading)}
+    for start in (after, after + 1):  # (past a word of the column's description: "latest actual departure time")
+        named = reading.mention_at(start)
+        if named is None or named.is_value or named.start != start or named.target.column not in clocks:
+            continue
+        if start > after and reading.tokens[after].stem not in phrase(clocks[named.target.column].description or ""):
+            continue
+        reading.measures.append((named.target.column, MAX if latest else MIN))
+        reading.mentions.remove(named)
+        reading.used.update((*span, *range(after, named.end)))
+        return True
+    return False
 
 
 _LEAVE_OR_ARRIVE = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})

@@ -609,3 +609,21 @@ def test_the_number_of_a_count_is_no_word_of_a_columns_description() -> None:
                          values_of=lambda _, column: ["Turbo-fan", "Reciprocating", "Turbo-jet"]
                          if column == "engine" else [])
     assert connection.execute(made.sql).fetchall() == [(2,)], made.sql
+
+
+def test_a_listing_with_its_identifier_and_a_term_said_again_shows_those() -> None:
+    # "with their id and the ratio": the columns asked (the term's figure among them), not every column
+    pens = TableInfo("pens", (ColumnInfo("individual_id", "STRING", "Identifier of the penguin"),
+                              ColumnInfo("species", "STRING", samples=("Adelie", "Gentoo")),
+                              ColumnInfo("bill_length_mm", "FLOAT"), ColumnInfo("bill_depth_mm", "FLOAT")),
+                     description="One row per penguin.")
+    ratio = Term("bill ratio", "A penguin's bill length over its depth: bill_length_mm / bill_depth_mm")
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE pens (individual_id VARCHAR, species VARCHAR, bill_length_mm DOUBLE, "
+                       "bill_depth_mm DOUBLE)")
+    connection.execute("INSERT INTO pens VALUES ('A1', 'Adelie', 40, 20), ('G1', 'Gentoo', 48, 15), "
+                       "('G2', 'Gentoo', 45, 18)")
+    made = plan_question("List the Gentoos whose bill ratio is above 2.6, with their id and the ratio", [pens],
+                         (ratio,), values_of=lambda _, column: ["Adelie", "Gentoo"] if column == "species" else [])
+    assert not made.unaccounted, made
+    assert connection.execute(made.sql).fetchall() == [("G1", 3.2)], made.sql

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
-from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.catalog import _table_words, named_as_rows
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS, VALUE_NOUNS
 from convener.analytics.shapes import NUMBER_TYPES, TableInfo
@@ -60,7 +60,10 @@ def read_column_list(reading: _Reading) -> None:
         reading.used.update(_introducer_words(reading, index))
         # "Which airlines flew to Denver? Give their names": the airlines' names, each once, not every flight's
         reading.shown_per_row = not asked_of_joined_rows(reading, [column for column, _ in items])
-        reading.shown_whole = introducer in ("with", "with their")
+        # "… with their arrival delay": the rows whole, the column beside them; "… with their id and the ratio":
+        # the columns that tell the rows apart are among those asked, so those are what is shown
+        reading.shown_whole = introducer in ("with", "with their") and not any(
+            identifies_rows(reading.base, column) or named_as_rows(reading.base, column) for column in reading.shown)
         return
 
 

@@ -101,7 +101,7 @@ from convener.analytics.planner.vocabulary import (
     _TOWARD,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
-from convener.analytics.wording import Token, phrase, stem
+from convener.analytics.wording import Token, phrase, snake, stem
 
 
 _MAGNITUDE_COMPARATIVES = frozenset({"higher", "lower", "greater", "smaller", "bigger", "larger", "worse", "better"})
@@ -2477,11 +2477,15 @@ def _read_named_again(reading: _Reading) -> None:
     """"Which penguin has the highest bill ratio? Give its ID and the ratio": a word of a glossary term the
     question used, said again after "the", "its" or "their", is that term again (shown as it is computed), not
     a word of its own ("ratio" alone would ask for a computation)."""
-    heads = {word for term in reading.terms for word in phrase(term)}
+    heads = {word: term for term in reading.terms for word in phrase(term)}
     for index, token in enumerate(reading.tokens):
         if token.stem in heads and reading.free(index) and reading.mention_at(index) is None \
                 and reading.norm(index - 1) in ("the", "its", "their"):
             reading.used.add(index)
+            column = snake(heads[token.stem])
+            if reading.shown and reading.virtual(column) and column not in reading.shown \
+                    and reading.column(column).type in NUMBER_TYPES:
+                reading.shown.append(column)  # "… with their id and the ratio": shown beside the others
 
 
 def _read_period_of_the_data(reading: _Reading) -> None:

@@ -149,3 +149,16 @@ def test_conditions_listed_beside_a_count_are_figures_of_their_own(data: duckdb.
 def test_the_most_used_is_the_one_with_the_most_rows(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("the 1 most used branch")
     assert data.execute(made.sql).fetchall() == [("East", 3)], made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which branches had at least one default?", ["East", "West"]),
+    ("Which branches had 2 or more defaults?", []),
+])
+def test_rows_a_condition_names_alone_are_counted_by_a_bound(data: duckdb.DuckDBPyConnection, question: str,
+                                                              expected: list[str]) -> None:
+    terms = (*TERMS, Term("default", "A loan that was not repaid: defaulted = TRUE", labels=("defaults",)))
+    made = plan_question(question, [LOANS], terms, values_of=lambda _, column: ["East", "West"]
+                         if column == "branch" else [])
+    assert not made.unaccounted, made
+    assert [row[0] for row in data.execute(made.sql).fetchall()] == expected, made.sql

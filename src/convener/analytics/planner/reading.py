@@ -350,6 +350,9 @@ def _rows_follow(reading: _Reading, index: int) -> bool:
             # "one cancelled flight" as a glossary term, "one flight" as the column flight, "one flight
             # cancelled" as the term said the other way round
             return True
+        if mention.is_value and reading.column(mention.target.column).type == BOOLEAN \
+                and reading.tokens[mention.end - 1].norm not in ("late", "early"):
+            return True  # "at least one cancellation", "two or more late arrivals": rows a condition names
         if not mention.is_value:
             return False
         index = mention.end

@@ -81,3 +81,14 @@ def test_a_yes_no_question_about_every_row_with_a_condition_before_every_is_decl
     # which of the two conditions is asked of the rows the other keeps is not said by the order alone
     with pytest.raises(NoPlan, match="every row"):
         plan("On Dream, are all penguins Chinstraps?")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Do Gentoo penguins weigh more than Adelie penguins on average?", True),
+    ("On average, do Chinstraps weigh less than Adelies?", True),
+    ("Do Gentoos weigh less than Adelies on average?", False),
+])
+def test_weighing_more_or_less_than_is_a_contrast_of_mass(data: duckdb.DuckDBPyConnection, question: str,
+                                                          expected: bool) -> None:
+    rows = data.execute(plan(question).sql).fetchall()
+    assert rows[0][0] is expected, plan(question).sql

@@ -179,6 +179,9 @@ def _side(mention: _Mention) -> _Filter:
                    "name" if len(values) > 1 else "value", mention.start)
 
 
+_WEIGH = frozenset({"weigh", "weighs", "weighed"})
+
+
 def _measure(reading: _Reading, comparative: int, said: list[int]) -> str | None:
     """The column compared when no mention names it: the one a unit among the words that ask by how much
     names ("miles"), else the one the comparative measures ("heavier": a mass). None leaves it to a
@@ -195,7 +198,10 @@ def _measure(reading: _Reading, comparative: int, said: list[int]) -> str | None
         if len(found) == 1:
             reading.used.add(index)
             return found[0]
-    dimension = _dimension(reading.norm(comparative))
+    word = reading.norm(comparative)
+    if reading.norm(comparative - 1) in _WEIGH and word in ("more", "less"):
+        word = "heavier"  # "do males weigh more than females": a mass, as "heavier" measures
+    dimension = _dimension(word)
     if dimension is not None:
         columns = _measured_columns(reading, dimension[0])
         if len(columns) == 1:

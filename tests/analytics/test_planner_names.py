@@ -593,3 +593,11 @@ def test_destinations_that_received_a_number_of_flights(data: duckdb.DuckDBPyCon
 
 def test_mileage_is_a_number_of_miles(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "What is the total mileage of DL flights?") == [(2600,)]
+
+
+@pytest.mark.parametrize("question", ["list the flights to MIA - date, carrier, flight no",
+                                      "list the flights to MIA - date, carrier, flight no."])
+def test_no_ending_a_list_of_columns_is_a_number(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert [row[1:] for row in data.execute(made.sql).fetchall()] == [("UA", 1), ("DL", 5), ("AA", 6)], made.sql

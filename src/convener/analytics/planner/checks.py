@@ -93,13 +93,16 @@ _SHORT_UNITS = {"min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hour
 def with_short_words_spelled_out(tokens: list[Token], text: str) -> list[Token]:
     """The question's words with a unit written short right after a number spelled out ("more than 15 min
     late": fifteen minutes, not a minimum), and "no" after a noun, in a list, read as "number" ("flight no,
-    carrier, destination": the flight number, not a denial; "scrapped no?" stays the value no)."""
+    carrier, destination", "date, carrier, flight no": the flight number, not a denial; "scrapped no?" stays the
+    value no)."""
     def spelled(index: int, token: Token) -> str | None:
         if token.norm in _SHORT_UNITS and index > 0 and tokens[index - 1].kind == "number":
             return _SHORT_UNITS[token.norm]
         if token.norm == "no" and index > 0 and tokens[index - 1].kind == "word" \
                 and tokens[index - 1].norm not in _NOT_A_NOUN \
-                and index + 1 < len(tokens) and set(text[token.end:tokens[index + 1].start]) & set(",;:)\u2014"):
+                and (index + 1 < len(tokens) and set(text[token.end:tokens[index + 1].start]) & set(",;:)\u2014")
+                     # the last item of a list: "date, carrier, flight no"
+                     or index + 1 == len(tokens) and "," in text[tokens[max(0, index - 3)].start:token.start]):
             return "number"
         return None
 

@@ -1374,7 +1374,9 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     if words == ("how", "many") and named is None and after < len(reading.tokens) \
             and reading.tokens[after].stem in table_words and _and_an_aggregate(reading, after + 1):
         reading.rows_counted = True  # "how many flights were there and what was the average distance"
-    _read_count_conditions(reading, index, index + len(words), table_words)
+    rows_said, rows_end = _count_phrase_rows(reading, index + len(words), table_words)
+    _read_listed_counts(reading, rows_end, table_words)
+    _read_count_conditions(reading, index, rows_said, rows_end)
     if reading.norm(after) in ("ended", "end", "turned", "wound") and reading.norm(after + 1) in ("up", "out"):
         reading.used.update((after, after + 1))  # "how many ended up cancelled": the rows, then their condition
         return
@@ -1385,18 +1387,23 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
         raise NoPlan(f"the data has nothing called '{counted.text}' to count")
 
 
-def _read_count_conditions(reading: _Reading, phrase: int, after: int, table_words: set[str]) -> None:
-    """"The number of cancelled flights and the mean departure delay": the count phrase (``phrase`` to ``after``)
-    names its rows with true/false conditions read already, and something else is asked beside it ("and" before
-    the phrase or right after its rows' noun). The count counts the rows meeting them (``count_conditions``); the
-    other figures are of all the rows."""
+def _count_phrase_rows(reading: _Reading, after: int, table_words: set[str]) -> tuple[int, int]:
+    """Where the words naming the rows a count phrase (ending at ``after``) counts begin and end: read already,
+    past articles, up to "and" or a comma ("cancelled flights", "late arrivals")."""
     while reading.norm(after) in ("the", "a", "an", "all"):
         after += 1
-    end = after  # the rows' words: read already, up to "and" or a comma ("cancelled flights", "late arrivals")
+    end = after
     while end < len(reading.tokens) and (end in reading.used or reading.tokens[end].stem in table_words) \
             and reading.norm(end) != "and" and end - after < 4 and not (end > after and _comma_before(reading, end)):
         end += 1
-    _read_listed_counts(reading, end, table_words)
+    return after, end
+
+
+def _read_count_conditions(reading: _Reading, phrase: int, after: int, end: int) -> None:
+    """"The number of cancelled flights and the mean departure delay": the count phrase (at ``phrase``) names its
+    rows (``after`` to ``end``) with true/false conditions read already, and something else is asked beside it
+    ("and" before the phrase or right after its rows' noun). The count counts the rows meeting them
+    (``count_conditions``); the other figures are of all the rows."""
     named = frozenset(f.start for f in reading.filters if f.kind == "boolean" and after <= f.start < end)
     if not named or not (reading.norm(_before_articles(reading, phrase - 1)) == "and" or reading.norm(end) == "and"):
         return
@@ -1405,6 +1412,7 @@ def _read_count_conditions(reading: _Reading, phrase: int, after: int, table_wor
 
 
 def _comma_before(reading: _Reading, index: int) -> bool:
+    """Whether a comma stands between the word at ``index`` and the one before it."""
     if not 0 < index < len(reading.tokens):
         return False
     return "," in reading.text[reading.tokens[index - 1].end:reading.tokens[index].start]
@@ -1845,9 +1853,9 @@ def _verb_after_valued_rows(reading: _Reading, index: int) -> int | None:
 
 
 def _read_rate(reading: _Reading, index: int) -> bool:
-    """"the cancellation rate at LGA", "late arrival rate per carrier": a condition named right before "rate" (or
-    "percentage")
-    is what the share counts (in percent); the other conditions pick the rows it is a share of."""
+    """"the cancellation rate at LGA", "late arrival rate per carrier", "cancellation percentage": a condition named
+    right before "rate" (or a share word) is what the share counts (in percent); the other conditions pick the rows
+    it is a share of."""
     mention = reading.mention_at(index - 1)
     if mention is None or not mention.is_value or mention.end != index \
             or reading.column(mention.target.column).type != BOOLEAN:

@@ -182,8 +182,7 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     if not measures and reading.count:
         # "were more penguins sampled in PAL0809 than in PAL0708": each group's number of rows
         def of(item: _Filter) -> exp.Expr:
-            return exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
-                                                     true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+            return _hits(reading, [item], dialect)
         alias = f"number_of_{_rows_called(reading.base)}"
         words = f"the number of rows of {reading.table.name} where {groups}"
     else:
@@ -537,8 +536,7 @@ def _ratio_expression(reading: _Reading, dialect: str) -> tuple[exp.Expr, str]:
     assert reading.ratio is not None
 
     def rows_where(item: _Filter) -> exp.Expr:
-        return exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
-                                                 true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+        return _hits(reading, [item], dialect)
 
     first, second = reading.ratio
     ratio = exp.Div(this=exp.Mul(this=exp.Literal.number("1.0"), expression=rows_where(first)),
@@ -749,17 +747,28 @@ def count_listed_conditions(reading: _Reading, query: _Query, dialect: str) -> l
     """The conditions listed as figures of their own beside the count of all rows (``listed_counts``), each
     counted right after it (0 where none is); returns them, which the caller leaves out of the WHERE."""
     listed = [f for f in reading.filters if f.start in reading.listed_counts]
-    counting = [i for i, e in enumerate(query.select)
-                if isinstance(e, exp.Alias) and isinstance(e.this, exp.Count) and isinstance(e.this.this, exp.Star)]
+    counting = _counts_of_all_rows(query)
     if not listed or len(counting) != 1:
         return []
     for offset, item in enumerate(listed, start=1):
-        hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect),
-                                                 true=exp.Literal.number(1))], default=exp.Literal.number(0)))
         name = snake(item.column)
         alias = f"number_of_{name if name.endswith('s') else name + 's'}"  # "number_of_cancelled_flights"
-        query.select.insert(counting[0] + offset, exp.alias_(hits, alias, quoted=True))
+        query.select.insert(counting[0] + offset, exp.alias_(_hits(reading, [item], dialect), alias, quoted=True))
     return listed
+
+
+def _counts_of_all_rows(query: _Query) -> list[int]:
+    """Where the query selects COUNT(*) (aliased)."""
+    return [index for index, selected in enumerate(query.select) if isinstance(selected, exp.Alias)
+            and isinstance(selected.this, exp.Count) and isinstance(selected.this.this, exp.Star)]
+
+
+def _hits(reading: _Reading, conditions: list[_Filter], dialect: str) -> exp.Expr:
+    """The number of rows meeting every one of ``conditions``: SUM(CASE WHEN … THEN 1 ELSE 0 END), 0 where none
+    does (portable, unlike COUNT(*) FILTER)."""
+    condition = exp.and_(*(_condition(reading, f, dialect) for f in conditions))
+    return exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                 default=exp.Literal.number(0)))
 
 
 def describe_listed(listed: list[_Filter]) -> str:
@@ -781,8 +790,7 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
     shape: the other figures are of all the rows."""
     if reading.count_conditions and reading.rows_counted and reading.measures:
         named = [f for f in reading.filters if f.start in reading.count_conditions]
-        counting = [i for i, e in enumerate(query.select)
-                    if isinstance(e, exp.Alias) and isinstance(e.this, exp.Count) and isinstance(e.this.this, exp.Star)]
+        counting = _counts_of_all_rows(query)
         if len(counting) == 1 and named:
             _count_only(reading, query, counting[0], named, dialect)
             return named
@@ -817,10 +825,7 @@ def _count_only(reading: _Reading, query: _Query, index: int, counted: list[_Fil
     """The COUNT(*) selected at ``index`` made to count only the rows meeting ``counted`` (0 where none does)."""
     selected = query.select[index]
     assert isinstance(selected, exp.Alias)
-    condition = exp.and_(*(_condition(reading, f, dialect) for f in counted))
-    hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
-                                 default=exp.Literal.number(0)))
-    query.select[index] = exp.alias_(hits, selected.alias, quoted=True)
+    query.select[index] = exp.alias_(_hits(reading, counted, dialect), selected.alias, quoted=True)
 
 
 def _of_own_rows(reading: _Reading) -> bool:
@@ -847,9 +852,8 @@ def _render(reading: _Reading, query: _Query, dialect: str) -> str:
     for item, compare in [*((a, exp.EQ) for a in reading.absent), *((p, exp.GT) for p in reading.present)]:
         # "never had a flight cancelled": no row of the group meets the condition (a WHERE would keep the
         # groups with some row that does not)
-        hits = exp.Sum(this=exp.Case(ifs=[exp.If(this=_condition(reading, item, dialect), true=exp.Literal.number(1))],
-                                     default=exp.Literal.number(0)))
-        select = select.having(compare(this=hits, expression=exp.Literal.number(0)), copy=False)
+        select = select.having(compare(this=_hits(reading, [item], dialect), expression=exp.Literal.number(0)),
+                               copy=False)
     for op, number in reading.group_conditions:
         select = select.having(_COMPARE[op](this=exp.Count(this=exp.Star()),
                                             expression=exp.Literal.number(_plain(number))), copy=False)

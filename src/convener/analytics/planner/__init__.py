@@ -77,6 +77,7 @@ from convener.analytics.planner.sql import (
     _render,
     count_conditions_in_groups,
     count_listed_conditions,
+    count_named_conditions,
     describe_counted,
     describe_listed,
     quoted_table,
@@ -155,7 +156,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
     listed = count_listed_conditions(reading, query, dialect)
-    counted = [*listed, *count_conditions_in_groups(reading, query, dialect)]
+    counted = [*listed, *(count_named_conditions(reading, query, dialect)
+                          or count_conditions_in_groups(reading, query, dialect))]
     query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
     if reading.sides is not None:
         query.select = answered_sides(reading, split_into_sides(

@@ -26,6 +26,7 @@ from convener.analytics.planner.vocabulary import (
     _AGG_WORDS_PLAIN,
     _BUCKETS,
     _DIMENSIONS,
+    _DIRECTION_PREPOSITIONS,
     _FILLER,
     _GENERIC_PARTS,
     _IRREGULAR_DIMENSIONS,
@@ -78,6 +79,8 @@ class _Candidate:
     target: _Target
     strength: float
     source: str  # name, synonym, glossary, value, adjective, partial, description, what it is
+    name_word: bool = False
+    """A word inside a few multi-word values, naming them all (``_name_word_spans``)."""
 
 
 @dataclass
@@ -732,32 +735,29 @@ MAX_NAMED_VALUES = 3
 Station); inside more ("County", "Regional") it is a common part of names, naming none of them."""
 
 
+@dataclass(frozen=True)
+class _NameWords:
+    """The values of a column by each word of theirs, and by each two adjacent words written as one ("La Guardia"
+    under "laguardia"): ``by_word``; ``joined`` the keys of the second kind."""
+
+    by_word: dict[str, tuple[str, ...]]
+    joined: frozenset[str]
+
+
 @lru_cache(maxsize=64)
-def _name_word_index(values: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    """The values of a column by each word of theirs, and by each two adjacent words written as one ("La
-    Guardia" under "laguardia"), for names: values of several words apart."""
+def _name_words(values: tuple[str, ...]) -> _NameWords:
+    """The words of a column's values, for names: values of several words apart (one pass over them)."""
     index: dict[str, list[str]] = {}
+    joined: set[str] = set()
     for value in values:
         words = [token for token in tokenize(value) if token.kind == "word"]
         if len(words) < 2 or " " not in value.strip():
             continue  # "America/Chicago" is a code made of words, not a name a word of which names it
-        keys = {token.stem for token in words} | {first.norm + second.norm for first, second in zip(
-            words, words[1:], strict=False)}
-        for key in keys:
+        pairs = {first.norm + second.norm for first, second in pairwise(words)}
+        joined.update(pairs)
+        for key in {token.stem for token in words} | pairs:
             index.setdefault(key, []).append(value)
-    return {key: tuple(found) for key, found in index.items()}
-
-
-@lru_cache(maxsize=64)
-def _joined_name_words(values: tuple[str, ...]) -> frozenset[str]:
-    """The keys of ``_name_word_index`` that are two adjacent words of a name written as one ("laguardia"): one
-    pass over the values' words, as the index is built."""
-    index = _name_word_index(values)
-    joined: set[str] = set()
-    for value in values:
-        words = [token for token in tokenize(value) if token.kind == "word"]
-        joined.update(key for first, second in pairwise(words) if (key := first.norm + second.norm) in index)
-    return frozenset(joined)
+    return _NameWords({key: tuple(found) for key, found in index.items()}, frozenset(joined))
 
 
 def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
@@ -766,8 +766,8 @@ def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
     "from": "to boston") that is a word of a few multi-word values (a place inside airport names), or two of
     their words written as one, names those values — all of them, weaker than any other reading of the word.
     Everyday and structure words never do."""
-    index = _name_word_index(values)
-    joined = _joined_name_words(values)
+    words = _name_words(values)
+    index, joined = words.by_word, words.joined
     found = []
     for position, token in enumerate(tokens):
         # (two words of a name written as one say that name however they are cased: "laguardia")
@@ -780,21 +780,16 @@ def _name_word_spans(tokens: list[Token], used: set[int], keys: _ColumnKeys,
         if not options or len(options) > MAX_NAMED_VALUES:
             continue
         target = _Target(keys.table.name, keys.column.name, options[0], alternatives=options[1:])
-        found.append(_Candidate(position, position + 1, target, NAME_WORD_STRENGTH, "value"))
+        found.append(_Candidate(position, position + 1, target, 1.5, "value", name_word=True))
     return found
-
-
-NAME_WORD_STRENGTH = 1.5
-"""How strongly a word inside a few names names them (``_name_word_spans``): weaker than any other reading."""
-
-_PLACING = frozenset({"to", "from", "into", "toward", "towards"})
 
 
 def _placed(tokens: list[Token], position: int) -> bool:
     """Whether the word at ``position`` follows a word of going to or from a place ("flights to boston", "out of
     newark"): a place however cased."""
     before = tokens[position - 1].norm if position >= 1 else ""
-    return before in _PLACING or before == "of" and position >= 2 and tokens[position - 2].norm == "out"
+    return before in _DIRECTION_PREPOSITIONS - {"out"} \
+        or before == "of" and position >= 2 and tokens[position - 2].norm == "out"
 
 
 # --- Choosing the table and the mentions in it -------------------------------------------------------------

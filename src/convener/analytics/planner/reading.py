@@ -350,8 +350,7 @@ def _rows_follow(reading: _Reading, index: int) -> bool:
             # "one cancelled flight" as a glossary term, "one flight" as the column flight, "one flight
             # cancelled" as the term said the other way round
             return True
-        if mention.is_value and reading.column(mention.target.column).type == BOOLEAN \
-                and reading.tokens[mention.end - 1].norm not in ("late", "early"):
+        if mention.is_value and _condition_names_rows(reading, mention):
             return True  # "at least one cancellation", "two or more late arrivals": rows a condition names
         if not mention.is_value:
             return False
@@ -443,8 +442,8 @@ def _column_after(reading: _Reading, index: int) -> str | None:
             reading.used.update(range(index, past))
             index = past
     mention = _numeric_mention(reading, index) or _condition_mention(reading, index)
-    if mention is None or mention.is_value and _condition_names_rows(reading, mention, unit=index > start):
-        return None
+    if mention is None or mention.is_value and index == start and _condition_names_rows(reading, mention):
+        return None  # (with a unit between, "30 minutes late", the number is the condition's column's)
     reading.mentions.remove(mention)
     reading.used.update(range(mention.start, mention.end))
     _note_term(reading, mention)
@@ -456,12 +455,12 @@ def _column_after(reading: _Reading, index: int) -> str | None:
     return mention.target.column
 
 
-def _condition_names_rows(reading: _Reading, mention: _Mention, unit: bool) -> bool:
-    """Whether a condition said right after a number names the rows counted ("at least 2 large loans", "20 or more
-    late arrivals": a plural noun, no unit between) rather than the column its number replaces ("at least 30
-    minutes late")."""
+def _condition_names_rows(reading: _Reading, mention: _Mention) -> bool:
+    """Whether a condition said after a number names the rows counted ("at least 2 large loans", "20 or more late
+    arrivals", "at least one cancellation") rather than the column its number replaces ("more than 30 late")."""
     last = reading.tokens[mention.end - 1]
-    return last.stem in _table_words(reading.base) or not unit and last.norm.endswith("s") and last.norm != last.stem
+    return last.stem in _table_words(reading.base) \
+        or reading.column(mention.target.column).type == BOOLEAN and last.norm not in ("late", "early")
 
 
 def _condition_mention(reading: _Reading, index: int) -> _Mention | None:

@@ -11,14 +11,7 @@ import sqlglot
 from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan, Relationship
-from convener.analytics.planner.catalog import (
-    NAME_WORD_STRENGTH,
-    _Candidate,
-    _Mention,
-    _resolve,
-    _table_words,
-    _Target,
-)
+from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
 from convener.analytics.planner.vocabulary import (
     _AWAY,
@@ -259,7 +252,7 @@ def _glossing_name_words(table: TableInfo, joins: Sequence[_Join], candidates: S
     for candidate in candidates:
         target = candidate.target
         mention = read.get((candidate.start, candidate.end, target.value))
-        if candidate.strength != NAME_WORD_STRENGTH or mention is None:
+        if not candidate.name_word or mention is None:
             continue
         names = (target.value or "", *target.alternatives)
         ways = [join.on[0] for join in joins if join.table.name == target.table and len(join.on) == 1]

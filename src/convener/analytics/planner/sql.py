@@ -777,6 +777,18 @@ def describe_listed(listed: list[_Filter]) -> str:
                    for item in listed)
 
 
+def count_named_conditions(reading: _Reading, query: _Query, dialect: str) -> list[_Filter]:
+    """A count whose phrase names its conditions beside other figures (``count_conditions``: "the number of
+    cancelled flights and the mean delay") counts them, in any shape: the other figures are of all the rows.
+    Returns the conditions counted, which the caller leaves out of the WHERE."""
+    named = [f for f in reading.filters if f.start in reading.count_conditions]
+    counting = _counts_of_all_rows(query)
+    if not named or not reading.rows_counted or not reading.measures or len(counting) != 1:
+        return []
+    _count_only(reading, query, counting[0], named, dialect)
+    return named
+
+
 def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -> list[_Filter]:
     """"Monthly cancellations", "how many flights were cancelled in each quarter": a time series shows every
     period of the rows asked about, and a true/false condition says which of their rows to count. A period
@@ -784,16 +796,7 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
     Groups of other keys ("cancellations per carrier") show those that have some, as rankings, shares and
     conditions on the groups' sizes do: they keep their WHERE, unless the question counts among each group's
     own rows ("for every destination, how many of its flights were cancelled"): every group then, 0 where
-    none is. Returns the conditions counted, which the caller leaves out of the WHERE.
-
-    A count whose phrase names its conditions beside other figures (``count_conditions``) counts them in any
-    shape: the other figures are of all the rows."""
-    if reading.count_conditions and reading.rows_counted and reading.measures:
-        named = [f for f in reading.filters if f.start in reading.count_conditions]
-        counting = _counts_of_all_rows(query)
-        if len(counting) == 1 and named:
-            _count_only(reading, query, counting[0], named, dialect)
-            return named
+    none is. Returns the conditions counted, which the caller leaves out of the WHERE."""
     if not query.group or query.limit is not None or reading.top is not None or reading.group_conditions \
             or reading.absent or reading.present or reading.share_split is not None \
             or not (any(reading.column(key).type in TIME_TYPES for key in reading.keys) or _of_own_rows(reading)):

@@ -230,3 +230,21 @@ def test_a_column_set_off_by_a_comma_after_with_is_shown_beside_the_rows(data: d
     made = plan("Top 2 heaviest penguins, with species.")
     assert "GROUP BY" not in made.sql, made.sql
     assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == ["N3", "N4"]
+
+
+TRIPS = TableInfo("flights", (ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("flight_date", "DATE"),
+                              ColumnInfo("origin", "STRING", "Airport the flight left from", samples=("JFK", "LGA")),
+                              ColumnInfo("dest", "STRING", "Code of the destination airport", samples=("ATL", "MIA")),
+                              ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes")),
+                  description="One row per flight.")
+
+
+@pytest.mark.parametrize(("question", "column"), [
+    ("JFK flights: date, flight number and where they were going", "dest"),
+    ("Flights to ATL - flight, date and where it came from.", "origin"),
+])
+def test_where_the_rows_went_in_a_list_is_the_column_of_that_end(question: str, column: str) -> None:
+    made = plan_question(question, [TRIPS], values_of=lambda _, c: {"origin": ["JFK", "LGA"],
+                                                                    "dest": ["ATL", "MIA"]}.get(c, []))
+    assert not made.unaccounted, made
+    assert made.sql.startswith("SELECT ") and f'"{column}" FROM' in made.sql, made.sql

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import Relationship
+from convener.analytics.planner import Relationship, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, database, joined_planner
 
@@ -81,3 +81,30 @@ def test_never_further_from_its_condition_is_no_condition_of_the_rows(data: duck
     made = plan("Which ports never had a scrapped trip?")
     assert "WHERE NOT" not in made.sql and "= 0" in made.sql, made.sql
     assert [row[0] for row in data.execute(made.sql).fetchall()] == []  # both ports had one
+
+
+FLIGHTS = TableInfo("flights", (
+    ColumnInfo("flight", "INTEGER", "Flight number"),
+    ColumnInfo("carrier", "STRING", "Airline code"),
+    ColumnInfo("distance", "INTEGER", "Distance between the airports, in miles"),
+    ColumnInfo("cancelled", "BOOLEAN", "Whether the flight was cancelled (it never departed)"),
+), description="Flights: one row per flight.")
+
+
+@pytest.fixture(scope="module")
+def flights() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE flights (flight INTEGER, carrier VARCHAR, distance INTEGER, cancelled BOOLEAN)",
+        "INSERT INTO flights VALUES (1, 'AA', 100, false), (2, 'AA', 300, true), (3, 'UA', 200, false)")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("total miles of AA flights that took off", [(100,)]),
+    ("How many flights actually took off?", [(2,)]),
+    ("How many flights took off and were operated by AA?", [(1,)]),
+])
+def test_other_words_for_what_the_true_rows_never_did(flights: duckdb.DuckDBPyConnection, question: str,
+                                                      expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [FLIGHTS], values_of=lambda _, column: ["AA", "UA"] if column == "carrier" else [])
+    assert not made.unaccounted, made
+    assert flights.execute(made.sql).fetchall() == expected, made.sql

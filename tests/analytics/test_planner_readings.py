@@ -52,6 +52,24 @@ def test_a_true_false_column_named_with_its_value(data: duckdb.DuckDBPyConnectio
     assert ask(data, question) == [(expected,)]
 
 
+@pytest.mark.parametrize("question", ["Average eggs for nests with hatched true vs. false?",
+                                      "average eggs, hatched true or false"])
+def test_a_true_false_columns_two_values_set_against_each_other_are_its_groups(
+        data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert sorted(ask(data, question)) == [(False, 3.5), (True, 1.5)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many nests have hatched set to false?", [(2,)]),
+    ("percentage of nests per island where hatched is false", [("North", 50.0), ("South", 50.0)]),
+])
+def test_a_true_false_column_named_false_after_a_verb(data: duckdb.DuckDBPyConnection, question: str,
+                                                     expected: list[tuple[object, ...]]) -> None:
+    made = plan_question(question, [NESTS])
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == expected
+
+
 # --- Two relationships to one table: the question's words of direction pick the one joined ---------------
 
 TRIPS = TableInfo("trips", (ColumnInfo("trip_id", "INTEGER"), ColumnInfo("start_station", "STRING",
@@ -223,6 +241,9 @@ def trains() -> Iterator[duckdb.DuckDBPyConnection]:
     ("How many trains departed after 10:30 pm?", 1),  # what happened: the actual time
     ("How many trains were scheduled to depart after noon?", 2),
     ("How many trains were scheduled to arrive between 6 and 9 am?", 1),
+    ("How many trains were scheduled to leave before 6 in the morning?", 1),
+    ("How many trains departed after 10 in the evening?", 1),
+    ("How many trains departed after 10 at night?", 1),
 ])
 def test_clock_times(trains: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
     made = plan_question(question, [TRAINS])

@@ -163,3 +163,14 @@ def test_the_text_column_a_comparison_names_is_its_groups(data: duckdb.DuckDBPyC
     assert dict(answer(data, question)) == {"Northwind": pytest.approx(20.0), "Islander": pytest.approx(17.5),
                                             "Gull Line": pytest.approx(25.0)}
 
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # of the four trips with a delay of 5 minutes or more, two were scrapped; of all five, two
+    ("What percentage of the trips with a delay of at least 5 minutes were scrapped?", [(50.0,)]),
+    ("What percentage of the trips with a delay of at least 5 minutes?", [(80.0,)]),
+])
+def test_rows_said_with_with_before_a_verb_are_what_the_share_is_of(data: duckdb.DuckDBPyConnection,
+                                                                     question: str,
+                                                                     expected: list[tuple[object, ...]]) -> None:
+    assert answer(data, question) == expected

@@ -263,9 +263,9 @@ class _Catalog:
             if keys.column.type == BOOLEAN:
                 found.extend(_Candidate(start, end, target, 3.0, "description") for start, end in described_spans(
                     tokens, content, keys.column.description or "", phrase(keys.column.name), self.row_words))
-                found.extend(_Candidate(index, index + 1, _Target(keys.table.name, keys.column.name, "false"),
+                found.extend(_Candidate(start, end, _Target(keys.table.name, keys.column.name, "false"),
                                         3.0, "description")
-                             for index in unsaid_spans(tokens, content, keys.column.description or "",
+                             for start, end in unsaid_spans(tokens, content, keys.column.description or "",
                                                        self.row_words))
             elif keys.column.description:
                 spans = what_it_is_spans(tokens, content, keys.column.description, phrase(keys.column.name),

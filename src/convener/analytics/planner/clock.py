@@ -64,9 +64,21 @@ def _clock_at(reading: _Reading, index: int) -> tuple[int, int] | None:
         evening = reading.norm(index + size).startswith("p")
         span = size + (1 if reading.norm(index + size) in ("am", "pm") else 2)
         return (int(hour) % 12 + (12 if evening else 0)) * 100 + minutes, span
+    for words, part in _PARTS_OF_DAY.items():
+        said = range(index + size, index + size + len(words))
+        if 1 <= hour <= 12 and all(reading.norm(i) == word and reading.free(i) for i, word in zip(said, words)):
+            # "before 6 in the morning", "after 9 in the evening", "at 11 at night"
+            evening = part == "pm" or part == "night" and hour >= 6 and hour != 12
+            return (int(hour) % 12 + (12 if evening else 0)) * 100 + minutes, size + len(words)
     if size == 2:
         return int(hour) * 100 + minutes, size  # "18:45"
     return None
+
+
+_PARTS_OF_DAY = {("in", "the", "morning"): "am", ("in", "the", "afternoon"): "pm", ("in", "the", "evening"): "pm",
+                 ("at", "night"): "night"}
+"""Words after an hour that say which half of the day it is in: "at night" is the evening's hours, and those
+after midnight (3 at night is 3 am)."""
 
 
 def _nearest_end(reading: _Reading, at: int) -> str | None:

@@ -90,9 +90,17 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             if norm(index - 3) == "from":
                 span.insert(0, index - 3)
         if span and not used.intersection(span):
-            unit = "month" if token.norm == "time" else _BUCKETS[token.norm]
+            # "for every month except December": all of them but one, taken together, no period of each
+            if norm(index - 1) != "every" or not excepting(tokens, index + 1):
+                unit = "month" if token.norm == "time" else _BUCKETS[token.norm]
             used.update(span)
     return unit, used
+
+
+def excepting(tokens: list[Token], index: int) -> bool:
+    """Whether "except", "excluding", "besides" or "other than" stands at ``index``."""
+    said = [token.norm for token in tokens[index:index + 2]]
+    return said[:1] in (["except"], ["excluding"], ["besides"]) or said == ["other", "than"]
 
 
 def _ranked_before(tokens: list[Token], index: int) -> bool:

@@ -61,24 +61,36 @@ _HOW_LATE = frozenset({"late", "early", "later", "earlier", "behind", "ahead", "
 _NEVER = re.compile(r"\b(?:never|not|didn't|did not|no longer)\s+([a-z]+)", re.IGNORECASE)
 
 
-def unsaid_spans(tokens: Sequence[Token], content: Sequence[int], description: str,
-                 row_words: set[str]) -> list[int]:
-    """Where the question says what a true/false column's description says its true rows never did ("departed
-    flights" for ``cancelled``, "Whether the flight was cancelled (it never departed)"): each such word names
-    the column false, said of the rows themselves: right before their noun ("departed flights"), or ending its
-    clause ("flights that actually departed", "that did depart, what …"). Followed by anything else it says
-    how or where they did it ("departed from JFK", "departed more than an hour late"), as any of them did."""
-    verbs = {stem(word.lower()) for word in _NEVER.findall(description)}
+_SAME_DOING: dict[str, tuple[tuple[str, ...], ...]] = {
+    "depart": (("took", "off"), ("take", "off"), ("taken", "off")),
+}
+"""Other words for a verb a description uses (by its stem): a flight that never departed never took off. ("Miles
+flown" is not one: those who ask it mean every flight's distance, as the references of every set do.)"""
 
-    def of_the_rows(index: int) -> bool:
+
+def unsaid_spans(tokens: Sequence[Token], content: Sequence[int], description: str,
+                 row_words: set[str]) -> list[tuple[int, int]]:
+    """Where the question says what a true/false column's description says its true rows never did ("departed
+    flights" for ``cancelled``, "Whether the flight was cancelled (it never departed)", or in other words "took
+    off"): each such span names the column false, said of the rows themselves: right before their
+    noun ("departed flights"), or ending its clause ("flights that actually departed", "that did depart, what
+    …", "flights that took off and …"). Followed by anything else it says how or where they did it ("departed
+    from JFK", "departed more than an hour late"), as any of them did."""
+    verbs = {stem(word.lower()) for word in _NEVER.findall(description)}
+    said = {(verb,) for verb in verbs} | {words for verb in verbs for words in _SAME_DOING.get(verb, ())}
+    words = set(content)
+
+    def of_the_rows(index: int, end: int) -> bool:
         if index > 0 and tokens[index - 1].norm in _HOW_LATE:
             return False  # "late departing": when they did it
-        if index + 1 >= len(tokens) or parted(tokens, index, index + 1):
-            return True  # the end of the question, or punctuation after the word
-        return tokens[index + 1].stem in row_words or tokens[index + 1].norm == "only"
+        if end >= len(tokens) or parted(tokens, end - 1, end):
+            return True  # the end of the question, or punctuation after the words
+        return tokens[end].stem in row_words or tokens[end].norm in ("only", "and")
 
-    return [index for index in content if tokens[index].kind == "word" and tokens[index].stem in verbs
-            and of_the_rows(index)]
+    return [(index, index + len(words_said)) for index in content for words_said in said
+            if all(index + offset in words and tokens[index + offset].kind == "word"
+                   and (tokens[index + offset].stem if offset == 0 else tokens[index + offset].norm) == word
+                   for offset, word in enumerate(words_said)) and of_the_rows(index, index + len(words_said))]
 
 
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "single": 1, "both": 2, "two": 2, "pair": 2, "three": 3}

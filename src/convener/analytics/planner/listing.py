@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words, named_as_rows
+from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS, VALUE_NOUNS
-from convener.analytics.shapes import NUMBER_TYPES, TableInfo
+from convener.analytics.shapes import NUMBER_TYPES, STRING, TableInfo
 from convener.analytics.wording import phrase, split_identifier, stem
 
 _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "return",
@@ -83,7 +84,7 @@ def _items(reading: _Reading, index: int) -> tuple[list[tuple[str, range]], int]
     ends); empty when no column is named at ``index``."""
     items: list[tuple[str, range]] = []
     while True:
-        item = _item(reading, index) or (_value_item(reading, index) if items else None)
+        item = _item(reading, index) or (_value_item(reading, index) or _place_item(reading, index) if items else None)
         if item is None and items and reading.norm(index) in ("the", "its", "their") and reading.free(index):
             item = _item(reading, index + 1)  # "carrier, flight number and the delay"
         if item is None:
@@ -162,6 +163,32 @@ def _value_item(reading: _Reading, index: int) -> tuple[str, range] | None:
             and reading.free(index + 1):
         return _VALUE, range(index, index + 2)  # "flight number, carrier and how early": the delay compared
     return None
+
+
+_GOING = frozenset({"going", "headed", "heading", "bound", "went", "flew", "flying", "travelling", "traveling"})
+_COMING = frozenset({"came", "coming", "left", "leaving", "departed", "departing", "flew", "flying"})
+_PRONOUNS = frozenset({"they", "it", "he", "she"})
+
+
+def _place_item(reading: _Reading, index: int) -> tuple[str, range] | None:
+    """"where they were going" (or "where it went", "where they were headed to"), "where they came from", after
+    other columns of a list: the one column of the queried table that says where a row goes to (or comes
+    from), as its name and description tell (``dest``, "FAA code of the destination airport")."""
+    if reading.norm(index) != "where" or reading.norm(index + 1) not in _PRONOUNS:
+        return None
+    at = index + 2 + (reading.norm(index + 2) in ("was", "were", "is", "are"))
+    if reading.norm(at) in _GOING and reading.norm(at + 1) != "from":
+        direction, end = "toward", at + 1 + (reading.norm(at + 1) == "to")
+    elif reading.norm(at) in _COMING and reading.norm(at + 1) == "from":
+        direction, end = "away", at + 2
+    else:
+        return None
+    if not all(reading.free(i) for i in range(index, end)):
+        return None
+    # (a place is named, not measured: the departure delay and time are no place the flight left from)
+    columns = [column.name for column in reading.base.columns
+               if column.type == STRING and _direction_of(column) == direction]
+    return (columns[0], range(index, end)) if len(columns) == 1 else None
 
 
 def settle_shown_value(reading: _Reading) -> None:

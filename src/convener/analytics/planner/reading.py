@@ -21,7 +21,7 @@ from convener.analytics.planner.catalog import (
     named_as_rows,
 )
 from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_hour_of
-from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns
+from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns, excepting
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
     _Filter,
@@ -742,14 +742,25 @@ _TRUTH_WORDS = {"true": True, "false": False, "yes": True, "no": False}
 
 def _read_truth_words(reading: _Reading) -> None:
     """"clutch_completion false", "whose returned is true": a true/false column named with the truth value
-    it must have, which the column's mention (read as "is true") then says."""
+    it must have, which the column's mention (read as "is true") then says ("set to false"); "clutch completion
+    true vs. false" sets its two values against each other: the column is a group key."""
     for mention in list(reading.mentions):
         if not mention.is_value or reading.column(mention.target.column).type != BOOLEAN:
             continue
         at = mention.end
-        while reading.norm(at) in ("is", "was", "=", "equals") and reading.free(at):
+        # (the verb may have been read as a share's: "percentage of nests where clutch_completion is false")
+        while reading.norm(at) in ("is", "was", "=", "equals", "set", "to"):
             at += 1
         if reading.norm(at) not in _TRUTH_WORDS or not reading.free(at):
+            continue
+        other = at + 1
+        if reading.norm(other) in ("vs", "versus", "or", "and") and reading.free(other) \
+                and reading.norm(other + 1) in _TRUTH_WORDS and reading.free(other + 1) \
+                and _TRUTH_WORDS[reading.norm(other + 1)] != _TRUTH_WORDS[reading.norm(at)]:
+            reading.mentions.remove(mention)
+            reading.keys.append(mention.target.column)
+            reading.used.update(range(mention.start, other + 2))
+            _note_term(reading, mention)
             continue
         truth = _TRUTH_WORDS[reading.norm(at)] == (mention.target.value == "true")
         target = replace(mention.target, value="true" if truth else "false")
@@ -971,11 +982,19 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index = after
             continue
         if mention and not mention.is_value and mention.start == after and marker == ("by",) \
-                and passive(reading.norm(index - 1)) and (_excepted(reading, mention.end)
+                and passive(reading.norm(index - 1)) and (excepting(reading.tokens, mention.end)
                                                           or passive(reading.norm(mention.end - 1))):
             # "operated by carriers other than UA": who did it, all but some, not a group of each; "flown by
             # planes manufactured before 1990": who did it, described by a participle (no manufacturer of each)
             index = after
+            continue
+        if mention and not mention.is_value and mention.start == after and marker[-1] == "every" \
+                and excepting(reading.tokens, mention.end):
+            # "the average body mass of penguins from every island except Biscoe": all of them but one, taken
+            # together (each of them is "each island other than …")
+            reading.used.update(range(index, mention.end))
+            reading.mentions.remove(mention)
+            index = mention.end
             continue
         if mention and not mention.is_value and mention.start == after and marker == ("by",) \
                 and any(reading.norm(i) in ("number", "count") for i in range(index, after)) \
@@ -1046,12 +1065,6 @@ def _past_description(reading: _Reading, mention: _Mention) -> int:
             and reading.mention_at(end) is None:
         end += 1
     return end
-
-
-def _excepted(reading: _Reading, index: int) -> bool:
-    """Whether "other than", "except", "excluding" or "besides" stands at ``index``."""
-    return reading.norm(index) == "other" and reading.norm(index + 1) == "than" \
-        or reading.norm(index) in ("except", "excluding", "besides")
 
 
 def _read_key_bucket(reading: _Reading, key: _Mention) -> None:
@@ -1819,6 +1832,11 @@ def _read_share(reading: _Reading) -> None:
         # Newark"), one read with its condition ("flights arriving more than 15 min late", "left … late")
         verb = next((i for i in range(index + 2, len(reading.tokens)) if reading.norm(i) in _SHARE_VERBS), None)
         verb = verb if verb is not None else _verb_after_valued_rows(reading, index + 2)
+        if verb is not None and reading.norm(verb) == "with":
+            # "what percentage of the penguins with a known sex are female": "with" says which rows the share is
+            # of; a verb after it, what it counts
+            verb = next((i for i in range(verb + 2, len(reading.tokens)) if reading.norm(i) in _FINITE_SHARE_VERBS),
+                        verb)
         reading.share_split = index if verb is None else verb
         if verb is not None:
             reading.used.add(verb)
@@ -1829,6 +1847,10 @@ def _read_share(reading: _Reading) -> None:
             reading.share_span = (owner.start, index)
         _read_share_unit(reading)
         return
+
+
+_FINITE_SHARE_VERBS = frozenset(verb for verb in _SHARE_VERBS if not verb.endswith("ing")) \
+    - {"with", "that", "which", "who"}
 
 
 def _verb_after_valued_rows(reading: _Reading, index: int) -> int | None:

@@ -49,6 +49,9 @@ def count(data: duckdb.DuckDBPyConnection, question: str) -> object:
     ("How many dives were in July?", 2),
     ("How many dives were in months other than July?", 4),
     ("number of dives other than in December", 5),
+    # the months in parentheses, the denial said again in them
+    ("How many dives were logged outside the summer months (i.e. excluding June, July and August)?", 2),
+    ("How many dives were logged in summer (i.e. June, July, August)?", 4),
 ])
 def test_months_listed_or_denied(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
     assert count(data, question) == expected

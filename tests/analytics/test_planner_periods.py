@@ -77,9 +77,28 @@ def test_the_rows_of_the_last_day_are_all_the_rows_of_that_date(data: duckdb.Duc
     assert sorted(row[:2] for row in rows.fetchall()) == [(7, 3)]
 
 
-def test_a_range_of_days_without_a_year_is_not_guessed() -> None:
+@pytest.mark.parametrize("question", [
+    "How many flights were there between July 3 and July 5?", "How many flights were there from Jul 3 to 5?",
+    "How many flights were there on jul 3-5?",
+])
+def test_a_range_of_days_of_one_month_without_a_year_is_those_days_of_every_year(
+        data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(2,)]
+
+
+def test_the_first_week_of_a_month_is_its_first_seven_days(data: duckdb.DuckDBPyConnection) -> None:
+    # (January 1 of 2013 and of 2014; August 31 is no day of August's first week)
+    assert data.execute(plan("How many flights were there in the first week of January?").sql).fetchall() == [(2,)]
+    assert data.execute(plan("How many flights were there in the first week of August?").sql).fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("question", ["How many flights were there between July 30 and August 2?",
+                                      "How many flights were there on July 3 and 5?"])
+def test_a_range_of_days_across_months_without_a_year_is_not_guessed(question: str) -> None:
     with pytest.raises(NoPlan):
-        plan("How many flights were there between July 3 and July 5?")
+        plan(question)
 
 
 def test_a_number_of_hours_in_what_names_a_column_compares_that_column() -> None:

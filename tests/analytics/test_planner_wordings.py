@@ -340,6 +340,18 @@ def test_of_columns_in_one_unit_the_one_named_after_it_is_compared() -> None:
     assert '"sail_time" >= 20' in made.sql and '"sail_time" <= 60' in made.sql
 
 
+def test_a_range_in_words_and_another_unit_is_of_the_column_before_it() -> None:
+    # ("hours" alone would name the one column in hours, the offset: the range's unit is no column of its own)
+    waits = TableInfo("legs", (*LEGS.columns, ColumnInfo("offset", "INTEGER", "Offset of the local time, in hours")),
+                      description="One row per leg.")
+    for question in ("How many legs had a wait time between one and two hours (inclusive)?",
+                     "legs with a wait time between 1 and 2 hours: leg id and wait time"):
+        made = plan_question(question, [waits])
+        assert not made.unaccounted, made
+        assert '"wait_time" >= 60' in made.sql and '"wait_time" <= 120' in made.sql and "offset" not in made.sql, \
+            made.sql
+
+
 # --- "at least one <row> <condition>": the rows meeting the condition exist --------------------------------
 
 

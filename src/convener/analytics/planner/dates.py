@@ -123,9 +123,59 @@ def _read_dates(reading: _Reading) -> None:
     if column is None:
         return
     read_periods(reading, column)
+    _read_day_ranges(reading, column)
     _read_full_dates(reading, column)
     _read_year_ranges(reading, column)
     _read_years(reading, column)
+
+
+_RANGE_WORDS = frozenset({"to", "through", "thru", "till", "until", "and"})
+
+
+def _read_day_ranges(reading: _Reading, column: ColumnInfo) -> None:
+    """Days of one month with no year, as a range: "Jan 1-7", "from January 1 to January 7", "between jan 1 and
+    7", "the first week of January" (its days 1 to 7): those days of every year in the data. A year after the
+    range is left to the full dates ("January 1 to 7, 2013")."""
+    if column.type not in TIME_TYPES:
+        return
+    tokens = reading.tokens
+    for index in range(len(tokens)):
+        month = MONTHS.get(tokens[index].norm) if tokens[index].kind == "word" else None
+        if month is None or index in reading.used:
+            continue
+        start, span = index, [index]
+        if [reading.norm(i) for i in range(index - 4, index)] == ["the", "first", "week", "of"] \
+                or [reading.norm(i) for i in range(index - 3, index)] == ["first", "week", "of"]:
+            start = index - (4 if reading.norm(index - 4) == "the" else 3)
+            first, last, span = 1, 7, list(range(start, index + 1))
+        else:
+            if not _day_number_at(reading, index + 1):
+                continue
+            to = index + 2
+            again = to + 1 if MONTHS.get(reading.norm(to + 1)) == month else to  # "January 1 to January 7"
+            dashed = "-" in reading.gap(to) or "\u2013" in reading.gap(to)
+            # ("January 1 and 7" are two days; "between January 1 and 7" all of them)
+            ranged = reading.norm(to) in _RANGE_WORDS \
+                and (reading.norm(to) != "and" or reading.norm(index - 1) == "between")
+            if not (dashed and _day_number_at(reading, to) or ranged and _day_number_at(reading, again + 1)):
+                continue
+            last_at = to if dashed else again + 1
+            first, last = int(tokens[index + 1].number or 0), int(tokens[last_at].number or 0)
+            span = list(range(index, last_at + 1))
+            if last_at + 1 < len(tokens) and _is_year(tokens[last_at + 1]) or first > last:
+                continue
+            if reading.norm(index - 1) in ("from", "between"):
+                start = index - 1
+        if reading.used.intersection(span):
+            continue
+        reading.filters.append(_Filter(column.name, "=", (month,), "month", start))
+        reading.filters.append(_Filter(column.name, ">=", (first,), "day", start))
+        reading.filters.append(_Filter(column.name, "<=", (last,), "day", start))
+        reading.used.update(range(start, span[-1] + 1))
+
+
+def _day_number_at(reading: _Reading, index: int) -> bool:
+    return index < len(reading.tokens) and index not in reading.used and _day_number(reading.tokens[index])
 
 
 def _is_year(token: Token) -> bool:
@@ -189,7 +239,9 @@ _DENYING = frozenset({"not", "outside", "except", "excluding", "besides", "other
 """Words before months that keep the rows of every other month ("outside the summer months of June, July and
 August", "not in July")."""
 _BEFORE_MONTHS = frozenset({"in", "of", "the", "during", "for", "month", "months", "summer", "winter", "spring",
-                            "autumn", "fall", "holiday", "holidays", "period", "than"})
+                            "autumn", "fall", "holiday", "holidays", "period", "than",
+                            # "(i.e. June, July and August)", "(namely …)"
+                            "i", "e", "ie", "namely"})
 """Words between such a denial, or a preposition, and the months ("outside the summer months of …")."""
 
 
@@ -215,11 +267,21 @@ def _read_month_list(reading: _Reading, column: ColumnInfo, index: int) -> bool:
     denied = start > 0 and reading.norm(start - 1) in _DENYING and reading.free(start - 1)
     if denied and reading.norm(start - 1) == "not" and reading.norm(start - 2) in ("do", "does", "did"):
         denied = False  # ("did not fly in July": a clause's own negation, read with it)
+    if denied:
+        # "outside the summer months (i.e. excluding June, July and August)": the parenthesis says the denial again
+        outer = start - 1
+        while outer > 0 and reading.norm(outer - 1) in _BEFORE_MONTHS and reading.free(outer - 1) \
+                and start - outer < 8:
+            outer -= 1
+        if outer < start - 1 and reading.norm(outer - 1) in _DENYING and reading.free(outer - 1) \
+                and any("(" in reading.gap(at) for at in range(outer, start)):
+            start = outer
     joiners = {reading.norm(at - 1) for at in months[1:]}
     if not denied and (len(months) == 1 or len(months) == 2 and joiners == {"and"}):
         return False  # (one month, or two set side by side: "in June and July", "June and July compared")
-    if not denied and reading.norm(index - 1) not in ("in", "during", "of", "for"):
-        return False  # ("June, July and August flights": not a list this reads)
+    glossed = reading.norm(start) in ("in", "during") and any("(" in reading.gap(at) for at in range(start, index + 1))
+    if not denied and reading.norm(index - 1) not in ("in", "during", "of", "for") and not glossed:
+        return False  # ("June, July and August flights": not a list this reads; "in summer (June, …)" is one)
     values = tuple(dict.fromkeys(_month(reading.tokens[at]) or 0 for at in months))
     op = ("not in" if denied else "in") if len(values) > 1 else ("<>" if denied else "=")
     reading.filters.append(_Filter(column.name, op, values, "month", index))

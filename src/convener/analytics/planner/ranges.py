@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from convener.analytics.planner.dates import _is_year, _time_columns
 from convener.analytics.planner.state import _Filter, _Reading
+from convener.analytics.planner.units import unit_named
 
 FindColumn = Callable[[_Reading, int, int], str | None]
 """The numeric column of a range: (reading, where "between" is, where the words after the range start)."""
@@ -26,7 +27,7 @@ def read_number_ranges(reading: _Reading, find_column: FindColumn, in_unit: InUn
         if reading.norm(index) != "between" or reading.norm(index + 2) != "and" \
                 or not all(reading.free(i) for i in (index, index + 2)) \
                 or not all(_number_free(reading, i) for i in (index + 1, index + 3)) \
-                or low.number is None or high.number is None or low.kind != "number" or high.kind != "number":
+                or low.number is None or high.number is None:  # (numbers in words too: "between one and two hours")
             continue
         if _is_year(low) and _is_year(high) and _time_columns(reading.table):
             continue  # "between 2005 and 2007": years, read with the dates
@@ -38,11 +39,13 @@ def read_number_ranges(reading: _Reading, find_column: FindColumn, in_unit: InUn
                                        index))
         reading.filters.append(_Filter(column, "<=", (in_unit(reading, column, high.number, unit_at),), "number",
                                        index))
-        # (a number that is also some text column's value: a plane model "60")
-        for number in (index + 1, index + 3):
-            mention = reading.mention_at(number)
-            if mention is not None:
+        # (a number that is also some text column's value: a plane model "60"; the unit after the range, which
+        # would name the one column in that unit, "hours" the time zone's offset)
+        for at in (index + 1, index + 3, *((unit_at,) if unit_named(reading.norm(unit_at)) else ())):
+            mention = reading.mention_at(at)
+            if mention is not None and mention.start == at:
                 reading.mentions.remove(mention)
+                reading.used.update(range(mention.start, mention.end))
         reading.used.update(range(index, index + 4))
         for words in _ENDS:
             at = next((i for i in range(index + 4, min(len(tokens), index + 10))

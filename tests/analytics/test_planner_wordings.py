@@ -387,6 +387,17 @@ def test_two_periods_set_against_each_other(data: duckdb.DuckDBPyConnection, que
     assert [row[:1] for row in ask(data, question)] == [(pytest.approx(expected),)]
 
 
+def test_a_condition_said_as_the_plural_of_its_rows_compares_how_many_each_group_has(
+        data: duckdb.DuckDBPyConnection) -> None:
+    # Bergen has two full holds, Oslo one
+    full = Term("full hold", "A voyage whose hold was full, that is voyages whose full_hold = true.",
+                ("full holds",))
+    made = plan_question("Did Bergen have more full holds than Oslo?", [VOYAGES, VESSELS], [full],
+                         values_of=lambda _, column: VALUES.get(column, []), relationships=HULLS)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(True, 2, 1)], made.sql
+
+
 def test_a_yes_or_no_comparison_shows_each_groups_figure_beside_the_answer(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("Was the average distance of voyages from Bergen higher than from Tromso?")
     rows = data.execute(made.sql).fetchall()

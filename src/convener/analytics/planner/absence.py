@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from convener.analytics.planner.catalog import _common, _Mention, _table_words
 from convener.analytics.planner.joined_rows import joined_rows_key
-from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.planner.state import _Filter, _note_term, _Reading, listed_at
 from convener.analytics.planner.vocabulary import DONE_NOT
 from convener.analytics.shapes import BOOLEAN, STRING
 
@@ -74,6 +74,8 @@ def read_absence(reading: _Reading) -> None:
                 _note_term(reading, mention)
         reading.absent.extend(found)
         reading.used.update(said)
+        if not reading.keys and len(reading.shown) == 1:
+            reading.keys, reading.shown = reading.shown, []  # the values listed are groups, each lacking it
         return
 
 
@@ -89,15 +91,17 @@ def _said_positively(reading: _Reading, denied: list[_Filter], before: int) -> b
 
 
 def _asks_which_column(reading: _Reading) -> bool:
-    """Whether the question asks which values of a text column ("which carriers", "what islands")."""
-    for index, token in enumerate(reading.tokens[:-1]):
-        if token.norm in ("which", "what"):
-            mention = reading.mention_at(index + 1)
-            if mention is None and joined_rows_key(reading, index + 1) is not None:
-                return True  # "which airlines never …" of flights: the airlines, by the flights' key to them
-            return mention is not None and not mention.is_value and mention.start == index + 1 \
-                and reading.column(mention.target.column).type == STRING
-    return False
+    """Whether the question asks which values of a text column ("which carriers", "what islands", "list the
+    destinations", or a question that is the values alone: "destinations served from JFK but not from LGA")."""
+    index = listed_at(reading)
+    mention = reading.mention_at(index)
+    if mention is None and joined_rows_key(reading, index) is not None:
+        return True  # "which airlines never …" of flights: the airlines, by the flights' key to them
+    if mention is None and index in reading.used and len(reading.shown) == 1 \
+            and reading.column(reading.shown[0]).type == STRING:
+        return True  # "list the destinations served from …": read as the one column shown
+    return mention is not None and not mention.is_value and mention.start == index \
+        and reading.column(mention.target.column).type == STRING
 
 
 def _key_of(reading: _Reading, column: str) -> str:

@@ -13,7 +13,7 @@ from convener.analytics.planner.dimensions import _dimension, _measured_columns
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.planner.units import UNIT_NAMES, described_in
 from convener.analytics.planner.vocabulary import AUXILIARIES, AVG
-from convener.analytics.shapes import NUMBER_TYPES
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES
 from convener.analytics.wording import phrase, stem
 
 _HIGHER = frozenset({"greater", "higher", "more", "larger", "bigger", "later", "longer", "heavier", "further",
@@ -94,12 +94,16 @@ def _check_one_difference(reading: _Reading, than: int, column: str) -> None:
 
 def _rows_after(reading: _Reading, index: int) -> int | None:
     """Where the rows' noun stands at ``index``, past a condition said of them ("more cancelled flights",
-    the condition's words ending with the noun or before it); None where it does not."""
+    the condition's words ending with the noun or before it), or a condition said as a plural of the rows that meet
+    it ("more cancellations"); None where it does not."""
     words = _table_words(reading.base)
     mention = reading.mention_at(index)
     if mention is not None and mention.is_value and mention.start == index:
-        if reading.tokens[mention.end - 1].stem in words:
+        last = reading.tokens[mention.end - 1]
+        if last.stem in words:
             return mention.end - 1
+        if reading.column(mention.target.column).type == BOOLEAN and last.norm != last.stem and last.kind == "word":
+            return mention.end - 1  # "more cancellations", "fewer late arrivals": a condition's rows, as a plural
         index = mention.end
     if index < len(reading.tokens) and reading.free(index) and reading.tokens[index].stem in words:
         return index

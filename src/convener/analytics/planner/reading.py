@@ -32,6 +32,7 @@ from convener.analytics.planner.state import (
     _Reading,
     _Scope,
     groups_set_against,
+    listed_at,
 )
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
@@ -1265,20 +1266,21 @@ def _read_which_column(reading: _Reading) -> None:
     ("which carriers have more than 300 flights") they are the groups."""
     if reading.top is not None or reading.direction is not None or reading.keys or reading.shown:
         return
-    for index, token in enumerate(reading.tokens[:-1]):
-        if token.norm not in ("which", "what"):
-            continue
-        if read_which_joined_rows(reading, index):
-            return
-        mention = reading.mention_at(index + 1)
-        if mention is None or mention.is_value or mention.start != index + 1 or mention not in reading.mentions \
-                or reading.column(mention.target.column).type != STRING:
-            return
-        (reading.keys if reading.group_conditions or reading.absent else reading.shown).append(mention.target.column)
-        reading.mentions.remove(mention)
-        reading.used.update(range(index, mention.end))
-        _note_term(reading, mention)
+    at = listed_at(reading)
+    asked = reading.norm(at - 1) in ("which", "what")
+    if asked and read_which_joined_rows(reading, at - 1):
         return
+    mention = reading.mention_at(at)
+    if mention is None or mention.is_value or mention.start != at or mention not in reading.mentions \
+            or reading.column(mention.target.column).type != STRING:
+        return
+    last = reading.tokens[mention.end - 1]
+    if not asked and (last.norm == last.stem or not reading.absent):
+        return  # ("destinations served from JFK but not from LGA": the values, said as a plural, that lack some)
+    (reading.keys if reading.group_conditions or reading.absent else reading.shown).append(mention.target.column)
+    reading.mentions.remove(mention)
+    reading.used.update(range(at - 1 if asked else at, mention.end))
+    _note_term(reading, mention)
 
 
 def _asks_for_row(reading: _Reading, table_words: set[str]) -> bool:

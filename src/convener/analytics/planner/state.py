@@ -229,3 +229,19 @@ def groups_set_against(reading: _Reading) -> bool:
     """Whether the question names two values of one column ("Biscoe or Dream", "B6 vs EV"): groups to compare."""
     valued = [mention.target.column for mention in reading.mentions if mention.is_value]
     return any(valued.count(column) > 1 for column in valued)
+
+
+_LISTING = frozenset({"list", "show", "name", "give", "find"})
+_ARTICLES = frozenset({"the", "all", "every", "me", "us"})
+
+
+def listed_at(reading: _Reading) -> int:
+    """Where the words naming what the question lists stand: after its first "which" or "what", else after a verb
+    of listing that opens it ("list the destinations …"), else at its first word ("destinations served from …")."""
+    asked = next((index for index, token in enumerate(reading.tokens[:-1]) if token.norm in ("which", "what")), None)
+    if asked is not None:
+        return asked + 1
+    index = 1 if reading.norm(0) in _LISTING else 0
+    while index and reading.norm(index) in _ARTICLES:
+        index += 1
+    return index

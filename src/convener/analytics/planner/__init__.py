@@ -152,9 +152,10 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
         # (full name)")
         unaccounted = (*unaccounted, *(name for name in reading.shown if name not in unaccounted
                                        and name not in reading.keys))
-    query, name, explanation = _BUILDERS[shape](reading, dialect)
-    # A condition said twice ("ahead of schedule (negative arrival delay)") is one condition.
+    # A condition said twice ("ahead of schedule (negative arrival delay)", "on time or early (arr_delay <= 0)")
+    # is one condition.
     reading.filters = list({replace(f, start=-1): f for f in reading.filters}.values())
+    query, name, explanation = _BUILDERS[shape](reading, dialect)
     listed = count_listed_conditions(reading, query, dialect)
     counted = [*listed, *(count_named_conditions(reading, query, dialect)
                           or count_conditions_in_groups(reading, query, dialect))]

@@ -36,8 +36,9 @@ def read_column_list(reading: _Reading) -> None:
             index += 1
             continue
         introducer = _introducer(reading, index)
-        if introducer is None or (len(items) < 2 and introducer in ("verb", "with", "sentence")):
-            index = end
+        if introducer is None or (len(items) < 2 and introducer in ("verb", "with", "sentence")) \
+                or len(items) == 1 and not _ends_there(reading, end):
+            index = end  # (one column with more said of it, "(arr_delay <= 0)", is no list of columns)
             continue
         glossed = _glossed(reading, index, items)
         if glossed:
@@ -66,6 +67,11 @@ def read_column_list(reading: _Reading) -> None:
         reading.shown_whole = introducer in ("with", "with their") and not any(
             identifies_rows(reading.base, column) or named_as_rows(reading.base, column) for column in reading.shown)
         return
+
+
+def _ends_there(reading: _Reading, end: int) -> bool:
+    """Whether what is said ends before ``end``: the question's end, or punctuation that closes a part of it."""
+    return end >= len(reading.tokens) or any(mark in reading.gap(end) for mark in ").?,;:!")
 
 
 def asked_of_joined_rows(reading: _Reading, columns: list[str]) -> bool:
@@ -253,8 +259,8 @@ def identifies_rows(table: TableInfo, name: str) -> bool:
 def _glossed(reading: _Reading, index: int, items: list[tuple[str, range]]) -> list[int]:
     """"a nitrogen isotope (delta 15N) reading": one column in parentheses right after words its name or
     description uses restates them, as a gloss; it is no list of columns to show. Returns those words."""
-    if len(items) != 1 or "(" not in reading.gap(index):
-        return []
+    if len(items) != 1 or "(" not in reading.gap(index) or not _ends_there(reading, items[0][1].stop):
+        return []  # (a column in parentheses with more after it, "(arr_delay <= 0)", is a condition, no gloss)
     column = reading.table.column(items[0][0])
     if column is None:
         return []

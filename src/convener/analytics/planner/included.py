@@ -1,0 +1,36 @@
+"""Conditions a question says are to be kept among the rows, not to pick them: "all flights from JFK, cancelled
+ones included", "total distance, including the cancelled flights". The rows meeting the condition are counted
+with every other; as a condition they would be the only ones counted."""
+
+from __future__ import annotations
+
+from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.state import _note_term, _Reading
+from convener.analytics.shapes import BOOLEAN
+
+_INCLUDING = frozenset({"including", "incl", "even"})
+_INCLUDED = frozenset({"included", "too"})
+_BETWEEN = frozenset({"the", "all", "any", "ones", "those"})
+
+
+def read_included(reading: _Reading) -> None:
+    """A true/false condition right after "including" (or "even"), or right before "included" (past "ones" or
+    the rows' noun), picks no rows: its words are read and it is dropped."""
+    rows = _table_words(reading.base)
+    for mention in [m for m in reading.mentions if m.is_value and reading.column(m.target.column).type == BOOLEAN]:
+        before = mention.start - 1
+        while before >= 0 and reading.norm(before) in _BETWEEN and reading.free(before):
+            before -= 1
+        after = mention.end
+        while after < len(reading.tokens) and reading.free(after) \
+                and (reading.norm(after) in _BETWEEN or reading.tokens[after].stem in rows):
+            after += 1
+        if before >= 0 and reading.norm(before) in _INCLUDING and reading.free(before):
+            said = range(before, after if after > mention.end and reading.norm(after - 1) == "ones" else mention.end)
+        elif reading.norm(after) in _INCLUDED and reading.free(after):
+            said = range(mention.start, after + 1)
+        else:
+            continue
+        reading.mentions.remove(mention)
+        reading.used.update(said)
+        _note_term(reading, mention)

@@ -90,11 +90,19 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             if norm(index - 3) == "from":
                 span.insert(0, index - 3)
         if span and not used.intersection(span):
-            # "for every month except December": all of them but one, taken together, no period of each
-            if norm(index - 1) != "every" or not excepting(tokens, index + 1):
+            # "for every month except December": all of them but one, taken together, no period of each (said
+            # first, "For every month except December, what …", it is asked of each)
+            if norm(index - 1) != "every" or not excepting(tokens, index + 1) \
+                    or asked_of_each(tokens, span[0], index + 1):
                 unit = "month" if token.norm == "time" else _BUCKETS[token.norm]
             used.update(span)
     return unit, used
+
+
+def asked_of_each(tokens: list[Token], start: int, after: int) -> bool:
+    """Whether "for every <group> except …" opens the question at ``start`` and a question word follows a few
+    words ``after`` it ("For every species except Gentoo, what's the average …": asked of each species)."""
+    return start == 0 and any(token.norm in ("what", "whats", "how", "which") for token in tokens[after:after + 4])
 
 
 def excepting(tokens: list[Token], index: int) -> bool:

@@ -21,7 +21,7 @@ from convener.analytics.planner.catalog import (
     named_as_rows,
 )
 from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_hour_of
-from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns, excepting
+from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns, asked_of_each, excepting
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
     _Filter,
@@ -991,9 +991,10 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
             index = after
             continue
         if mention and not mention.is_value and mention.start == after and marker[-1] == "every" \
-                and excepting(reading.tokens, mention.end):
+                and excepting(reading.tokens, mention.end) and not asked_of_each(reading.tokens, index, mention.end):
             # "the average body mass of penguins from every island except Biscoe": all of them but one, taken
-            # together (each of them is "each island other than …")
+            # together (each of them is "each island other than …", or "for every species except Gentoo, what's
+            # …": said first, set off by a comma, what follows is asked of each)
             reading.used.update(range(index, mention.end))
             reading.mentions.remove(mention)
             index = mention.end

@@ -62,6 +62,7 @@ def test_a_true_false_columns_two_values_set_against_each_other_are_its_groups(
 @pytest.mark.parametrize(("question", "expected"), [
     ("How many nests have hatched set to false?", [(2,)]),
     ("percentage of nests per island where hatched is false", [("North", 50.0), ("South", 50.0)]),
+    ("How many nests were flagged as hatched?", [(2,)]),  # (the marking said with the condition)
 ])
 def test_a_true_false_column_named_false_after_a_verb(data: duckdb.DuckDBPyConnection, question: str,
                                                      expected: list[tuple[object, ...]]) -> None:
@@ -249,6 +250,29 @@ def test_clock_times(trains: duckdb.DuckDBPyConnection, question: str, expected:
     made = plan_question(question, [TRAINS])
     assert trains.execute(made.sql).fetchall() == [(expected,)], made.sql
     assert not made.unaccounted
+
+
+DATED_TRAINS = TableInfo("trains", (*TRAINS.columns, ColumnInfo("run_date", "DATE", "Date of the run")),
+                         description="One row per train.")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which train was scheduled to leave first on May 2, 2024? Give its id and scheduled departure.", [(3, 545)]),
+    ("Which train departed last on May 1, 2024?", [(2,)]),
+])
+def test_first_or_last_of_one_day_is_by_the_time_of_day(question: str, expected: list[tuple[object, ...]]) -> None:
+    connection = duckdb.connect()
+    try:
+        connection.execute("CREATE TABLE trains (train_id INTEGER, sched_dep INTEGER, dep INTEGER, sched_arr INTEGER, "
+                           "run_date DATE)")
+        connection.execute("INSERT INTO trains VALUES (1, 900, 905, 1000, '2024-05-01'), "
+                           "(2, 1230, 1300, 1400, '2024-05-01'), (3, 545, 700, 800, '2024-05-02'), "
+                           "(4, 2215, 2300, 2359, '2024-05-02')")
+        made = plan_question(question, [DATED_TRAINS])
+        assert not made.unaccounted, made
+        assert [row[:len(expected[0])] for row in connection.execute(made.sql).fetchall()] == expected, made.sql
+    finally:
+        connection.close()
 
 
 def test_a_clock_time_of_no_telling_which_column_is_refused() -> None:

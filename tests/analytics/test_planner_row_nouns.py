@@ -76,3 +76,17 @@ def test_a_word_two_columns_share_followed_by_its_description_names_the_one_writ
         cabs: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[object, ...]]) -> None:
     made = plan_question(question, [CABS], values_of=lambda _, column: SEATS.get(column, []))
     assert sorted(cabs.execute(made.sql).fetchall()) == expected
+
+
+GULLS = TableInfo("gulls", (ColumnInfo("ring", "STRING", "Ring code of the gull"),
+                            ColumnInfo("colony", "STRING", "Colony the gull nests in"),
+                            ColumnInfo("wing_mm", "INTEGER", "Wing length in millimetres")),
+                  description="Herring gulls ringed on the coast: one row per gull.")
+
+
+@pytest.mark.parametrize("question", ["How many birds have a wing length over 400 mm?",
+                                      "How many animals have a wing length over 400 mm?"])
+def test_the_kind_the_rows_are_of_names_them(question: str) -> None:
+    made = plan_question(question, [GULLS], values_of=lambda _, column: [])
+    assert not made.unaccounted, made
+    assert made.sql == 'SELECT COUNT(*) AS "number_of_gulls" FROM "gulls" WHERE "wing_mm" > 400', made.sql

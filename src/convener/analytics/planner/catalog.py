@@ -20,6 +20,7 @@ from convener.analytics.planner.fronted import fronted_spans
 from convener.analytics.planner.described import described_initials, described_spans, unsaid_spans, what_it_is_spans
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
+    KINDS,
     _ADJECTIVE_SUFFIXES,
     _PARTING,
     _AGG_WORDS,
@@ -850,8 +851,12 @@ def _table_words(table: TableInfo) -> set[str]:
     for synonym in table.synonyms:
         words |= set(split_identifier(synonym).lower().split())
     columns = {word for column in table.columns for word in phrase(column.name)}
-    return _forms([stem(word) for word in words] + list(words)) | _row_nouns(table.description or "") \
+    found = _forms([stem(word) for word in words] + list(words)) | _row_nouns(table.description or "") \
         | _named_again(table.description or "", {stem(word) for word in words}) - columns
+    # ("birds" for penguins, and "animals": the kinds the rows are of)
+    for _ in range(2):
+        found |= _forms([kind for kind, things in KINDS.items() if things & found]) - columns
+    return found
 
 
 def _named_again(description: str, named: set[str]) -> set[str]:

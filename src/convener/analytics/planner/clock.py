@@ -195,3 +195,32 @@ def _read_about(reading: _Reading, column: ColumnInfo) -> None:
         if reading.free(index) and any(token.norm in words and stem(concept) in described
                                        for concept, words in _CONCEPTS.items()):
             reading.used.add(index)
+
+
+_DOING = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})
+
+
+def read_first_of_a_day(reading: _Reading) -> bool:
+    """"Which flight was scheduled to leave first on New Year's Day 2013?": of one day's rows, the one whose time
+    of day (the HHMM column the verb before "first" or "last" names, "scheduled" or not) is least (greatest). A
+    question over more than one day is left to the dates' superlatives."""
+    columns = _clock_columns(reading)
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("first", "last") or not reading.free(index) or reading.norm(index - 1) not in _DOING \
+                or not columns or not _one_day(reading):
+            continue
+        column = _choose_clock_column(reading, columns, index)
+        reading.used.update((index - 1, index))
+        reading.used.update(i for i in (index - 2, index - 3) if reading.norm(i) in ("to", *_CONCEPTS["scheduled"])
+                            and reading.free(i))
+        reading.top = reading.top or 1
+        reading.order_measure = column.name
+        reading.descending = reading.direction = token.norm == "last"
+        return True
+    return False
+
+
+def _one_day(reading: _Reading) -> bool:
+    """Whether the rows are those of one day: a date (or a month and a day of it) the question names."""
+    kinds = {(f.kind, f.op) for f in reading.filters if f.kind in ("date", "month", "day")}
+    return kinds == {("date", "=")} or kinds == {("month", "="), ("day", "=")}

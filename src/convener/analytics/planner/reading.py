@@ -20,7 +20,7 @@ from convener.analytics.planner.catalog import (
     _vocabulary,
     named_as_rows,
 )
-from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_hour_of
+from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_first_of_a_day, read_hour_of
 from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns, asked_of_each, excepting
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
@@ -749,6 +749,9 @@ def _read_truth_words(reading: _Reading) -> None:
     for mention in list(reading.mentions):
         if not mention.is_value or reading.column(mention.target.column).type != BOOLEAN:
             continue
+        marked = mention.start - 1 - (reading.norm(mention.start - 1) == "as")
+        if reading.norm(marked) in _MARKING and all(reading.free(i) for i in range(marked, mention.start)):
+            reading.used.update(range(marked, mention.start))  # "nests flagged as clutch-completed": the condition
         at = mention.end
         # (the verb may have been read as a share's: "percentage of nests where clutch_completion is false")
         while reading.norm(at) in ("is", "was", "=", "equals", "set", "to"):
@@ -774,6 +777,7 @@ def _read_truth_words(reading: _Reading) -> None:
 
 
 _MARKED = frozenset({"marked", "flagged", "labelled", "labeled", "set", "as", "with"})
+_MARKING = frozenset({"marked", "flagged", "labelled", "labeled", "tagged"})
 
 
 def _drop_named_column(reading: _Reading, value: _Mention) -> None:
@@ -2196,6 +2200,8 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     """"the most recent order date", "when was the earliest order" (the greatest or least date), "which
     store is the oldest", "the 3 most recent orders", "the latest order" (the rows latest or earliest in
     time): a superlative of time applies to the time column the question names, else the table's first."""
+    if read_first_of_a_day(reading):
+        return
     found: tuple[list[int], bool] | None = None
     the_date = False
     several = False  # "the last flights of the year": every row of the last date, not one of them

@@ -194,3 +194,14 @@ _AWAY = frozenset({"from", "out", "leaving", "left", "leave", "leaves", "depart"
 _DIRECTION_PREPOSITIONS = frozenset({"to", "into", "at", "toward", "towards", "from", "out"})
 """Words of direction that point only forward ("to San Francisco"), where a verb may follow what it points at
 ("the airport that received")."""
+
+KINDS: dict[str, frozenset[str]] = {
+    "bird": frozenset({"penguin", "gull", "owl", "duck", "goose", "eagle", "sparrow", "parrot", "chicken", "hen",
+                       "pigeon", "swan", "heron", "puffin", "albatross"}),
+    "animal": frozenset({"penguin", "bird", "dog", "cat", "cow", "horse", "sheep", "pig", "goat", "fish", "whale",
+                         "seal", "mouse", "rat", "bear", "deer", "fox", "wolf"}),
+    "aircraft": frozenset({"plane", "airplane", "aeroplane", "jet", "airliner", "helicopter"}),
+    "vehicle": frozenset({"car", "truck", "bus", "van", "bike", "bicycle", "motorcycle", "lorry", "taxi", "cab"}),
+}
+"""Everyday names of a kind for the things of it a table's rows may be ("birds" for penguins): the word for the
+kind names the rows as their own noun does."""

@@ -534,6 +534,25 @@ def _unshown_measures(reading: _Reading, shape: str) -> list[str]:
                               and column not in ranked and not said_again & set(phrase(column))))
 
 
+_ROLES = frozenset({"destination", "destinations", "origin", "origins", "arrivals", "departures",
+                    # what the rows referring to them did there: "the airports flown to"
+                    "flown", "flew", "served", "visited", "reached", "sailed", "travelled", "traveled"})
+
+
+def check_roles_read(reading: _Reading, relationships: Sequence[Relationship]) -> None:
+    """"Of the destinations flown to, which airport has the highest altitude?", read on the airports: the
+    destinations are the airports other rows (the flights) go to, not every airport. A word of that role (or of
+    what those rows did there) on a table others refer to would answer over all its rows: refused rather than
+    answered so."""
+    referring = sorted({r.left_table for r in relationships if r.right_table == reading.base.name})
+    if not referring:
+        return
+    for token in reading.tokens:
+        if token.norm in _ROLES:
+            raise NoPlan(f"'{token.text}' speaks of the {reading.base.name} that rows of {' or '.join(referring)} "
+                         f"refer to; read on {reading.base.name} alone, the answer would take every one of them")
+
+
 def check_counted_keys(reading: _Reading, relationships: Sequence[Relationship]) -> None:
     """"Which 3 planes (tail numbers) flew the most", read on the planes: rows counted per the column other
     tables join them by, their own key, are one each; the count asked for is of the rows that join them (the

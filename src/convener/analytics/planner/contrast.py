@@ -68,8 +68,16 @@ def read_contrast(reading: _Reading) -> None:
         reading.used.update(i for i in range(than + 1, periods[1].start) if reading.norm(i) in _FILLER_AFTER_THAN)
     elif before is not None and after is not None:
         _check_one_difference(reading, than, after.target.column)
-        reading.contrast = (_side(before), _side(after), word in _HIGHER, kind)
-        for mention in (before, after):
+        joined = _joined_values(reading, after)
+        second = _side(after)
+        if joined:
+            # "than out of JFK and LaGuardia combined": the second group is the rows of either
+            values = tuple(dict.fromkeys(value for side in (second, *map(_side, joined)) for value in side.values))
+            second = _Filter(after.target.column, "in", values, "name", after.start)
+            end = joined[-1].end
+            reading.used.update(i for i in range(after.end, end + 1) if reading.norm(i) in _UNION)
+        reading.contrast = (_side(before), second, word in _HIGHER, kind)
+        for mention in (before, after, *joined):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
             _note_term(reading, mention)
@@ -126,6 +134,8 @@ def _form(reading: _Reading, comparative: int) -> tuple[str, list[int]] | None:
             if reading.norm(index + 1) == "much" and reading.norm(index + 2) in ("more", "less"):
                 said.append(index + 2)
             return "difference", said
+    if reading.yes_no:
+        return "whether", [comparative]  # "More trips from SKY than from HAR — true or false?": a statement
     return None
 
 
@@ -174,6 +184,24 @@ def _periods(reading: _Reading) -> dict[int, tuple[_Filter, list[_Filter]]]:
             period = _Filter(low.column, "any of", (low.values[0], high.values[0]), "periods", start)
             found[start] = (period, items)
     return found
+
+
+_UNION = frozenset({"and", "or", "combined", "together", "put"})
+
+
+def _joined_values(reading: _Reading, first: _Mention) -> list[_Mention]:
+    """Values of ``first``'s column said right after it, joined by "and", "or" or commas ("JFK and LaGuardia")."""
+    joined: list[_Mention] = []
+    end = first.end
+    while end < len(reading.tokens):
+        at = end + 1 if reading.norm(end) in ("and", "or") else end if "," in reading.gap(end) else None
+        following = reading.mention_at(at) if at is not None else None
+        if following is None or not following.is_value or following.start != at \
+                or following.target.column != first.target.column:
+            break
+        joined.append(following)
+        end = following.end
+    return joined
 
 
 def _side(mention: _Mention) -> _Filter:

@@ -209,8 +209,8 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 
 
 def _label(item: _Filter, number: int) -> str:
-    """A group's name in a column's alias: the value its condition names ("jfk"), else its place."""
-    said = snake(str(item.values[0])) if len(item.values) == 1 and item.kind in ("value", "name") else ""
+    """A group's name in a column's alias: the values its condition names ("jfk", "jfk_lga"), else its place."""
+    said = "_".join(snake(str(value)) for value in item.values) if item.kind in ("value", "name") else ""
     return said[:30] or str(number)
 
 

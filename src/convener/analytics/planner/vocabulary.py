@@ -13,6 +13,7 @@ _AGG_NAMES = {AVG: "average", SUM: "total", MIN: "minimum", MAX: "maximum", MEDI
 
 _AGG_WORDS = {
     "average": AVG, "avg": AVG, "mean": AVG, "typical": AVG, "typically": AVG, "usual": AVG, "averages": AVG,
+    "averaged": AVG,
     "total": SUM, "sum": SUM, "combined": SUM, "altogether": SUM, "cumulative": SUM,
     "maximum": MAX, "max": MAX, "highest": MAX, "largest": MAX, "biggest": MAX, "greatest": MAX,
     "peak": MAX, "most": MAX, "best": MAX, "top": MAX, "record": MAX,
@@ -127,6 +128,9 @@ _FILLER = frozenset({
     # "destinations served from LGA", "species found on Torgersen", "destinations that received at least 100
     # flights": the rows' being at the place named
     "serve", "serves", "served", "found", "receive", "receives", "received",
+    # "which airport sits at the highest altitude": the rows' being where their measure puts them ("sit" is left
+    # out: as written it may be a code, Sitka's SIT)
+    "sits", "sitting", "located", "situated", "lies",
     # a condition's preface: "restricted to destinations that …", "limited to the Adelies"
     "restricted", "restrict", "limited", "limit",
     # words for the data as a whole and its rows' being in it: "how many flights does the sample contain",

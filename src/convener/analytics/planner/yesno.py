@@ -36,20 +36,31 @@ def read_exists(reading: _Reading, text: str) -> None:
     # "Did United fly to Denver in March 2013?": a question opened by an auxiliary asks yes or no too; it is
     # answered so where what it asks about is rows (the shape decides)
     # ("On Dream, are all penguins Chinstraps?": the auxiliary opening the clause after the comma)
-    reading.yes_no = any(reading.norm(start) in AUXILIARIES and reading.free(start)
-                         for start in _clause_starts(reading, text))
+    # ("More flights from EWR than from JFK — true or false?": a statement whose answer is asked as true or false)
+    form = _answer_form(reading)
+    reading.yes_no = bool(form) or any(reading.norm(start) in AUXILIARIES and reading.free(start)
+                                       for start in _clause_starts(reading, text))
     if reading.yes_no:
-        reading.used.update(_answer_form(reading))
+        reading.used.update(form)
+
+
+_ANSWERS = (("yes", "no"), ("true", "false"))
 
 
 def _answer_form(reading: _Reading) -> list[int]:
-    """"… more than 5 hours late? yes or no", "(yes/no)": the answer's form, said after a question that asks
-    whether; the words name no condition."""
+    """"… more than 5 hours late? yes or no", "(yes/no)", "true or false", "is it true that …": the answer's form,
+    said with a question that asks whether; the words name no condition."""
+    said: list[int] = []
+    if [reading.norm(i) for i in range(3)] == ["is", "it", "true"] and reading.norm(3) == "that" \
+            and all(reading.free(i) for i in range(4)):
+        said = [1, 2, 3]  # ("is" opens the question: read with it)
     for index in range(len(reading.tokens) - 1):
-        said = [index, index + 1, index + 2] if reading.norm(index + 1) == "or" else [index, index + 1]
-        if reading.norm(index) == "yes" and reading.norm(said[-1]) == "no" and all(reading.free(i) for i in said):
-            return said
-    return []
+        words = [index, index + 1, index + 2] if reading.norm(index + 1) == "or" else [index, index + 1]
+        # ("hatched true or false" names a column's two values: the answer's form is set apart, "— true or false?")
+        apart = reading.norm(index) == "yes" or index > 0 and any(mark in reading.gap(index) for mark in "?.,:;(—–-")
+        if (reading.norm(index), reading.norm(words[-1])) in _ANSWERS and apart and all(reading.free(i) for i in words):
+            return said + words
+    return said
 
 
 def _asks_whether(reading: _Reading, start: int) -> list[int]:

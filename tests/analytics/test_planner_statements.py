@@ -1,0 +1,82 @@
+"""Questions said as statements to judge ("… — true or false?", "is it true that …"), a group compared with
+several values taken together ("than out of HAR and NTH combined"), verbs of being somewhere ("sits"), "averaged",
+and the rows other rows refer to by a role ("the destinations") left unread: on a small schema of ferry trips
+and the ports they sail between, every table queryable as the pipeline offers them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import NoPlan, Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+TRIPS = TableInfo("trips", (
+    ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
+    ColumnInfo("operator", "STRING", "Company that ran the trip"),
+    ColumnInfo("start_port", "STRING", "Port the trip left from"),
+    ColumnInfo("end_port", "STRING", "Destination port of the trip"),
+    ColumnInfo("delay", "INTEGER", "Minutes the trip left after its scheduled time"),
+), description="Ferry trips: one row per trip.")
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Port name"),
+                            ColumnInfo("depth", "INTEGER", "Depth of the harbour in metres")),
+                  description="Ports: one row per port.")
+RELATIONSHIPS = (Relationship("trips", ("start_port",), "ports", ("code",)),
+                 Relationship("trips", ("end_port",), "ports", ("code",)))
+VALUES = {("trips", "operator"): ["Northwind", "Islander"], ("trips", "start_port"): ["HAR", "NTH", "SKY"],
+          ("trips", "end_port"): ["HAR", "NTH", "SKY"], ("ports", "code"): ["HAR", "NTH", "SKY", "MOR"],
+          ("ports", "name"): ["Harbourton", "Northwick", "Skye", "Morven"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE trips (trip_id INTEGER, operator VARCHAR, start_port VARCHAR, end_port VARCHAR, delay INTEGER)",
+        "CREATE TABLE ports (code VARCHAR, name VARCHAR, depth INTEGER)",
+        "INSERT INTO trips VALUES (1, 'Northwind', 'SKY', 'HAR', 10), (2, 'Northwind', 'SKY', 'NTH', 20), "
+        "(3, 'Northwind', 'SKY', 'HAR', 30), (4, 'Northwind', 'HAR', 'SKY', 0), (5, 'Islander', 'NTH', 'SKY', 5)",
+        "INSERT INTO ports VALUES ('HAR', 'Harbourton', 8), ('NTH', 'Northwick', 5), ('SKY', 'Skye', 6), "
+        "('MOR', 'Morven', 20)")
+
+
+def plan(question: str) -> object:
+    return plan_question(question, [TRIPS, PORTS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=RELATIONSHIPS)
+
+
+def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    made = plan_question(question, [TRIPS, PORTS], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=RELATIONSHIPS)
+    assert not made.unaccounted, made
+    return data.execute(made.sql).fetchall()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("More trips from SKY than from HAR — true or false?", True),
+    ("Is it true that Northwind ran more trips out of SKY than out of HAR and NTH combined?", True),
+    ("Did Northwind have more trips from HAR than from SKY and NTH together? true/false", False),
+])
+def test_a_statement_to_judge_is_a_yes_or_no(data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question)[0][0] is expected
+
+
+def test_a_group_of_several_values_is_counted_together(data: duckdb.DuckDBPyConnection) -> None:
+    # Northwind: 3 trips out of SKY, 1 out of HAR and NTH together
+    assert answer(data, "Did Northwind have more trips from SKY than from HAR and NTH combined?") == [(True, 3, 1)]
+
+
+def test_averaged_is_an_average(data: duckdb.DuckDBPyConnection) -> None:
+    assert sorted(answer(data, "delay averaged per operator")) == [("Islander", 5.0), ("Northwind", 15.0)]
+
+
+def test_a_port_that_sits_deepest(data: duckdb.DuckDBPyConnection) -> None:
+    assert [row[:1] for row in answer(data, "Which port sits at the greatest depth?")] == [("MOR",)]
+
+
+def test_the_rows_others_refer_to_by_a_role_left_unread_are_refused() -> None:
+    # Morven is deepest, but no trip goes there: "the destinations" are not every port
+    with pytest.raises(NoPlan, match="destinations"):
+        plan("Of the destinations, which port has the greatest depth?")

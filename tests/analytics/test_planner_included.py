@@ -53,3 +53,17 @@ def test_a_condition_said_again_in_parentheses_is_one_condition(data: duckdb.Duc
                                                                 question: str) -> None:
     # of the three trips from HAR, one arrived early (the cancelled one has no delay)
     assert answer(data, question) == [(pytest.approx(100 / 3),)]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What portion of HAR trips were cancelled? Percent please.", [(pytest.approx(100 / 3),)]),
+    ("What proportion (percent) of the trips were cancelled?", [(25.0,)]),
+    ("Of the HAR trips, what proportion (percent) were cancelled?", [(pytest.approx(100 / 3),)]),
+])
+def test_a_portion_and_a_unit_in_parentheses_are_a_share(data: duckdb.DuckDBPyConnection, question: str,
+                                                         expected: list[tuple[object, ...]]) -> None:
+    assert answer(data, question) == expected
+
+
+def test_which_single_is_which(data: duckdb.DuckDBPyConnection) -> None:
+    assert [row[0] for row in answer(data, "Which single trip sailed the most miles?")] == [4]

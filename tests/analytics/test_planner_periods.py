@@ -126,8 +126,16 @@ LATE = Term("late arrival", "A flight that arrived more than 15 minutes late, th
 
 def test_a_condition_defined_on_one_end_of_the_trip_is_not_read_of_the_other(data: duckdb.DuckDBPyConnection) -> None:
     assert data.execute(plan_question("How many flights arrived late?", [FLIGHTS], [LATE]).sql).fetchall() == [(4,)]
+    # said of the other end with no amount: that end's delay above zero (at most zero, denied), not the glossary's
+    for question, expected in (("How many flights departed late?", 5), ("How many flights didn't leave late?", 2),
+                               ("How many flights weren't late leaving?", 2)):
+        made = plan_question(question, [FLIGHTS], [LATE])
+        assert not made.unaccounted and "arr_delay" not in made.sql, made
+        assert data.execute(made.sql).fetchall() == [(expected,)], made.sql
+    # with an amount it is that amount ("more than 2 hours late leaving"); asked how late, no condition at all
+    assert '"dep_delay" > 120' in plan_question("Was any flight more than 2 hours late leaving?", [FLIGHTS], [LATE]).sql
     with pytest.raises(NoPlan):
-        plan_question("How many flights departed late?", [FLIGHTS], [LATE])
+        plan_question("List the flights and how late they left", [FLIGHTS], [LATE])
 
 
 def test_any_before_the_rows_noun_speaks_of_the_rows(data: duckdb.DuckDBPyConnection) -> None:

@@ -23,6 +23,7 @@ from convener.analytics.planner.vocabulary import (
     KINDS,
     _ADJECTIVE_SUFFIXES,
     _PARTING,
+    _SHARE_WORDS,
     _AGG_WORDS,
     _AGG_WORDS_PLAIN,
     _BUCKETS,
@@ -272,6 +273,9 @@ class _Catalog:
                 spans = what_it_is_spans(tokens, content, keys.column.description, phrase(keys.column.name),
                                          self.text)
                 found.extend(_Candidate(start, end, target, 2.5, "what it is") for start, end in spans)
+        # "what portion of …" asks a share, of no column whose name it starts with ("port")
+        found = [c for c in found if not (c.source in ("name", "partial") and tokens[c.start].norm in _SHARE_WORDS
+                                          and tokens[c.start].norm not in phrase(c.target.column))]
         # what a description says a column is gives way to a column's name said in the same words
         # ("manufacturing jobs": the manufacturing column, though two others are described as such jobs)
         named_at = {i for c in found if c.source == "name" for i in range(c.start, c.end)}

@@ -47,11 +47,13 @@ def _delay_columns(reading: _Reading) -> list[ColumnInfo]:
 def check_condition_ends(reading: _Reading) -> None:
     """"What percentage of flights departed late" where the glossary's "late" is an arrival more than 15
     minutes late: a condition on the delay of one end of the trip, said of the other end's verb, is not
-    that condition; answering with it would answer another question."""
+    that condition. Said with no amount ("left late", "didn't leave late"), it is that end's delay above zero
+    (at most zero, denied), when its description says early is negative; else it is refused, as answering with
+    the condition would answer another question."""
     if reading.scope is None:
         return
     delays = {column.name: _direction_of(column) for column in _delay_columns(reading)}
-    for mention in reading.mentions:
+    for mention in list(reading.mentions):
         condition = reading.scope.virtual.get(mention.target.column)
         if not mention.is_value or condition is None:
             continue
@@ -63,9 +65,30 @@ def check_condition_ends(reading: _Reading) -> None:
             word = reading.norm(index)
             said = None if word not in TRIP_END_WORDS else "toward" if word in _TOWARD else "away" if word in _AWAY \
                 else None
-            if said is not None and said not in ends:
+            if said is None or said in ends:
+                continue
+            other = [name for name, end in delays.items() if end == said
+                     and "negative" in (reading.column(name).description or "").lower()]
+            # (with an amount, "6 hours late leaving", or asked how, "how late they left", it is no condition)
+            amount = reading.norm(mention.start - 1) == "how" or unit_named(reading.norm(mention.start - 1)) is not None
+            if len(other) != 1 or mention.end - mention.start != 1 or reading.norm(mention.start) != "late" or amount:
                 raise NoPlan(f"'{reading.tokens[mention.start].text}' is defined for the other end of the trip "
                              f"than '{reading.tokens[index].text}'")
+            _read_late_at_the_other_end(reading, mention, index, other[0])
+            break
+
+
+def _read_late_at_the_other_end(reading: _Reading, mention: _Mention, verb: int, column: str) -> None:
+    """"left late" of ``column`` (the departure delay): above zero, or at most zero where a negation stands
+    before it ("didn't leave late", "weren't late leaving")."""
+    first = min(mention.start, verb)
+    negation = next((at for at in range(first - 1, max(-1, first - 3), -1)
+                     if reading.norm(at) in _NOT and reading.free(at)), None)
+    reading.mentions.remove(mention)
+    reading.used.update((mention.start, verb))
+    if negation is not None:
+        reading.used.add(negation)
+    reading.filters.append(_Filter(column, "<=" if negation is not None else ">", (0,), "number", mention.start))
 
 
 def read_lateness(reading: _Reading) -> None:

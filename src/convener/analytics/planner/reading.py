@@ -1818,28 +1818,29 @@ def _read_share(reading: _Reading) -> None:
             return  # "the cancellation rate", "cancellation percentage for each carrier"
         if token.norm not in _SHARE_WORDS or not reading.free(index):
             continue
-        if reading.norm(index + 1) != "of":
+        # (a unit in parentheses may stand after the share word: "what proportion (percent) departed …")
+        after = index + 2 if reading.norm(index + 1) in ("percent", "%") and "(" in reading.gap(index + 1) else index + 1
+        if reading.norm(after) != "of":
             # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
             # (the verb may have been read already: with its condition, "what percentage left more than 30 minutes
             # late", or as picking the way to a joined table, "what percentage departed from Newark")
             asked = reading.norm(index - 1) in ("what", "which") \
                 or reading.norm(index - 1) == "many" and reading.norm(index - 2) == "how"  # "how many percent"
-            if token.norm != "ratio" and reading.norm(index + 1) in _SHARE_VERBS \
-                    and (reading.free(index + 1) or index + 1 in reading.used) and asked:
-                reading.used.update((index, index + 1))
+            if token.norm != "ratio" and reading.norm(after) in _SHARE_VERBS and asked:
+                reading.used.update(range(index, after + 1))
                 if reading.norm(index - 1) == "many":
                     reading.used.update((index - 2, index - 1))
-                reading.share_split = index + 1
+                reading.share_split = after
                 _read_share_unit(reading)
             continue
-        reading.used.update((index, index + 1))
+        reading.used.update(range(index, after + 1))
         if token.norm == "ratio":
             _read_ratio(reading, index)
             return
         # a verb read already still splits the share: one that picked the way to a joined table ("departed from
         # Newark"), one read with its condition ("flights arriving more than 15 min late", "left … late")
-        verb = next((i for i in range(index + 2, len(reading.tokens)) if reading.norm(i) in _SHARE_VERBS), None)
-        verb = verb if verb is not None else _verb_after_valued_rows(reading, index + 2)
+        verb = next((i for i in range(after + 1, len(reading.tokens)) if reading.norm(i) in _SHARE_VERBS), None)
+        verb = verb if verb is not None else _verb_after_valued_rows(reading, after + 1)
         if verb is not None and reading.norm(verb) == "with":
             # "what percentage of the penguins with a known sex are female": "with" says which rows the share is
             # of; a verb after it, what it counts
@@ -1905,6 +1906,8 @@ def _read_share_unit(reading: _Reading) -> None:
         start = index - 2 if reading.norm(index - 1) == "a" else index - 1
         if reading.norm(start) in ("in", "as") and all(reading.free(i) for i in range(start, index)):
             reading.used.update(range(start, index + 1))
+        elif "(" in reading.gap(index) and (index + 1 == len(reading.tokens) or ")" in reading.gap(index + 1)):
+            reading.used.add(index)  # "what proportion (percent) departed …", "cancellation rate (percent)"
         elif index == len(reading.tokens) - 1 and index > 0 and reading.tokens[index - 1].kind == "word":
             reading.used.add(index)  # the last word: "… are Chinstrap (percent)?"
         else:

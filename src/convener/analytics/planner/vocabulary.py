@@ -159,7 +159,7 @@ _TIME_LOW = frozenset({"earliest", "oldest", "first"})
 """Superlatives of time: the latest row or date is the greatest, the oldest the least. "recent" and "first"
 /"last" count only as "most recent" and "the first"/"the last" (else "first 5" is a ranking)."""
 
-_SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "ratio", "%"})
+_SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "portion", "fraction", "ratio", "%"})
 _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did", "do", "does", "came",
                           "come", "got", "that", "which", "who", "with", "went", "left", "flew", "arrived",
                           "departed", "landed", "ended", "became", "made", "happened", "occurred", "fell",

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from convener.analytics.planner import NoPlan, Relationship, plan_question
+from convener.analytics.planner import NoPlan, Relationship, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import database
 
@@ -80,3 +80,49 @@ def test_the_rows_others_refer_to_by_a_role_left_unread_are_refused() -> None:
     # Morven is deepest, but no trip goes there: "the destinations" are not every port
     with pytest.raises(NoPlan, match="destinations"):
         plan("Of the destinations, which port has the greatest depth?")
+
+
+LEGS = TableInfo("legs", (
+    ColumnInfo("leg_id", "INTEGER", "Identifier of the leg"),
+    ColumnInfo("origin", "STRING", "Port the leg left from"),
+    ColumnInfo("dest", "STRING", "Destination port of the leg"),
+    ColumnInfo("arr_time", "INTEGER", "Arrival time, as HHMM"),
+    ColumnInfo("arr_delay", "INTEGER", "Arrival delay in minutes (negative when early)"),
+    ColumnInfo("dep_delay", "INTEGER", "Departure delay in minutes (negative when early)"),
+    ColumnInfo("sea_time", "INTEGER", "Minutes at sea"),
+), description="Ferry legs: one row per leg.")
+GAIN = Term("time made up", "Minutes a leg gained at sea: dep_delay - arr_delay, from the legs table.",
+            ("gain", "minutes made up"))
+LEG_VALUES = {"origin": ["HAR", "NTH"], "dest": ["HAR", "NTH", "SKY"]}
+
+
+@pytest.fixture(scope="module")
+def legs() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE legs (leg_id INTEGER, origin VARCHAR, dest VARCHAR, arr_time INTEGER, arr_delay INTEGER, "
+        "dep_delay INTEGER, sea_time INTEGER)",
+        "INSERT INTO legs VALUES (1, 'HAR', 'SKY', 900, 5, 10, 60), (2, 'HAR', 'NTH', 1000, -2, 0, 30), "
+        "(3, 'NTH', 'SKY', 1100, 20, 15, 45)")
+
+
+def ask_legs(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    made = plan_question(question, [LEGS], [GAIN], values_of=lambda _, column: LEG_VALUES.get(column, []))
+    assert not made.unaccounted, made
+    return sorted(data.execute(made.sql).fetchall())
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # "arrival port" is where the legs went, none of the columns whose names start with "arr"
+    ("Number of legs per arrival port", [("NTH", 1), ("SKY", 2)]),
+    ("Average sea time by departure port", [("HAR", 45.0), ("NTH", 45.0)]),
+    # "a HAR departure": a leg that left HAR, the place said before it
+    ("worst arrival delay for a HAR departure?", [(5,)]),
+])
+def test_a_noun_of_a_role_names_the_place_of_that_role(legs: duckdb.DuckDBPyConnection, question: str,
+                                                       expected: list[tuple[object, ...]]) -> None:
+    assert ask_legs(legs, question) == expected
+
+
+def test_a_place_the_terms_description_says_after_its_label_is_the_terms(legs: duckdb.DuckDBPyConnection) -> None:
+    # "at sea" is where the term's minutes were gained, not the column sea_time
+    assert ask_legs(legs, "In total, how many minutes did HAR legs gain at sea?") == [(7,)]

@@ -60,7 +60,7 @@ from convener.analytics.planner.checks import (
     without_intensifiers,
 )
 from convener.analytics.planner.dates import _read_buckets
-from convener.analytics.planner.fronted import fronted_spans
+from convener.analytics.planner.fronted import fronted_spans, places_after_labels
 from convener.analytics.planner.guesses import guessed, read_guesses, read_joined_values, read_periods
 from convener.analytics.planner.held import check_periods_held
 from convener.analytics.planner.implied import implied_relationships
@@ -118,6 +118,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     # "how much time did flights make up in the air": the verb is the term's, read with its noun
     used |= {at for term in terms for _, verb in fronted_spans(tokens, question, (term.name, *term.labels),
                                                                term.description) for at in verb}
+    used |= {at for term in terms for at in places_after_labels(tokens, (term.name, *term.labels), term.description)}
     used |= parenthesised(tokens, question, catalog.candidates(tokens, used))
     # A table reached by several relationships (flights to airports by origin and by dest) is joined only
     # when the question's words pick one: else its phrases do not make the question about the other table.

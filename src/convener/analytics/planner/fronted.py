@@ -59,6 +59,16 @@ def fronted_spans(tokens: Sequence[Token], text: str, labels: Iterable[str],
     return found
 
 
+def places_after_labels(tokens: Sequence[Token], labels: Iterable[str], description: str) -> set[int]:
+    """"how many minutes did JFK flights gain in the air", the term being "minutes a flight gained in the air"
+    and "gain" one of its labels: the place said right after a one-word label, which the description says too,
+    is the term's (no column of its own, as "air" would be of air_time)."""
+    described = set(phrase(description))
+    said = {stem(label.lower()) for label in labels if len(label.split()) == 1}
+    return {at for index, token in enumerate(tokens) if token.stem in said
+            for at in _described_place(tokens, index + 1, described)}
+
+
 def _described_place(tokens: Sequence[Token], start: int, described: set[str]) -> tuple[int, ...]:
     """"in the air" at ``start`` when the description says its noun: the preposition, article and noun."""
     if start + 2 < len(tokens) and tokens[start].norm in ("in", "on", "at") and tokens[start + 1].norm == "the" \

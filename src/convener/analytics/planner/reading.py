@@ -47,6 +47,7 @@ from convener.analytics.planner.dimensions import (
 )
 from convener.analytics.planner.grouping import passive, read_joined_key
 from convener.analytics.planner.included import read_included
+from convener.analytics.planner.roles import read_role_nouns
 from convener.analytics.planner.joined_rows import joined_name_column, joined_rows_key, read_which_joined_rows
 from convener.analytics.planner.lateness import check_condition_ends, read_how_late, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
@@ -2356,6 +2357,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_data_as_a_whole(reading)
     _read_period_of_the_data(reading)
     _read_participles_of_rows(reading)
+    read_role_nouns(reading)
     read_included(reading)
     settle_rivals(reading)
     drop_restated_unit(reading)

@@ -13,6 +13,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import NoPlan, Relationship
 from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _table_words, _Target
 from convener.analytics.planner.state import _Join, _Scope
+from convener.analytics.planner.units import unit_of
 from convener.analytics.planner.vocabulary import (
     _AWAY,
     _DIRECTION_PREPOSITIONS,
@@ -109,6 +110,17 @@ _ROLE_NOUNS = frozenset({"destination", "destinations", "arrival", "arrivals", "
                          "origins"})
 """Nouns of direction: they point at what follows them ("destination airports"), never back at what comes
 before ("From LaGuardia, which destinations …": LaGuardia is where they leave from)."""
+
+
+def _formula_unit(table: TableInfo, formula: str) -> str | None:
+    """The unit of a glossary formula that only adds and subtracts columns of one unit ("dep_delay - arr_delay":
+    minutes), so that "how many minutes did flights gain" asks it in its own unit; None for any other."""
+    tree = sqlglot.parse_one(formula)
+    if any(isinstance(node, (exp.Mul, exp.Div)) for node in tree.walk()):
+        return None
+    columns = [table.column(column.name) for column in tree.find_all(exp.Column)]
+    units = {unit_of(column) if column is not None else None for column in columns}
+    return units.pop() if len(units) == 1 else None
 
 
 def _direction_of(column: ColumnInfo) -> str | None:
@@ -409,7 +421,9 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
         elif target.table == table.name and target.formula is not None:
             if target.column not in virtual:
                 kind = BOOLEAN if target.value is not None else FLOAT
-                columns.append(ColumnInfo(target.column, kind, f"glossary term: {target.formula}"))
+                unit = _formula_unit(table, target.formula) if kind == FLOAT else None
+                columns.append(ColumnInfo(target.column, kind, f"glossary term: {target.formula}"
+                                          + (f", in {unit}" if unit else "")))
                 virtual[target.column] = exp.Paren(this=sqlglot.parse_one(target.formula))
                 if kind == FLOAT:
                     sums.add(target.column)

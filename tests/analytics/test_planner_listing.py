@@ -248,3 +248,19 @@ def test_where_the_rows_went_in_a_list_is_the_column_of_that_end(question: str, 
                                                                     "dest": ["ATL", "MIA"]}.get(c, []))
     assert not made.unaccounted, made
     assert made.sql.startswith("SELECT ") and f'"{column}" FROM' in made.sql, made.sql
+
+
+def test_a_measure_said_by_another_of_its_names(data: duckdb.DuckDBPyConnection) -> None:
+    made = plan("What is the average weight of Gentoo penguins?")  # the body mass
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(5850.0,)], made.sql
+
+
+@pytest.mark.parametrize("question", ["What is the average egg weight of Gentoo penguins?",
+                                      "What is the average weight of the eggs of Gentoo penguins?"])
+def test_the_other_name_of_a_measure_said_of_something_else_is_not_the_rows_measure(question: str) -> None:
+    try:
+        made = plan(question)
+    except NoPlan:
+        return
+    assert "weight" in made.unaccounted, made  # (the eggs' weight is not the penguins' body mass)

@@ -604,3 +604,10 @@ def test_rows_counted_by_the_key_other_tables_join_them_by_are_refused() -> None
         plan_question("Which hull number has the most vessels?", [VESSELS], relationships=relationships)
     made = plan_question("How many vessels per builder?", [VESSELS], relationships=relationships)
     assert 'GROUP BY "builder"' in made.sql
+
+
+def test_first_before_a_word_of_the_date_columns_description_is_its_words(data: duckdb.DuckDBPyConnection) -> None:
+    # check_date is "Date the hold was first inspected with one pallet": "first-pallet checks" are its rows
+    made = plan("Count of first-pallet checks by month")
+    assert not made.unaccounted, made
+    assert sorted(data.execute(made.sql).fetchall())[0][1:] == (2,), made.sql

@@ -280,12 +280,17 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
         or any(aggregate in (MIN, MAX) for _, aggregate in reading.measures)
     found: set[int] = set()
     described = _described_words(reading)
+    stems = {stem(word) for word in described}
     for index, token in enumerate(reading.tokens):
         if not reading.free(index):
             continue
         word, before = token.norm, reading.norm(index - 1)
-        if word in described and _participle(reading.norm(index + 1)):
-            continue  # "nests first seen with an egg" of a date "the nest was first observed with one egg"
+        following = reading.tokens[index + 1] if index + 1 < len(reading.tokens) else None
+        if word in described and following is not None and (_participle(following.norm) or following.stem in stems
+                                                             and following.kind == "word"):
+            # "nests first seen with an egg", "first-egg observations" of a date "the nest was first observed with
+            # one egg"
+            continue
         if word in _COMPARISON_WORDS and not (word == "than" and before in ("other", "rather")):
             found.add(index)
         elif word in _ORDER_WORDS and not ranked:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from convener.analytics.planner.catalog import _compared_forms, _Mention, _Target
+from convener.analytics.planner.catalog import _compared_forms, _Mention, _table_words, _Target
 from convener.analytics.planner.state import _Reading
-from convener.analytics.planner.vocabulary import _DIMENSIONS, _IRREGULAR_DIMENSIONS
+from convener.analytics.planner.vocabulary import _AGG_WORDS, _DIMENSIONS, _IRREGULAR_DIMENSIONS, _UNITS
 from convener.analytics.shapes import NUMBER_TYPES
 from convener.analytics.wording import phrase, stem
 
@@ -50,6 +50,43 @@ def read_asked_measure(reading: _Reading) -> None:
                                          "dimension"))
         reading.mentions.sort(key=lambda mention: mention.start)
         reading.used.add(index)
+
+
+_OTHER_NAMES = {"weight": ("mass",), "weights": ("mass",), "elevation": ("altitude",), "elevations": ("altitude",)}
+"""Nouns of a measure by another of its names ("the average weight" of a column of body mass)."""
+
+
+def read_measure_nouns(reading: _Reading) -> None:
+    """"What's the average weight of penguins …" of a table with a body mass and no weight: the one numeric
+    column whose name or description says the other name of the measure."""
+    rows = _table_words(reading.base)
+    for index, token in enumerate(reading.tokens):
+        names = _OTHER_NAMES.get(token.norm)
+        if names is None or not reading.free(index) or not _of_the_rows(reading, index, rows):
+            continue
+        columns = [c.name for c in reading.table.columns if c.type in NUMBER_TYPES
+                   and any(stem(name) in {*phrase(c.name), *phrase(c.description or "")} for name in names)]
+        if len(columns) == 1:
+            reading.mentions.append(_Mention(index, index + 1, _Target(reading.table.name, columns[0]), "dimension"))
+            reading.mentions.sort(key=lambda mention: mention.start)
+
+
+def _of_the_rows(reading: _Reading, index: int, rows: set[str]) -> bool:
+    """Whether the measure named at ``index`` is the rows' own: not of another thing said before it ("egg
+    weight") or after "of" ("the weight of the eggs"), which the table does not measure."""
+    def names_rows(at: int) -> bool:  # the rows' noun, or a value of theirs ("Gentoo weight")
+        mention = reading.mention_at(at)
+        return reading.tokens[at].stem in rows or mention is not None and mention.is_value
+
+    before = reading.tokens[index - 1] if index > 0 else None
+    # (a unit before it is the measure's own: "above 1,000 ft elevation")
+    if before is not None and before.kind == "word" and not before.is_stopword and before.norm not in _AGG_WORDS \
+            and before.norm not in _UNITS and not names_rows(index - 1):
+        return False
+    if reading.norm(index + 1) == "of":
+        owner = index + 3 if reading.norm(index + 2) in ("the", "a", "an", "all") else index + 2
+        return owner >= len(reading.tokens) or names_rows(owner)
+    return True
 
 
 def read_ranking_superlative(reading: _Reading) -> None:

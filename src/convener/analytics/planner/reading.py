@@ -43,6 +43,7 @@ from convener.analytics.planner.dimensions import (
     _dimension,
     _measured_columns,
     read_asked_measure,
+    read_measure_nouns,
     read_ranking_superlative,
 )
 from convener.analytics.planner.grouping import passive, read_joined_key
@@ -2358,6 +2359,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_period_of_the_data(reading)
     _read_participles_of_rows(reading)
     read_role_nouns(reading)
+    read_measure_nouns(reading)
     read_included(reading)
     settle_rivals(reading)
     drop_restated_unit(reading)

@@ -45,6 +45,9 @@ def plan(question: str) -> Plan:
                                                                              ("N4", "Dream", 6100)]),
     ("List the penguins on Dream, showing ID, species and flipper length.", [("N1", "Adelie", 190),
                                                                             ("N4", "Gentoo", 215)]),
+    # a double dash opens the list too; "which ones, and what <column>" asks for the rows by id, with it
+    ("penguins heavier than 5000 g -- id, island", [("N3", "Biscoe"), ("N4", "Dream")]),
+    ("Penguins heavier than 5000 g — which ones, and what island?", [("N3", "Biscoe"), ("N4", "Dream")]),
 ])
 def test_the_columns_listed_are_what_each_row_shows(data: duckdb.DuckDBPyConnection, question: str,
                                                     expected: list[tuple[object, ...]]) -> None:

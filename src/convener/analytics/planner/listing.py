@@ -62,6 +62,11 @@ def read_column_list(reading: _Reading) -> None:
         reading.used.update(_introducer_words(reading, index))
         # "Which airlines flew to Denver? Give their names": the airlines' names, each once, not every flight's
         reading.shown_per_row = not asked_of_joined_rows(reading, [column for column, _ in items])
+        if introducer == "and what":
+            # "which ones, and what species?": each row by what tells it apart, with what was asked of it
+            identifier = _identifier(reading)
+            if identifier is not None and identifier not in reading.shown:
+                reading.shown.insert(0, identifier)
         # "… with their arrival delay": the rows whole, the column beside them; "… with their id and the ratio":
         # the columns that tell the rows apart are among those asked, so those are what is shown
         reading.shown_whole = introducer in ("with", "with their") and not any(
@@ -297,6 +302,8 @@ def _introducer(reading: _Reading, index: int) -> str | None:
         return None
     word = reading.norm(before)
     owned = any(owner in ("its", "their") for owner in owners)
+    if word in ("what", "which") and reading.norm(before - 1) == "and" and reading.free(before - 1):
+        return "and what"  # "… bills longer than 50 mm — which ones, and what species?"
     if word in _WITH:
         # ("top 5 heaviest penguins, with species": set off by a comma, the column shown beside the rows)
         return "with their" if owned or "," in reading.gap(before) else "with"
@@ -309,7 +316,7 @@ def _introducer(reading: _Reading, index: int) -> str | None:
 
 def _punctuation(gap: str) -> bool:
     """Whether the characters between two words open a list: a colon, a parenthesis or a dash."""
-    return any(mark in gap for mark in (":", "(", " - ", " – ", " — "))
+    return any(mark in gap for mark in (":", "(", " - ", " – ", " — ", "--"))
 
 
 def _introducer_words(reading: _Reading, index: int) -> list[int]:
@@ -321,4 +328,6 @@ def _introducer_words(reading: _Reading, index: int) -> list[int]:
         before -= 1
     if before >= 0 and reading.norm(before) in _GIVE | _WITH | {"just", "only"} and reading.free(before):
         said.append(before)
+    elif before >= 1 and reading.norm(before) in ("what", "which") and reading.norm(before - 1) == "and":
+        said.extend((before, before - 1))  # "…, and what species"
     return said

@@ -83,6 +83,7 @@ def test_a_share_of_an_average_is_declined() -> None:
     # the values listed without "which": they had been read as rows both from HAR and not from NTH
     "List the end ports served from HAR but not from NTH",
     "end ports served from HAR but not from NTH",
+    "Of the end ports, which ones are served from HAR but never from NTH?",  # (the values named first)
 ])
 def test_groups_with_one_value_but_not_another(data: duckdb.DuckDBPyConnection, question: str) -> None:
     # SKY and MOR are reached from both; NTH from Harbourton alone

@@ -239,6 +239,9 @@ def listed_at(reading: _Reading) -> int:
     """Where the words naming what the question lists stand: after its first "which" or "what", else after a verb
     of listing that opens it ("list the destinations …"), else at its first word ("destinations served from …")."""
     asked = next((index for index, token in enumerate(reading.tokens[:-1]) if token.norm in ("which", "what")), None)
+    if asked is not None and reading.norm(asked + 1) in ("ones", "one") and reading.norm(0) in ("of", "among"):
+        # "Of the carriers in the sample, which ones never flew out of Newark?": the values named first
+        return next((index for index in range(1, asked) if reading.norm(index) not in _ARTICLES), asked + 1)
     if asked is not None:
         return asked + 1
     index = 1 if reading.norm(0) in _LISTING else 0

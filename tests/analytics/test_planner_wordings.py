@@ -611,3 +611,21 @@ def test_first_before_a_word_of_the_date_columns_description_is_its_words(data: 
     made = plan("Count of first-pallet checks by month")
     assert not made.unaccounted, made
     assert sorted(data.execute(made.sql).fetchall())[0][1:] == (2,), made.sql
+
+
+def test_a_verb_that_says_what_the_description_says_is_its_word(data: duckdb.DuckDBPyConnection) -> None:
+    # the vessels' year "the vessel was manufactured": "built" says the same
+    made_in = TableInfo("vessels", (*VESSELS.columns[:2], ColumnInfo("year", "INTEGER",
+                                                                   "Year the vessel was manufactured")),
+                        description=VESSELS.description)
+    made = plan_question("Which voyages were on vessels built before 2005? Show the captain and the year built.",
+                         [VOYAGES, made_in], values_of=lambda _, column: VALUES.get(column, []), relationships=HULLS)
+    assert not made.unaccounted, made
+    assert sorted(row[:2] for row in data.execute(made.sql).fetchall()) == [("Ahab", 1990), ("Ahab", 2001),
+                                                                             ("Nemo", 1990)], made.sql
+
+
+def test_a_superlative_of_time_before_a_joined_tables_noun_is_of_its_time(data: duckdb.DuckDBPyConnection) -> None:
+    # "the oldest vessel": the vessels' year, not the voyages' check date
+    made = plan("Which voyages sailed on the oldest vessel? Give the captain and the vessel's year.")
+    assert sorted(row[:2] for row in data.execute(made.sql).fetchall()) == [("Ahab", 1990), ("Nemo", 1990)], made.sql

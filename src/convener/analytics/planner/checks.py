@@ -19,6 +19,7 @@ from convener.analytics.planner.restated import restated_stems, said_as_describe
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
+    said_otherwise,
     _AGG_WORDS,
     CONTRACTED_DENIALS,
     AVG,
@@ -169,7 +170,7 @@ def _unknown_words(reading: _Reading) -> list[str]:
     for name in _read_columns(reading):
         column = reading.table.column(name)
         if column is not None and column.description:
-            vocabulary = vocabulary | set(phrase(column.description))
+            vocabulary = vocabulary | said_otherwise(set(phrase(column.description)))
     unknown = [*reading.unplaced]
     structure = _unaccounted_structure(reading)
     for index, token in enumerate(reading.tokens):

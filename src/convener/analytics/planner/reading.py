@@ -2264,7 +2264,10 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     times = _time_columns(reading.table)
     named = next((m for m in reading.mentions if not m.is_value
                   and any(c.name == m.target.column for c in times)), None)
-    column = reading.column(named.target.column) if named else (times[0] if times else None)
+    # "the oldest plane" of flights joined to the planes: the planes' time column (their year), not the flights'
+    owned = [c for c in times if _joined_rows_named(reading, max(span) + 1, c.name)]
+    candidates = owned or times
+    column = reading.column(named.target.column) if named else (candidates[0] if candidates else None)
     if column is None:
         return
     reading.used.update(span)
@@ -2285,6 +2288,12 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     reading.descending = latest
     if named is not None and reading.norm(named.start - 1) in ("which", "what") and not several:
         reading.ties = False  # "on which date was the earliest egg": the date itself, once
+
+
+def _joined_rows_named(reading: _Reading, index: int, column: str) -> bool:
+    """Whether the word at ``index`` names the rows of the joined table ``column`` is of ("plane" of planes)."""
+    join = reading.join_of(column)
+    return join is not None and index < len(reading.tokens) and reading.tokens[index].stem in _table_words(join.table)
 
 
 def _read_extreme_time_of_day(reading: _Reading, span: list[int], latest: bool) -> bool:

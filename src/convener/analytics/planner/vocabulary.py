@@ -209,3 +209,14 @@ KINDS: dict[str, frozenset[str]] = {
 }
 """Everyday names of a kind for the things of it a table's rows may be ("birds" for penguins): the word for the
 kind names the rows as their own noun does."""
+
+SAME_DOING: tuple[frozenset[str], ...] = (
+    frozenset({"manufactur", "built", "build", "produc", "construct"}),
+    frozenset({"observ", "seen", "see", "spot", "spotted"}),
+)
+"""Stems of verbs that say the same of a row ("the year it was built" of a year the plane "was manufactured")."""
+
+
+def said_otherwise(words: set[str]) -> set[str]:
+    """``words`` (stems) with the stems of the verbs that say the same as one of them."""
+    return words.union(*(group for group in SAME_DOING if group & words))

@@ -629,3 +629,9 @@ def test_a_superlative_of_time_before_a_joined_tables_noun_is_of_its_time(data: 
     # "the oldest vessel": the vessels' year, not the voyages' check date
     made = plan("Which voyages sailed on the oldest vessel? Give the captain and the vessel's year.")
     assert sorted(row[:2] for row in data.execute(made.sql).fetchall()) == [("Ahab", 1990), ("Nemo", 1990)], made.sql
+
+
+def test_an_average_over_each_distinct_joined_row_is_refused() -> None:
+    # joined, a vessel counts once for every voyage on it: the average per voyage is not the one asked
+    with pytest.raises(NoPlan, match="distinct"):
+        plan("Across the distinct vessels of Ahab's voyages, what is the average year?")

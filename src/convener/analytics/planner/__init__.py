@@ -54,6 +54,7 @@ from convener.analytics.planner.checks import (
     _disjoint_periods,
     _guard,
     check_counted_keys,
+    check_joined_averages,
     check_roles_read,
     check_rows_asked,
     with_short_words_spelled_out,
@@ -144,6 +145,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     shape = _shape(reading)
     check_counted_keys(reading, relationships)
     check_roles_read(reading, relationships)
+    check_joined_averages(reading)
     unaccounted = _check_understood(reading, shape)
     check_rows_asked(reading, shape, [other for other in everything if other.name != reading.base.name])
     check_periods_held(reading, span_of)

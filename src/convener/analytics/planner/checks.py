@@ -562,6 +562,24 @@ def check_roles_read(reading: _Reading, relationships: Sequence[Relationship]) -
                          f"refer to; read on {reading.base.name} alone, the answer would take every one of them")
 
 
+_EACH_ONCE = frozenset({"distinct", "different", "unique"})
+
+
+def check_joined_averages(reading: _Reading) -> None:
+    """"Across the distinct planes that flew for Delta, the average year of manufacture": an average over the
+    rows of a joined table each taken once, where the join repeats each of them for every row that refers to it
+    (a plane once per flight). Refused rather than answered per flight."""
+    for column, aggregate in reading.measures:
+        join = reading.join_of(column)
+        if join is None or aggregate not in (AVG, SUM, MEDIAN, None):
+            continue
+        words = _table_words(join.table)
+        if any(token.norm in _EACH_ONCE and reading.tokens[index + 1].stem in words
+               for index, token in enumerate(reading.tokens[:-1])):
+            raise NoPlan(f"an aggregate over each distinct row of {join.table.name} is not something this planner "
+                         f"computes (joined, each counts once for every row of {reading.base.name})")
+
+
 def check_counted_keys(reading: _Reading, relationships: Sequence[Relationship]) -> None:
     """"Which 3 planes (tail numbers) flew the most", read on the planes: rows counted per the column other
     tables join them by, their own key, are one each; the count asked for is of the rows that join them (the

@@ -2264,8 +2264,10 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
     times = _time_columns(reading.table)
     named = next((m for m in reading.mentions if not m.is_value
                   and any(c.name == m.target.column for c in times)), None)
-    # "the oldest plane" of flights joined to the planes: the planes' time column (their year), not the flights'
-    owned = [c for c in times if _joined_rows_named(reading, max(span) + 1, c.name)]
+    # "the oldest plane" (or "which plane … is the oldest") of flights joined to the planes: the planes' time
+    # column (their year), not the flights'
+    asked = [max(span) + 1, *(i + 1 for i, t in enumerate(reading.tokens) if t.norm in ("which", "what"))]
+    owned = [c for c in times if any(_joined_rows_named(reading, at, c.name) for at in asked)]
     candidates = owned or times
     column = reading.column(named.target.column) if named else (candidates[0] if candidates else None)
     if column is None:

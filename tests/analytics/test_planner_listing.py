@@ -48,6 +48,10 @@ def plan(question: str) -> Plan:
     # a double dash opens the list too; "which ones, and what <column>" asks for the rows by id, with it
     ("penguins heavier than 5000 g -- id, island", [("N3", "Biscoe"), ("N4", "Dream")]),
     ("Penguins heavier than 5000 g — which ones, and what island?", [("N3", "Biscoe"), ("N4", "Dream")]),
+    # the measure right before its number and bound ("flippers 215 mm or longer"), past a verb of being
+    ("which penguins have flippers 215 mm or longer? id, island", [("N3", "Biscoe"), ("N4", "Dream")]),
+    ("Penguins whose flippers are 215 mm or longer: id and island. Answer as a list.", [("N3", "Biscoe"),
+                                                                                       ("N4", "Dream")]),
 ])
 def test_the_columns_listed_are_what_each_row_shows(data: duckdb.DuckDBPyConnection, question: str,
                                                     expected: list[tuple[object, ...]]) -> None:

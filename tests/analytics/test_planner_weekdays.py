@@ -110,6 +110,8 @@ def test_a_range_of_days_is_every_day_from_the_one_to_the_other(data: duckdb.Duc
     ("How many sales were made on weekends?", [(3,)]),
     ("total revenue on weekdays", [(5.0,)]),
     ("How many weekend sales were there?", [(3,)]),
+    ("How many sales were made on weekends (Sat+Sun)?", [(3,)]),  # the days spelt out in parentheses
+    ("total revenue on weekdays (Mon-Fri)", [(5.0,)]),
 ])
 def test_weekends_and_weekdays_are_their_days(data: duckdb.DuckDBPyConnection, question: str,
                                               expected: list[tuple[object, ...]]) -> None:

@@ -48,15 +48,18 @@ def settle_open_bounds(reading: _Reading) -> None:
 
 def read_measure_of_number(reading: _Reading,
                            in_column_unit: Callable[[_Reading, str, float, int], float] | None = None) -> None:
-    """"a departure delay of 60 minutes (or more)", "a body mass of 4,000 g": the numeric column named
-    right before "of" and a number is compared with it, even where the number is also some text column's
-    value (a plane model called "60")."""
+    """"a departure delay of 60 minutes (or more)", "a body mass of 4,000 g", "flippers (that are) 230 mm or
+    longer": the numeric column named right before "of" and a number (or right before a number with its bound,
+    past a verb of being) is compared with it, even where the number is also some text column's value (a plane
+    model called "60")."""
     for index, token in enumerate(reading.tokens):
         # ("an arrival delay of zero or less": a number word too)
-        if token.number is None or index in reading.used or reading.norm(index - 1) != "of":
+        between = reading.norm(index - 1) in ("of", "is", "are", "was", "were") and reading.free(index - 1)
+        if token.number is None or index in reading.used \
+                or reading.norm(index - 1) != "of" and index not in reading.bounds:
             continue
-        measure = _numeric_mention(reading, index - 2)
-        if measure is None or measure.end != index - 1 or measure not in reading.mentions:
+        measure = _numeric_mention(reading, index - 2 if between else index - 1)
+        if measure is None or measure.end != (index - 1 if between else index) or measure not in reading.mentions:
             continue
         following = reading.mention_at(index + 1)
         if following is not None and not following.is_value and following.target.column != measure.target.column:

@@ -30,6 +30,9 @@ def parenthesised(tokens: list[Token], text: str, candidates: Sequence[_Candidat
         if _range_of_a_period(tokens, inside):
             repeated.update(inside)  # "by scheduled departure hour (0-23)": the values the hours take
             continue
+        if _days_of_a_week_part(tokens, inside):
+            repeated.update(inside)  # "on weekends (Sat+Sun)": the days the word names
+            continue
         values = _values_listed(tokens, inside, candidates)
         if values:
             repeated.update(_names_before(tokens, text, _past_column_name(inside, candidates), values))
@@ -48,6 +51,19 @@ def _range_of_a_period(tokens: list[Token], inside: list[int]) -> bool:
             or not (numbers[0].number or 0) < (numbers[1].number or 0) <= 60:
         return False
     return any(tokens[i].norm in _PERIOD_WORDS for i in range(max(0, inside[0] - 4), inside[0]))
+
+
+_WEEK_PARTS = frozenset({"weekend", "weekends", "weekday", "weekdays"})
+_DAY_NAMES = frozenset({day for name in ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
+                        for day in (name, name[:3], name[:3] + "s", name + "s")} | {"tues", "thur", "thurs"})
+
+
+def _days_of_a_week_part(tokens: list[Token], inside: list[int]) -> bool:
+    """Whether the words in parentheses are days of the week (named or cut short: "Sat+Sun", "Sat/Sun", "Mon-Fri")
+    right after "weekend(s)" or "weekday(s)", which they spell out."""
+    words = [tokens[i] for i in inside if tokens[i].kind == "word"]
+    return inside[0] > 0 and tokens[inside[0] - 1].norm in _WEEK_PARTS and bool(words) \
+        and all(token.norm in _DAY_NAMES | _JOINERS | {"to", "through", "thru"} for token in words)
 
 
 def _past_column_name(inside: list[int], candidates: Sequence[_Candidate]) -> int:

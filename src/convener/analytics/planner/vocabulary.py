@@ -140,7 +140,7 @@ _FILLER = frozenset({
     "actually", "really", "truly",
     # the asker and how to lay the answer out: "I'd like to see LaGuardia and JFK next to each other", "put the
     # average on Biscoe beside the one on Dream" (the guard reads "next" only as "next to")
-    "id", "im", "put", "set", "next", "beside", "alongside", "side",
+    "id", "im", "put", "set", "next", "beside", "alongside", "side", "answer",
 })
 """Words that do not name anything in the data and need not: the unknown-word check skips them."""
 _ADJECTIVE_SUFFIXES = ("y", "ny", "gy", "ese", "an", "ean", "ian", "n", "ish", "ern")

@@ -577,6 +577,8 @@ def test_a_number_of_rows_with_an_open_bound_after_it_is_a_condition_on_each_gro
     assert "HAVING COUNT(*) >= 3" in made.sql and not made.unaccounted, made
     made = plan_question("Average arrival delay by carrier, for carriers with 2 or more flights", [DELAYS])
     assert "HAVING COUNT(*) >= 2" in made.sql, made.sql
+    made = plan_question("Average arrival delay by carrier, only counting carriers with 2+ flights", [DELAYS])
+    assert "HAVING COUNT(*) >= 2" in made.sql and not made.unaccounted, made
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -672,3 +674,27 @@ def test_a_listing_with_its_identifier_and_a_term_said_again_shows_those() -> No
                          (ratio,), values_of=lambda _, column: ["Adelie", "Gentoo"] if column == "species" else [])
     assert not made.unaccounted, made
     assert connection.execute(made.sql).fetchall() == [("G1", 3.2)], made.sql
+
+
+TIMED = TableInfo("flights", (*DELAYS.columns, ColumnInfo("arr_time", "INTEGER", "Actual arrival time, as HHMM"),
+                              ColumnInfo("sched_arr_time", "INTEGER", "Scheduled arrival time, as HHMM")),
+                  description="One row per flight.")
+LATE_ARRIVAL = Term("late arrival", "A flight that arrived more than 15 minutes late: arr_delay > 15.",
+                    ("late", "arrived late"))
+
+
+@pytest.mark.parametrize("question", ["On average, how many minutes late (or early) did DL flights arrive?",
+                                      "On average, how late did DL flights arrive?"])
+def test_late_or_early_near_a_verb_of_one_end_is_that_ends_delay(question: str) -> None:
+    # "arrive" could be the arrival time, scheduled or actual, or the delay: "late" says which (and no condition)
+    connection = duckdb.connect()
+    try:
+        connection.execute("CREATE TABLE flights AS SELECT *, 0 AS arr_time, 0 AS sched_arr_time FROM "
+                           "(VALUES ('DL', DATE '2013-01-01', 900, 10, -5), ('DL', DATE '2013-01-01', 700, 0, -1)) "
+                           "AS t(carrier, flight_date, sched_dep_time, dep_delay, arr_delay)")
+        made = plan_question(question, [TIMED], [LATE_ARRIVAL], values_of=lambda _, c: ["DL", "UA"] if c == "carrier"
+                             else [])
+        assert not made.unaccounted, made
+        assert connection.execute(made.sql).fetchall() == [(-3.0,)], made.sql
+    finally:
+        connection.close()

@@ -19,11 +19,15 @@ _DOWNWARD = frozenset({"less", "below", "fewer", "lower", "under", "smaller", "s
 
 def read_open_bounds(reading: _Reading) -> None:
     """Marks "or more|less …" after a number (past its unit or column, a few words) as read, and records
-    the bound on the number's position for the step that reads the number."""
+    the bound on the number's position for the step that reads the number ("30+" too)."""
     for index, token in enumerate(reading.tokens):
         if token.number is None or index in reading.used \
                 or _is_year(token) and _time_columns(reading.table) and reading.norm(index + 1) == "or":
             continue  # ("made in 2005 or more recently": a year, read with the dates; "2,000 miles or more" is not)
+        if reading.gap(index + 1).strip() == "+" or index + 1 == len(reading.tokens) and reading.text.rstrip(
+                "?.! ").endswith("+"):
+            reading.bounds[index] = (">=", ())  # "destinations with 30+ flights"
+            continue
         position = index + 1
         while position < len(reading.tokens) and position - index <= 4 and reading.norm(position) != "or" \
                 and (reading.norm(position) in _UNITS or reading.mention_at(position) is not None

@@ -363,15 +363,15 @@ def _rows_follow(reading: _Reading, index: int) -> bool:
 
 
 def _read_bounded_row_counts(reading: _Reading) -> None:
-    """"Considering only destinations with 30 or more flights", "days where two or more flights were cancelled": a
-    number of the rows with an open bound after it ("or more", "or fewer") is a condition on each group's rows, as
-    "with at least 30 flights" is."""
+    """"Considering only destinations with 30 or more flights" (or "30+ flights"), "days where two or more flights
+    were cancelled": a number of the rows with an open bound after it ("or more", "or fewer") is a condition on
+    each group's rows, as "with at least 30 flights" is."""
     for index, token in enumerate(reading.tokens):
         if token.number is None or index not in reading.bounds or not reading.free(index):
             continue
         op, said = reading.bounds[index]
         after = max(said, default=index) + 1
-        if not said or reading.norm(index - 1) not in ("with", "having", "had", "have", "has", "were", "was", "did"):
+        if reading.norm(index - 1) not in ("with", "having", "had", "have", "has", "were", "was", "did"):
             continue
         if _names_rows_at(reading, after):
             reading.used.update(range(index - 1, after + 1))

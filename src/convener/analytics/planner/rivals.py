@@ -22,7 +22,7 @@ def settle_rivals(reading: _Reading) -> None:
     for mention in list(reading.mentions):
         if mention.is_value or not mention.ambiguous or mention not in reading.mentions:
             continue
-        if _settle_described(reading, mention) or _settle_measured(reading, mention):
+        if _settle_described(reading, mention) or _settle_measured(reading, mention) or _settle_late(reading, mention):
             continue
         rivals = {mention.target.column, *mention.ambiguous}
         near = [other for other in reading.mentions
@@ -76,6 +76,37 @@ def _settle_measured(reading: _Reading, mention: _Mention) -> bool:
     index = reading.mentions.index(mention)
     settled = replace(mention.target, column=measured[0])
     reading.mentions[index] = replace(mention, target=settled, ambiguous=())
+    return True
+
+
+_LATENESS = frozenset({"late", "later", "early", "earlier"})
+
+
+def _settle_late(reading: _Reading, mention: _Mention) -> bool:
+    """"how many minutes late (or early) did United flights arrive", "do Boeing flights arrive later on average":
+    a verb of one end of the trip that could name its times or its delay, with "late" or "early" (no amount said
+    with them) a few words away, is the delay; those words say it and are read with it."""
+    delays = [name for name in (mention.target.column, *mention.ambiguous) if "delay" in phrase(name)]
+    def lateness(index: int) -> bool:  # (the glossary's "late", said here of no condition, is read with it)
+        said = reading.mention_at(index)
+        # (an amount before it, "5 hours late departing", is a condition, read with its number; after the verb
+        # only a comparative, "arrive later than": "arrive early on average" asks whether)
+        return reading.norm(index) in _LATENESS and index not in reading.used \
+            and all(token.number is None for token in reading.tokens[max(0, index - 3):index]) \
+            and (index < mention.start or reading.norm(index) in ("later", "earlier")) \
+            and (said is None or said.is_value and said.end - said.start == 1)
+
+    # ("how many minutes late (or early) did United Air Lines flights arrive": the verb ends its clause)
+    said = [i for i in range(max(0, mention.start - 9), min(len(reading.tokens), mention.end + 3)) if lateness(i)]
+    if len(delays) != 1 or not said:
+        return False
+    for index in said:
+        late = reading.mention_at(index)
+        if late is not None:
+            reading.mentions.remove(late)
+    reading.used.update(i for i in range(min(said), max(said) + 1) if reading.norm(i) in _LATENESS | {"or"})
+    index = reading.mentions.index(mention)
+    reading.mentions[index] = replace(mention, target=replace(mention.target, column=delays[0]), ambiguous=())
     return True
 
 

@@ -145,6 +145,8 @@ def test_any_before_the_rows_noun_speaks_of_the_rows(data: duckdb.DuckDBPyConnec
 
 def test_early_after_a_verb_is_a_delay_below_zero(data: duckdb.DuckDBPyConnection) -> None:
     assert data.execute(plan("How many flights arrived early?").sql).fetchall() == [(2,)]
+    assert data.execute(plan("How many flights left before their scheduled time?").sql).fetchall() == [(1,)]
+    assert data.execute(plan("How many flights arrived after their scheduled time?").sql).fetchall() == [(5,)]
     assert data.execute(plan("What percentage of flights left early?").sql).fetchall() == [(pytest.approx(100 / 7),)]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from convener.analytics.planner import NoPlan, Relationship, Term, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import database
+from tests.analytics.small_tables import answerer, database, joined_planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -42,16 +42,8 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
         "('MOR', 'Morven', 20)")
 
 
-def plan(question: str) -> object:
-    return plan_question(question, [TRIPS, PORTS], values_of=lambda t, c: VALUES.get((t, c), []),
-                         relationships=RELATIONSHIPS)
-
-
-def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
-    made = plan_question(question, [TRIPS, PORTS], values_of=lambda t, c: VALUES.get((t, c), []),
-                         relationships=RELATIONSHIPS)
-    assert not made.unaccounted, made
-    return data.execute(made.sql).fetchall()
+plan = joined_planner([TRIPS, PORTS], [], RELATIONSHIPS, VALUES)
+answer = answerer(plan)
 
 
 @pytest.mark.parametrize(("question", "expected"), [

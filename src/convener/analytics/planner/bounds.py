@@ -58,7 +58,8 @@ def read_measure_of_number(reading: _Reading,
     model called "60")."""
     for index, token in enumerate(reading.tokens):
         # ("an arrival delay of zero or less": a number word too)
-        between = reading.norm(index - 1) in ("of", "is", "are", "was", "were") and reading.free(index - 1)
+        between = reading.norm(index - 1) == "of" \
+            or reading.norm(index - 1) in ("is", "are", "was", "were") and reading.free(index - 1)
         if token.number is None or index in reading.used \
                 or reading.norm(index - 1) != "of" and index not in reading.bounds:
             continue

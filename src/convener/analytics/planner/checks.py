@@ -19,6 +19,7 @@ from convener.analytics.planner.restated import restated_stems, said_as_describe
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
+    ROLE_NOUNS,
     said_otherwise,
     _AGG_WORDS,
     CONTRACTED_DENIALS,
@@ -543,9 +544,9 @@ def _unshown_measures(reading: _Reading, shape: str) -> list[str]:
                               and column not in ranked and not said_again & set(phrase(column))))
 
 
-_ROLES = frozenset({"destination", "destinations", "origin", "origins", "arrivals", "departures",
-                    # what the rows referring to them did there: "the airports flown to"
-                    "flown", "flew", "served", "visited", "reached", "sailed", "travelled", "traveled"})
+_ROLES = frozenset(ROLE_NOUNS) - {"arrival", "departure"} | {
+    # what the rows referring to them did there: "the airports flown to"
+    "flown", "flew", "served", "visited", "reached", "sailed", "travelled", "traveled"}
 
 
 def check_roles_read(reading: _Reading, relationships: Sequence[Relationship]) -> None:

@@ -61,11 +61,12 @@ _HOW_LATE = frozenset({"late", "early", "later", "earlier", "behind", "ahead", "
 _NEVER = re.compile(r"\b(?:never|not|didn't|did not|no longer)\s+([a-z]+)", re.IGNORECASE)
 
 
-_SAME_DOING: dict[str, tuple[tuple[str, ...], ...]] = {
+_PHRASAL_FORMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "depart": (("took", "off"), ("take", "off"), ("taken", "off")),
 }
-"""Other words for a verb a description uses (by its stem): a flight that never departed never took off. ("Miles
-flown" is not one: those who ask it mean every flight's distance, as the references of every set do.)"""
+"""Phrasal verbs that say what a verb a description uses (by its stem) says: a flight that never departed never
+took off. ("Miles flown" is not one: those who ask it mean every flight's distance, as the references of every
+set do.)"""
 
 
 def unsaid_spans(tokens: Sequence[Token], content: Sequence[int], description: str,
@@ -77,7 +78,7 @@ def unsaid_spans(tokens: Sequence[Token], content: Sequence[int], description: s
     …", "flights that took off and …"). Followed by anything else it says how or where they did it ("departed
     from JFK", "departed more than an hour late"), as any of them did."""
     verbs = {stem(word.lower()) for word in _NEVER.findall(description)}
-    said = {(verb,) for verb in verbs} | {words for verb in verbs for words in _SAME_DOING.get(verb, ())}
+    said = {(verb,) for verb in verbs} | {words for verb in verbs for words in _PHRASAL_FORMS.get(verb, ())}
     words = set(content)
 
     def of_the_rows(index: int, end: int) -> bool:

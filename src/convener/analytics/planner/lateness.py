@@ -112,7 +112,8 @@ _PLAIN = ((("on", "time", "or", "early"), "<="), (("early", "or", "on", "time"),
           *(((edge, owner, "scheduled", "time"), op) for edge, op in (("before", "<"), ("after", ">"))
             for owner in ("their", "its", "the")))
 """Lateness said with no amount: early, ahead of schedule or before the scheduled time is a delay below zero,
-behind schedule (after it) above, on time or early at most zero. ("On time" alone is not read: whether it allows a few minutes is not said.)"""
+behind schedule (after it) above, on time or early at most zero. ("On time" alone is not read: whether it allows
+a few minutes is not said.)"""
 
 
 def _read_plain_lateness(reading: _Reading, delays: list[ColumnInfo]) -> None:

@@ -1821,7 +1821,8 @@ def _read_share(reading: _Reading) -> None:
         if token.norm not in _SHARE_WORDS or not reading.free(index):
             continue
         # (a unit in parentheses may stand after the share word: "what proportion (percent) departed …")
-        after = index + 2 if reading.norm(index + 1) in ("percent", "%") and "(" in reading.gap(index + 1) else index + 1
+        unit = reading.norm(index + 1) in ("percent", "%") and "(" in reading.gap(index + 1)
+        after = index + 2 if unit else index + 1
         if reading.norm(after) != "of":
             # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
             # (the verb may have been read already: with its condition, "what percentage left more than 30 minutes

@@ -87,6 +87,7 @@ def _settle_late(reading: _Reading, mention: _Mention) -> bool:
     a verb of one end of the trip that could name its times or its delay, with "late" or "early" (no amount said
     with them) a few words away, is the delay; those words say it and are read with it."""
     delays = [name for name in (mention.target.column, *mention.ambiguous) if "delay" in phrase(name)]
+
     def lateness(index: int) -> bool:  # (the glossary's "late", said here of no condition, is read with it)
         said = reading.mention_at(index)
         # (an amount before it, "5 hours late departing", is a condition, read with its number; after the verb

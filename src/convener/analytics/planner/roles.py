@@ -9,10 +9,9 @@ from dataclasses import replace
 from convener.analytics.planner.catalog import _Mention
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.vocabulary import ROLE_NOUNS
 from convener.analytics.shapes import STRING
 
-_ROLE_NOUNS = {"departure": "away", "departures": "away", "origin": "away", "origins": "away",
-               "arrival": "toward", "arrivals": "toward", "destination": "toward", "destinations": "toward"}
 _PLACES = frozenset({"airport", "airports", "station", "stations", "port", "ports", "city", "cities", "stop",
                      "stops", "terminal", "terminals", "dock", "docks"})
 
@@ -22,7 +21,7 @@ def read_role_nouns(reading: _Reading) -> None:
     goes to, "arrival airport"); "a LaGuardia departure", "JFK departures": the rows that left the place named
     right before, which that value's condition says already."""
     for mention in list(reading.mentions):
-        role = _ROLE_NOUNS.get(reading.norm(mention.start))
+        role = ROLE_NOUNS.get(reading.norm(mention.start))
         if role is None or mention.is_value or mention.end != mention.start + 1 or mention.start in reading.used:
             continue
         place = mention.end
@@ -33,7 +32,8 @@ def read_role_nouns(reading: _Reading) -> None:
                     mention.start, place + 1, replace(mention.target, column=columns[0]), "name")
             continue
         before = reading.mention_at(mention.start - 1)
-        if before is not None and before.is_value and before.end == mention.start and _place_of(reading, before) == role:
+        if before is not None and before.is_value and before.end == mention.start \
+                and _place_of(reading, before) == role:
             reading.mentions.remove(mention)  # "a LaGuardia departure": the flight, the place said before it
             reading.used.add(mention.start)
 

@@ -15,6 +15,7 @@ from convener.analytics.planner.catalog import _Candidate, _Mention, _resolve, _
 from convener.analytics.planner.state import _Join, _Scope
 from convener.analytics.planner.units import unit_of
 from convener.analytics.planner.vocabulary import (
+    ROLE_NOUNS,
     _AWAY,
     _DIRECTION_PREPOSITIONS,
     _DISTINCT_WORDS,
@@ -106,8 +107,7 @@ _AWAY_ROLE = frozenset({"origin", "source", "departure", "depart", "left", "send
 """Words of a key column's name or description that make it the end a row goes to, or comes from."""
 
 
-_ROLE_NOUNS = frozenset({"destination", "destinations", "arrival", "arrivals", "departure", "departures", "origin",
-                         "origins"})
+_ROLE_NOUNS = frozenset(ROLE_NOUNS)
 """Nouns of direction: they point at what follows them ("destination airports"), never back at what comes
 before ("From LaGuardia, which destinations …": LaGuardia is where they leave from)."""
 

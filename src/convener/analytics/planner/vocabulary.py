@@ -220,3 +220,7 @@ SAME_DOING: tuple[frozenset[str], ...] = (
 def said_otherwise(words: set[str]) -> set[str]:
     """``words`` (stems) with the stems of the verbs that say the same as one of them."""
     return words.union(*(group for group in SAME_DOING if group & words))
+
+ROLE_NOUNS = {"departure": "away", "departures": "away", "origin": "away", "origins": "away",
+              "arrival": "toward", "arrivals": "toward", "destination": "toward", "destinations": "toward"}
+"""Nouns of the role a place plays for a row, with the end of the trip it is ("away": where the row leaves from)."""

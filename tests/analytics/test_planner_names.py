@@ -605,3 +605,14 @@ def test_no_ending_a_list_of_columns_is_a_number(data: duckdb.DuckDBPyConnection
     made = plan(question)
     assert not made.unaccounted, made
     assert [row[1:] for row in data.execute(made.sql).fetchall()] == [("UA", 1), ("DL", 5), ("AA", 6)], made.sql
+
+
+def test_a_code_written_in_capitals_is_a_code_though_it_is_a_word_too() -> None:
+    flights = TableInfo("flights", (ColumnInfo("carrier", "STRING", "Airline code"),
+                                    ColumnInfo("flight_date", "DATE", "Date of the flight")),
+                        description="Flights: one row per flight.")
+    codes = {("flights", "carrier"): ["AS", "UA", "US"]}
+    for question, code in (("What is the last date on which an AS flight appears?", "AS"),
+                           ("When did the last US flight leave?", "US")):
+        made = plan_question(question, [flights], values_of=lambda t, c: codes.get((t, c), []))
+        assert f"\"carrier\" = '{code}'" in made.sql and not made.unaccounted, made

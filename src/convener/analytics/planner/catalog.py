@@ -230,8 +230,10 @@ class _Catalog:
 
     def _find_candidates(self, tokens: list[Token], used: set[int]) -> list[_Candidate]:
         # "data" names the data as a whole, never a column (its stem is date's: "any flight in the data")
+        # (a short word written in capitals is a code as written: "an AS flight" is Alaska's, not the word "as")
         content = [i for i, token in enumerate(tokens)
-                   if i not in used and not token.is_stopword and token.kind in ("word", "number")
+                   if i not in used and (not token.is_stopword or token.text.isupper() and len(token.text) > 1)
+                   and token.kind in ("word", "number")
                    and token.norm not in _DATA_WORDS]
         found: list[_Candidate] = []
         for keys in self.columns:

@@ -20,6 +20,7 @@ from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     ROLE_NOUNS,
+    _DISTINCT_WORDS,
     said_otherwise,
     _AGG_WORDS,
     CONTRACTED_DENIALS,
@@ -563,9 +564,6 @@ def check_roles_read(reading: _Reading, relationships: Sequence[Relationship]) -
                          f"refer to; read on {reading.base.name} alone, the answer would take every one of them")
 
 
-_EACH_ONCE = frozenset({"distinct", "different", "unique"})
-
-
 def check_joined_averages(reading: _Reading) -> None:
     """"Across the distinct planes that flew for Delta, the average year of manufacture": an average over the
     rows of a joined table each taken once, where the join repeats each of them for every row that refers to it
@@ -575,7 +573,7 @@ def check_joined_averages(reading: _Reading) -> None:
         if join is None or aggregate not in (AVG, SUM, MEDIAN, None):
             continue
         words = _table_words(join.table)
-        if any(token.norm in _EACH_ONCE and reading.tokens[index + 1].stem in words
+        if any(token.norm in _DISTINCT_WORDS and reading.tokens[index + 1].stem in words
                for index, token in enumerate(reading.tokens[:-1])):
             raise NoPlan(f"an aggregate over each distinct row of {join.table.name} is not something this planner "
                          f"computes (joined, each counts once for every row of {reading.base.name})")

@@ -7,6 +7,7 @@ import re
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
+from convener.analytics.planner.vocabulary import LEAVE_OR_ARRIVE
 from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo
 from convener.analytics.wording import phrase, stem
 
@@ -197,16 +198,13 @@ def _read_about(reading: _Reading, column: ColumnInfo) -> None:
             reading.used.add(index)
 
 
-_DOING = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})
-
-
 def read_first_of_a_day(reading: _Reading) -> bool:
     """"Which flight was scheduled to leave first on New Year's Day 2013?": of one day's rows, the one whose time
     of day (the HHMM column the verb before "first" or "last" names, "scheduled" or not) is least (greatest). A
     question over more than one day is left to the dates' superlatives."""
     columns = _clock_columns(reading)
     for index, token in enumerate(reading.tokens):
-        if token.norm not in ("first", "last") or not reading.free(index) or reading.norm(index - 1) not in _DOING \
+        if token.norm not in ("first", "last") or not reading.free(index) or reading.norm(index - 1) not in LEAVE_OR_ARRIVE \
                 or not columns or not _one_day(reading):
             continue
         column = _choose_clock_column(reading, columns, index)

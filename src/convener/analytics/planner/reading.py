@@ -71,6 +71,7 @@ from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
+    LEAVE_OR_ARRIVE,
     _AGG_WORDS,
     AUXILIARIES,
     TRIP_END_WORDS,
@@ -2250,7 +2251,7 @@ def _read_time_superlative(reading: _Reading, table_words: set[str]) -> None:
                 and (any(t.norm == "when" for t in reading.tokens) or _asks_which_date(reading, index + 1)) \
                 and index + 1 < len(reading.tokens) and reading.tokens[index + 1].kind == "word" \
                 and reading.mention_at(index + 1) is None \
-                and (reading.free(index + 1) or reading.norm(index + 1) in _LEAVE_OR_ARRIVE):
+                and (reading.free(index + 1) or reading.norm(index + 1) in LEAVE_OR_ARRIVE):
             # "when did Alaska Airlines last fly": the latest date of the rows; "on what date did a flight first
             # leave more than 5 hours late": the earliest (the verb read with its condition)
             found = ([index], word == "last")
@@ -2316,9 +2317,6 @@ def _read_extreme_time_of_day(reading: _Reading, span: list[int], latest: bool) 
         reading.used.update((*span, *range(after, named.end)))
         return True
     return False
-
-
-_LEAVE_OR_ARRIVE = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})
 
 
 def _asks_which_date(reading: _Reading, verb: int) -> bool:

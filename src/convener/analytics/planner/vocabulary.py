@@ -224,3 +224,7 @@ def said_otherwise(words: set[str]) -> set[str]:
 ROLE_NOUNS = {"departure": "away", "departures": "away", "origin": "away", "origins": "away",
               "arrival": "toward", "arrivals": "toward", "destination": "toward", "destinations": "toward"}
 """Nouns of the role a place plays for a row, with the end of the trip it is ("away": where the row leaves from)."""
+
+LEAVE_OR_ARRIVE = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})
+"""Verbs of leaving or reaching a place a time of day or a date is said of ("first leave", "scheduled to leave
+first")."""

@@ -616,3 +616,15 @@ def test_a_code_written_in_capitals_is_a_code_though_it_is_a_word_too() -> None:
                            ("When did the last US flight leave?", "US")):
         made = plan_question(question, [flights], values_of=lambda t, c: codes.get((t, c), []))
         assert f"\"carrier\" = '{code}'" in made.sql and not made.unaccounted, made
+
+
+def test_a_code_that_opens_with_a_digit_is_one_word() -> None:
+    flights = TableInfo("flights", (ColumnInfo("carrier", "STRING", "Airline code"),
+                                    ColumnInfo("flight_date", "DATE", "Date of the flight")),
+                        description="Flights: one row per flight.")
+    codes = {("flights", "carrier"): ["9E", "EV", "MQ", "UA"]}
+    made = plan_question("Count the flights not operated by EV, MQ or 9E.", [flights],
+                         values_of=lambda t, c: codes.get((t, c), []))
+    assert "NOT \"carrier\" IN ('EV', 'MQ', '9E')" in made.sql and not made.unaccounted, made
+    # a time of day in capitals is still a time, not a code
+    assert [(t.text, t.kind) for t in tokenize("at 10PM")] == [("at", "word"), ("10", "number"), ("PM", "word")]

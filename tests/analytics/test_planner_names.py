@@ -626,5 +626,6 @@ def test_a_code_that_opens_with_a_digit_is_one_word() -> None:
     made = plan_question("Count the flights not operated by EV, MQ or 9E.", [flights],
                          values_of=lambda t, c: codes.get((t, c), []))
     assert "NOT \"carrier\" IN ('EV', 'MQ', '9E')" in made.sql and not made.unaccounted, made
-    # a time of day in capitals is still a time, not a code
-    assert [(t.text, t.kind) for t in tokenize("at 10PM")] == [("at", "word"), ("10", "number"), ("PM", "word")]
+    # a time of day in capitals is still a time, not a code; a number and a letter are two words
+    assert [(t.text, t.kind) for t in tokenize("at 9PM")] == [("at", "word"), ("9", "number"), ("PM", "word")]
+    assert [(t.text, t.kind) for t in tokenize("delta 15N")] == [("delta", "word"), ("15", "number"), ("N", "word")]

@@ -29,8 +29,9 @@ CONTENT_STOPWORDS = frozenset(STOPWORDS - MEANINGFUL)
 
 _TOKEN = re.compile(
     r"(?P<date>\d{4}-\d{1,2}-\d{1,2})"
-    # a code that opens with a digit ("9E", Endeavor's) is one word; "10PM" is a time, "10pm" too
-    r"|(?P<code>(?<![\w.])\d+(?!AM\b|PM\b)[A-Z]+(?![\w]))"
+    # a code of one digit and capitals, as airlines' are ("9E", Endeavor's), is one word ("9PM" is a time;
+    # "15N", a number and a letter, stays "15" and "N", as a column delta_15n is read)
+    r"|(?P<code>(?<![\w.])\d(?!AM\b|PM\b)[A-Z]{1,2}(?![\w]))"
     # a minus sign that follows no word or number is the number's own ("above -24"; "5-10" is a range)
     r"|(?P<number>(?:(?<![\w\-\u2212])[-\u2212](?=\d))?"
     r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?))"

@@ -86,6 +86,18 @@ def test_periods_that_had_any_are_only_those_with_some(data: duckdb.DuckDBPyConn
     assert [row[-1] for row in data.execute(made.sql).fetchall()] == [1, 1], made.sql
 
 
+@pytest.mark.parametrize("question", [
+    "For every branch, how many of its loans were huge loans? Only list branches with at least one huge loan",
+    # "each one" with no noun of its own: each of the branches named before it
+    "For the branches that made any huge loans, how many huge loans did each one make?",
+    "For branches with any huge loans, how many huge loans did each have?",
+])
+def test_groups_said_to_have_some_are_only_those_with_some(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [("West", 1)], made.sql
+
+
 @pytest.mark.parametrize(("question", "expected"), [
     # the count counts the rows its phrase names; the average is of every loan of the branch
     ("For each branch, give the number of defaulted loans and the average amount", [("East", 1, 2300 / 3),

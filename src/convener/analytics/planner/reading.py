@@ -2424,6 +2424,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_ranked_rows(reading, _table_words(table))
     _read_which_column(reading)
     _read_each_of_those_named(reading)
+    _read_each_of_those_said(reading)
     _read_counts(reading, _table_words(table))
     _read_measures(reading)
     read_measure_unit(reading)
@@ -2476,6 +2477,34 @@ def _read_each_of_those_named(reading: _Reading) -> None:
     if named:
         reading.keys.append(max(named, key=lambda f: f.start).column)
         reading.used.add(last)
+
+
+_EACH_ONE_VERBS = frozenset({"have", "has", "had", "get", "got", "see", "saw", "record", "log", "make", "count"})
+"""Verbs that may close a question after "each" or "each one" ("… did each one have?")."""
+
+
+def _read_each_of_those_said(reading: _Reading) -> None:
+    """"For the carriers that had any cancellations, how many cancelled flights did each one have?": "each" (or
+    "each one") with no noun of its own, near the end, groups by the one column the question named before it
+    by its plural (the rows' owners); without it the count was of every row, the groups said but not used."""
+    if reading.keys or reading.bucket is not None:
+        return
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("each", "every") or not reading.free(index):
+            continue
+        after = index + 2 if reading.norm(index + 1) == "one" else index + 1
+        if any(not reading.free(i) or reading.norm(i) not in _EACH_ONE_VERBS for i in range(after, len(reading.tokens))):
+            continue
+        owners = [m for m in reading.mentions if not m.is_value and m.end <= index and m.end - m.start == 1
+                  and reading.tokens[m.start].norm != reading.tokens[m.start].stem
+                  and reading.column(m.target.column).type == STRING]
+        if len(owners) != 1:
+            return
+        reading.keys.append(owners[0].target.column)
+        reading.mentions.remove(owners[0])
+        reading.used.update((*range(owners[0].start, owners[0].end), *range(index, len(reading.tokens))))
+        _note_term(reading, owners[0])
+        return
 
 
 def _read_compared_groups(reading: _Reading) -> None:

@@ -816,12 +816,22 @@ def count_conditions_in_groups(reading: _Reading, query: _Query, dialect: str) -
 
 
 def _groups_having_any(reading: _Reading, counted: list[_Filter]) -> bool:
-    """"For each week that had any cancellations": only the groups where some row meets a condition are asked (the
-    condition said right after "any", read as one of ``counted``: a condition said twice is kept once, so its
-    place is the words being read)."""
-    return bool(counted) and any(reading.norm(i) == "any" and reading.norm(i - 1) in ("had", "has", "have", "with")
-                                 and i + 1 in reading.used and reading.mention_at(i + 1) is None
-                                 for i in range(1, len(reading.tokens)))
+    """"For each week that had any cancellations", "only list carriers with at least one cancellation": only the
+    groups where some row meets a condition are asked (the condition said right after "any" or "at least one",
+    read as one of ``counted``: a condition said twice is kept once, so its place is the words being read)."""
+    def some(i: int) -> int | None:  # where the words saying "some" begin, if they end at ``i``
+        if reading.norm(i) == "any":
+            return i
+        at_least_one = i >= 2 and reading.tokens[i].number == 1 and reading.norm(i - 1) == "least" \
+            and reading.norm(i - 2) == "at"
+        return i - 2 if at_least_one else None
+
+    for i in range(1, len(reading.tokens)):
+        start = some(i)
+        if start is not None and reading.norm(start - 1) in ("had", "has", "have", "with") \
+                and i + 1 in reading.used and reading.mention_at(i + 1) is None:
+            return bool(counted)
+    return False
 
 
 def _count_only(reading: _Reading, query: _Query, index: int, counted: list[_Filter], dialect: str) -> None:

@@ -43,6 +43,14 @@ def test_a_date_key_named_with_a_bucket_word_is_cut_into_that_bucket(data: duckd
     assert sorted(row[-1] for row in ask(data, "Average eggs for each laid year")) == [2.0, 4.0]
 
 
+@pytest.mark.parametrize("question", ["How many nests were laid in each calendar month?",
+                                      "Number of nests by calendar month of laid date"])
+def test_a_calendar_month_is_a_month(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan_question(question, [NESTS])
+    assert not made.unaccounted, made
+    assert [row[-1] for row in data.execute(made.sql).fetchall()] == [1, 1, 1, 1], made.sql
+
+
 @pytest.mark.parametrize(("question", "expected"), [
     ("How many nests had hatched false?", 2), ("How many nests whose hatched is true?", 2),
     ("How many South nests had hatched false?", 1),
@@ -63,6 +71,10 @@ def test_a_true_false_columns_two_values_set_against_each_other_are_its_groups(
     ("How many nests have hatched set to false?", [(2,)]),
     ("percentage of nests per island where hatched is false", [("North", 50.0), ("South", 50.0)]),
     ("How many nests were flagged as hatched?", [(2,)]),  # (the marking said with the condition)
+    ("How many nests had hatched marked as false?", [(2,)]),
+    # a failure to reach the condition denies it
+    ("How many nests failed to reach hatched?", [(2,)]),
+    ("How many North nests did not reach hatched?", [(1,)]),
 ])
 def test_a_true_false_column_named_false_after_a_verb(data: duckdb.DuckDBPyConnection, question: str,
                                                      expected: list[tuple[object, ...]]) -> None:

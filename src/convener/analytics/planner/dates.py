@@ -69,6 +69,9 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             continue
         if token.norm in _BUCKET_ADJECTIVES:
             span = [index]
+        elif token.norm in _BUCKETS and norm(index - 1) == "calendar" \
+                and norm(index - 2) in ("per", "by", "each", "every"):
+            span = [index - 2, index - 1, index]  # "in each calendar month": the month as a period of its own
         elif token.norm in _BUCKETS and norm(index - 1) in ("per", "by", "each", "every", "a"):
             span = [index - 2, index - 1, index] if norm(index - 2) in ("for", "in", "of") else [index - 1, index]
         elif token.norm in _BUCKETS and norm(index - 1) == "the" and norm(index - 2) in ("per", "by"):

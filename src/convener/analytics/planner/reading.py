@@ -717,7 +717,12 @@ def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
         # a flight, but of the airlines without one)
         if reading.norm(index) in _NEGATIONS or reading.norm(index) == "never" and index == mention.start - 1:
             return [index]
+        if reading.norm(index) in _FAIL and reading.norm(index + 1) == "to":  # "nests that failed to reach a …"
+            return [index, index + 1]
     return []
+
+
+_FAIL = frozenset({"fail", "fails", "failed", "failing"})
 
 
 _LIST_JOINERS = frozenset({",", "and", "or", "nor"})
@@ -756,8 +761,9 @@ def _read_truth_words(reading: _Reading) -> None:
         if reading.norm(marked) in _MARKING and all(reading.free(i) for i in range(marked, mention.start)):
             reading.used.update(range(marked, mention.start))  # "nests flagged as clutch-completed": the condition
         at = mention.end
-        # (the verb may have been read as a share's: "percentage of nests where clutch_completion is false")
-        while reading.norm(at) in ("is", "was", "=", "equals", "set", "to"):
+        # (the verb may have been read as a share's: "percentage of nests where clutch_completion is false";
+        # "clutch completion marked as false")
+        while reading.norm(at) in ("is", "was", "=", "equals", "set", "to", "as") or reading.norm(at) in _MARKING:
             at += 1
         if reading.norm(at) not in _TRUTH_WORDS or not reading.free(at):
             continue

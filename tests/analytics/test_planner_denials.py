@@ -126,3 +126,30 @@ def test_a_joined_rows_column_said_with_an_owner_in_a_list_of_columns() -> None:
                          related=[FLEETS])
 
     assert '"fleets"."name"' in made.sql and not made.unaccounted, made
+
+
+# --- Missing values left out: "ignoring missing …"; wanted missing and known at once, declined -------------
+
+BOATS = TableInfo("boats", (ColumnInfo("boat_id", "INTEGER", "Identifier of the boat"),
+                            ColumnInfo("hull_code", "STRING", "Hull code painted on the boat; empty when unknown")),
+                  description="Boats seen in the harbour: one row per sighting.")
+
+
+@pytest.fixture(scope="module")
+def boats() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE boats (boat_id INTEGER, hull_code VARCHAR)",
+                        "INSERT INTO boats VALUES (1, 'A1'), (2, 'A1'), (3, NULL), (4, NULL), (5, NULL), (6, 'B2')")
+
+
+@pytest.mark.parametrize("question", ["Top 2 hull codes by number of boats (ignore missing hull codes)",
+                                      "Top 2 hull codes by number of boats, ignoring missing hull codes"])
+def test_missing_values_ignored_are_left_out(boats: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan_question(question, [BOATS], values_of=lambda _, column: ["A1", "B2"] if column == "hull_code" else [])
+    assert not made.unaccounted, made
+    assert sorted(boats.execute(made.sql).fetchall()) == [("A1", 2), ("B2", 1)], made.sql
+
+
+def test_rows_wanted_both_missing_and_known_are_declined() -> None:
+    with pytest.raises(NoPlan, match="missing and for those whose hull_code is known"):
+        plan_question("Top 2 hull codes by number of boats with missing hull codes", [BOATS],
+                      values_of=lambda _, column: ["A1", "B2"] if column == "hull_code" else [])

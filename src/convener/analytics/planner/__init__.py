@@ -55,6 +55,7 @@ from convener.analytics.planner.checks import (
     _guard,
     check_counted_keys,
     check_joined_averages,
+    check_missing_and_known,
     check_roles_read,
     check_rows_asked,
     with_short_words_spelled_out,
@@ -164,6 +165,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     listed = count_listed_conditions(reading, query, dialect)
     counted = [*listed, *(count_named_conditions(reading, query, dialect)
                           or count_conditions_in_groups(reading, query, dialect))]
+    check_missing_and_known([f for f in reading.filters if f not in counted])
     query.where = [_condition(reading, f, dialect) for f in reading.filters if f not in counted]
     if reading.sides is not None:
         query.select = answered_sides(reading, split_into_sides(

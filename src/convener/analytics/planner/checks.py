@@ -16,7 +16,7 @@ from convener.analytics.planner.catalog import (
 )
 from convener.analytics.planner.dates import _time_columns
 from convener.analytics.planner.restated import restated_stems, said_as_described
-from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     ROLE_NOUNS,
@@ -432,6 +432,17 @@ def _dangling_aggregate(reading: _Reading) -> int | None:
 
 _LOWER_OPS = frozenset({">=", ">"})
 _UPPER_OPS = frozenset({"<=", "<"})
+
+
+def check_missing_and_known(filters: Sequence[_Filter]) -> None:
+    """Refuse conditions that want a column both missing and known (a missing value read as asked for where it
+    was to be left out, beside the known values a ranking of the column keeps): the answer would be no row at
+    all, presented as if none met the question."""
+    missing = {f.column for f in filters if f.op == "null"}
+    both = next((f.column for f in filters if f.op == "not null" and f.column in missing), None)
+    if both is not None:
+        raise NoPlan(f"the question asks for the rows whose {both} is missing and for those whose {both} is known at "
+                     "once: no row is both")
 
 
 def _disjoint_periods(reading: _Reading) -> str | None:

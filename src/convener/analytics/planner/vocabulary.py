@@ -90,7 +90,7 @@ DONE_NOT = frozenset({"didnt", "dont", "doesnt", "havent", "hasnt", "hadnt"})
 """Contractions of a denied doing or having, as tokenized without their apostrophe ("didn't go to Atlanta")."""
 CONTRACTED_DENIALS = DONE_NOT | {"isnt", "wasnt", "werent", "arent"}
 _NEGATIONS = frozenset({"not", "except", "excluding", "exclude", "without", "non", "other", "besides", "outside",
-                        *CONTRACTED_DENIALS})
+                        "ignoring", "ignore", "disregarding", "disregard", *CONTRACTED_DENIALS})
 _YEAR_PREPOSITIONS = {"in": "=", "during": "=", "of": "=", "for": "=", "from": "=", "on": "=",
                       "after": ">", "since": ">=", "before": "<", "until": "<=", "through": "<=",
                       "by": "<="}

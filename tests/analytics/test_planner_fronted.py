@@ -1,6 +1,7 @@
 """A glossary term of a noun and a participle ("time made up") asked with its noun fronted and its verb after
 the rows ("how much time did runners make up on the course?"): the noun is the term, the verb (any form, with
-its particle) and a place its description names are the term's too. On a small race schema of its own."""
+its particle) and a place its description names are the term's too; its verb before an amount ("made up more
+than 3 minutes on the course") compares the term. On a small race schema of its own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Term, plan_question
+from convener.analytics.planner.fronted import verbs_before_amounts
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.wording import tokenize
 from tests.analytics.small_tables import database
 
 RUNS = TableInfo("runners", (
@@ -66,3 +69,21 @@ def test_a_term_said_again_is_the_term_shown_by_its_name(data: duckdb.DuckDBPyCo
     assert not made.unaccounted, made
     assert '"time_made_up"' in made.sql, made.sql  # the formula keeps its name, not the text of its arithmetic
     assert [row[-1] for row in data.execute(made.sql).fetchall()] == [8], made.sql
+
+
+@pytest.mark.parametrize("question", [
+    "Which runners made up more than 3 minutes on the course?",
+    "List the runners that made up more than 3 minutes on the course, with their name and time made up.",
+    "Which runners gained more than 3 minutes on the course?",
+])
+def test_the_terms_verb_before_an_amount_compares_the_term(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert "course_time" not in made.sql, made.sql  # "on the course" after the amount is the term's place
+    assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == ["Ann", "Cy"], made.sql
+
+
+def test_only_a_participle_is_a_verb_before_an_amount() -> None:
+    tokens = tokenize("Count the runners over 2,000 metres, and those that made up over 3 minutes")
+    assert verbs_before_amounts(tokens, "late runners") == []  # "runners over 2,000 …": no verb of a term
+    assert verbs_before_amounts(tokens, "minutes made up") == [(9, 11)]

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
-from convener.analytics.planner.fronted import fronted_spans
+from convener.analytics.planner.fronted import fronted_spans, verbs_before_amounts
 from convener.analytics.planner.described import described_initials, described_spans, unsaid_spans, what_it_is_spans
 from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
@@ -297,6 +297,10 @@ class _Catalog:
                 # "how much time did flights make up": the noun alone, its verb read with it (see ``fronted``)
                 glossed.extend((_Candidate(start, start + 1, target, 3.2 + len(words), "glossary"), 0)
                                for start, _ in fronted_spans(tokens, self.text, [label], term.description))
+                # "flights that made up more than 40 minutes": its verb before an amount
+                glossed.extend((_Candidate(start, end, target, 3.2 + len(words), "glossary"), 0)
+                               for start, end in verbs_before_amounts(tokens, label)
+                               if all(at in undegreed for at in range(start, end)))
         # A term's words said apart ("flights were late" for "late flights") give way to its words said side
         # by side over the same tokens ("late arrivals").
         found.extend(candidate for candidate, gaps in glossed

@@ -59,14 +59,58 @@ def fronted_spans(tokens: Sequence[Token], text: str, labels: Iterable[str],
     return found
 
 
+def verbs_before_amounts(tokens: Sequence[Token], label: str) -> list[tuple[int, int]]:
+    """(start, end) of each place a label of a noun and a participle ("minutes made up", "time gained") is said by
+    its verb, with the label's particle, right before an amount: "the flights that made up more than 40
+    minutes", "gained over 30 minutes". The verb is the term's; the amount is compared with it."""
+    words = label.lower().split()
+    if len(words) not in (2, 3) or (len(words) == 3 and words[2] not in _PARTICLES):
+        return []
+    if words[1] not in _BASE_FORMS and not words[1].endswith("ed"):
+        return []  # no participle ("late flights")
+    verb, particle = _lemma(words[1]), words[2] if len(words) == 3 else None
+    found = []
+    for at, token in enumerate(tokens):
+        if _lemma(token.norm) != verb:
+            continue
+        end = at + 1
+        if particle is not None:
+            if end >= len(tokens) or tokens[end].norm != particle:
+                continue
+            end += 1
+        if _past_amount(tokens, end) > end:
+            found.append((at, end))
+    return found
+
+
 def places_after_labels(tokens: Sequence[Token], labels: Iterable[str], description: str) -> set[int]:
     """"how many minutes did JFK flights gain in the air", the term being "minutes a flight gained in the air"
-    and "gain" one of its labels: the place said right after a one-word label, which the description says too,
-    is the term's (no column of its own, as "air" would be of air_time)."""
+    and "gain" one of its labels: the place said right after a one-word label (or its verb), an amount between
+    them or not ("made up more than 40 minutes in the air"), which the description says too, is the term's (no
+    column of its own, as "air" would be of air_time)."""
     described = set(phrase(description))
+    labels = list(labels)
     said = {stem(label.lower()) for label in labels if len(label.split()) == 1}
-    return {at for index, token in enumerate(tokens) if token.stem in said
-            for at in _described_place(tokens, index + 1, described)}
+    ends = [index + 1 for index, token in enumerate(tokens) if token.stem in said]
+    ends += [end for label in labels for _, end in verbs_before_amounts(tokens, label)]  # "made up 40 minutes in …"
+    return {at for end in ends for at in _described_place(tokens, _past_amount(tokens, end), described)}
+
+
+_AMOUNT_WORDS = frozenset({"more", "less", "fewer", "than", "over", "under", "above", "below", "at", "least", "most",
+                           "about", "around", "by"})
+_AMOUNT_UNITS = frozenset({"minute", "minutes", "min", "mins", "hour", "hours", "second", "seconds", "mile", "miles"})
+
+
+def _past_amount(tokens: Sequence[Token], start: int) -> int:
+    """Where the words after an amount said at ``start`` begin ("gained more than 40 minutes in the air": the
+    place is after the amount), or ``start`` when none is said there."""
+    at = start
+    while at < len(tokens) and tokens[at].norm in _AMOUNT_WORDS:
+        at += 1
+    if at >= len(tokens) or tokens[at].kind != "number":
+        return start
+    at += 1
+    return at + 1 if at < len(tokens) and tokens[at].norm in _AMOUNT_UNITS else at
 
 
 def _described_place(tokens: Sequence[Token], start: int, described: set[str]) -> tuple[int, ...]:

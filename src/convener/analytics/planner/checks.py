@@ -354,9 +354,11 @@ def _after_number(reading: _Reading, index: int) -> bool:
 
 
 def _used_columns(reading: _Reading) -> set[str]:
-    """The columns the plan reads: keys, measures, filters, the ranking's and listing's columns."""
+    """The columns the plan reads: keys, measures, filters (those of groups set against each other too), the
+    ranking's and listing's columns."""
     used = {*reading.keys, *(column for column, _ in reading.measures), *(f.column for f in reading.filters),
-            *reading.shown}
+            *(f.column for side in reading.sides or () for f in side),
+            *(f.column for f in (reading.contrast or ())[:2] if isinstance(f, _Filter)), *reading.shown}
     for name in (reading.order_measure, reading.distinct):
         if name:
             used.add(name)

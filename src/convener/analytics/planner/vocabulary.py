@@ -213,6 +213,7 @@ kind names the rows as their own noun does."""
 SAME_DOING: tuple[frozenset[str], ...] = (
     frozenset({"manufactur", "built", "build", "produc", "construct"}),
     frozenset({"observ", "seen", "see", "spot", "spotted"}),
+    frozenset({"left", "leav"}),  # "flights leaving EWR" of the airport "the flight left from"
 )
 """Stems of verbs that say the same of a row ("the year it was built" of a year the plane "was manufactured")."""
 

@@ -50,6 +50,14 @@ def test_each_day_of_the_week_is_a_bucket_of_named_days_in_the_weeks_order(
     assert data.execute(top.sql).fetchall()[0][0] == "Saturday"
 
 
+@pytest.mark.parametrize("question", ["Break down the total revenue by day of the week (use the weekday name).",
+                                      "total revenue by day of the week, with the day name"])
+def test_the_days_name_asked_beside_the_bucket_is_the_bucket(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    made = plan_question(question, [SALES])
+    assert not made.unaccounted, made  # (no condition on weekdays either: every day is shown)
+    assert data.execute(made.sql).fetchall() == WEEK_ORDER, made.sql
+
+
 def test_the_day_of_the_week_on_sqlite_and_postgresql() -> None:
     connection = sqlite3.connect(":memory:")
     connection.execute("CREATE TABLE sales (sale_date TEXT, region TEXT, revenue REAL)")

@@ -66,6 +66,9 @@ def _read_buckets(tokens: list[Token]) -> tuple[str | None, set[int]]:
             unit = "weekday"
             used.update(days)
             used.update(i for i in (index - 1, index - 2) if norm(i) in ("per", "by", "each", "every", "for"))
+            # "(use the weekday name)", "with the day's name": how the days are shown, which they are
+            used.update(i for at, said in enumerate(tokens) if said.norm in ("weekday", "day")
+                        and norm(at + 1) in ("name", "names") for i in (at, at + 1))
             continue
         if token.norm in _BUCKET_ADJECTIVES:
             span = [index]

@@ -110,7 +110,7 @@ _FILLER = frozenset({
     "ever", "still", "studied", "sampled", "surveyed", "recorded", "observed", "measured", "overall", "whole",
     "entire", "there", "exist", "exists",
     "have", "has", "had", "all", "every", "each", "per", "by", "kind", "type", "types", "kinds", "group",
-    "grouped", "broken", "split", "across", "compare", "compared", "vs", "versus", "against", "between",
+    "grouped", "broken", "break", "split", "across", "compare", "compared", "vs", "versus", "against", "between",
     "top", "bottom", "first", "last", "which", "what", "whats", "along", "together", "respectively",
     "level", "levels", "amount", "quantity", "size", "stats", "statistics", "info", "information",
     "available", "sorted", "ordered", "order", "ranked", "rank", "ranking", "breakdown", "distribution",

@@ -74,6 +74,9 @@ def test_a_denial_no_reading_read_declines_the_question(question: str) -> None:
     ("How many trips were scheduled to depart at or after 6 pm?", 3),
     ("How many trips were scheduled to depart after 6 pm?", 2),
     ("How many trips were scheduled to depart at or before 9 am?", 2),
+    # the time written again as the column holds it
+    ("How many trips were scheduled to depart at 6pm (1800) or later?", 3),
+    ("How many trips were scheduled to depart before 9 am (900)?", 1),
 ])
 def test_at_or_after_a_time_keeps_that_time(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
     assert answer(data, question) == [(expected,)]

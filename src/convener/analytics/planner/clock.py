@@ -42,7 +42,20 @@ def read_hour_of(reading: _Reading, column: str, index: int) -> bool:
 
 
 def _clock_at(reading: _Reading, index: int) -> tuple[int, int] | None:
-    """The time of day written at ``index`` as (HHMM, tokens it spans): "6 am", "6:30 pm", "18:45", "noon"."""
+    """The time of day written at ``index`` as (HHMM, tokens it spans): "6 am", "6:30 pm", "18:45", "noon"; the
+    same time written again as HHMM in parentheses right after it ("10pm (2200)") is part of it."""
+    said = _said_clock_at(reading, index)
+    if said is None:
+        return None
+    value, size = said
+    after = index + size
+    if after < len(reading.tokens) and reading.tokens[after].number == value and reading.free(after) \
+            and "(" in reading.text[reading.tokens[after - 1].end:reading.tokens[after].start]:
+        size += 1
+    return value, size
+
+
+def _said_clock_at(reading: _Reading, index: int) -> tuple[int, int] | None:
     tokens = reading.tokens
     if index >= len(tokens) or not reading.free(index):
         return None

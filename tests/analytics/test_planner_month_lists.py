@@ -61,6 +61,16 @@ def test_a_column_missing_past_an_article(data: duckdb.DuckDBPyConnection) -> No
     assert count(data, "What percent of dives are missing a depth measurement?") == pytest.approx(100 * 2 / 6)
 
 
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many dives have a depth on record?", 4),
+    ("How many dives have no depth on record?", 2),
+    ("Of the dives with a depth on record, what percent were deeper than 15?", 50.0),
+    ("What was the record depth?", 22),  # a record of the column is its greatest value
+])
+def test_on_record_is_known(data: duckdb.DuckDBPyConnection, question: str, expected: float) -> None:
+    assert count(data, question) == pytest.approx(expected)
+
+
 @pytest.mark.parametrize("question", ["Which dive had the single greatest depth?",
                                       "Which dive had the greatest depth?"])
 def test_a_word_that_only_stresses_a_superlative(data: duckdb.DuckDBPyConnection, question: str) -> None:

@@ -1976,16 +1976,19 @@ def _read_missing(reading: _Reading) -> None:
     for index, token in enumerate(reading.tokens):
         if token.norm not in _MISSING_WORDS or not reading.free(index):
             continue
+        on_record = token.norm == "record"  # "flights with an arrival delay on record" (else "a record delay")
+        if on_record and (reading.norm(index - 1) != "on" or not reading.free(index - 1)):
+            continue
         after = index + 1  # "missing a delta 15 N measurement": past an article
         while reading.norm(after) in ("a", "an", "any", "the", "its", "their") and reading.free(after):
             after += 1
-        mention = reading.mention_at(after)
+        mention = None if on_record else reading.mention_at(after)
         if mention is not None and (mention.is_value or mention.start != after):
             mention = None
         elif mention is not None and reading.norm(mention.end) in _RECORD_NOUNS and reading.free(mention.end):
             reading.used.add(mention.end)  # "… measurement", "… value": the column's own record of it
         excluded: range | None = None
-        between = index - 1
+        between = index - 2 if on_record else index - 1
         while reading.norm(between) in ("not", "is", "was", "were", "been", "be") and reading.free(between):
             between -= 1
         if mention is None:
@@ -2105,7 +2108,7 @@ _RECORD_NOUNS = VALUE_NOUNS | {"entry", "entries", "record", "records"}
 
 # whether each word says the column holds a value (True) or is left empty (False)
 _MISSING_WORDS = {"unknown": False, "missing": False, "null": False, "blank": False, "empty": False,
-                  "known": True, "recorded": True,
+                  "known": True, "recorded": True, "record": True,
                   # after the column, had: "penguins that have a delta 15 N measurement"
                   "measurement": True, "measurements": True, "reading": True, "readings": True}
 

@@ -39,6 +39,9 @@ answer = answerer(planner(TRIPS, {"port": ["HAR", "NTH"]}))
     ("Total miles of HAR trips, including the cancelled ones", 60),
     ("Total miles of HAR trips, even the cancelled ones", 60),
     ("Total miles of the cancelled HAR trips", 20),
+    # every row said to be included
+    ("Total miles of HAR trips, all trips included", 60),
+    ("Total miles of HAR trips, including all trips", 60),
 ])
 def test_a_condition_said_to_be_included_picks_no_rows(data: duckdb.DuckDBPyConnection, question: str,
                                                         expected: int) -> None:

@@ -1,6 +1,7 @@
 """Conditions a question says are to be kept among the rows, not to pick them: "all flights from JFK, cancelled
 ones included", "total distance, including the cancelled flights". The rows meeting the condition are counted
-with every other; as a condition they would be the only ones counted."""
+with every other; as a condition they would be the only ones counted. Every row said to be included ("all
+flights included", "including all flights") says no condition at all."""
 
 from __future__ import annotations
 
@@ -34,3 +35,16 @@ def read_included(reading: _Reading) -> None:
         reading.mentions.remove(mention)
         reading.used.update(said)
         _note_term(reading, mention)
+    _read_every_row_included(reading, rows)
+
+
+def _read_every_row_included(reading: _Reading, rows: set[str]) -> None:
+    """"Sum of miles for each carrier, all flights included", "including all flights": every row is counted."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm != "all" or not reading.free(index) or reading.tokens[index + 1:index + 2] == [] \
+                or reading.tokens[index + 1].stem not in rows or not reading.free(index + 1):
+            continue
+        if reading.norm(index + 2) in _INCLUDED and reading.free(index + 2):
+            reading.used.update(range(index, index + 3))
+        elif reading.norm(index - 1) in _INCLUDING and reading.free(index - 1):
+            reading.used.update(range(index - 1, index + 2))

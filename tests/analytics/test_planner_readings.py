@@ -271,6 +271,8 @@ DATED_TRAINS = TableInfo("trains", (*TRAINS.columns, ColumnInfo("run_date", "DAT
 @pytest.mark.parametrize(("question", "expected"), [
     ("Which train was scheduled to leave first on May 2, 2024? Give its id and scheduled departure.", [(3, 545)]),
     ("Which train departed last on May 1, 2024?", [(2,)]),
+    ("Which train was scheduled to leave latest in the day on May 2, 2024?", [(4,)]),
+    ("Which train departed earliest on May 1, 2024?", [(1,)]),
 ])
 def test_first_or_last_of_one_day_is_by_the_time_of_day(question: str, expected: list[tuple[object, ...]]) -> None:
     connection = duckdb.connect()

@@ -212,23 +212,32 @@ def _read_about(reading: _Reading, column: ColumnInfo) -> None:
 
 
 def read_first_of_a_day(reading: _Reading) -> bool:
-    """"Which flight was scheduled to leave first on New Year's Day 2013?": of one day's rows, the one whose time
-    of day (the HHMM column the verb before "first" or "last" names, "scheduled" or not) is least (greatest). A
-    question over more than one day is left to the dates' superlatives."""
+    """"Which flight was scheduled to leave first on New Year's Day 2013?", "… leave latest in the day on 31 Dec
+    2013": of one day's rows, the one whose time of day (the HHMM column the verb before "first" or "last" names,
+    "scheduled" or not) is least (greatest). A question over more than one day is left to the dates'
+    superlatives."""
     columns = _clock_columns(reading)
     for index, token in enumerate(reading.tokens):
-        if token.norm not in ("first", "last") or not reading.free(index) or reading.norm(index - 1) not in LEAVE_OR_ARRIVE \
+        if token.norm not in _FIRST_OR_LAST or not reading.free(index) or reading.norm(index - 1) not in LEAVE_OR_ARRIVE \
                 or not columns or not _one_day(reading):
             continue
         column = _choose_clock_column(reading, columns, index)
         reading.used.update((index - 1, index))
+        # "leave latest in the day": of the day's times
+        if [reading.norm(i) for i in range(index + 1, index + 4)] == ["in", "the", "day"] \
+                and all(reading.free(i) for i in range(index + 1, index + 4)):
+            reading.used.update(range(index + 1, index + 4))
         reading.used.update(i for i in (index - 2, index - 3) if reading.norm(i) in ("to", *_CONCEPTS["scheduled"])
                             and reading.free(i))
         reading.top = reading.top or 1
         reading.order_measure = column.name
-        reading.descending = reading.direction = token.norm == "last"
+        reading.descending = reading.direction = _FIRST_OR_LAST[token.norm]
         return True
     return False
+
+
+_FIRST_OR_LAST = {"first": False, "earliest": False, "last": True, "latest": True}
+"""Words of the least (False) or greatest (True) time of a day said after a verb of leaving or reaching."""
 
 
 def _one_day(reading: _Reading) -> bool:

@@ -118,3 +118,15 @@ def test_a_noun_of_a_role_names_the_place_of_that_role(legs: duckdb.DuckDBPyConn
 def test_a_place_the_terms_description_says_after_its_label_is_the_terms(legs: duckdb.DuckDBPyConnection) -> None:
     # "at sea" is where the term's minutes were gained, not the column sea_time
     assert ask_legs(legs, "In total, how many minutes did HAR legs gain at sea?") == [(7,)]
+
+
+def test_a_phrase_set_apart_inside_a_wh_question_opens_no_yes_or_no(data: duckdb.DuckDBPyConnection) -> None:
+    # ("is" after the comma had opened a clause of its own: "whether any port is Skye's", answered yes)
+    made = plan("How deep, in metres, is the harbour of Skye?")
+    assert "> 0" not in made.sql and 6 in data.execute(made.sql).fetchall()[0], made.sql
+    made = plan("How deep, in metres, was the deepest port?")
+    assert [row[-1] for row in data.execute(made.sql).fetchall()] == [20], made.sql
+
+
+def test_a_clause_after_a_comma_still_asks_yes_or_no(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "Of the Islander trips, did any leave from NTH?")[0][0] is True

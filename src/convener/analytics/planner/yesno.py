@@ -11,10 +11,16 @@ from convener.analytics.planner.vocabulary import AUXILIARIES
 _ANY = frozenset({"any", "anything", "anyone", "anybody", "ever"})
 
 
+_ASKING_WORDS = frozenset({"how", "what", "which", "who", "whom", "whose", "when", "where", "why"})
+
+
 def _clause_starts(reading: _Reading, text: str) -> list[int]:
     """Where a clause of the question begins: its first word, and the first word after a comma or colon
-    ("On New Year's Day, did any flight …")."""
+    ("On New Year's Day, did any flight …"), unless the question opens by asking what, how or which: then a
+    comma sets a phrase apart inside that one question ("How heavy, in grams, was the heaviest …")."""
     starts = [0]
+    if reading.norm(0) in _ASKING_WORDS:
+        return starts
     for index in range(1, len(reading.tokens)):
         between = text[reading.tokens[index - 1].end:reading.tokens[index].start]
         if "," in between or ":" in between:

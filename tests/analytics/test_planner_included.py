@@ -42,6 +42,7 @@ answer = answerer(planner(TRIPS, {"port": ["HAR", "NTH"]}))
     # every row said to be included
     ("Total miles of HAR trips, all trips included", 60),
     ("Total miles of HAR trips, including all trips", 60),
+    ("Total miles of HAR trips, cancelled or not", 60),
 ])
 def test_a_condition_said_to_be_included_picks_no_rows(data: duckdb.DuckDBPyConnection, question: str,
                                                         expected: int) -> None:

@@ -15,8 +15,8 @@ _BETWEEN = frozenset({"the", "all", "any", "ones", "those"})
 
 
 def read_included(reading: _Reading) -> None:
-    """A true/false condition right after "including" (or "even"), or right before "included" (past "ones" or
-    the rows' noun), picks no rows: its words are read and it is dropped."""
+    """A true/false condition right after "including" (or "even"), right before "included" (past "ones" or the
+    rows' noun), or said "or not", picks no rows: its words are read and it is dropped."""
     rows = _table_words(reading.base)
     for mention in [m for m in reading.mentions if m.is_value and reading.column(m.target.column).type == BOOLEAN]:
         before = mention.start - 1
@@ -30,6 +30,9 @@ def read_included(reading: _Reading) -> None:
             said = range(before, after if after > mention.end and reading.norm(after - 1) == "ones" else mention.end)
         elif reading.norm(after) in _INCLUDED and reading.free(after):
             said = range(mention.start, after + 1)
+        elif (reading.norm(mention.end), reading.norm(mention.end + 1)) == ("or", "not") \
+                and reading.free(mention.end) and reading.free(mention.end + 1):
+            said = range(mention.start, mention.end + 2)  # "how many flights, cancelled or not, …": every one
         else:
             continue
         reading.mentions.remove(mention)

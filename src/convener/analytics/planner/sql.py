@@ -842,10 +842,21 @@ def _count_only(reading: _Reading, query: _Query, index: int, counted: list[_Fil
 
 
 def _of_own_rows(reading: _Reading) -> bool:
-    """Whether the question counts "of its"/"of their" rows ("how many of its flights"): of each group's own."""
+    """Whether the question counts "of its"/"of their" rows ("how many of its flights"): of each group's own; or
+    says the groups with none count too ("how many cancelled flights did it have (including zero)?")."""
     rows = _table_words(reading.base)
     return any(reading.norm(i) == "of" and reading.norm(i + 1) in ("its", "their") and reading.tokens[i + 2].stem in rows
-               for i in range(len(reading.tokens) - 2))
+               for i in range(len(reading.tokens) - 2)) or _zero_included(reading)
+
+
+def _zero_included(reading: _Reading) -> bool:
+    """"(including zero)", "even zero", "with zeros": a count of none is an answer to show."""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in ("zero", "zeros", "zeroes"):
+            continue
+        if reading.norm(index - 1) in ("including", "incl", "even", "with"):
+            return True
+    return False
 
 
 def _render(reading: _Reading, query: _Query, dialect: str) -> str:

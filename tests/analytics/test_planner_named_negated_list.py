@@ -1,5 +1,5 @@
 """A negated list of codes, each said by its name too, on a small schema of ringed birds: "other than Robin
-(RO), Wren (WR) and Finch (FI)" leaves out all three, the last as much as the first."""
+(RO), Wren (WR) and Finch (FI)" leaves out all three, the last as much as the first; so does "none of Robin, Wren or Finch"."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ plan = planner(BIRDS, VALUES)
 @pytest.mark.parametrize("question", [
     "How many birds were of kinds other than Robin (RO), Wren (WR) and Finch (FI)?",
     "How many birds were not Robin (RO), Wren (WR) or Finch (FI)?",
+    "How many birds were none of Robin, Wren or Finch (RO, WR, FI)?",
+    "How many birds were of a kind that is none of RO, WR or FI?",
 ])
 def test_each_value_said_by_its_name_stays_in_the_negated_list(data: duckdb.DuckDBPyConnection,
                                                                question: str) -> None:

@@ -548,6 +548,9 @@ def _read_values(reading: _Reading) -> None:
             # by them, stand between
             begin -= 1
         negations = [i for i in range(max(0, begin - 3), mention.start) if reading.norm(i) in _NEGATIONS]
+        # "whose carrier is none of DL, UA or AA"
+        negations += [j for i in range(max(0, begin - 2), mention.start - 1) if reading.norm(i) == "none"
+                      and reading.norm(i + 1) == "of" and reading.free(i) for j in (i, i + 1)]
         negations += _all_but(reading, begin)
         negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
                       and reading.norm(i - 1) in _LEAVE_OUT and reading.free(i) for j in (i - 1, i)]

@@ -1,5 +1,6 @@
 """A negated list of codes, each said by its name too, on a small schema of ringed birds: "other than Robin
-(RO), Wren (WR) and Finch (FI)" leaves out all three, the last as much as the first; so does "none of Robin, Wren or Finch"."""
+(RO), Wren (WR) and Finch (FI)" leaves out all three, the last as much as the first; so does "none of Robin, Wren
+or Finch"."""
 
 from __future__ import annotations
 

@@ -158,8 +158,10 @@ def test_rows_wanted_both_missing_and_known_are_declined() -> None:
                       values_of=lambda _, column: ["A1", "B2"] if column == "hull_code" else [])
 
 
-@pytest.mark.parametrize("question", ["average delay of trips leaving HAR",
-                                      "Is the average delay of trips leaving HAR higher than that of trips leaving NTH?"])
+@pytest.mark.parametrize("question", [
+    "average delay of trips leaving HAR",
+    "Is the average delay of trips leaving HAR higher than that of trips leaving NTH?",
+])
 def test_leaving_is_said_of_the_port_a_trip_left_from(question: str) -> None:
     made = plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []))
     assert not made.unaccounted and '"start_port" = \'HAR\'' in made.sql, made

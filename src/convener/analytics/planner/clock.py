@@ -218,8 +218,8 @@ def read_first_of_a_day(reading: _Reading) -> bool:
     superlatives."""
     columns = _clock_columns(reading)
     for index, token in enumerate(reading.tokens):
-        if token.norm not in _FIRST_OR_LAST or not reading.free(index) or reading.norm(index - 1) not in LEAVE_OR_ARRIVE \
-                or not columns or not _one_day(reading):
+        if token.norm not in _FIRST_OR_LAST or not reading.free(index) \
+                or reading.norm(index - 1) not in LEAVE_OR_ARRIVE or not columns or not _one_day(reading):
             continue
         column = _choose_clock_column(reading, columns, index)
         reading.used.update((index - 1, index))

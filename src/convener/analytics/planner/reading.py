@@ -2505,7 +2505,8 @@ def _read_each_of_those_said(reading: _Reading) -> None:
         if token.norm not in ("each", "every") or not reading.free(index):
             continue
         after = index + 2 if reading.norm(index + 1) == "one" else index + 1
-        if any(not reading.free(i) or reading.norm(i) not in _EACH_ONE_VERBS for i in range(after, len(reading.tokens))):
+        if any(not reading.free(i) or reading.norm(i) not in _EACH_ONE_VERBS
+               for i in range(after, len(reading.tokens))):
             continue
         owners = [m for m in reading.mentions if not m.is_value and m.end <= index and m.end - m.start == 1
                   and reading.tokens[m.start].norm != reading.tokens[m.start].stem

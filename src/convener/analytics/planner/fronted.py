@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from convener.analytics.planner.vocabulary import _UNITS
 from convener.analytics.wording import Token, phrase, stem
 
 _BASE_FORMS = {"made": "make", "makes": "make", "making": "make", "won": "win", "lost": "lose", "spent": "spend",
@@ -98,7 +99,6 @@ def places_after_labels(tokens: Sequence[Token], labels: Iterable[str], descript
 
 _AMOUNT_WORDS = frozenset({"more", "less", "fewer", "than", "over", "under", "above", "below", "at", "least", "most",
                            "about", "around", "by"})
-_AMOUNT_UNITS = frozenset({"minute", "minutes", "min", "mins", "hour", "hours", "second", "seconds", "mile", "miles"})
 
 
 def _past_amount(tokens: Sequence[Token], start: int) -> int:
@@ -110,7 +110,7 @@ def _past_amount(tokens: Sequence[Token], start: int) -> int:
     if at >= len(tokens) or tokens[at].kind != "number":
         return start
     at += 1
-    return at + 1 if at < len(tokens) and tokens[at].norm in _AMOUNT_UNITS else at
+    return at + 1 if at < len(tokens) and tokens[at].norm in _UNITS else at
 
 
 def _described_place(tokens: Sequence[Token], start: int, described: set[str]) -> tuple[int, ...]:

@@ -44,7 +44,7 @@ def read_included(reading: _Reading) -> None:
 def _read_every_row_included(reading: _Reading, rows: set[str]) -> None:
     """"Sum of miles for each carrier, all flights included", "including all flights": every row is counted."""
     for index, token in enumerate(reading.tokens):
-        if token.norm != "all" or not reading.free(index) or reading.tokens[index + 1:index + 2] == [] \
+        if token.norm != "all" or not reading.free(index) or index + 1 >= len(reading.tokens) \
                 or reading.tokens[index + 1].stem not in rows or not reading.free(index + 1):
             continue
         if reading.norm(index + 2) in _INCLUDED and reading.free(index + 2):

@@ -850,13 +850,10 @@ def _of_own_rows(reading: _Reading) -> bool:
 
 
 def _zero_included(reading: _Reading) -> bool:
-    """"(including zero)", "even zero", "with zeros": a count of none is an answer to show."""
-    for index, token in enumerate(reading.tokens):
-        if token.norm not in ("zero", "zeros", "zeroes"):
-            continue
-        if reading.norm(index - 1) in ("including", "incl", "even", "with"):
-            return True
-    return False
+    """"(including zero)", "even zero": a count of none is an answer to show ("with zero cancellations" is no such
+    thing: it asks for the groups without one)."""
+    return any(token.norm in ("zero", "zeros", "zeroes") and reading.norm(index - 1) in ("including", "incl", "even")
+               for index, token in enumerate(reading.tokens))
 
 
 def _render(reading: _Reading, query: _Query, dialect: str) -> str:

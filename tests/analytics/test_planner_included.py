@@ -62,6 +62,8 @@ def test_a_condition_said_again_in_parentheses_is_one_condition(data: duckdb.Duc
 @pytest.mark.parametrize(("question", "expected"), [
     ("What portion of HAR trips were cancelled? Percent please.", [(pytest.approx(100 / 3),)]),
     ("What proportion (percent) of the trips were cancelled?", [(25.0,)]),
+    ("What proportion (as a percentage) of the trips were cancelled?", [(25.0,)]),
+    ("I need the proportion (in percent) of the trips that were cancelled.", [(25.0,)]),
     ("Of the HAR trips, what proportion (percent) were cancelled?", [(pytest.approx(100 / 3),)]),
 ])
 def test_a_portion_and_a_unit_in_parentheses_are_a_share(data: duckdb.DuckDBPyConnection, question: str,

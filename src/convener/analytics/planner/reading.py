@@ -1830,9 +1830,9 @@ def _read_share(reading: _Reading) -> None:
             return  # "the cancellation rate", "cancellation percentage for each carrier"
         if token.norm not in _SHARE_WORDS or not reading.free(index):
             continue
-        # (a unit in parentheses may stand after the share word: "what proportion (percent) departed …")
-        unit = reading.norm(index + 1) in ("percent", "%") and "(" in reading.gap(index + 1)
-        after = index + 2 if unit else index + 1
+        # (a unit in parentheses may stand after the share word: "what proportion (percent) departed …", "what
+        # proportion (as a percentage) of …")
+        after = _past_parenthesised_unit(reading, index + 1)
         if reading.norm(after) != "of":
             # "Of the flights from JFK, what percentage went to LAX": the verb right after the share word
             # (the verb may have been read already: with its condition, "what percentage left more than 30 minutes
@@ -1908,6 +1908,16 @@ def _read_rate(reading: _Reading, index: int) -> bool:
     reading.share_span = (mention.start, mention.end)
     _read_share_unit(reading)
     return True
+
+
+def _past_parenthesised_unit(reading: _Reading, start: int) -> int:
+    """Where the words after a share's unit in parentheses at ``start`` ("(percent)", "(as a percentage)", "(in
+    %)") begin, or ``start`` when none is there."""
+    if "(" not in reading.gap(start):
+        return start
+    at = start + (reading.norm(start) in ("as", "in"))
+    at += reading.norm(at) == "a"
+    return at + 1 if reading.norm(at) in ("percent", "percentage", "%") else start
 
 
 def _read_share_unit(reading: _Reading) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from convener.analytics.planner.catalog import _table_words
-from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.joined_rows import joined_name_column
+from convener.analytics.planner.state import _Join, _Reading
 
 
 def passive(word: str) -> bool:
@@ -39,3 +40,60 @@ def read_joined_key(reading: _Reading, start: int, end: int) -> bool:
         reading.used.update(named)
         return True
     return False
+
+
+def read_keys_by_name(reading: _Reading) -> None:
+    """"by destination airport name", "which destination airport, by name, …", "top 5 destination airports …
+    show the airport names": a group key that joins another table (``dest`` the airports) and that table's name
+    column said and read as nothing else: the groups are told by that name rather than by the key's code."""
+    for mention in list(reading.mentions):
+        join = None if mention.is_value else reading.join_of(mention.target.column)
+        if join is None or len(join.on) != 1 or join.on[0][0] not in reading.keys \
+                or mention.target.column in reading.keys or joined_name_column(reading, join) != mention.target.column:
+            continue
+        at = reading.keys.index(join.on[0][0])
+        if _said_beside(reading, mention.start, join):
+            reading.keys.insert(at + 1, mention.target.column)  # "… with the airport names": the codes and names
+        else:
+            reading.keys[at] = mention.target.column
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+    _read_not_codes(reading)
+
+
+_BESIDE = frozenset({"with", "alongside", "plus", "including", "and"})
+
+
+def _said_beside(reading: _Reading, start: int, join: _Join) -> bool:
+    """Whether the name said at ``start`` is asked beside what it names ("with the airport names", "and their
+    full names"), past articles and the joined table's noun."""
+    at = start - 1
+    words = _table_words(join.table)
+    while at >= 0 and (reading.norm(at) in ("the", "their", "its", "full") or reading.tokens[at].stem in words):
+        at -= 1
+    return reading.norm(at) in _BESIDE
+
+
+_NOT_CODES = (("not",), ("rather", "than"), ("instead", "of"))
+
+
+def _read_not_codes(reading: _Reading) -> None:
+    """"… give me the airport names, not codes", "Name, please, not the code": where a joined table's name is
+    read (a key or a column shown), its code turned down is read with it."""
+    names = {joined_name_column(reading, join) for join in (reading.scope.joins if reading.scope else ())}
+    if not names & {*reading.keys, *reading.shown}:
+        return
+    for index in range(len(reading.tokens)):
+        for words in _NOT_CODES:
+            at = index + len(words)
+            if any(reading.norm(index + offset) != word or not reading.free(index + offset)
+                   for offset, word in enumerate(words)):
+                continue
+            if reading.norm(at) in ("the", "their", "its") and reading.free(at):
+                at += 1
+            said = reading.mention_at(at)  # ("the code" may name a code column: the one turned down)
+            if reading.norm(at) in ("code", "codes") and at not in reading.used \
+                    and (said is None or not said.is_value and said.end == at + 1):
+                if said is not None:
+                    reading.mentions.remove(said)
+                reading.used.update(range(index, at + 1))

@@ -277,6 +277,9 @@ def _glossed(reading: _Reading, index: int, items: list[tuple[str, range]]) -> l
             and reading.norm(at) not in _AGG_WORDS:
         before.append(at)
         at -= 1
+    join = reading.join_of(column.name)
+    if join is not None and any(reading.tokens[at].stem in _table_words(join.table) for at in before):
+        return []  # "which airlines (full names) …": the joined rows named, then how to show them
     return before
 
 

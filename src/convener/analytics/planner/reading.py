@@ -46,7 +46,7 @@ from convener.analytics.planner.dimensions import (
     read_measure_nouns,
     read_ranking_superlative,
 )
-from convener.analytics.planner.grouping import passive, read_joined_key
+from convener.analytics.planner.grouping import passive, read_joined_key, read_keys_by_name
 from convener.analytics.planner.included import read_included
 from convener.analytics.planner.roles import read_role_nouns
 from convener.analytics.planner.joined_rows import joined_name_column, joined_rows_key, read_which_joined_rows
@@ -2455,6 +2455,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_judgement(reading)
     settle_shown_value(reading)
     settle_shown_columns(reading)
+    read_keys_by_name(reading)
     _read_leftover_columns(reading)
     settle_presence(reading)
     read_compared_periods(reading)

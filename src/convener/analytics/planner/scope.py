@@ -107,6 +107,10 @@ _AWAY_ROLE = frozenset({"origin", "source", "departure", "depart", "left", "send
 """Words of a key column's name or description that make it the end a row goes to, or comes from."""
 
 
+_RECEIVED = frozenset({"got", "get", "gets", "getting"})
+"""Verbs that point toward a place only said right after it ("the airport that got the most flights"; "flights
+that got delayed" point nowhere)."""
+
 _ROLE_NOUNS = frozenset(ROLE_NOUNS)
 """Nouns of direction: they point at what follows them ("destination airports"), never back at what comes
 before ("From LaGuardia, which destinations …": LaGuardia is where they leave from)."""
@@ -182,12 +186,15 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
 
     asked: dict[str, set[int]] = {}
     for index, token in enumerate(tokens):
+        before = names_other(content(range(index - 1, max(-1, index - 4), -1)))
+        if token.norm in _RECEIVED and before:
+            asked.setdefault("toward", set()).add(index)  # "the airport that got the most flights"
+            continue
         direction = direction_of(index)
         if direction is None:
             continue
         if points_forward(index) and names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
-                or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS \
-                and names_other(content(range(index - 1, max(-1, index - 4), -1))):
+                or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS and before:
             said = asked.setdefault(direction, set())
             said.add(index)
             if direction_of(index - 1) == direction:
@@ -208,10 +215,12 @@ def _role_chooser(table: TableInfo, tokens: Sequence[Token], candidates: Sequenc
     flights" reach airports by ``origin`` when only origins hold La Guardia's code (``codes``)."""
     def choose(other: TableInfo, pairs: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
         keys = {theirs for _, theirs in pairs}
-        asked = _directions_asked(tokens, other, candidates, keys)
+        ends = _values_at_other_end(table, other, pairs, tokens, candidates, codes)
+        rest = [candidate for candidate in candidates if id(candidate) not in ends]
+        asked = _directions_asked(tokens, other, rest, keys)
         matching = [(pair, direction) for pair in pairs if (column := table.column(pair[0])) is not None
                     and (direction := _direction_of(column)) is not None and direction in asked]
-        held = _held_by_one(table, other, pairs, candidates, keys, codes) if codes else None
+        held = _held_by_one(table, other, pairs, rest, keys, codes) if codes else None
         if len(matching) != 1:
             return held
         if held is not None and held != matching[0][0]:
@@ -219,6 +228,53 @@ def _role_chooser(table: TableInfo, tokens: Sequence[Token], candidates: Sequenc
         said.update(asked[matching[0][1]])
         return matching[0][0]
     return choose
+
+
+def _values_at_other_end(table: TableInfo, other: TableInfo, pairs: Sequence[tuple[str, str]],
+                         tokens: Sequence[Token], candidates: Sequence[_Candidate],
+                         codes: Codes | None) -> dict[int, _Target]:
+    """"The airport that got the most flights from LaGuardia": ``other`` (the airports) reached two ways, the
+    one asked of by the rest of the question (the airport that got flights: ``dest``) and a place named right
+    after a word of the other direction ("from LaGuardia"): that place is the queried table's own code at its
+    end (origin 'LGA'), so that the airports are joined the way the rest of the question points. By the
+    candidate's id; none unless every such name keys a few rows at its end."""
+    if codes is None or len(pairs) < 2:
+        return {}
+    keys = {theirs for _, theirs in pairs}
+    named = [c for c in candidates if c.target.table == other.name and c.target.value is not None
+             and c.target.column not in keys and c.target.formula is None]
+    if not named:
+        return {}
+    asked = _directions_asked(tokens, other, [c for c in candidates if c not in named], keys)
+    ends: dict[str, list[tuple[str, str]]] = {}
+    for pair in pairs:
+        column = table.column(pair[0])
+        direction = _direction_of(column) if column is not None else None
+        if direction is not None:
+            ends.setdefault(direction, []).append(pair)
+    if len(asked) != 1:
+        return {}
+    routed: dict[int, _Target] = {}
+    for candidate in named:
+        said = _preposition_before(tokens, candidate.start)
+        if said is None or said in asked or len(ends.get(said, ())) != 1:
+            return {}
+        mine, theirs = ends[said][0]
+        found = list(codes(table.name, mine, other.name, theirs, candidate.target.column,
+                           (candidate.target.value or "", *candidate.target.alternatives)))
+        if not 0 < len(found) <= _CODES_PER_NAME:
+            return {}
+        routed[id(candidate)] = _Target(table.name, mine, found[0], alternatives=tuple(found[1:]))
+    return routed
+
+
+def _preposition_before(tokens: Sequence[Token], start: int) -> str | None:
+    """The end of a trip a place is said as by the preposition right before it: "from", "out of" (away), "to",
+    "into" (toward); None for any other word ("at LaGuardia" may be either end)."""
+    word = tokens[start - 1].norm if start > 0 else ""
+    if word == "of" and start > 1 and tokens[start - 2].norm == "out" or word == "from":
+        return "away"
+    return "toward" if word in ("to", "into") else None
 
 
 def _held_by_one(table: TableInfo, other: TableInfo, pairs: Sequence[tuple[str, str]],
@@ -362,25 +418,32 @@ def _settle_by_table(mention: _Mention, tokens: Sequence[Token], renamed: dict[t
 
 
 def _check_owner(mention: _Mention, tokens: Sequence[Token], virtual: dict[str, exp.Expr],
-                 tables: Sequence[TableInfo], queried: TableInfo) -> None:
+                 renamed: dict[tuple[str, str], str], tables: Sequence[TableInfo], queried: TableInfo) -> _Mention:
     """"The name of the airport that got the most flights" where the airlines, not the airports, are joined for
     "name" (the airports are two ways from a flight, and no word picked one): a joined table's column said "of"
     another table's rows is that table's, which the question does not reach; refused rather than answered with
-    the airline's. (Of several joined tables, ``_settle_by_table`` picks the one named.)"""
+    the airline's. Where that table is joined too, its column of the same name is the one said ("the full name
+    of the airport", "the airport's full name": "full name" describes the airlines' names, but it is the
+    airport's that is asked). (Of several joined tables named beside the phrase, ``_settle_by_table`` picks the
+    one named.)"""
     expression = virtual.get(mention.target.column)
-    if mention.is_value or not isinstance(expression, exp.Column) or mention.end >= len(tokens) \
-            or tokens[mention.end].norm != "of":
-        return
-    at = mention.end + 1
-    while at < len(tokens) and tokens[at].norm in ("the", "a", "an", "each", "its", "their"):
+    if mention.is_value or not isinstance(expression, exp.Column):
+        return mention
+    said_of = mention.end < len(tokens) and tokens[mention.end].norm == "of"
+    at = mention.end + 1 if said_of else mention.start - 1
+    while said_of and at < len(tokens) and tokens[at].norm in ("the", "a", "an", "each", "its", "their"):
         at += 1
     owner = next((table for table in tables if _alias(table) == expression.table), None)
-    if at >= len(tokens) or owner is None or tokens[at].stem in _table_words(owner):
-        return
+    if not 0 <= at < len(tokens) or owner is None or tokens[at].stem in _table_words(owner):
+        return mention
     others = [table.name for table in tables if table is not owner and tokens[at].stem in _table_words(table)]
-    if others and others[0] != queried.name:
+    moved = renamed.get((others[0], expression.name)) if others else None
+    if moved is not None:
+        return _Mention(mention.start, mention.end, replace(mention.target, column=moved), mention.source)
+    if said_of and others and others[0] != queried.name:
         raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which the "
                      f"question does not say how to reach from {queried.name}")
+    return mention
 
 
 def _alias(table: TableInfo) -> str:
@@ -413,6 +476,10 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
     own: list[_Candidate] = []
     coded = _said_with_codes(table, joins, candidates, codes)
     routed = _route_codes(table, relationships, candidates, tokens, codes)
+    for other in tables:
+        pairs = [(r.left_columns[0], r.right_columns[0]) for r in relationships if r.left_table == table.name
+                 and r.right_table == other.name and len(r.left_columns) == 1 == len(r.right_columns)]
+        routed.update(_values_at_other_end(table, other, pairs, tokens, candidates, codes))
     for candidate in candidates:
         target = candidate.target
         if id(candidate) in routed:
@@ -440,8 +507,7 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
     for glossing in _glossing_name_words(table, joins, candidates, mentions, codes):
         mentions.remove(glossing)
         said.update(range(glossing.start, glossing.end))
-    for mention in mentions:
-        _check_owner(mention, tokens, virtual, tables, table)
+    mentions = [_check_owner(mention, tokens, virtual, renamed, tables, table) for mention in mentions]
     # A word that picked a relationship and names a column ("origin" in "by origin airport") stays a mention:
     # it may be the key asked for.
     named = {i for m in mentions for i in range(m.start, m.end)}

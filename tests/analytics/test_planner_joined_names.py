@@ -20,8 +20,8 @@ SAILINGS = TableInfo("sailings", (
     ColumnInfo("dest", "STRING", "Code of the destination port; the ports table gives its name"),
     ColumnInfo("delay", "INTEGER", "Delay in minutes"),
 ), description="Ferry sailings: one row per sailing.")
-PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"), ColumnInfo("name", "STRING", "Name of the port")),
-                  description="Ports: one row per port.")
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING", "Port code"),
+                            ColumnInfo("name", "STRING", "Name of the port")), description="Ports: one row per port.")
 OPERATORS = TableInfo("operators", (ColumnInfo("operator_code", "STRING", "Operator code"),
                                     ColumnInfo("name", "STRING", "Full name of the operator")),
                       description="Ferry operators: one row per operator.")
@@ -31,7 +31,8 @@ RELATIONSHIPS = (Relationship("sailings", ("line",), "operators", ("operator_cod
 PORT_NAMES = {"HAR": "Harbourton", "NTH": "Northwick", "SKY": "Skye Pier"}
 OPERATOR_NAMES = {"NW": "Northwind Ferries", "IS": "Islander Lines"}
 ROWS = [(1, "NW", "HAR", "NTH", 10), (2, "NW", "HAR", "NTH", 20), (3, "IS", "HAR", "SKY", 5),
-        (4, "IS", "NTH", "SKY", 0), (5, "IS", "NTH", "SKY", 15), (6, "IS", "NTH", "SKY", 30), (7, "NW", "SKY", "HAR", 0)]
+        (4, "IS", "NTH", "SKY", 0), (5, "IS", "NTH", "SKY", 15), (6, "IS", "NTH", "SKY", 30),
+        (7, "NW", "SKY", "HAR", 0)]
 VALUES = {("sailings", "line"): sorted(OPERATOR_NAMES), ("sailings", "origin"): ["HAR", "NTH", "SKY"],
           ("sailings", "dest"): ["HAR", "NTH", "SKY"], ("ports", "code"): sorted(PORT_NAMES),
           ("ports", "name"): sorted(PORT_NAMES.values()), ("operators", "operator_code"): sorted(OPERATOR_NAMES),

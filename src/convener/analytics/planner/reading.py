@@ -47,6 +47,7 @@ from convener.analytics.planner.dimensions import (
     read_ranking_superlative,
 )
 from convener.analytics.planner.grouping import passive, read_joined_key, read_keys_by_name
+from convener.analytics.planner.excluded import read_excluded_bounds
 from convener.analytics.planner.included import read_included
 from convener.analytics.planner.roles import read_role_nouns
 from convener.analytics.planner.joined_rows import joined_name_column, joined_rows_key, read_which_joined_rows
@@ -131,6 +132,16 @@ def _read_compared_magnitude(reading: _Reading) -> None:
             return
 
 
+def _read_unit_of(reading: _Reading, at: int, column: str) -> None:
+    """The unit at ``at`` of a number compared with ``column``, read with the comparison; where it names the
+    column too ("the average air time of flights longer than 2000 miles"), not a measure of its own."""
+    reading.used.add(at)
+    mention = reading.mention_at(at)
+    if mention is not None and mention.end == at + 1 and not mention.is_value and mention.target.column == column \
+            and mention in reading.mentions:
+        reading.mentions.remove(mention)
+
+
 def _read_dimensions(reading: _Reading) -> None:
     """Adjectives of measure: "bills longer than 55 mm" (a comparison on the bill's length), "the 3 longest
     bills" and "the heaviest penguin" (a ranking by length or mass). The adjective settles which column a
@@ -168,7 +179,7 @@ def _read_dimensions(reading: _Reading) -> None:
             reading.used.update(range(index, number_at + 1))
             after = number_at + 1
             while after < len(reading.tokens) and reading.tokens[after].norm in _UNITS:
-                reading.used.add(after)
+                _read_unit_of(reading, after, column)
                 after += 1
             continue
         if degree == "comparative" and groups_set_against(reading) and reading.norm(index + 1) != "than" \
@@ -326,6 +337,8 @@ def _read_comparisons(reading: _Reading) -> None:
             value = _in_column_unit(reading, column, number.number, number_at + 1)
             reading.filters.append(_Filter(column, op, (value,), "number", index))
             reading.used.update(range(index, number_at + 1))
+            if unit_named(reading.norm(number_at + 1)) is not None:
+                _read_unit_of(reading, number_at + 1, column)
             break
 
 
@@ -2433,6 +2446,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_share(reading)
     _read_signs(reading)
     _read_missing(reading)
+    read_excluded_bounds(reading)
     _settle_by_other_words(reading)  # (before the columns to show are read: "… and the delay")
     _read_shown(reading)
     _read_truth_words(reading)

@@ -165,3 +165,14 @@ def test_rows_wanted_both_missing_and_known_are_declined() -> None:
 def test_leaving_is_said_of_the_port_a_trip_left_from(question: str) -> None:
     made = plan_question(question, [TRIPS], values_of=lambda t, c: VALUES.get((t, c), []))
     assert not made.unaccounted and '"start_port" = \'HAR\'' in made.sql, made
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How many operators ran trips?", 3),
+    ("How many operators had scrapped trips?", 2),
+    ("How many start ports did Islander trips leave from?", 1),
+])
+def test_a_column_named_by_its_plural_before_the_rows_counts_its_values(data: duckdb.DuckDBPyConnection,
+                                                                        question: str, expected: int) -> None:
+    # (before, the rows were counted, the answer saying it could not use "operators")
+    assert answer(data, question) == [(expected,)]

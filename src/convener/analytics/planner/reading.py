@@ -1363,6 +1363,24 @@ def _total_of_rows(reading: _Reading, table_words: set[str]) -> int | None:
     return None
 
 
+def _count_values_of_rows(reading: _Reading, at: int, table_words: set[str]) -> bool:
+    """"How many carriers operated flights?", "how many destinations did JFK flights go to": a text column
+    named by its plural right after the count, the rows' noun said after it, and no condition on each group's
+    rows ("how many carriers had more than 100 flights" counts groups that meet it): the distinct values of
+    that column among the rows. Whether it was read so."""
+    mention = reading.mention_at(at)
+    if mention is None or mention.is_value or mention.start != at or mention not in reading.mentions \
+            or reading.group_conditions or reading.column(mention.target.column).type != STRING:
+        return False
+    last = reading.tokens[mention.end - 1]
+    if last.norm == last.stem or not any(token.stem in table_words for token in reading.tokens[mention.end:]):
+        return False
+    reading.distinct = mention.target.column
+    reading.mentions.remove(mention)
+    reading.used.update(range(mention.start, mention.end))
+    return True
+
+
 def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     """"how many …", "number of …", "count …": a count; "how many different X" counts distinct X."""
     found = _find_phrase(reading, _COUNT_PHRASES)
@@ -1397,6 +1415,8 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     elif words in (("how", "many"), ("number", "of")) and after < len(reading.tokens) \
             and reading.tokens[after].stem not in table_words and _count_joined_rows(reading, after):
         return  # "how many airlines flew out of Newark" on flights: the airlines, told apart by their code
+    elif _count_values_of_rows(reading, after, table_words):
+        return
     while after < len(reading.tokens) and after in reading.used and reading.mention_at(after) is None:
         after += 1
     named = reading.mention_at(after)

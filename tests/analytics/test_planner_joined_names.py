@@ -113,3 +113,15 @@ def test_joined_rows_glossed_by_their_names_in_parentheses_are_listed_by_name(
 def test_the_name_of_a_port_no_word_reaches_is_still_declined() -> None:
     with pytest.raises(NoPlan):
         plan("What's the name of the port with the most sailings?")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which destination ports had sailings from Northwick, and how many sailings went to each?",
+     [("SKY", "Skye Pier", 3)]),
+    ("Which operators (full names) sailed to Skye Pier, and how many such sailings did each have?",
+     [("Islander Lines", 4)]),
+])
+def test_the_values_listed_then_counted_for_each_are_the_groups(data: duckdb.DuckDBPyConnection, question: str,
+                                                                 expected: list[tuple[object, ...]]) -> None:
+    # (before, the sailings were counted as a whole, the answer saying it could not use the values listed)
+    assert answer(data, question) == expected

@@ -2536,7 +2536,8 @@ def _read_each_of_those_named(reading: _Reading) -> None:
         reading.used.add(last)
 
 
-_EACH_ONE_VERBS = frozenset({"have", "has", "had", "get", "got", "see", "saw", "record", "log", "make", "count"})
+_EACH_ONE_VERBS = frozenset({"have", "has", "had", "get", "got", "see", "saw", "record", "log", "make", "count",
+                             "receive", "received"})
 """Verbs that may close a question after "each" or "each one" ("… did each one have?")."""
 
 
@@ -2556,6 +2557,17 @@ def _read_each_of_those_said(reading: _Reading) -> None:
         owners = [m for m in reading.mentions if not m.is_value and m.end <= index and m.end - m.start == 1
                   and reading.tokens[m.start].norm != reading.tokens[m.start].stem
                   and reading.column(m.target.column).type == STRING]
+        if not owners and _find_phrase(reading, _COUNT_PHRASES) is not None and len(reading.shown) == 1 \
+                and reading.column(reading.shown[0]).type == STRING:
+            # "which destinations …, and how many flights went to each?": the values listed are the groups, by
+            # their name too where the question reaches a table that names them (a code alone says little)
+            key = reading.shown.pop()
+            join = next((join for join in reading.scope.joins if join.on[0][0] == key), None) \
+                if reading.scope is not None else None
+            name = joined_name_column(reading, join) if join is not None and len(join.on) == 1 else None
+            reading.keys.extend([key] if name is None else [key, name])
+            reading.used.update(range(index, len(reading.tokens)))
+            return
         if len(owners) != 1:
             return
         reading.keys.append(owners[0].target.column)

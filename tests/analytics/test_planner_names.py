@@ -629,3 +629,15 @@ def test_a_code_that_opens_with_a_digit_is_one_word() -> None:
     # a time of day in capitals is still a time, not a code; a number and a letter are two words
     assert [(t.text, t.kind) for t in tokenize("at 9PM")] == [("at", "word"), ("9", "number"), ("PM", "word")]
     assert [(t.text, t.kind) for t in tokenize("delta 15N")] == [("delta", "word"), ("15", "number"), ("N", "word")]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Average arrival delay excluding flights out of Newark?", pytest.approx(53 / 3)),
+    ("How many flights were there, except those out of Newark?", 4),
+])
+def test_a_denial_before_the_rows_and_the_way_to_a_joined_name_denies_the_name(
+        data: duckdb.DuckDBPyConnection, question: str, expected: float) -> None:
+    # (before, "out of" between them kept the denial from the name: Newark's flights were the ones kept, the
+    # answer saying it could not use "excluding")
+    made = plan(question)
+    assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql

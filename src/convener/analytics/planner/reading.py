@@ -83,6 +83,7 @@ from convener.analytics.planner.vocabulary import (
     _COMPARATORS,
     _COMPARE_WORDS,
     _COUNT_PHRASES,
+    _DIRECTION_PREPOSITIONS,
     _DISTINCT_WORDS,
     _FREQUENT,
     _GROUP_FILLER,
@@ -579,8 +580,10 @@ def _read_values(reading: _Reading) -> None:
                        if reading.norm(i) in ("excluding", "except", "besides", "without")), None)
         if not negations and denial is not None and reading.free(denial) \
                 and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1)
+                        or reading.norm(i) in _DIRECTION_PREPOSITIONS  # (read as the way to a joined table)
                         or _rows_noun(reading, i) for i in range(denial + 1, begin)):
-            # "excluding the ones from Biscoe", "except those on Dream": the rows named again between
+            # "excluding the ones from Biscoe", "except those on Dream", "excluding flights out of Newark": the
+            # rows named again between
             negations = list(range(denial, begin))
         leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in _LEAVE_OUT), None)
         if not negations and leaving is not None and reading.norm(mention.end) == "out" \

@@ -32,9 +32,9 @@ PORT_NAMES = {"HAR": "Harbourton", "NTH": "Northwick", "SKY": "Skye Pier"}
 OPERATOR_NAMES = {"NW": "Northwind Ferries", "IS": "Islander Lines"}
 ROWS = [(1, "NW", "HAR", "NTH", 10), (2, "NW", "HAR", "NTH", 20), (3, "IS", "HAR", "SKY", 5),
         (4, "IS", "NTH", "SKY", 0), (5, "IS", "NTH", "SKY", 15), (6, "IS", "NTH", "SKY", 30),
-        (7, "NW", "SKY", "HAR", 0)]
+        (7, "NW", "SKY", "HAR", 0), (8, "NW", "SKY", "ZZZ", 0)]  # (ZZZ: a port the ports table lacks)
 VALUES = {("sailings", "line"): sorted(OPERATOR_NAMES), ("sailings", "origin"): ["HAR", "NTH", "SKY"],
-          ("sailings", "dest"): ["HAR", "NTH", "SKY"], ("ports", "code"): sorted(PORT_NAMES),
+          ("sailings", "dest"): ["HAR", "NTH", "SKY", "ZZZ"], ("ports", "code"): sorted(PORT_NAMES),
           ("ports", "name"): sorted(PORT_NAMES.values()), ("operators", "operator_code"): sorted(OPERATOR_NAMES),
           ("operators", "name"): sorted(OPERATOR_NAMES.values())}
 
@@ -101,7 +101,7 @@ def test_the_full_name_of_another_tables_row_is_that_tables_name(data: duckdb.Du
     # "full name" is said of the operators' names only; "of the port" (or "the port's") makes it the port's
     assert answer(data, "What's the full name of the port that received the most sailings?") == [("Skye Pier", 4)]
     assert answer(data, "Number of sailings from each origin port alongside the port's full name.") == [
-        ("HAR", "Harbourton", 3), ("NTH", "Northwick", 3), ("SKY", "Skye Pier", 1)]
+        ("HAR", "Harbourton", 3), ("NTH", "Northwick", 3), ("SKY", "Skye Pier", 2)]
 
 
 def test_joined_rows_glossed_by_their_names_in_parentheses_are_listed_by_name(
@@ -125,3 +125,12 @@ def test_the_values_listed_then_counted_for_each_are_the_groups(data: duckdb.Duc
                                                                  expected: list[tuple[object, ...]]) -> None:
     # (before, the sailings were counted as a whole, the answer saying it could not use the values listed)
     assert answer(data, question) == expected
+
+
+def test_groups_of_the_key_labelled_by_a_joined_name_keep_the_codes_it_lacks(data: duckdb.DuckDBPyConnection) -> None:
+    # "from each port": the ports reached by where the sailings left ("each" is no place of its own); grouped
+    # by the key with the name beside it, a code the ports lack is a group of its own (an inner join dropped it)
+    assert answer(data, "How many sailings left from each port?") == [
+        ("HAR", "Harbourton", 3), ("NTH", "Northwick", 3), ("SKY", "Skye Pier", 2)]
+    assert answer(data, "How many sailings went to each port?") == [
+        ("HAR", "Harbourton", 1), ("NTH", "Northwick", 2), ("SKY", "Skye Pier", 4), ("ZZZ", None, 1)]

@@ -165,7 +165,8 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
             if parted(tokens, i, word):
                 return None
             if not tokens[i].is_stopword and tokens[i].kind == "word" \
-                    and tokens[i].norm not in ("that", "which", "who", "other", "than", "except", "besides"):
+                    and tokens[i].norm not in ("that", "which", "who", "other", "than", "except", "besides", "each",
+                                               "every"):
                 return i
         return None
 

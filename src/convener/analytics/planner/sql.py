@@ -962,7 +962,10 @@ def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
                for column in virtual[key].find_all(exp.Column) if column.table}
     for join in joins:
         alias = _alias(join.table.name)
-        kind = "inner" if alias in grouped else "left"
+        # (grouped by the key too, "per destination, with its name", the name only labels each group: a code the
+        # joined table lacks is a group of its own, with no name)
+        labelled = all(mine in reading.keys for mine, _ in join.on)
+        kind = "inner" if alias in grouped and not labelled else "left"
         on = exp.and_(*(exp.EQ(this=exp.column(mine, table=base, quoted=True),
                                expression=exp.column(theirs, table=alias, quoted=True)) for mine, theirs in join.on))
         select = select.join(quoted_table(join.table.name), on=on, join_type=kind, copy=False)

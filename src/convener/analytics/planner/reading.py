@@ -47,6 +47,7 @@ from convener.analytics.planner.dimensions import (
     read_ranking_superlative,
 )
 from convener.analytics.planner.grouping import passive, read_joined_key, read_keys_by_name
+from convener.analytics.planner.combinations import read_combinations
 from convener.analytics.planner.excluded import read_excluded_bounds
 from convener.analytics.planner.included import read_included
 from convener.analytics.planner.roles import read_role_nouns
@@ -1196,6 +1197,13 @@ def _is_order_measure(reading: _Reading, mention: _Mention, marker: tuple[str, .
 def _asks_which(reading: _Reading) -> bool:
     """Whether the question is a which/what question."""
     return any(token.norm in ("which", "what") for token in reading.tokens)
+
+
+def _read_combinations(reading: _Reading) -> None:
+    """Columns named together as one group ("species-island combinations") are the keys; asked which one ranks
+    highest ("which species/island group has the highest average mass?"), the top one."""
+    if read_combinations(reading) and reading.direction is not None and _asks_which(reading):
+        reading.top = reading.top or 1
 
 
 def _read_ranked_keys(reading: _Reading) -> None:
@@ -2476,6 +2484,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_absence(reading)
     _read_values(reading)
     _read_time_superlative(reading, _table_words(table))
+    _read_combinations(reading)
     _read_keys(reading, _table_words(table))
     _read_compared_groups(reading)
     _read_extreme_per_group(reading)

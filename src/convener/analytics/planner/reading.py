@@ -73,6 +73,7 @@ from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
+    CONTRACTED_DENIALS,
     LEAVE_OR_ARRIVE,
     _AGG_WORDS,
     AUXILIARIES,
@@ -2046,7 +2047,7 @@ def _read_missing(reading: _Reading) -> None:
             reading.used.add(mention.end)  # "… measurement", "… value": the column's own record of it
         excluded: range | None = None
         between = index - 2 if on_record else index - 1
-        while reading.norm(between) in ("not", "is", "was", "were", "been", "be") and reading.free(between):
+        while reading.norm(between) in _BETWEEN_COLUMN_AND_STATE and reading.free(between):
             between -= 1
         if mention is None:
             # the word after the column: "flights with an arrival delay recorded", "a delay not recorded"
@@ -2086,16 +2087,25 @@ def _read_missing(reading: _Reading) -> None:
                 reading.used.add(index - 1)
             reading.empty_grouped.add(mention.target.column)
             continue
-        words = {reading.norm(i) for i in said}
-        negated = bool(words & ({"no", "not", "without", "never"} | _NEGATIONS)) or excluded is not None
+        # each denial turns it around: "excluding the ones whose sex isn't known" keeps the known ones
+        denials = sum(reading.norm(i) in _DENIALS for i in said)
+        if excluded is not None and reading.norm(excluded.start) not in _DENIALS:
+            denials += 1  # "leaving out …"
+        negated = denials % 2 == 1
         denied = negated != lacking
-        if denied:
+        if denials:
             reading.used.update(said)  # "no recorded delay", "a delay not recorded": left empty
         op = "not null" if _MISSING_WORDS[token.norm] != denied else "null"
         reading.filters.append(_Filter(mention.target.column, op, (), "missing", min(index, mention.start)))
         reading.mentions.remove(mention)
         reading.used.update(range(min(index, mention.start), max(index + 1, mention.end)))
         _note_term(reading, mention)
+
+
+_DENIALS = frozenset({"no", "not", "without", "never"} | _NEGATIONS)
+
+_BETWEEN_COLUMN_AND_STATE = frozenset({"not", "is", "was", "were", "been", "be", *CONTRACTED_DENIALS})
+"""Words between a column and the word saying it is empty or filled ("sex isn't known", "a delay not recorded")."""
 
 
 def _negated_before(reading: _Reading, index: int) -> range | None:

@@ -271,3 +271,12 @@ def test_the_other_name_of_a_measure_said_of_something_else_is_not_the_rows_meas
     except NoPlan:
         return
     assert "weight" in made.unaccounted, made  # (the eggs' weight is not the penguins' body mass)
+
+
+def test_along_with_shows_the_columns_beside_the_rows_as_with_does(data: duckdb.DuckDBPyConnection) -> None:
+    # (before, "along" kept "with" from opening the list: the question was declined as having nothing for
+    # "studies")
+    made = plan("Give me the islands of penguins heavier than 5000 g, along with the studies.")
+    assert not made.unaccounted and made.sql == plan("Give me the islands of penguins heavier than 5000 g, with "
+                                                     "the studies.").sql
+    assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == ["N3", "N4"]

@@ -308,13 +308,21 @@ def _introducer(reading: _Reading, index: int) -> str | None:
     if word in ("what", "which") and reading.norm(before - 1) == "and" and reading.free(before - 1):
         return "and what"  # "… bills longer than 50 mm — which ones, and what species?"
     if word in _WITH:
-        # ("top 5 heaviest penguins, with species": set off by a comma, the column shown beside the rows)
-        return "with their" if owned or "," in reading.gap(before) else "with"
+        # ("top 5 heaviest penguins, with species": set off by a comma, the column shown beside the rows;
+        # "…, along with the dates" too)
+        opening = before - 1 if _along(reading, before) else before
+        return "with their" if owned or "," in reading.gap(opening) else "with"
     if word in _GIVE:
         return "punctuation" if owned else "verb"
     if word in ("just", "only") and before > 0 and any(mark in reading.gap(before) for mark in ("?", ".")):
         return "sentence"  # "Which Torgersen penguins …? Just the IDs and study."
     return None
+
+
+def _along(reading: _Reading, with_at: int) -> bool:
+    """Whether "along" or "together" stands free before the "with" at ``with_at`` ("along with the dates")."""
+    return reading.norm(with_at) in _WITH and reading.norm(with_at - 1) in ("along", "together") \
+        and reading.free(with_at - 1)
 
 
 def _punctuation(gap: str) -> bool:
@@ -331,6 +339,8 @@ def _introducer_words(reading: _Reading, index: int) -> list[int]:
         before -= 1
     if before >= 0 and reading.norm(before) in _GIVE | _WITH | {"just", "only"} and reading.free(before):
         said.append(before)
+        if _along(reading, before):
+            said.append(before - 1)
     elif before >= 1 and reading.norm(before) in ("what", "which") and reading.norm(before - 1) == "and":
         said.extend((before, before - 1))  # "…, and what species"
     return said

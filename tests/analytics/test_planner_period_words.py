@@ -67,3 +67,17 @@ def test_groups_of_each_of_the_left_unread_are_said() -> None:
 def test_a_share_of_rows_that_happened_in_a_month_counts_the_month_among_them(data: duckdb.DuckDBPyConnection) -> None:
     made = plan("What share of cancellations happened in March?")
     assert data.execute(made.sql).fetchall()[0][0] == pytest.approx(200 / 3), made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What was the busiest month for trips?", [(datetime.date(2024, 3, 1), 3)]),
+    ("the quietest month for trips", [(datetime.date(2024, 1, 1), 1), (datetime.date(2024, 2, 1), 1)]),
+    ("Monthly count of cancelled trips during March 2024", [(datetime.date(2024, 3, 1), 2)]),
+])
+def test_a_period_ranked_by_how_busy_and_a_count_during_a_period(data: duckdb.DuckDBPyConnection, question: str,
+                                                                 expected: list[tuple[object, ...]]) -> None:
+    # (before, "busiest" before the period's noun and "during" after a count were words the data had nothing for)
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert sorted((row[0].date() if isinstance(row[0], datetime.datetime) else row[0], row[1])
+                  for row in data.execute(made.sql).fetchall()) == expected

@@ -108,6 +108,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_LOW,
     _UNITS,
     _TOWARD,
+    _YEAR_PREPOSITIONS,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, snake, stem
@@ -232,9 +233,18 @@ def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | N
 
 
 def _read_ranked_bucket(reading: _Reading) -> None:
-    """"Which month had the most flights": the time bucket asked about, ranked."""
+    """"Which month had the most flights", "the busiest month for flights out of LGA": the time bucket asked
+    about, ranked."""
     if reading.direction is None:
         return
+    for index, token in enumerate(reading.tokens[:-1]):
+        bucket = _BUCKETS.get(reading.norm(index + 1))
+        if token.norm in _BUSY_WORDS and reading.free(index) and reading.free(index + 1) and bucket is not None \
+                and reading.top is None and reading.bucket in (None, bucket):
+            reading.bucket = bucket
+            reading.top = 1
+            reading.used.update((index, index + 1))
+            return
     for index, token in enumerate(reading.tokens[:-1]):
         if token.norm not in ("which", "what"):
             continue
@@ -1460,7 +1470,8 @@ def _read_counts(reading: _Reading, table_words: set[str]) -> None:
     counted = reading.tokens[after] if after < len(reading.tokens) else None
     if counted is not None and counted.kind == "word" and named is None \
             and counted.stem not in table_words and counted.stem not in _vocabulary(reading.table) \
-            and not _common(counted.norm) and not counted.is_stopword and not said_as_described(reading, after):
+            and not _common(counted.norm) and not counted.is_stopword and not said_as_described(reading, after) \
+            and counted.norm not in _YEAR_PREPOSITIONS:  # ("weekly count of cancelled flights during January")
         raise NoPlan(f"the data has nothing called '{counted.text}' to count")
 
 

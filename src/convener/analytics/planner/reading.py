@@ -1262,9 +1262,11 @@ def _read_ranked_time_key(reading: _Reading) -> bool:
     row's date, shown beside the row ranked."""
     one_row = _one_row_ranked(reading)
     for index, token in enumerate(reading.tokens[:-1]):
-        mention = reading.mention_at(index + 1)
-        if token.norm not in ("which", "what") or mention is None or mention.is_value \
-                or mention.start != index + 1 or mention not in reading.mentions \
+        # ("top 5 dates by number of cancelled flights", "which 3 dates …": past the ranking's number)
+        at = index + 2 if reading.top is not None and reading.tokens[index + 1].number == reading.top else index + 1
+        mention = reading.mention_at(at)
+        if token.norm not in ("which", "what", "top", "bottom") or mention is None or mention.is_value \
+                or mention.start != at or mention not in reading.mentions \
                 or reading.column(mention.target.column).type not in TIME_TYPES:
             continue
         (reading.shown if one_row else reading.keys).append(mention.target.column)

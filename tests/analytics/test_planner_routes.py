@@ -31,6 +31,8 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
     ("What are the 2 busiest routes of the sailings?", [("A", "B", 3), ("C", "A", 2)]),
     ("Top 2 busiest routes (origin and destination pairs) by sailing count.", [("A", "B", 3), ("C", "A", 2)]),
     ("The 2 longest origin-destination routes by distance?", [("A", "C", 40), ("C", "A", 40)]),
+    # "most frequently" with what the rows did, six words before "routes": ranked by their number
+    ("What are the 2 most frequently sailed origin-destination routes?", [("A", "B", 3), ("C", "A", 2)]),
 ])
 def test_routes_ranked_are_the_pairs_of_start_and_end(data: duckdb.DuckDBPyConnection, question: str,
                                                       expected: list[tuple[object, ...]]) -> None:

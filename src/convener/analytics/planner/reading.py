@@ -876,6 +876,9 @@ def _read_top(reading: _Reading) -> None:
             reading.used.add(index)
             if reading.norm(index + 1) in ("most", "least") and reading.norm(index + 2) in _FREQUENT:
                 reading.used.add(index + 2)  # "5 most frequent destinations": ranked by their rows' number
+                if reading.norm(index + 2) in ("frequently", "often") and passive(reading.norm(index + 3)) \
+                        and reading.free(index + 3):
+                    reading.used.add(index + 3)  # "the 3 most frequently flown routes": what the rows did
             if reading.norm(index + 1) in _BUSY_WORDS:
                 reading.used.add(index + 1)  # "the 5 busiest routes": ranked by their rows' number, most first
             return

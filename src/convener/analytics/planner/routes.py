@@ -40,7 +40,10 @@ def read_routes(reading: _Reading, text: str) -> None:
 def _asked_of_each(reading: _Reading, at: int) -> bool:
     """Whether the routes are what the question ranks, counts or lists: a number, a superlative, "which",
     "each" or "per" among the few words before "routes" ("the 5 busiest routes", "which routes")."""
-    before = [reading.tokens[i] for i in range(max(0, at - 4), at)]
+    # ("the 3 most frequently flown origin-destination routes": six words back, for routes said as the groups;
+    # "route" among columns to show, "… highest speed? Show carrier, route and speed", is no group)
+    back = 6 if reading.norm(at) == "routes" else 4
+    before = [reading.tokens[i] for i in range(max(0, at - back), at)]
     return any(token.number is not None or token.norm in _ASKING or token.norm.endswith("est") for token in before)
 
 

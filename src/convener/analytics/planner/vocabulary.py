@@ -26,7 +26,7 @@ _LOW_WORDS = frozenset({
 })
 _BUSY_WORDS = frozenset({"busiest", "quietest"})
 """Superlatives of how many rows a group has ("the busiest airports": those with the most flights)."""
-_FREQUENT = frozenset({"frequent", "common", "popular", "used"})  # "the most used planes"
+_FREQUENT = frozenset({"frequent", "frequently", "often", "common", "popular", "used"})  # "the most used planes"
 """After "most" or "least", how often a group's rows occur ("the 5 most frequent destinations"): the group's
 number of rows."""
 _HIGH_WORDS = frozenset({

@@ -34,11 +34,10 @@ def read_excluded_bounds(reading: _Reading) -> None:
         start = next((f.start for f in sorted(reading.filters, key=lambda f: f.start) if at <= f.start < at + 3
                       and not any(reading.free(i) for i in range(at, f.start))), None)
         there = [f for f in reading.filters if f.start == start]
-        # (one condition said twice, "left early (negative departure delay)", is one)
         if start is None or len({(f.column, f.op, f.values, f.kind) for f in there}) != 1 or there[0].kind != "number" \
                 or there[0].op not in _TURNED:
             continue
-        # (said again, "left early (negative departure delay)", it is the same condition)
+        # (one condition said twice, "left early (negative departure delay)", is one: each is turned)
         same = (there[0].column, there[0].op, there[0].values, there[0].kind)
         reading.filters = [replace(f, op=_TURNED[f.op]) if (f.column, f.op, f.values, f.kind) == same else f
                            for f in reading.filters]

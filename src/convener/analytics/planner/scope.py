@@ -247,14 +247,14 @@ def _values_at_other_end(table: TableInfo, other: TableInfo, pairs: Sequence[tup
     if not named:
         return {}
     asked = _directions_asked(tokens, other, [c for c in candidates if c not in named], keys)
+    if len(asked) != 1:
+        return {}
     ends: dict[str, list[tuple[str, str]]] = {}
     for pair in pairs:
         column = table.column(pair[0])
         direction = _direction_of(column) if column is not None else None
         if direction is not None:
             ends.setdefault(direction, []).append(pair)
-    if len(asked) != 1:
-        return {}
     routed: dict[int, _Target] = {}
     for candidate in named:
         said = _preposition_before(tokens, candidate.start)

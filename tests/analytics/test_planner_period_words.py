@@ -88,18 +88,19 @@ NESTS = TableInfo("nests", (ColumnInfo("nest_id", "INTEGER", "Identifier of the 
                   description="Nests: one row per nest.")
 
 
+@pytest.fixture(scope="module")
+def nests() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database("CREATE TABLE nests (nest_id INTEGER, egg_date DATE)",
+                        "INSERT INTO nests VALUES (1, '2024-11-01'), (2, '2024-11-01'), (3, '2024-11-01'), "
+                        "(4, '2024-11-02'), (5, '2024-11-02'), (6, '2024-11-03')")
+
+
 @pytest.mark.parametrize("question", ["Top 2 egg dates by number of nests.", "Which 2 egg dates had the most nests?"])
-def test_a_date_column_after_a_ranking_and_its_number_is_the_group_ranked(question: str) -> None:
+def test_a_date_column_after_a_ranking_and_its_number_is_the_group_ranked(nests: duckdb.DuckDBPyConnection,
+                                                                           question: str) -> None:
     # (before, only "which date …" read the date as the groups: "top 2 egg dates" was declined)
-    connection = duckdb.connect()
-    try:
-        connection.execute("CREATE TABLE nests (nest_id INTEGER, egg_date DATE)")
-        connection.execute("INSERT INTO nests VALUES (1, '2024-11-01'), (2, '2024-11-01'), (3, '2024-11-01'), "
-                           "(4, '2024-11-02'), (5, '2024-11-02'), (6, '2024-11-03')")
-        made = plan_question(question, [NESTS])
-        assert not made.unaccounted, made
-        assert sorted((row[0].date() if isinstance(row[0], datetime.datetime) else row[0], row[1])
-                      for row in connection.execute(made.sql).fetchall()) == [
-            (datetime.date(2024, 11, 1), 3), (datetime.date(2024, 11, 2), 2)]
-    finally:
-        connection.close()
+    made = plan_question(question, [NESTS])
+    assert not made.unaccounted, made
+    assert sorted((row[0].date() if isinstance(row[0], datetime.datetime) else row[0], row[1])
+                  for row in nests.execute(made.sql).fetchall()) == [
+        (datetime.date(2024, 11, 1), 3), (datetime.date(2024, 11, 2), 2)]

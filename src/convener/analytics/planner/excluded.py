@@ -1,7 +1,7 @@
-"""Rows left out by a bound: "excluding flights that left early (negative departure delay)", "not counting
-penguins heavier than 5 kg". Values and missing columns read their own negations ("excluding Gentoos",
-"excluding penguins whose sex is unknown"); a comparison with a number is read without one, so the word that
-leaves its rows out turns it around here."""
+"""Rows left out: a negation a few small words before a condition ("excluding those with unknown sex", "leaving
+out the ones whose …", "not counting flights over 2000 miles"). Values and missing columns read it with their own
+condition (``negated_before``); a comparison with a number is read without it, so ``read_excluded_bounds`` turns
+that comparison around."""
 
 from __future__ import annotations
 
@@ -9,44 +9,46 @@ from dataclasses import replace
 
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.state import _Reading
+from convener.analytics.planner.vocabulary import _NEGATIONS, LEAVE_OUT
 
-_LEAVING_OUT = frozenset({"excluding", "exclude", "except", "ignoring", "ignore", "disregarding", "disregard"})
-_TWO_WORDS = frozenset({("leaving", "out"), ("leave", "out"), ("not", "counting"), ("without", "counting")})
-_BETWEEN = frozenset({"the", "those", "ones", "any", "all", "that", "which", "who", "with", "whose", "a", "an"})
-"""Words between the leaving out and the condition ("excluding those with a …", "… flights that …")."""
+_BEFORE_CONDITION = frozenset({"those", "ones", "with", "whose", "counting", "including", "any"})
+"""Words between a negation and the condition it denies ("excluding those with unknown sex"), beside the small
+words ("that": "not counting flights that left early")."""
 _TURNED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "=": "<>", "<>": "="}
 
 
+def negated_before(reading: _Reading, index: int) -> range | None:
+    """The words from a negation ("excluding", "without", "leaving out", "not counting") a few small words before
+    ``index`` (past "those with", "penguins whose", "ones of") up to it; None when there is none."""
+    back = index - 1
+    while back >= 0 and reading.free(back) and back >= index - 5 and reading.norm(back) not in _NEGATIONS \
+            and reading.norm(back) != "out" \
+            and (reading.tokens[back].is_stopword or reading.norm(back) in _BEFORE_CONDITION
+                 or reading.tokens[back].stem in _table_words(reading.base)):
+        back -= 1
+    if back < 0 or not reading.free(back):
+        return None
+    if reading.norm(back) in _NEGATIONS:
+        return range(back, index)
+    if reading.norm(back) == "out" and reading.norm(back - 1) in LEAVE_OUT and reading.free(back - 1):
+        return range(back - 1, index)
+    return None
+
+
 def read_excluded_bounds(reading: _Reading) -> None:
-    """A free word that leaves rows out ("excluding", "leaving out", "not counting"), followed past small words and
-    the rows' noun by the one comparison with a number said there: that comparison turned around (its rows left
-    out; a row with no value stays out too, as it meets neither)."""
-    rows = _table_words(reading.base)
-    for index in range(len(reading.tokens)):
-        said = _leaving_out_at(reading, index)
-        if not said:
+    """"Excluding flights that left early (negative departure delay)": a comparison with a number that a negation
+    before it leaves out, turned around (a row with no value stays out too, as it meets neither). The
+    comparison's words may begin a word or two before where it was read ("left early", read from "early"); said
+    twice, as in the parenthesis, it is one condition, each turned."""
+    for start in sorted({f.start for f in reading.filters if f.kind == "number" and f.op in _TURNED}):
+        begin = start
+        while begin > max(0, start - 3) and begin - 1 in reading.used and reading.mention_at(begin - 1) is None:
+            begin -= 1
+        there = {(f.column, f.op, f.values) for f in reading.filters if f.start == start}
+        denial = negated_before(reading, begin) if len(there) == 1 else None
+        if denial is None:
             continue
-        at = index + said
-        while at < len(reading.tokens) and reading.free(at) and (
-                reading.norm(at) in _BETWEEN or reading.tokens[at].stem in rows):
-            at += 1
-        # (the condition may be said from a word before the one it starts at: "left early" from "early")
-        start = next((f.start for f in sorted(reading.filters, key=lambda f: f.start) if at <= f.start < at + 3
-                      and not any(reading.free(i) for i in range(at, f.start))), None)
-        there = [f for f in reading.filters if f.start == start]
-        if start is None or len({(f.column, f.op, f.values, f.kind) for f in there}) != 1 or there[0].kind != "number" \
-                or there[0].op not in _TURNED:
-            continue
-        # (one condition said twice, "left early (negative departure delay)", is one: each is turned)
-        same = (there[0].column, there[0].op, there[0].values, there[0].kind)
-        reading.filters = [replace(f, op=_TURNED[f.op]) if (f.column, f.op, f.values, f.kind) == same else f
-                           for f in reading.filters]
-        reading.used.update(range(index, at))
-
-
-def _leaving_out_at(reading: _Reading, index: int) -> int:
-    """How many free words at ``index`` leave rows out (0 when none do)."""
-    if reading.norm(index) in _LEAVING_OUT and reading.free(index):
-        return 1
-    pair = (reading.norm(index), reading.norm(index + 1))
-    return 2 if pair in _TWO_WORDS and reading.free(index) and reading.free(index + 1) else 0
+        ((column, op, values),) = there
+        reading.filters = [replace(f, op=_TURNED[f.op]) if (f.column, f.op, f.values) == (column, op, values)
+                           and f.kind == "number" else f for f in reading.filters]
+        reading.used.update(denial)

@@ -45,7 +45,7 @@ def read_which_joined_rows(reading: _Reading, index: int) -> bool:
         if noun.is_value or noun.target.column != key or noun not in reading.mentions:
             return False
         reading.mentions.remove(noun)
-    name_column = _name_column(reading, key)
+    name_column = name_column_of_key(reading, key)
     said = [m for m in reading.mentions if not m.is_value and m.target.column == name_column] \
         if name_column is not None else []
     for mention in said:
@@ -60,10 +60,12 @@ def read_which_joined_rows(reading: _Reading, index: int) -> bool:
     return True
 
 
-def _name_column(reading: _Reading, key: str) -> str | None:
-    """The name column of the table joined by ``key``."""
-    assert reading.scope is not None
-    return joined_name_column(reading, next(join for join in reading.scope.joins if join.on[0][0] == key))
+def name_column_of_key(reading: _Reading, key: str) -> str | None:
+    """The name column of the table joined by the queried table's column ``key`` (None where none is joined by it
+    or it has no name column)."""
+    join = next((join for join in reading.scope.joins if join.on == ((key, join.on[0][1]),)), None) \
+        if reading.scope is not None else None
+    return joined_name_column(reading, join) if join is not None else None
 
 
 def joined_name_column(reading: _Reading, join: _Join) -> str | None:

@@ -48,10 +48,15 @@ from convener.analytics.planner.dimensions import (
 )
 from convener.analytics.planner.grouping import passive, read_joined_key, read_keys_by_name
 from convener.analytics.planner.combinations import read_combinations
-from convener.analytics.planner.excluded import read_excluded_bounds
+from convener.analytics.planner.excluded import negated_before, read_excluded_bounds
 from convener.analytics.planner.included import read_included
 from convener.analytics.planner.roles import read_role_nouns
-from convener.analytics.planner.joined_rows import joined_name_column, joined_rows_key, read_which_joined_rows
+from convener.analytics.planner.joined_rows import (
+    joined_name_column,
+    joined_rows_key,
+    name_column_of_key,
+    read_which_joined_rows,
+)
 from convener.analytics.planner.lateness import check_condition_ends, read_how_late, read_later_measure, read_lateness
 from convener.analytics.planner.ordering import read_sort_order
 from convener.analytics.planner.periods import read_compared_periods
@@ -74,6 +79,7 @@ from convener.analytics.planner.yesno import read_any_row, read_exists
 from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     CONTRACTED_DENIALS,
+    LEAVE_OUT,
     LEAVE_OR_ARRIVE,
     _AGG_WORDS,
     AUXILIARIES,
@@ -579,10 +585,10 @@ def _read_values(reading: _Reading) -> None:
                       and reading.norm(i + 1) == "of" and reading.free(i) for j in (i, i + 1)]
         negations += _all_but(reading, begin)
         negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
-                      and reading.norm(i - 1) in _LEAVE_OUT and reading.free(i) for j in (i - 1, i)]
+                      and reading.norm(i - 1) in LEAVE_OUT and reading.free(i) for j in (i - 1, i)]
         # "leaving out the ones to LAX", "ruling out those from JFK": the rows named again between
         out = next((i for i in range(begin - 1, max(0, begin - 5), -1) if reading.norm(i) == "out"), None)
-        if not negations and out is not None and reading.norm(out - 1) in _LEAVE_OUT and reading.free(out) \
+        if not negations and out is not None and reading.norm(out - 1) in LEAVE_OUT and reading.free(out) \
                 and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1)
                         or _rows_noun(reading, i)
                         for i in range(out + 1, begin)):  # "leave out birds from North": the rows' noun
@@ -597,7 +603,7 @@ def _read_values(reading: _Reading) -> None:
             # "excluding the ones from Biscoe", "except those on Dream", "excluding flights out of Newark": the
             # rows named again between
             negations = list(range(denial, begin))
-        leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in _LEAVE_OUT), None)
+        leaving = next((i for i in (begin - 1, mention.start - 1) if reading.norm(i) in LEAVE_OUT), None)
         if not negations and leaving is not None and reading.norm(mention.end) == "out" \
                 and reading.free(mention.end):
             # "leaving Newark out" ("leaving" may have been read as the direction that picked the origin)
@@ -732,9 +738,6 @@ def _all_but(reading: _Reading, begin: int) -> list[int]:
     return []
 _NAMED_AGAIN = frozenset({"the", "ones", "those", "one", "that", "to", "from", "at", "on", "in", "of"})
 """Words that name the rows again between "leaving out" and the value that picks them ("the ones to")."""
-_LEAVE_OUT = frozenset({"leaving", "leave", "left", "leaves", "leaves", "keeping", "keep", "ruling", "rule"})
-"""Verbs that with "out" right before a value exclude it ("leaving out JFK", "ruling out Dream"); "out of JFK"
-says where from."""
 
 
 def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
@@ -2076,7 +2079,7 @@ def _read_missing(reading: _Reading) -> None:
             said = range(mention.end, index)
             # "without a delay recorded", "no body mass recorded": empty
             lacking = _had_before(reading, mention.start) in ("without", "no")
-            excluded = None if lacking else _negated_before(reading, mention.start)
+            excluded = None if lacking else negated_before(reading, mention.start)
             if excluded is not None:
                 # "excluding penguins whose sex is unknown": the rows that are not so
                 said = range(excluded.start, index)
@@ -2090,7 +2093,7 @@ def _read_missing(reading: _Reading) -> None:
             lacking = False
             # "excluding those with unknown sex", "leaving out penguins of unknown sex": a negation a few small
             # words before denies it too
-            excluded = _negated_before(reading, index)
+            excluded = negated_before(reading, index)
             if excluded is not None:
                 said = excluded
         group = _own_group(reading, mention.end)
@@ -2124,26 +2127,6 @@ _BETWEEN_COLUMN_AND_STATE = frozenset({"not", "is", "was", "were", "been", "be",
 """Words between a column and the word saying it is empty or filled ("sex isn't known", "a delay not recorded")."""
 
 
-def _negated_before(reading: _Reading, index: int) -> range | None:
-    """The words from a negation ("excluding", "without", "leaving out") a few small words before ``index``
-    (past "those with", "penguins whose", "ones of") up to it; None when there is none."""
-    back = index - 1
-    while back >= 0 and reading.free(back) and back >= index - 5 and reading.norm(back) not in _NEGATIONS \
-            and reading.norm(back) != "out" \
-            and (reading.tokens[back].is_stopword or reading.norm(back) in _BEFORE_CONDITION
-                 or reading.tokens[back].stem in _table_words(reading.base)):
-        back -= 1
-    if back < 0 or not reading.free(back):
-        return None
-    if reading.norm(back) in _NEGATIONS:
-        return range(back, index)
-    if reading.norm(back) == "out" and reading.norm(back - 1) in _LEAVE_OUT and reading.free(back - 1):
-        return range(back - 1, index)
-    return None
-
-
-_BEFORE_CONDITION = frozenset({"those", "ones", "with", "whose", "counting", "including", "any"})
-"""Words between a negation and the condition it denies ("excluding those with unknown sex")."""
 
 
 _OWN_GROUP_NOUNS = frozenset({"group", "category", "bucket", "row"})
@@ -2600,9 +2583,7 @@ def _read_each_of_those_said(reading: _Reading) -> None:
             # "which destinations …, and how many flights went to each?": the values listed are the groups, by
             # their name too where the question reaches a table that names them (a code alone says little)
             key = reading.shown.pop()
-            join = next((join for join in reading.scope.joins if join.on[0][0] == key), None) \
-                if reading.scope is not None else None
-            name = joined_name_column(reading, join) if join is not None and len(join.on) == 1 else None
+            name = name_column_of_key(reading, key)
             reading.keys.extend([key] if name is None else [key, name])
             reading.used.update(range(index, len(reading.tokens)))
             return

@@ -227,6 +227,10 @@ ROLE_NOUNS = {"departure": "away", "departures": "away", "origin": "away", "orig
               "arrival": "toward", "arrivals": "toward", "destination": "toward", "destinations": "toward"}
 """Nouns of the role a place plays for a row, with the end of the trip it is ("away": where the row leaves from)."""
 
+LEAVE_OUT = frozenset({"leaving", "leave", "left", "leaves", "keeping", "keep", "ruling", "rule"})
+"""Verbs that with "out" right before a value exclude it ("leaving out JFK", "ruling out Dream"); "out of JFK"
+says where from."""
+
 LEAVE_OR_ARRIVE = frozenset({"leave", "left", "depart", "departed", "arrive", "arrived", "land", "landed"})
 """Verbs of leaving or reaching a place a time of day or a date is said of ("first leave", "scheduled to leave
 first")."""

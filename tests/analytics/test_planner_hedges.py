@@ -147,3 +147,10 @@ def test_a_value_ending_like_a_superlative_ranks_nothing() -> None:
                                   ColumnInfo("arr_delay", "INTEGER")), description="One row per flight.")
     made = plan_question("What is the average arrival delay for Southwest flights?", [table])
     assert made.shape == "aggregate" and "AVG" in made.sql
+
+
+def test_the_last_one_standing_for_a_value_is_no_ranking(data: duckdb.DuckDBPyConnection) -> None:
+    # "the last one (EV)" had been read as "the last 1 row", and the row with the smallest delay was answered
+    made = planned("Compare the mean departure delay of the first carrier (UA) with the last one (EV).")
+    assert made is None or made.unaccounted or sorted(data.execute(made.sql).fetchall()) == [("EV", 40.0),
+                                                                                             ("UA", 10.0)]

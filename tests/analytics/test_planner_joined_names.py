@@ -134,3 +134,11 @@ def test_groups_of_the_key_labelled_by_a_joined_name_keep_the_codes_it_lacks(dat
         ("HAR", "Harbourton", 3), ("NTH", "Northwick", 3), ("SKY", "Skye Pier", 2)]
     assert answer(data, "How many sailings went to each port?") == [
         ("HAR", "Harbourton", 1), ("NTH", "Northwick", 2), ("SKY", "Skye Pier", 4), ("ZZZ", None, 1)]
+
+
+@pytest.mark.parametrize("question", ["Which operator (by name) had the most sailings from Northwick?",
+                                      "Which operator, by name, had the most sailings from Northwick?"])
+def test_the_most_asked_of_groups_told_by_their_names_ranks_them(data: duckdb.DuckDBPyConnection,
+                                                                 question: str) -> None:
+    # (every operator had been listed with its count, "the most" passed over)
+    assert answer(data, question) == [("Islander Lines", 3)]

@@ -867,7 +867,8 @@ def _read_top(reading: _Reading) -> None:
     for index, token in enumerate(tokens):
         if index in reading.used or in_value(index):
             continue
-        if token.norm in ("top", "bottom", "first", "last") and _number_at(reading, index + 1):
+        if token.norm in ("top", "bottom", "first", "last") and _number_at(reading, index + 1) \
+                and not _pronoun_one(reading, index + 1):
             reading.top = int(tokens[index + 1].number or 0)
             reading.descending = token.norm in ("top", "first")
             reading.used.update((index, index + 1))
@@ -946,6 +947,15 @@ def _number_at(reading: _Reading, index: int) -> bool:
     token = reading.tokens[index] if index < len(reading.tokens) else None
     return token is not None and token.number is not None and token.is_integer and index not in reading.used \
         and 0 < (token.number or 0) <= 1000
+
+
+def _pronoun_one(reading: _Reading, index: int) -> bool:
+    """Whether "one" at ``index`` stands for a thing said before rather than counting what follows: "with the
+    last one (PAL0910)", "the first one" at the question's end (not "the first one hundred flights")."""
+    if reading.norm(index) != "one":
+        return False
+    after = reading.mention_at(index + 1)
+    return index + 1 >= len(reading.tokens) or after is not None and after.is_value and after.start == index + 1
 
 
 def _superlative_after(reading: _Reading, index: int) -> bool:
@@ -1288,17 +1298,25 @@ def _read_ranked_join(reading: _Reading) -> None:
     """"Which 3 airports received the most flights from JFK": the rows of a table joined by the relationship
     the question's words picked, ranked, are the values of the queried table's column it joins on (dest);
     so are those of a table asked about by which/what ("which airline had the most flights")."""
-    if reading.scope is None or reading.keys:
+    if reading.scope is None:
         return
     for join in reading.scope.joins:
+        # "which airline (by name) had the most cancellations": the groups already told by the table's names
+        by_name = reading.keys == [joined_name_column(reading, join)]
+        if reading.keys and not by_name:
+            return
         words = _table_words(join.table)
         named = [i for i, token in enumerate(reading.tokens) if reading.free(i) and token.stem in words]
         # "which airline", "which 3 airlines", "the three airlines with the highest …" (its N read as the top)
         asked = [i for i in named if reading.norm(i - 1) in ("which", "what") or reading.norm(i - 2) in ("which", "what")
                  and _number_at(reading, i - 1) or reading.norm(i - 2) in ("the", "which", "what", "top", "bottom")
                  and reading.top is not None and reading.tokens[i - 1].number == reading.top]
-        if not named or not join.chosen and not asked:
+        if not named or not join.chosen and not asked or by_name and not asked:
             continue
+        if by_name:
+            reading.used.update(named)
+            reading.top = reading.top or 1
+            return
         reading.keys.append(join.on[0][0])
         name = joined_name_column(reading, join) if not join.chosen else None
         if name is not None and name not in reading.keys:

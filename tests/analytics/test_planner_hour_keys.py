@@ -54,6 +54,8 @@ def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object,
     "Number of trips by departure hour.",
     "How many trips per hour of departure?",
     "Count the trips for each departure hour.",
+    # ("their" had been read as the start of columns to show, and "(0-23)" as what the departure words gloss)
+    "Break down the trips by the hour of their scheduled departure (0-23).",
 ])
 def test_a_column_of_hhmm_times_is_grouped_by_its_hour(data: duckdb.DuckDBPyConnection, question: str) -> None:
     assert answer(data, question) == [(6, 2), (7, 1), (17, 2)]
@@ -92,3 +94,13 @@ def test_a_participle_abbreviated_in_a_name_of_several_words_names_that_column()
 ])
 def test_hours_of_hhmm_times_ranked(data: duckdb.DuckDBPyConnection, question: str) -> None:
     assert sorted(answer(data, question)) == [(6, 2), (17, 2)]  # (the two hours tie)
+
+
+def test_a_column_said_by_its_description_before_a_range_of_hours_is_grouped_by_its_hour() -> None:
+    # ("scheduled departure" names the column by what its description says it is; "(0-23)" after it had hidden
+    # that, leaving "departure" alone, which several columns could be)
+    table = TableInfo("trips", (ColumnInfo("planned", "INTEGER", "Scheduled departure time, local, as HHMM"),
+                                ColumnInfo("left_at", "INTEGER", "Actual departure time, local, as HHMM")),
+                      description="One row per trip.")
+    made = plan_question("Break down the trips by the hour of their scheduled departure (0-23).", [table])
+    assert not made.unaccounted and '"planned" // 100' in made.sql, made.sql

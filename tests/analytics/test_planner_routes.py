@@ -51,3 +51,11 @@ def test_a_superlative_route_without_a_number_is_the_route_ranked_first(
     # not each route's shortest distance: the route whose distance is the shortest (both ways tie)
     made = plan_question("What is the shortest route distance among the sailings?", [FERRIES])
     assert sorted(data.execute(made.sql).fetchall()) == [("A", "B", 10), ("B", "A", 10)]
+
+
+def test_a_route_among_the_columns_shown_is_its_two_ends(data: duckdb.DuckDBPyConnection) -> None:
+    # ("route" had been a word nothing in the data matched, and the question declined)
+    made = plan_question("Show the sailings longer than 20 miles: distance, route and origin", [FERRIES])
+    assert not made.unaccounted
+    # (the origin said again is shown once)
+    assert sorted(data.execute(made.sql).fetchall()) == [(40, "A", "C"), (40, "C", "A"), (40, "C", "A")]

@@ -143,8 +143,10 @@ def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], descriptio
             if any(_PARTING.intersection(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
                 continue
             last = window[-1]
-            if last + 1 < len(tokens) and "(" in text[tokens[last].end:tokens[last + 1].start]:
-                continue  # "a nitrogen isotope (delta 15N) reading": glossed, the parenthesis says the column
+            if last + 1 in words and "(" in text[tokens[last].end:tokens[last + 1].start]:
+                # "a nitrogen isotope (delta 15N) reading": glossed, the parenthesis says the column (not one
+                # read already: "by the hour of their scheduled departure (0-23)")
+                continue
             if tuple(tokens[i].stem for i in window) in runs:
                 spans.append((first, first + size))
     return spans

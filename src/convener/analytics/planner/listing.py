@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words, named_as_rows
+from convener.analytics.planner.routes import route_ends
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _note_term, _Reading
 from convener.analytics.planner.vocabulary import _AGG_WORDS, VALUE_NOUNS
@@ -98,6 +99,11 @@ def _items(reading: _Reading, index: int) -> tuple[list[tuple[str, range]], int]
         item = _item(reading, index) or (_value_item(reading, index) or _place_item(reading, index) if items else None)
         if item is None and items and reading.norm(index) in ("the", "its", "their") and reading.free(index):
             item = _item(reading, index + 1)  # "carrier, flight number and the delay"
+        ends = route_ends(reading) if item is None and items and reading.norm(index) == "route" \
+            and reading.free(index) else None
+        if ends is not None:  # "date, carrier, route and delay": where each row started and where it ended
+            items.extend((end, range(index, index + 1)) for end in ends)
+            item = items.pop()
         if item is None:
             break
         items.append(item)

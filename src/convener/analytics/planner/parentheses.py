@@ -44,13 +44,13 @@ _PERIOD_WORDS = frozenset({"hour", "hours", "minute", "minutes", "month", "month
 
 def _range_of_a_period(tokens: list[Token], inside: list[int]) -> bool:
     """Whether the words in parentheses are a range of numbers ("0-23", "1 to 12") right after a period named
-    within a few words before them ("hour of scheduled departure (0-23)"): the values the period takes."""
+    within a few words before them ("hour of their scheduled departure (0-23)"): the values the period takes."""
     words = [tokens[i] for i in inside]
     numbers = [token for token in words if token.kind == "number"]
     if len(numbers) != 2 or any(t.kind != "number" and t.norm not in ("to", "through") for t in words) \
             or not (numbers[0].number or 0) < (numbers[1].number or 0) <= 60:
         return False
-    return any(tokens[i].norm in _PERIOD_WORDS for i in range(max(0, inside[0] - 4), inside[0]))
+    return any(tokens[i].norm in _PERIOD_WORDS for i in range(max(0, inside[0] - 5), inside[0]))
 
 
 _WEEK_PARTS = frozenset({"weekend", "weekends", "weekday", "weekdays"})

@@ -1017,11 +1017,14 @@ def _read_keys(reading: _Reading, table_words: set[str]) -> None:
         if reading.free(after) and reading.mention_at(after) is None and _names_column(reading, after + 1) \
                 and reading.tokens[after].stem in _table_words(reading.base) | set(phrase(reading.base.description or "")):
             after += 1  # "each aircraft type" where the table's description calls its planes aircraft
-        hour_of = reading.mention_at(after + 2) if reading.norm(after + 1) == "of" else None
-        if hour_of is not None and hour_of.start == after + 2 and not hour_of.is_value \
+        of = after + 2  # "per hour of scheduled departure", "by the hour of their scheduled departure"
+        while reading.norm(after + 1) == "of" and reading.norm(of) in ("the", "their", "its") and reading.free(of):
+            of += 1
+        hour_of = reading.mention_at(of) if reading.norm(after + 1) == "of" else None
+        if hour_of is not None and hour_of.start == of and not hour_of.is_value \
                 and read_hour_of(reading, hour_of.target.column, after):
-            reading.used.add(after + 1)  # "per hour of scheduled departure": the key, by its hour
-            after += 2
+            reading.used.update(range(after + 1, of))  # the key, by its hour
+            after = of
         elif reading.norm(after) in _GROUP_FILLER and reading.norm(after + 1) == "of" and _names_column(reading, after + 2):
             # "each type of engine": the column after "of", whatever "type" could also name
             skipped = reading.mention_at(after)
@@ -2260,8 +2263,10 @@ def _read_shown(reading: _Reading) -> None:
 
 def _read_their(reading: _Reading) -> bool:
     """"Penguins heavier than 6000 g: their ids and species": the columns listed after "their" are what the
-    rows show; "ids" is the table's own identifier column."""
-    start = next((i for i, token in enumerate(reading.tokens) if token.norm == "their" and reading.free(i)), None)
+    rows show; "ids" is the table's own identifier column. ("The hour of their scheduled departure": a noun's
+    own, said after "of", is no list.)"""
+    start = next((i for i, token in enumerate(reading.tokens)
+                  if token.norm == "their" and reading.free(i) and reading.norm(i - 1) != "of"), None)
     if start is None:
         return False
     shown: list[tuple[str, range]] = []

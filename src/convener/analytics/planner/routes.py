@@ -21,7 +21,7 @@ def read_routes(reading: _Reading, text: str) -> None:
     at = next((i for i, token in enumerate(reading.tokens) if token.norm in _ROUTES and reading.free(i)), None)
     if at is None or not _asked_of_each(reading, at):
         return  # "flights on routes longer than 2,000 miles": the flights, whatever their route
-    ends = _ends(reading)
+    ends = route_ends(reading)
     if ends is None:
         return
     said = {at, *_pairing(reading, range(at - 1, max(-1, at - 4), -1)), *_restated(reading, text, at)}
@@ -50,7 +50,7 @@ def _asked_of_each(reading: _Reading, at: int) -> bool:
 _ASKING = frozenset({"which", "what", "each", "every", "per", "most", "least", "top", "bottom"})
 
 
-def _ends(reading: _Reading) -> tuple[str, str] | None:
+def route_ends(reading: _Reading) -> tuple[str, str] | None:
     """The one text column a row starts from and the one it ends at; None unless there is exactly one of each."""
     away = [c.name for c in reading.base.columns if c.type == STRING and _direction_of(c) == "away"]
     toward = [c.name for c in reading.base.columns if c.type == STRING and _direction_of(c) == "toward"]

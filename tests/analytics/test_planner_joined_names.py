@@ -142,3 +142,15 @@ def test_the_most_asked_of_groups_told_by_their_names_ranks_them(data: duckdb.Du
                                                                  question: str) -> None:
     # (every operator had been listed with its count, "the most" passed over)
     assert answer(data, question) == [("Islander Lines", 3)]
+
+
+@pytest.mark.parametrize("question", [
+    "List the sailings of Islander Lines with sailing id and the full name of the destination port.",
+    "List the sailings of Islander Lines with the full name of the destination port, plus sailing id.",
+])
+def test_the_full_name_of_the_destination_port_is_the_ports_not_the_operators(data: duckdb.DuckDBPyConnection,
+                                                                              question: str) -> None:
+    # ("full name" describes the operators' names: the operator's name had been shown for the port's)
+    rows = answer(data, question)
+    assert sorted(tuple(sorted(map(str, row))) for row in rows) == [
+        ("3", "Skye Pier"), ("4", "Skye Pier"), ("5", "Skye Pier"), ("6", "Skye Pier")]

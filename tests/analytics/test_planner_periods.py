@@ -315,3 +315,12 @@ def test_a_verb_of_two_words_after_the_lateness_names_its_end(data: duckdb.DuckD
     made = plan(question)
     assert not made.unaccounted, made
     assert data.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+@pytest.mark.parametrize("question", ["How many July flights were there?",
+                                      "What was the total departure delay of July flights?"])
+def test_a_month_said_before_the_rows_noun_is_that_month(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    # ("July" before "flights" had been looked for as a value, and the question declined)
+    made = plan(question)
+    assert not made.unaccounted
+    assert data.execute(made.sql).fetchall() in ([(3,)], [(125,)])

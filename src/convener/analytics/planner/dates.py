@@ -238,7 +238,11 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
             continue
         if named is None or following is None:
             continue
-        if _day_number(following) and after is not None and _is_year(after):
+        if following.stem in _table_words(reading.base) and index + 1 not in reading.used:
+            # "Virgin America's December flights": the rows of that month (of every year), said before their noun
+            reading.filters.append(_Filter(column.name, "=", (named,), "month", index))
+            reading.used.add(index)
+        elif _day_number(following) and after is not None and _is_year(after):
             _add_day(reading, column, int(after.number or 0), named, int(following.number or 0),
                      [index, index + 1, index + 2])
         elif _is_year(following):

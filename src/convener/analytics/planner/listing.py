@@ -18,7 +18,7 @@ _GIVE = frozenset({"give", "show", "list", "include", "including", "display", "r
                    "like", "want", "need"})
 _WITH = frozenset({"with"})
 _OWNERS = frozenset({"me", "us", "the", "its", "their", "his", "her"})
-_JOINERS = frozenset({"and"})
+_JOINERS = frozenset({"and", "plus"})
 _NUMBER_ABBREVIATIONS = frozenset({"no", "nr", "num"})
 """Short for "number" when a period follows ("flight no., arrival delay"): else "no" would end the list and
 the columns after it go unshown."""
@@ -139,7 +139,7 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
                                      or reading.norm(end) == "count" and column.type in NUMBER_TYPES) \
                 and reading.norm(end) not in _JOINERS:
             end += 1
-        return column.name, range(index, end)
+        return column.name, range(index, _past_owner(reading, column.name, end))
     # "the penguin ID": the rows' own noun right before "ID" says whose identifier it is ("penguins: ID" is a
     # list of their columns)
     named = reading.tokens[index].stem in _table_words(reading.base) and reading.free(index) \
@@ -150,6 +150,22 @@ def _item(reading: _Reading, index: int) -> tuple[str, range] | None:
         if identifier is not None:
             return identifier, range(index, at + 1)
     return _joining_item(reading, index)
+
+
+def _past_owner(reading: _Reading, column: str, end: int) -> int:
+    """Where a joined table's column said "of" its rows ends: "the full name of the destination airport" (the
+    word before the table's noun says which way it is reached)."""
+    join = reading.join_of(column)
+    if join is None or reading.norm(end) != "of":
+        return end
+    at = end + 1
+    while reading.norm(at) in ("the", "its", "their", "each"):
+        at += 1
+    words = _table_words(join.table)
+    for noun in (at, at + 1):
+        if noun < len(reading.tokens) and reading.tokens[noun].stem in words:
+            return noun + 1
+    return end
 
 
 def _joining_item(reading: _Reading, index: int) -> tuple[str, range] | None:

@@ -434,6 +434,9 @@ def _check_owner(mention: _Mention, tokens: Sequence[Token], virtual: dict[str, 
     at = mention.end + 1 if said_of else mention.start - 1
     while said_of and at < len(tokens) and tokens[at].norm in ("the", "a", "an", "each", "its", "their"):
         at += 1
+    if said_of and at + 1 < len(tokens) and not _names_a_table(tokens[at], tables) \
+            and _names_a_table(tokens[at + 1], tables):
+        at += 1  # "the full name of the destination airport": the airport's, by the word that says which
     owner = next((table for table in tables if _alias(table) == expression.table), None)
     if not 0 <= at < len(tokens) or owner is None or tokens[at].stem in _table_words(owner):
         return mention
@@ -445,6 +448,10 @@ def _check_owner(mention: _Mention, tokens: Sequence[Token], virtual: dict[str, 
         raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which the "
                      f"question does not say how to reach from {queried.name}")
     return mention
+
+
+def _names_a_table(token: Token, tables: Sequence[TableInfo]) -> bool:
+    return any(token.stem in _table_words(table) for table in tables)
 
 
 def _alias(table: TableInfo) -> str:

@@ -324,3 +324,14 @@ def test_a_month_said_before_the_rows_noun_is_that_month(data: duckdb.DuckDBPyCo
     made = plan(question)
     assert not made.unaccounted
     assert data.execute(made.sql).fetchall() in ([(3,)], [(125,)])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Of the flights with a departure delay recorded, how many had a negative delay?", 1),
+    ("Of the flights with an arrival delay recorded, how many had a negative delay?", 2),
+])
+def test_a_word_two_columns_share_said_after_one_of_them_is_that_one(data: duckdb.DuckDBPyConnection, question: str,
+                                                                    expected: int) -> None:
+    # ("delay" could be either delay: the question had been declined)
+    made = plan(question)
+    assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql

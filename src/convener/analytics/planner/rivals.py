@@ -28,6 +28,8 @@ def settle_rivals(reading: _Reading) -> None:
         near = [other for other in reading.mentions
                 if other is not mention and not other.is_value and not other.ambiguous
                 and other.target.column in rivals and _close(reading, mention, other)]
+        if not near and _said_before(reading, mention, rivals):
+            continue
         if len(near) != 1:
             continue
         other = near[0]
@@ -35,6 +37,21 @@ def settle_rivals(reading: _Reading) -> None:
         reading.used.update(range(other.start, other.end))
         index = reading.mentions.index(mention)
         reading.mentions[index] = replace(mention, target=other.target, ambiguous=())
+
+
+def _said_before(reading: _Reading, mention: _Mention, rivals: set[str]) -> bool:
+    """"JFK flights with an arrival delay recorded: what share came in early, i.e. a negative delay": a word
+    several columns share, said again after one of them was named alone (and no other of them), is that one;
+    both mentions stay, each read where it stands."""
+    before = {other.target.column for other in reading.mentions
+              if not other.is_value and not other.ambiguous and other.end <= mention.start}
+    named = before & rivals
+    if len(named) != 1 or any(not other.is_value and other.start > mention.end and other.target.column in rivals
+                              for other in reading.mentions):
+        return False
+    index = reading.mentions.index(mention)
+    reading.mentions[index] = replace(mention, target=replace(mention.target, column=named.pop()), ambiguous=())
+    return True
 
 
 def _settle_described(reading: _Reading, mention: _Mention) -> bool:

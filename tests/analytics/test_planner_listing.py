@@ -163,6 +163,10 @@ FLIGHTS = TableInfo("flights", (ColumnInfo("flight_date", "DATE"), ColumnInfo("f
     ("Show all the UA flights: date, flight number and destination.", ['"flight_date"', '"flight"', '"dest"']),
     # "flights with their dates" shows the rows' dates, it names no column "flight date" of its own
     ("Give me the UA flights with their dates.", []),
+    # a dash parts them as a colon does ("flights - date" had been read as flight_date), "just" opens the list
+    ("show me the UA flights - date, flight number and destination", ['"flight_date"', '"flight"', '"dest"']),
+    ("Show me the UA flights — just the date and flight number.", ['"flight_date"', '"flight"']),
+    ("Show me the UA flights: just the date and flight number.", ['"flight_date"', '"flight"']),
 ])
 def test_words_parted_by_punctuation_or_with_are_no_one_column_name(question: str, shown: list[str]) -> None:
     sql = plan_question(question, [FLIGHTS]).sql

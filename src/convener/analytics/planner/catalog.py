@@ -22,7 +22,6 @@ from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     KINDS,
     _ADJECTIVE_SUFFIXES,
-    _PARTING,
     _SHARE_WORDS,
     _AGG_WORDS,
     _AGG_WORDS_PLAIN,
@@ -35,6 +34,7 @@ from convener.analytics.planner.vocabulary import (
     _TIME_HIGH,
     _TIME_LOW,
     _UNITS,
+    parting,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
 from convener.analytics.wording import (
@@ -550,7 +550,7 @@ def _phrase_spans(tokens: list[Token], content: list[int], words: tuple[str, ...
             continue
         if any(tokens[i].norm in _JOINING for i in range(window[0], window[-1])):
             continue  # "their ids and runners" lists two columns, "flights with their dates" shows one of rows
-        if text and any(_PARTING.intersection(text[tokens[i].end:tokens[i + 1].start])
+        if text and any(parting(text[tokens[i].end:tokens[i + 1].start])
                         for i in range(window[0], window[-1])):
             continue
         result = _window_match([tokens[i] for i in window], words, abbreviations)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from convener.analytics.planner.vocabulary import _PARTING
+from convener.analytics.planner.vocabulary import parting
 from convener.analytics.shapes import TableInfo
 from convener.analytics.wording import CONTENT_STOPWORDS, Token, parted, phrase, stem
 
@@ -140,7 +140,7 @@ def what_it_is_spans(tokens: Sequence[Token], content: Sequence[int], descriptio
                 continue
             if all(tokens[i].text[:1].isupper() for i in window) and first > 0:
                 continue
-            if any(_PARTING.intersection(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
+            if any(parting(text[tokens[i].end:tokens[i + 1].start]) for i in window[:-1]):
                 continue
             last = window[-1]
             if last + 1 in words and "(" in text[tokens[last].end:tokens[last + 1].start]:

@@ -338,6 +338,8 @@ def _introducer(reading: _Reading, index: int) -> str | None:
         return "punctuation" if owned else "verb"
     if word in ("just", "only") and before > 0 and any(mark in reading.gap(before) for mark in ("?", ".")):
         return "sentence"  # "Which Torgersen penguins …? Just the IDs and study."
+    if word in ("just", "only") and before > 0 and _punctuation(reading.gap(before)):
+        return "punctuation"  # "the cancelled UA flights: just the date and flight number"
     return None
 
 

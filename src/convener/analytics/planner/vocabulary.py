@@ -170,8 +170,14 @@ _SHARE_VERBS = frozenset({"were", "are", "was", "is", "had", "have", "has", "did
                           "arriving", "departing", "leaving", "landing", "flying", "going", "having", "weighing"})
 """"What share of orders were returned": the share's condition comes after one of these."""
 
-_PARTING = frozenset(",:;()")
+_PARTING = frozenset(",:;()—–")
 """Punctuation between two words that parts what they name."""
+
+
+def parting(gap: str) -> bool:
+    """Whether the characters between two words part what they name: a comma, a colon, a parenthesis, a dash
+    ("flights - date, carrier": not "origin-destination", a hyphen within a word)."""
+    return bool(_PARTING.intersection(gap)) or "-" in gap and gap != gap.strip()
 
 _DIMENSIONS: dict[str, tuple[tuple[str, ...], bool]] = {
     "long": (("length",), True), "short": (("length",), False), "deep": (("depth",), True),

@@ -110,6 +110,8 @@ def test_a_superlative_of_time_is_no_columns_word(data: duckdb.DuckDBPyConnectio
     "Is the scrapped rate higher at HAR or at NTH?",
     "Which has the higher scrapped rate, HAR or NTH?",
     "Is the scrapped rate higher at HAR or at NTH? Give the percentage for each.",
+    # set against each other by "than": each share too (it had been declined)
+    "Is the scrapped rate higher at HAR than at NTH? Show both percentages",
 ])
 def test_shares_compared_between_values_are_each_values_share(data: duckdb.DuckDBPyConnection, question: str) -> None:
     assert dict(answer(data, question)) == {"HAR": pytest.approx(100 / 3), "NTH": pytest.approx(50.0)}

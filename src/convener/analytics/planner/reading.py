@@ -2009,7 +2009,7 @@ def _read_share_unit(reading: _Reading) -> None:
     """"…, in percent", "as a percentage": how a share read already is to be written, which it is (in
     percent) — the words ask for no second computation."""
     for index, token in enumerate(reading.tokens):
-        if token.norm not in ("percent", "percentage", "%") or not reading.free(index):
+        if token.norm not in ("percent", "percentage", "percentages", "%") or not reading.free(index):
             continue
         start = index - 2 if reading.norm(index - 1) == "a" else index - 1
         if reading.norm(start) in ("in", "as") and all(reading.free(i) for i in range(start, index)):
@@ -2019,7 +2019,8 @@ def _read_share_unit(reading: _Reading) -> None:
         elif index == len(reading.tokens) - 1 and index > 0 and reading.tokens[index - 1].kind == "word":
             reading.used.add(index)  # the last word: "… are Chinstrap (percent)?"
         else:
-            # a request at the end for the share read: "… ? Give the percentage for each.", "… ? percent please"
+            # a request at the end for the share read: "… ? Give the percentage for each.", "… ? percent please",
+            # "… ? show both percentages"
             first = index
             while first > 0 and reading.norm(first - 1) in _ASKING_FOR and reading.free(first - 1):
                 first -= 1
@@ -2027,7 +2028,7 @@ def _read_share_unit(reading: _Reading) -> None:
                 reading.used.update(range(first, len(reading.tokens)))
 
 
-_ASKING_FOR = frozenset({"give", "show", "me", "us", "the", "a", "as", "in", "and"})
+_ASKING_FOR = frozenset({"give", "show", "me", "us", "the", "a", "as", "in", "and", "both"})
 _FOR_EACH = frozenset({"for", "each", "both", "of", "them", "please", "too", "also"})
 
 

@@ -36,7 +36,7 @@ from convener.analytics.planner.vocabulary import (
     _UNITS,
     parting,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, ColumnInfo, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import (
     CONTENT_STOPWORDS,
     MEANINGFUL,
@@ -973,6 +973,9 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
         raise NoPlan("the question does not mention any table, column or value of the data")
     best = scored[0][1]
     best = _one_reaching_the_values(candidates, scored, best, joins_of) or best
+    dated = _one_with_dates(catalog, tokens, scored, best, joins_of)
+    if dated is not None:
+        return catalog.tables[dated], candidates
     counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
     # "how many (different) planes flew to Denver" on flights joined to planes: the planes are told apart by
     # the flights' key to them (their distinct tail numbers), so the table the rest is about stays queried
@@ -990,6 +993,21 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
             return catalog.tables[scored[1][1]], candidates
         raise NoPlan(f"the question could be about {scored[0][1]} or {scored[1][1]}; name the table or a column")
     return catalog.tables[best], candidates
+
+
+def _one_with_dates(catalog: _Catalog, tokens: list[Token], scored: list[tuple[float, str]], best: str,
+                    joins_of: Callable[[str], Sequence[str]]) -> str | None:
+    """"When did Alaska Airlines last fly in this data?": asked when, of a table that has no dates (the airlines,
+    whose name is said), the rows that join it many-to-one and have dates (its flights) are the ones to query.
+    None when the question does not ask when, or the best table has dates."""
+    if not any(token.norm == "when" for token in tokens) or _has_dates(catalog.tables[best]):
+        return None
+    return next((name for _, name in scored if best in joins_of(name) and _has_dates(catalog.tables[name])), None)
+
+
+def _has_dates(table: TableInfo) -> bool:
+    """Whether the table's rows have a date, or a year ("when was the newest plane built": its year)."""
+    return any(column.type in TIME_TYPES or "year" in column.name.lower() for column in table.columns)
 
 
 def _one_reaching_the_values(candidates: list[_Candidate], scored: list[tuple[float, str]], best: str,

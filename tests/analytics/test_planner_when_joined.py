@@ -1,0 +1,64 @@
+""""When did Islander Operators last appear in the data?": asked when, of a table with no dates (the operators,
+whose name is said), the rows that join it and have dates (the sailings) are queried; a table with a year of its
+own keeps its question ("when was the newest ferry built?"). On a small ferry schema of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from convener.analytics.planner import Relationship, plan_question
+from convener.analytics.shapes import ColumnInfo, TableInfo
+from tests.analytics.small_tables import database
+
+SAILINGS = TableInfo("sailings", (ColumnInfo("sailing_date", "DATE", "Date of the sailing"),
+                                  ColumnInfo("line", "STRING", "Operator code; the operators table gives its name"),
+                                  ColumnInfo("hull", "STRING", "Hull number of the ferry that sailed")),
+                     description="Ferry sailings: one row per sailing.")
+OPERATORS = TableInfo("operators", (ColumnInfo("line", "STRING", "Operator code"),
+                                    ColumnInfo("name", "STRING", "Full name of the operator")),
+                      description="Ferry operators: one row per operator.")
+FERRIES = TableInfo("ferries", (ColumnInfo("hull", "STRING", "Hull number of the ferry"),
+                                ColumnInfo("year", "INTEGER", "Year the ferry was built"),
+                                ColumnInfo("builder", "STRING", "Shipyard that built it")),
+                    description="Ferries: one row per ferry.")
+RELATIONSHIPS = (Relationship("sailings", ("line",), "operators", ("line",)),
+                 Relationship("sailings", ("hull",), "ferries", ("hull",)))
+VALUES = {("sailings", "line"): ["IS", "NW"], ("operators", "line"): ["IS", "NW"],
+          ("operators", "name"): ["Islander Operators", "Northwind Ferries"], ("sailings", "hull"): ["H1", "H2"],
+          ("ferries", "hull"): ["H1", "H2"], ("ferries", "builder"): ["Harland", "Kvaerner"]}
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from database(
+        "CREATE TABLE sailings (sailing_date DATE, line VARCHAR, hull VARCHAR)",
+        "INSERT INTO sailings VALUES ('2024-03-01', 'IS', 'H1'), ('2024-05-09', 'IS', 'H2'), "
+        "('2024-06-30', 'NW', 'H1')",
+        "CREATE TABLE operators (line VARCHAR, name VARCHAR)",
+        "INSERT INTO operators VALUES ('IS', 'Islander Operators'), ('NW', 'Northwind Ferries')",
+        "CREATE TABLE ferries (hull VARCHAR, year INTEGER, builder VARCHAR)",
+        "INSERT INTO ferries VALUES ('H1', 1998, 'Harland'), ('H2', 2011, 'Kvaerner')")
+
+
+def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
+    made = plan_question(question, [SAILINGS, OPERATORS, FERRIES], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=RELATIONSHIPS)
+    assert not made.unaccounted, made
+    return [tuple(str(value) for value in row) for row in data.execute(made.sql).fetchall()]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("When did Islander Operators last appear in the data?", "2024-05-09"),
+    ("When did Islander Operators first show up in the data?", "2024-03-01"),
+])
+def test_when_asked_of_a_table_without_dates_is_asked_of_the_rows_that_have_them(
+        data: duckdb.DuckDBPyConnection, question: str, expected: str) -> None:
+    # (the operators, which have no dates, had been queried and the question declined)
+    assert answer(data, question) == [(expected,)]
+
+
+def test_a_table_with_a_year_of_its_own_keeps_the_question(data: duckdb.DuckDBPyConnection) -> None:
+    assert answer(data, "When was the newest Kvaerner ferry built?") == [("2011",)]

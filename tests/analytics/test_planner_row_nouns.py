@@ -90,3 +90,22 @@ def test_the_kind_the_rows_are_of_names_them(question: str) -> None:
     made = plan_question(question, [GULLS], values_of=lambda _, column: [])
     assert not made.unaccounted, made
     assert made.sql == 'SELECT COUNT(*) AS "number_of_gulls" FROM "gulls" WHERE "wing_mm" > 400', made.sql
+
+
+def test_the_fastest_row_is_ranked_by_the_formula_speed_names(data: duckdb.DuckDBPyConnection) -> None:
+    # ("fastest" had been read of the next number, the trip number: trip 104 answered)
+    made = plan("What was the fastest trip?")
+    assert not made.unaccounted
+    assert [row for row in data.execute(made.sql).fetchall() if 102 in row] == data.execute(made.sql).fetchall()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which driver is fastest on average?", ("Bo", 45.0)),
+    ("Which driver is slowest on average (mph)?", ("Cy", 12.0)),
+])
+def test_groups_ranked_by_a_superlative_on_average_are_ranked_by_their_average(
+        data: duckdb.DuckDBPyConnection, question: str, expected: tuple[object, ...]) -> None:
+    # (declined: "on average" found no column to average, the superlative's formula unread)
+    made = plan(question)
+    assert not made.unaccounted, made
+    assert data.execute(made.sql).fetchall() == [(expected[0], pytest.approx(expected[1]))], made.sql

@@ -297,6 +297,12 @@ class _Catalog:
                 # "how much time did flights make up": the noun alone, its verb read with it (see ``fronted``)
                 glossed.extend((_Candidate(start, start + 1, target, 3.2 + len(words), "glossary"), 0)
                                for start, _ in fronted_spans(tokens, self.text, [label], term.description))
+                # "which carrier flies fastest": the noun a formula is named by ("average speed"), measured by an
+                # adjective (not a word before it: "bill length to depth ratio" is no length)
+                if target.formula is not None and words:
+                    glossed.extend((_Candidate(at, at + 1, target, 2.0, "glossary"), 0) for at in undegreed
+                                   if (dimension := _dimension(tokens[at].norm)) is not None
+                                   and dimension[2] != "base" and words[-1] in {stem(noun) for noun in dimension[0]})
                 # "flights that made up more than 40 minutes": its verb before an amount
                 glossed.extend((_Candidate(start, end, target, 3.2 + len(words), "glossary"), 0)
                                for start, end in verbs_before_amounts(tokens, label)
@@ -514,6 +520,20 @@ def _dimension_forms() -> frozenset[str]:
 
 
 @lru_cache(maxsize=8192)
+def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
+    """The column words an adjective of measure names, whether more is more, and its degree (base,
+    comparative or superlative): "longer" → (("length",), True, "comparative")."""
+    if word in _IRREGULAR_DIMENSIONS:
+        nouns, high = _DIMENSIONS[_IRREGULAR_DIMENSIONS[word]]
+        return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    for base, (nouns, high) in _DIMENSIONS.items():
+        if word == base:
+            return nouns, high, "base"
+        if word in _compared_forms(base):
+            return nouns, high, "superlative" if word.endswith("est") else "comparative"
+    return None
+
+
 def _compared_forms(word: str) -> frozenset[str]:
     """"low" → lower, lowest; "heavy" → heavier, heaviest; "hot" → hotter, hottest."""
     if len(word) < 3 or not word.isalpha():

@@ -8,8 +8,8 @@ unit names ("miles")."""
 from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
-from convener.analytics.planner.catalog import _Mention, _table_words
-from convener.analytics.planner.dimensions import _dimension, _measured_columns
+from convener.analytics.planner.catalog import _dimension, _Mention, _table_words
+from convener.analytics.planner.dimensions import _measured_columns
 from convener.analytics.planner.state import _Filter, _note_term, _Reading
 from convener.analytics.planner.units import UNIT_NAMES, described_in
 from convener.analytics.planner.vocabulary import AUXILIARIES, AVG

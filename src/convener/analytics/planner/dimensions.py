@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from convener.analytics.planner.catalog import _compared_forms, _Mention, _table_words, _Target
+from convener.analytics.planner.catalog import _dimension, _Mention, _table_words, _Target
 from convener.analytics.planner.state import _Reading
-from convener.analytics.planner.vocabulary import _AGG_WORDS, _DIMENSIONS, _IRREGULAR_DIMENSIONS, _UNITS
+from convener.analytics.planner.vocabulary import _AGG_WORDS, _UNITS
 from convener.analytics.shapes import NUMBER_TYPES
 from convener.analytics.wording import phrase, stem
-
-
-def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
-    """The column words an adjective of measure names, whether more is more, and its degree (base,
-    comparative or superlative): "longer" → (("length",), True, "comparative")."""
-    if word in _IRREGULAR_DIMENSIONS:
-        nouns, high = _DIMENSIONS[_IRREGULAR_DIMENSIONS[word]]
-        return nouns, high, "superlative" if word.endswith("est") else "comparative"
-    for base, (nouns, high) in _DIMENSIONS.items():
-        if word == base:
-            return nouns, high, "base"
-        if word in _compared_forms(base):
-            return nouns, high, "superlative" if word.endswith("est") else "comparative"
-    return None
 
 
 def _measured_columns(reading: _Reading, nouns: tuple[str, ...]) -> list[str]:

@@ -13,6 +13,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import (
     _common,
     _compared_forms,
+    _dimension,
     _Mention,
     _single_row_noun,
     _table_words,
@@ -40,7 +41,6 @@ from convener.analytics.planner.bounds import read_measure_of_number, read_open_
 from convener.analytics.planner.contrast import OF_MEASURE, read_contrast
 from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
 from convener.analytics.planner.dimensions import (
-    _dimension,
     _measured_columns,
     read_asked_measure,
     read_measure_nouns,
@@ -157,13 +157,16 @@ def _read_dimensions(reading: _Reading) -> None:
     bills" and "the heaviest penguin" (a ranking by length or mass). The adjective settles which column a
     word that could name several means ("bill": its length or its depth)."""
     for index, token in enumerate(reading.tokens):
-        if not reading.free(index) or token.kind != "word":
+        own = reading.mention_at(index)  # "fastest" said for a glossary formula's noun ("average speed")
+        if index in reading.used or token.kind != "word" or own is not None and (own.is_value or own.end != index + 1):
             continue
         found = _dimension(token.norm)
         if found is None:
             continue
         nouns, high, degree = found
         columns = _measured_columns(reading, nouns)
+        if own is not None and own.target.column not in columns:
+            continue
         if not columns and degree == "comparative" and reading.norm(index + 1) == "than":
             # "longer than 1,000 miles" where nothing is called a length: the column measured in miles
             unit = _column_of_unit(reading, index + 3)
@@ -223,9 +226,10 @@ def _read_dimensions(reading: _Reading) -> None:
 
 
 def _settle_column(reading: _Reading, index: int, columns: list[str]) -> str | None:
-    """Which of ``columns`` an adjective at ``index`` measures: the one a word beside it names (even
-    ambiguously, "bill"), that word then read; else the only one."""
-    for position in (index + 1, index - 1, index + 2, index - 2):
+    """Which of ``columns`` an adjective at ``index`` measures: the one it names itself (a glossary formula's
+    noun, "fastest" for "average speed") or a word beside it names (even ambiguously, "bill"), that word then
+    read; else the only one."""
+    for position in (index, index + 1, index - 1, index + 2, index - 2):
         mention = reading.mention_at(position)
         if mention is None or mention.is_value:
             continue
@@ -1266,12 +1270,37 @@ def _read_extreme_per_group(reading: _Reading) -> None:
     """"What's the longest flipper for each species": a superlative asked for each group is every group's
     maximum (or minimum), not a ranking that keeps only the top group."""
     if not reading.superlative_top or not reading.keys or reading.order_measure is None \
-            or reading.direction is None or reading.top != 1:
+            or reading.direction is None or reading.top != 1 or _on_average(reading) is not None:
         return
     reading.measures.append((reading.order_measure, MAX if reading.direction else MIN))
     reading.order_measure = None
     reading.direction = None
     reading.top = None
+
+
+def _read_ranked_on_average(reading: _Reading) -> None:
+    """"Which carrier flies fastest on average", "which species is heaviest on average": groups ranked by a
+    superlative said with "on average" are ranked by their average of the column it measures."""
+    on_average = _on_average(reading)
+    if not reading.keys or reading.order_measure is None or reading.direction is None or on_average is None:
+        return
+    if any(f.column in reading.keys and f.op == "in" for f in reading.filters):
+        return  # ("… on average - Biscoe, Dream or Torgersen?": the groups named are answered each, not ranked)
+    measure = reading.order_measure
+    reading.measures.append((measure, AVG))
+    reading.order_measure = None
+    reading.used.update((on_average - 1, on_average))
+    # the measure said again ("fastest on average (mph)") is that measure, no column to show of its own
+    reading.shown = [column for column in reading.shown if column != measure]
+    for mention in [m for m in reading.mentions if not m.is_value and m.target.column == measure]:
+        reading.mentions.remove(mention)
+        reading.used.update(range(mention.start, mention.end))
+
+
+def _on_average(reading: _Reading) -> int | None:
+    """Where "average" of a free "on average" stands."""
+    return next((i for i, token in enumerate(reading.tokens) if token.norm == "average" and reading.free(i)
+                 and reading.norm(i - 1) == "on" and reading.free(i - 1)), None)
 
 
 def _read_ranked_time_key(reading: _Reading) -> bool:
@@ -2522,6 +2551,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _read_compared_groups(reading)
     _read_extreme_per_group(reading)
     _read_ranked_keys(reading)
+    _read_ranked_on_average(reading)
     _read_ranked_rows(reading, _table_words(table))
     _read_which_column(reading)
     _read_each_of_those_named(reading)

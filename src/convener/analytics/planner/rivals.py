@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from convener.analytics.planner.catalog import _Mention
+from convener.analytics.planner.catalog import _dimension, _Mention
 from convener.analytics.planner.state import _Reading
 from convener.analytics.wording import phrase, stem
 
@@ -79,9 +79,6 @@ def _settle_measured(reading: _Reading, mention: _Mention) -> bool:
     """"longer bills", "the deepest bill": an adjective of measure right before a word several columns share
     names the one of them it measures (bill_length_mm, not bill_depth_mm); the adjective is left to be read
     as a comparison or a ranking."""
-    # (imported here: dimensions reads mentions this module settles)
-    from convener.analytics.planner.dimensions import _dimension
-
     found = _dimension(reading.norm(mention.start - 1)) if mention.start > 0 else None
     if found is None:
         return False

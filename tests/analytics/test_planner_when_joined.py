@@ -1,6 +1,7 @@
 """"When did Islander Operators last appear in the data?": asked when, of a table with no dates (the operators,
 whose name is said), the rows that join it and have dates (the sailings) are queried; a table with a year of its
-own keeps its question ("when was the newest ferry built?"). On a small ferry schema of its own."""
+own keeps its question ("when was the newest ferry built?"). Periods asked of the year ("the busiest month of the
+year") are the dated rows' too, not the ferries' years. On a small ferry schema of its own."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def data() -> Iterator[duckdb.DuckDBPyConnection]:
     yield from database(
         "CREATE TABLE sailings (sailing_date DATE, line VARCHAR, hull VARCHAR)",
         "INSERT INTO sailings VALUES ('2024-03-01', 'IS', 'H1'), ('2024-05-09', 'IS', 'H2'), "
-        "('2024-06-30', 'NW', 'H1')",
+        "('2024-06-30', 'NW', 'H1'), ('2024-05-20', 'NW', 'H2')",
         "CREATE TABLE operators (line VARCHAR, name VARCHAR)",
         "INSERT INTO operators VALUES ('IS', 'Islander Operators'), ('NW', 'Northwind Ferries')",
         "CREATE TABLE ferries (hull VARCHAR, year INTEGER, builder VARCHAR)",
@@ -62,3 +63,10 @@ def test_when_asked_of_a_table_without_dates_is_asked_of_the_rows_that_have_them
 
 def test_a_table_with_a_year_of_its_own_keeps_the_question(data: duckdb.DuckDBPyConnection) -> None:
     assert answer(data, "When was the newest Kvaerner ferry built?") == [("2011",)]
+
+
+@pytest.mark.parametrize("question", ["the busiest month of the year", "What was the single busiest month of the year?"])
+def test_periods_of_the_year_are_asked_of_the_rows_that_have_dates(data: duckdb.DuckDBPyConnection,
+                                                                  question: str) -> None:
+    # ("year" had picked the ferries, and the most frequent year of building was answered)
+    assert answer(data, question) == [("2024-05-01 00:00:00", "2")]

@@ -85,6 +85,7 @@ from convener.analytics.planner.sql import (
     describe_listed,
     quoted_table,
 )
+from convener.analytics.planner.vocabulary import _BUCKETS
 from convener.analytics.shapes import TIME_TYPES, TableInfo
 
 
@@ -127,13 +128,20 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     codes = _codes(values_of, keys_of) if values_of is not None and keys_of is not None else None
     pairs = joins_to([*tables, *others], relationships, question=(tokens, catalog.candidates(tokens, used)),
                      codes=codes) if reachable else set()
-    table, candidates = _choose_table(catalog, tokens, used, choosable,
-                                      lambda many: [one for name, one in pairs if name == many])
-    if bucket in ("day", "week", "month", "quarter", "weekday") and not _dated(table) \
-            and any(_dated(other) for other in [*tables, *others]):
+    def joins_of(many: str) -> list[str]:
+        return [one for name, one in pairs if name == many]
+
+    table, candidates = _choose_table(catalog, tokens, used, choosable, joins_of)
+    # (a period named without being read as the buckets yet: "the busiest month of the year")
+    periods = {bucket, *(_BUCKETS.get(token.norm) for token in tokens)}
+    if periods & {"day", "week", "month", "quarter", "weekday"} and not _dated(table):
         # "the 3 busiest days of the year" read on planes (a year of manufacture, no date): periods asked of
-        # rows that have no dates, where another table's rows do
-        raise NoPlan(f"{table.name} has no dates to group by {bucket}, and the question's other words pick it")
+        # rows that have no dates, where another table's rows do: those rows are the ones asked about
+        dated = [name for name in choosable if _dated(catalog.tables[name])]
+        if not dated and any(_dated(other) for other in [*tables, *others]):
+            raise NoPlan(f"{table.name} has no dates to group by, and the question's other words pick it")
+        if dated:
+            table, candidates = _choose_table(catalog, tokens, used, dated, joins_of)
     scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     # one measure said twice ("on average, how many minutes do dives spend under water": the unit, and the words

@@ -1,7 +1,7 @@
-"""Words of a period and of groups that a joined table's column or a silent reading must not take: "the first
-cancelled trip of the year" is the data's year (not a boat's year of manufacture); "the busiest days" asked
-where only the boats' number of years could answer is declined; "each of the depots" unread is said; "what
-share of cancellations happened in March" counts March among the cancellations. On a small ferry schema."""
+"""Words of a period and of groups that a joined table's column or a silent reading must not take: "the first cancelled
+trip of the year" is the data's year (not a boat's year of manufacture); "the busiest month" asked where "year"
+picks the boats is the trips' month (declined where no table asked about has dates); "each of the depots" unread is
+said; "what share of cancellations happened in March" counts March among the cancellations. On a small ferry schema."""
 
 from __future__ import annotations
 
@@ -51,9 +51,16 @@ def test_of_the_year_is_the_datas_period_not_a_joined_year(data: duckdb.DuckDBPy
     assert "boats" not in made.sql and data.execute(made.sql).fetchall() == [(datetime.date(2024, 2, 7),)], made.sql
 
 
-def test_days_asked_of_rows_without_dates_are_declined() -> None:
+def test_periods_asked_of_rows_without_dates_are_asked_of_the_rows_that_have_them(
+        data: duckdb.DuckDBPyConnection) -> None:
+    # (the boats picked by "year", the trips joining them have the dates: they are the rows asked about)
+    made = plan("the busiest month of the year?", (BOATS,))
+    assert data.execute(made.sql).fetchall() == [(datetime.datetime(2024, 3, 1), 3)], made.sql
+
+
+def test_periods_asked_where_no_rows_have_dates_are_declined() -> None:
     with pytest.raises(NoPlan, match="no dates"):
-        plan("the 3 busiest days of the year?", (BOATS,))
+        plan_question("the 3 busiest days of the year?", [BOATS], TERMS, related=[TRIPS])
 
 
 def test_groups_of_each_of_the_left_unread_are_said() -> None:

@@ -28,20 +28,20 @@ FERRIES = TableInfo("ferries", (ColumnInfo("hull", "STRING", "Hull number of the
 RELATIONSHIPS = (Relationship("sailings", ("line",), "operators", ("line",)),
                  Relationship("sailings", ("hull",), "ferries", ("hull",)))
 VALUES = {("sailings", "line"): ["IS", "NW"], ("operators", "line"): ["IS", "NW"],
-          ("operators", "name"): ["Islander Operators", "Northwind Ferries"], ("sailings", "hull"): ["H1", "H2"],
-          ("ferries", "hull"): ["H1", "H2"], ("ferries", "builder"): ["Harland", "Kvaerner"]}
+          ("operators", "name"): ["Islander Operators", "Northwind Ferries"], ("sailings", "hull"): ["A1", "A2"],
+          ("ferries", "hull"): ["A1", "A2"], ("ferries", "builder"): ["Harland", "Kvaerner"]}
 
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[duckdb.DuckDBPyConnection]:
     yield from database(
         "CREATE TABLE sailings (sailing_date DATE, line VARCHAR, hull VARCHAR)",
-        "INSERT INTO sailings VALUES ('2024-03-01', 'IS', 'H1'), ('2024-05-09', 'IS', 'H2'), "
-        "('2024-06-30', 'NW', 'H1'), ('2024-05-20', 'NW', 'H2')",
+        "INSERT INTO sailings VALUES ('2024-03-01', 'IS', 'A1'), ('2024-05-09', 'IS', 'A2'), "
+        "('2024-06-30', 'NW', 'A1'), ('2024-05-20', 'NW', 'A2')",
         "CREATE TABLE operators (line VARCHAR, name VARCHAR)",
         "INSERT INTO operators VALUES ('IS', 'Islander Operators'), ('NW', 'Northwind Ferries')",
         "CREATE TABLE ferries (hull VARCHAR, year INTEGER, builder VARCHAR)",
-        "INSERT INTO ferries VALUES ('H1', 1998, 'Harland'), ('H2', 2011, 'Kvaerner')")
+        "INSERT INTO ferries VALUES ('A1', 1998, 'Harland'), ('A2', 2011, 'Kvaerner')")
 
 
 def answer(data: duckdb.DuckDBPyConnection, question: str) -> list[tuple[object, ...]]:
@@ -71,3 +71,17 @@ def test_periods_of_the_year_are_asked_of_the_rows_that_have_dates(data: duckdb.
                                                                   question: str) -> None:
     # ("year" had picked the ferries, and the most frequent year of building was answered)
     assert answer(data, question) == [("2024-05-01 00:00:00", "2")]
+
+
+def test_a_column_after_the_list_that_is_not_shown_is_said(data: duckdb.DuckDBPyConnection) -> None:
+    # ("build year" was no column of the list: the ferries' year was read alone and passed over, unshown)
+    made = plan_question("List the sailings of ferries built before 2000: sailing date, hull and build year.",
+                         [SAILINGS, OPERATORS, FERRIES], values_of=lambda t, c: VALUES.get((t, c), []),
+                         relationships=RELATIONSHIPS)
+    assert '"year"' in made.sql.split(" FROM ")[0] or "year" in made.unaccounted, made
+
+
+def test_when_the_rows_listed_happened_is_their_date(data: duckdb.DuckDBPyConnection) -> None:
+    # (the ferry's sailings had been listed without their dates)
+    assert answer(data, "When did the sailings of hull A2 leave, and what were their operator codes?") in (
+        [("2024-05-09", "IS"), ("2024-05-20", "NW")], [("2024-05-09", "IS", "A2"), ("2024-05-20", "NW", "A2")])

@@ -85,6 +85,7 @@ from convener.analytics.planner.sql import (
     describe_listed,
     quoted_table,
 )
+from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import _BUCKETS
 from convener.analytics.shapes import TIME_TYPES, TableInfo
 
@@ -155,7 +156,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     check_counted_keys(reading, relationships)
     check_roles_read(reading, relationships)
     check_joined_averages(reading)
-    unaccounted = _check_understood(reading, shape)
+    unaccounted = (*_check_understood(reading, shape), *_columns_not_listed(reading, shape))
     check_rows_asked(reading, shape, [other for other in everything if other.name != reading.base.name])
     check_periods_held(reading, span_of)
     # A ranking of rows shows the columns asked for; a ranking of groups or an aggregate has no rows to show.
@@ -194,6 +195,17 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
                      if not any(value.said in (guess.said, *guess.names) for guess in guesses))
     return Plan(sql=sql, result_name=name, tables=read, explanation=explanation + where + by + ".",
                 terms_used=tuple(reading.terms), shape=shape, unaccounted=unaccounted, guessed=guesses)
+
+
+def _columns_not_listed(reading: _Reading, shape: str) -> tuple[str, ...]:
+    """Columns named as measures of rows that a listing does not show ("…: flight number, date, tail number and
+    build year", the planes' year read alone, after the list): said, so that the answer says it could not use
+    them rather than pass the rows off as what was asked."""
+    if shape != "rows":
+        return ()
+    every_own = not reading.shown or reading.shown_whole  # (the rows' own columns all shown)
+    return tuple(dict.fromkeys(column for column, aggregate in reading.measures if aggregate is None
+                               and column not in reading.shown and not (every_own and not reading.virtual(column))))
 
 
 def _dated(table: TableInfo) -> bool:

@@ -116,7 +116,7 @@ from convener.analytics.planner.vocabulary import (
     _TOWARD,
     _YEAR_PREPOSITIONS,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
+from convener.analytics.shapes import BOOLEAN, DATE, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, snake, stem
 
 
@@ -2328,6 +2328,11 @@ def _read_their(reading: _Reading) -> bool:
     reading.used.update(i for i in range(start, index) if reading.norm(i) == "and")
     # "Which airlines flew to Denver? Give their names": the airlines' names, each once, not every flight's
     reading.shown_per_row = not asked_of_joined_rows(reading, [column for column, _ in shown])
+    dates = [column.name for column in reading.base.columns if column.type == DATE]
+    if reading.norm(0) == "when" and reading.free(0) and len(dates) == 1 and dates[0] not in reading.shown:
+        # "When did the HA flights fly, and what were their arrival delays?": the rows' dates, beside the rest
+        reading.shown.insert(0, dates[0])
+        reading.used.add(0)
     return True
 
 

@@ -48,7 +48,7 @@ from convener.analytics.planner.base import (
     Term,
     ValuesOf,
 )
-from convener.analytics.planner.catalog import _Catalog, _choose_table
+from convener.analytics.planner.catalog import _Catalog, _choose_table, dated
 from convener.analytics.planner.checks import (
     _check_understood,
     _disjoint_periods,
@@ -87,7 +87,7 @@ from convener.analytics.planner.sql import (
 )
 from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import _BUCKETS
-from convener.analytics.shapes import TIME_TYPES, TableInfo
+from convener.analytics.shapes import TableInfo
 
 
 def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Term] = (), *,
@@ -135,14 +135,14 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     table, candidates = _choose_table(catalog, tokens, used, choosable, joins_of)
     # (a period named without being read as the buckets yet: "the busiest month of the year")
     periods = {bucket, *(_BUCKETS.get(token.norm) for token in tokens)}
-    if periods & {"day", "week", "month", "quarter", "weekday"} and not _dated(table):
+    if periods & {"day", "week", "month", "quarter", "weekday"} and not dated(table):
         # "the 3 busiest days of the year" read on planes (a year of manufacture, no date): periods asked of
         # rows that have no dates, where another table's rows do: those rows are the ones asked about
-        dated = [name for name in choosable if _dated(catalog.tables[name])]
-        if not dated and any(_dated(other) for other in [*tables, *others]):
+        with_dates = [name for name in choosable if dated(catalog.tables[name])]
+        if not with_dates and any(dated(other) for other in [*tables, *others]):
             raise NoPlan(f"{table.name} has no dates to group by, and the question's other words pick it")
-        if dated:
-            table, candidates = _choose_table(catalog, tokens, used, dated, joins_of)
+        if with_dates:
+            table, candidates = _choose_table(catalog, tokens, used, with_dates, joins_of)
     scope, mentions = _scope(table, everything, relationships, candidates, tokens, codes)
     reading = _read(scope.table, tokens, mentions, used | scope.said, bucket, scope, question)
     # one measure said twice ("on average, how many minutes do dives spend under water": the unit, and the words
@@ -206,11 +206,6 @@ def _columns_not_listed(reading: _Reading, shape: str) -> tuple[str, ...]:
     every_own = not reading.shown or reading.shown_whole  # (the rows' own columns all shown)
     return tuple(dict.fromkeys(column for column, aggregate in reading.measures if aggregate is None
                                and column not in reading.shown and not (every_own and not reading.virtual(column))))
-
-
-def _dated(table: TableInfo) -> bool:
-    """Whether the table has a column of dates or times (a column of years is no date)."""
-    return any(column.type in TIME_TYPES for column in table.columns)
 
 
 def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:

@@ -534,6 +534,7 @@ def _dimension(word: str) -> tuple[tuple[str, ...], bool, str] | None:
     return None
 
 
+@lru_cache(maxsize=8192)
 def _compared_forms(word: str) -> frozenset[str]:
     """"low" → lower, lowest; "heavy" → heavier, heaviest; "hot" → hotter, hottest."""
     if len(word) < 3 or not word.isalpha():
@@ -1020,14 +1021,15 @@ def _one_with_dates(catalog: _Catalog, tokens: list[Token], scored: list[tuple[f
     """"When did Alaska Airlines last fly in this data?": asked when, of a table that has no dates (the airlines,
     whose name is said), the rows that join it many-to-one and have dates (its flights) are the ones to query.
     None when the question does not ask when, or the best table has dates."""
-    if not any(token.norm == "when" for token in tokens) or _has_dates(catalog.tables[best]):
+    if not any(token.norm == "when" for token in tokens) or dated(catalog.tables[best], years=True):
         return None
-    return next((name for _, name in scored if best in joins_of(name) and _has_dates(catalog.tables[name])), None)
+    return next((name for _, name in scored if best in joins_of(name) and dated(catalog.tables[name])), None)
 
 
-def _has_dates(table: TableInfo) -> bool:
-    """Whether the table's rows have a date, or a year ("when was the newest plane built": its year)."""
-    return any(column.type in TIME_TYPES or "year" in column.name.lower() for column in table.columns)
+def dated(table: TableInfo, *, years: bool = False) -> bool:
+    """Whether the table has a column of dates or times; with ``years``, a column of years counts too ("when
+    was the newest plane built": its year)."""
+    return any(column.type in TIME_TYPES or years and "year" in column.name.lower() for column in table.columns)
 
 
 def _one_reaching_the_values(candidates: list[_Candidate], scored: list[tuple[float, str]], best: str,

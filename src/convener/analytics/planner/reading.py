@@ -158,7 +158,8 @@ def _read_dimensions(reading: _Reading) -> None:
     word that could name several means ("bill": its length or its depth)."""
     for index, token in enumerate(reading.tokens):
         own = reading.mention_at(index)  # "fastest" said for a glossary formula's noun ("average speed")
-        if index in reading.used or token.kind != "word" or own is not None and (own.is_value or own.end != index + 1):
+        if index in reading.used or token.kind != "word" \
+                or own is not None and (own.is_value or (own.start, own.end) != (index, index + 1)):
             continue
         found = _dimension(token.norm)
         if found is None:

@@ -179,6 +179,7 @@ def parting(gap: str) -> bool:
     ("flights - date, carrier": not "origin-destination", a hyphen within a word)."""
     return bool(_PARTING.intersection(gap)) or "-" in gap and gap != gap.strip()
 
+
 _DIMENSIONS: dict[str, tuple[tuple[str, ...], bool]] = {
     "long": (("length",), True), "short": (("length",), False), "deep": (("depth",), True),
     "shallow": (("depth",), False), "wide": (("width",), True), "narrow": (("width",), False),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 
 import duckdb
@@ -335,3 +336,16 @@ def test_a_word_two_columns_share_said_after_one_of_them_is_that_one(data: duckd
     # ("delay" could be either delay: the question had been declined)
     made = plan(question)
     assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+@pytest.mark.parametrize("question", [
+    "On what date did the single biggest departure delay happen? Include the flight number and the arrival delay.",
+    "When did the single worst departure delay happen? Give the date, flight number and arrival delay.",
+])
+def test_the_single_greatest_of_a_column_with_columns_asked_is_that_row(data: duckdb.DuckDBPyConnection,
+                                                                       question: str) -> None:
+    # (each day's greatest delay had been ranked, or the greatest alone answered, the columns asked unused)
+    made = plan(question)
+    assert not made.unaccounted, made
+    rows = data.execute(made.sql).fetchall()
+    assert len(rows) == 1 and {3, datetime.date(2013, 7, 5), 125, 130} <= set(rows[0]), made.sql

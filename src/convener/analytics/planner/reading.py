@@ -2578,7 +2578,37 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     _settle_asked_bound(reading)
     read_ranking_superlative(reading)
     _read_named_again(reading)
+    _read_extreme_row_shown(reading)
     return reading
+
+
+def _said_single(reading: _Reading) -> bool:
+    """Whether "single" stands right before a superlative: "the single biggest departure delay", one row's (the
+    word is not among those read: it only stresses the superlative)."""
+    return any(_superlative_after(reading, index) and reading.text[:token.start].lower().rstrip().endswith(" single")
+               for index, token in enumerate(reading.tokens))
+
+
+def _read_extreme_row_shown(reading: _Reading) -> None:
+    """"When did the single worst departure delay happen? Give the date, carrier, flight number and the delay":
+    the greatest (or least) of a column, said of a single row whose columns are asked for, is that row, first,
+    with the columns asked (its date first where the question asks when, or on what date)."""
+    extremes = [(column, aggregate) for column, aggregate in reading.measures if aggregate in (MAX, MIN)]
+    dates = [column.name for column in reading.base.columns if column.type == DATE]
+    asked_date = reading.keys == dates[:1] and len(dates) == 1
+    if len(extremes) != 1 or len(reading.measures) != 1 or not _said_single(reading) \
+            or reading.keys and not asked_date or reading.bucket not in (None, "day") or reading.top not in (None, 1):
+        return
+    column, aggregate = extremes[0]
+    if len([name for name in reading.shown if name != column]) < 2:
+        return  # (one column alone may not tell the row apart: a flight number is shared by carriers)
+    if asked_date or reading.bucket == "day" or reading.norm(0) == "when":
+        reading.shown = [*dates[:1], *(name for name in reading.shown if name not in dates[:1])]
+    reading.keys, reading.bucket, reading.measures = [], None, []
+    reading.order_measure, reading.direction, reading.top = column, aggregate == MAX, 1
+    if column not in reading.shown:
+        reading.shown.append(column)
+    reading.used.update(i for i, token in enumerate(reading.tokens) if token.norm == "when")
 
 
 def _settle_asked_bound(reading: _Reading) -> None:

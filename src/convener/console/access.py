@@ -110,12 +110,15 @@ class ConsoleTools:
             put("report", text or "")
 
         def work() -> None:
+            outcome: tuple[str, Any]
             try:
-                put("answer", handler(request, caller, report))
+                outcome = ("answer", handler(request, caller, report))
             except BaseException as error:  # noqa: BLE001 - handed to the page, which shows or re-raises it
-                put("error", error)
+                outcome = ("error", error)
             finally:
+                # free before the page hears the outcome: a page that starts again at once finds its slot
                 self._streams.release()
+            put(*outcome)
 
         threading.Thread(target=work, name=f"console-{name}", daemon=True).start()
         with send, receive:  # closed by the page, when it has the answer or leaves: later events are dropped

@@ -10,7 +10,7 @@ from convener.analytics.planner.periods import add_day_of_every_year, read_perio
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_bucket
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _UNITS, _YEAR_PREPOSITIONS
-from convener.analytics.shapes import NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
+from convener.analytics.shapes import DATE, NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import MONTHS, Token, split_identifier, stem
 
 
@@ -21,6 +21,11 @@ def _time_columns(table: TableInfo) -> list[ColumnInfo]:
     columns += [c for c in table.columns if c.type in NUMBER_TYPES and stem(c.name.lower()) == "year"]
     columns += [c for c in table.columns if c.type in NUMBER_TYPES and c not in columns and _year_named(c.name)]
     return columns
+
+
+def date_columns(table: TableInfo) -> list[str]:
+    """The table's DATE columns, by name, in the table's order (a day, not an instant or a year)."""
+    return [column.name for column in _time_columns(table) if column.type == DATE]
 
 
 def _year_named(name: str) -> bool:

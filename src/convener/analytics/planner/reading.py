@@ -22,7 +22,14 @@ from convener.analytics.planner.catalog import (
     named_as_rows,
 )
 from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_first_of_a_day, read_hour_of
-from convener.analytics.planner.dates import _is_year, _read_dates, _time_columns, asked_of_each, excepting
+from convener.analytics.planner.dates import (
+    _is_year,
+    _read_dates,
+    _time_columns,
+    asked_of_each,
+    date_columns,
+    excepting,
+)
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
     _Filter,
@@ -116,7 +123,7 @@ from convener.analytics.planner.vocabulary import (
     _TOWARD,
     _YEAR_PREPOSITIONS,
 )
-from convener.analytics.shapes import BOOLEAN, DATE, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
+from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
 from convener.analytics.wording import Token, phrase, snake, stem
 
 
@@ -2329,7 +2336,7 @@ def _read_their(reading: _Reading) -> bool:
     reading.used.update(i for i in range(start, index) if reading.norm(i) == "and")
     # "Which airlines flew to Denver? Give their names": the airlines' names, each once, not every flight's
     reading.shown_per_row = not asked_of_joined_rows(reading, [column for column, _ in shown])
-    dates = [column.name for column in reading.base.columns if column.type == DATE]
+    dates = date_columns(reading.base)
     if reading.norm(0) == "when" and reading.free(0) and len(dates) == 1 and dates[0] not in reading.shown:
         # "When did the HA flights fly, and what were their arrival delays?": the rows' dates, beside the rest
         reading.shown.insert(0, dates[0])
@@ -2594,7 +2601,7 @@ def _read_extreme_row_shown(reading: _Reading) -> None:
     the greatest (or least) of a column, said of a single row whose columns are asked for, is that row, first,
     with the columns asked (its date first where the question asks when, or on what date)."""
     extremes = [(column, aggregate) for column, aggregate in reading.measures if aggregate in (MAX, MIN)]
-    dates = [column.name for column in reading.base.columns if column.type == DATE]
+    dates = date_columns(reading.base)
     asked_date = reading.keys == dates[:1] and len(dates) == 1
     if len(extremes) != 1 or len(reading.measures) != 1 or not _said_single(reading) \
             or reading.keys and not asked_date or reading.bucket not in (None, "day") or reading.top not in (None, 1):

@@ -10,7 +10,9 @@ import duckdb
 import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Term, plan_question
+from convener.analytics.planner.checks import without_intensifiers
 from convener.analytics.shapes import ColumnInfo, TableInfo
+from convener.analytics.wording import tokenize
 from tests.analytics.small_tables import database
 
 FLIGHTS = TableInfo("flights", (
@@ -349,3 +351,10 @@ def test_the_single_greatest_of_a_column_with_columns_asked_is_that_row(data: du
     assert not made.unaccounted, made
     rows = data.execute(made.sql).fetchall()
     assert len(rows) == 1 and {3, datetime.date(2013, 7, 5), 125, 130} <= set(rows[0]), made.sql
+
+
+def test_a_stressed_superlative_keeps_the_word_that_stressed_it() -> None:
+    # ("single" is dropped before reading, yet says the answer is one row's: the superlative carries it)
+    kept = without_intensifiers(tokenize("the single worst delay, the very best day, which single day"))
+    assert [t.norm for t in kept] == ["the", "worst", "delay", "the", "best", "day", "which", "day"]
+    assert [t.stressed_by for t in kept if t.stressed_by] == ["single", "very"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from convener.knowledge.text import STOPWORDS
@@ -67,7 +67,8 @@ SYNONYMS = {
 @dataclass(frozen=True)
 class Token:
     """One token: ``text`` as written, ``norm`` lowercased without a possessive "'s", ``stem`` of it;
-    ``number`` for digits and number words; ``kind`` is word, number, date or sign."""
+    ``number`` for digits and number words; ``kind`` is word, number, date or sign; ``stressed_by`` the word
+    that stressed it and was dropped before reading ("single" in "the single longest delay")."""
 
     text: str
     norm: str
@@ -76,6 +77,7 @@ class Token:
     start: int
     end: int
     number: float | None = None
+    stressed_by: str | None = field(default=None, compare=False)
 
     @property
     def is_stopword(self) -> bool:

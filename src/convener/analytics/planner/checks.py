@@ -83,13 +83,20 @@ _INTENSIFIERS = frozenset({"single", "very", "absolute"})
 def without_intensifiers(tokens: list[Token]) -> list[Token]:
     """The question's words without those that only stress the superlative after them ("the single longest
     delay", "the absolute highest"): it ranks the same, and every reading of a superlative looks right before it
-    for "the"; nor "single" after "which" or "every" ("which single day", "every single nest")."""
-    return [token for index, token in enumerate(tokens)
-            if not (token.norm in _INTENSIFIERS and index + 1 < len(tokens)
-                    and _superlative(tokens[index + 1].norm) and index > 0 and tokens[index - 1].norm == "the"
-                    # "which single day had the most flights", "every single nest": one, each, as said without it
-                    or token.norm == "single" and index > 0 and tokens[index - 1].norm in ("which", "what", "every")
-                    and index + 1 < len(tokens) and tokens[index + 1].kind == "word")]
+    for "the"; the superlative keeps the word as a mark ("single" says one row's). Nor "single" after "which" or
+    "every" ("which single day", "every single nest")."""
+    tokens, kept = list(tokens), []
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if following is None or index == 0:
+            kept.append(token)
+        elif token.norm in _INTENSIFIERS and _superlative(following.norm) and tokens[index - 1].norm == "the":
+            tokens[index + 1] = replace(following, stressed_by=token.norm)
+        # "which single day had the most flights", "every single nest": one, each, as said without it
+        elif not (token.norm == "single" and tokens[index - 1].norm in ("which", "what", "every")
+                  and following.kind == "word"):
+            kept.append(token)
+    return kept
 
 
 _SHORT_UNITS = {"min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hours"}

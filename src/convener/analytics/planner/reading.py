@@ -2590,10 +2590,8 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
 
 
 def _said_single(reading: _Reading) -> bool:
-    """Whether "single" stands right before a superlative: "the single biggest departure delay", one row's (the
-    word is not among those read: it only stresses the superlative)."""
-    return any(_superlative_after(reading, index) and reading.text[:token.start].lower().rstrip().endswith(" single")
-               for index, token in enumerate(reading.tokens))
+    """Whether "single" stressed a superlative: "the single biggest departure delay", one row's."""
+    return any(token.stressed_by == "single" for token in reading.tokens)
 
 
 def _read_extreme_row_shown(reading: _Reading) -> None:

@@ -45,7 +45,7 @@ from convener.analytics.planner.state import (
 from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
-from convener.analytics.planner.contrast import OF_MEASURE, read_contrast
+from convener.analytics.planner.contrast import OF_MEASURE, read_contrast, settle_shares_contrasted
 from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
 from convener.analytics.planner.dimensions import (
     _measured_columns,
@@ -2586,6 +2586,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     read_ranking_superlative(reading)
     _read_named_again(reading)
     _read_extreme_row_shown(reading)
+    settle_shares_contrasted(reading)
     return reading
 
 

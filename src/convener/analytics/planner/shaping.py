@@ -60,23 +60,8 @@ def _shape(reading: _Reading) -> str:
 _UNIVERSAL = frozenset({"all", "every", "each", "only", "always", "none"})
 
 
-def _read_shares_contrasted(reading: _Reading) -> None:
-    """"Is the cancellation rate higher at LGA than at EWR?": a share set against another by a comparative is
-    each group's share, side by side, as "higher at LGA or at EWR" asks (the groups, one value each of one
-    column, kept by their condition)."""
-    if reading.contrast is None or reading.share_split is None or reading.measures or reading.count:
-        return
-    first, second, _, _ = reading.contrast
-    if first.column != second.column or first.kind != "value" or second.kind != "value":
-        return
-    reading.filters.append(_Filter(first.column, "in", (*first.values, *second.values), "value", first.start))
-    reading.contrast = None
-    reading.compare = True
-
-
 def _shape_asked(reading: _Reading) -> str:
     """The shape of what the question computes, yes/no aside."""
-    _read_shares_contrasted(reading)
     if reading.contrast is not None:
         return "contrast"
     # days of the week set side by side ("compare Saturdays with Sundays") are compared; "on Saturdays or

@@ -36,7 +36,7 @@ from convener.analytics.planner.vocabulary import (
     _UNITS,
     parting,
 )
-from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, ColumnInfo, TableInfo
+from convener.analytics.shapes import BOOLEAN, DATE, NUMBER_TYPES, STRING, TIME_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import (
     CONTENT_STOPWORDS,
     MEANINGFUL,
@@ -1026,10 +1026,30 @@ def _one_with_dates(catalog: _Catalog, tokens: list[Token], scored: list[tuple[f
     return next((name for _, name in scored if best in joins_of(name) and dated(catalog.tables[name])), None)
 
 
+def _time_columns(table: TableInfo) -> list[ColumnInfo]:
+    """Columns that place a row in time: DATE/TIMESTAMP ones, then an integer column named like a year
+    (``year``, then ``opened_year``, ``year_built``)."""
+    columns = [c for c in table.columns if c.type in TIME_TYPES]
+    columns += [c for c in table.columns if c.type in NUMBER_TYPES and stem(c.name.lower()) == "year"]
+    columns += [c for c in table.columns if c.type in NUMBER_TYPES and c not in columns and _year_named(c.name)]
+    return columns
+
+
+def date_columns(table: TableInfo) -> list[str]:
+    """The table's DATE columns, by name, in the table's order (a day, not an instant or a year)."""
+    return [column.name for column in _time_columns(table) if column.type == DATE]
+
+
+def _year_named(name: str) -> bool:
+    """``opened_year``, ``year_built``: a year of something."""
+    words = split_identifier(name).lower().split()
+    return len(words) > 1 and (words[0] == "year" or words[-1] == "year")
+
+
 def dated(table: TableInfo, *, years: bool = False) -> bool:
     """Whether the table has a column of dates or times; with ``years``, a column of years counts too ("when
     was the newest plane built": its year)."""
-    return any(column.type in TIME_TYPES or years and "year" in column.name.lower() for column in table.columns)
+    return bool(_time_columns(table)) if years else any(column.type in TIME_TYPES for column in table.columns)
 
 
 def _one_reaching_the_values(candidates: list[_Candidate], scored: list[tuple[float, str]], best: str,

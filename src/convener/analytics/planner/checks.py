@@ -14,7 +14,7 @@ from convener.analytics.planner.catalog import (
     _table_words,
     named_as_rows,
 )
-from convener.analytics.planner.dates import _time_columns
+from convener.analytics.planner.catalog import _time_columns
 from convener.analytics.planner.restated import restated_stems, said_as_described
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.units import unit_named, unit_of

@@ -5,33 +5,13 @@ from __future__ import annotations
 from datetime import date
 
 from convener.analytics.planner.base import NoPlan
-from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.catalog import _table_words, _time_columns
 from convener.analytics.planner.periods import add_day_of_every_year, read_periods
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_bucket
 from convener.analytics.planner.vocabulary import _BUCKET_ADJECTIVES, _BUCKETS, _UNITS, _YEAR_PREPOSITIONS
-from convener.analytics.shapes import DATE, NUMBER_TYPES, TIME_TYPES, ColumnInfo, TableInfo
-from convener.analytics.wording import MONTHS, Token, split_identifier, stem
-
-
-def _time_columns(table: TableInfo) -> list[ColumnInfo]:
-    """Columns that place a row in time: DATE/TIMESTAMP ones, then an integer column named like a year
-    (``year``, then ``opened_year``, ``year_built``)."""
-    columns = [c for c in table.columns if c.type in TIME_TYPES]
-    columns += [c for c in table.columns if c.type in NUMBER_TYPES and stem(c.name.lower()) == "year"]
-    columns += [c for c in table.columns if c.type in NUMBER_TYPES and c not in columns and _year_named(c.name)]
-    return columns
-
-
-def date_columns(table: TableInfo) -> list[str]:
-    """The table's DATE columns, by name, in the table's order (a day, not an instant or a year)."""
-    return [column.name for column in _time_columns(table) if column.type == DATE]
-
-
-def _year_named(name: str) -> bool:
-    """``opened_year``, ``year_built``: a year of something."""
-    words = split_identifier(name).lower().split()
-    return len(words) > 1 and (words[0] == "year" or words[-1] == "year")
+from convener.analytics.shapes import TIME_TYPES, ColumnInfo
+from convener.analytics.wording import MONTHS, Token
 
 
 def _time_column(reading: _Reading) -> ColumnInfo | None:

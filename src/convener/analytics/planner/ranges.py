@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from convener.analytics.planner.dates import _is_year, _time_columns
+from convener.analytics.planner.catalog import _time_columns
+from convener.analytics.planner.dates import _is_year
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.units import unit_named
 

@@ -18,18 +18,13 @@ from convener.analytics.planner.catalog import (
     _single_row_noun,
     _table_words,
     _Target,
+    _time_columns,
+    date_columns,
     _vocabulary,
     named_as_rows,
 )
 from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_first_of_a_day, read_hour_of
-from convener.analytics.planner.dates import (
-    _is_year,
-    _read_dates,
-    _time_columns,
-    asked_of_each,
-    date_columns,
-    excepting,
-)
+from convener.analytics.planner.dates import _is_year, _read_dates, asked_of_each, excepting
 from convener.analytics.planner.judgement import _read_judgement
 from convener.analytics.planner.state import (
     _Filter,

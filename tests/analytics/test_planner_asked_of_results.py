@@ -77,6 +77,19 @@ def test_a_yes_no_question_about_every_row_asks_the_last_condition_of_the_rows_t
     assert answer(data, question) == [(expected,)]
 
 
+@pytest.mark.parametrize(("question", "expected"), [
+    # "only" or "always" asks the condition after it of the rows the others keep (the first had listed the
+    # Gentoos on Biscoe, "only" unread, and "ever" had made it whether any was)
+    ("Gentoo penguins - were they only ever found on Biscoe?", True),
+    ("Did the Gentoos only live on Biscoe?", True),
+    ("Were Dream's penguins always Chinstraps?", False),
+    ("Are the male penguins only Gentoos?", False),
+])
+def test_only_or_always_in_a_yes_no_question_asks_the_condition_after_it_of_every_row(
+        data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:
+    assert answer(data, question) == [(expected,)]
+
+
 def test_a_yes_no_question_about_every_row_with_a_condition_before_every_is_declined() -> None:
     # which of the two conditions is asked of the rows the other keeps is not said by the order alone
     with pytest.raises(NoPlan, match="every row"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.contrast import COMPARATIVES
 from convener.analytics.planner.vocabulary import SUM
+from convener.analytics.planner.yesno import ONLY_WORDS
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.shapes import TIME_TYPES
 
@@ -137,11 +138,19 @@ def _at_all(reading: _Reading, index: int) -> bool:
 def _asked_of_all(reading: _Reading) -> _Filter:
     """What "every" or "all" rows are asked to be: the condition said last ("every flight to SJU left from
     JFK", "all Chinstrap penguins on Dream"), the ones before it saying which rows; "every", "all" or "each"
-    must come before the rows' noun and every condition."""
+    must come before the rows' noun and every condition. "Only" or "always" asks the one condition said after
+    it ("did HA only ever fly to HNL": every HA flight went to HNL)."""
     # ("recorded" said is a condition asked: "does every flight have a tail number recorded")
     said = [item for item in reading.filters if item.start >= 0 and (item.kind == "missing" or item.op != "not null")]
     universal = next((i for i, token in enumerate(reading.tokens) if token.norm in ("all", "every", "each")
                       and not _at_all(reading, i)), None)
+    only = next((i for i, token in enumerate(reading.tokens) if token.norm in ONLY_WORDS), None)
+    if universal is None and only is not None:
+        asked = [item for item in said if item.start > only]
+        if len(asked) != 1:
+            raise NoPlan(f"a yes/no question with '{reading.tokens[only].text}' asks one condition after it")
+        reading.used.add(only)
+        return asked[0]
     if universal is None or not said or any(item.start < universal for item in said):
         raise NoPlan("a yes/no question about all the rows is planned only as whether every row that meets "
                      "its first conditions meets its last one ('every flight to SJU left from JFK')")

@@ -9,23 +9,29 @@ from convener.analytics.planner.state import _Reading
 from convener.analytics.planner.vocabulary import AUXILIARIES
 
 _ANY = frozenset({"any", "anything", "anyone", "anybody", "ever"})
+ONLY_WORDS = frozenset({"only", "always"})
+"""Words that ask a condition of every row ("did HA only fly to HNL", "was it always JFK")."""
 
 
 _ASKING_WORDS = frozenset({"how", "what", "which", "who", "whom", "whose", "when", "where", "why"})
 
 
 def _clause_starts(reading: _Reading, text: str) -> list[int]:
-    """Where a clause of the question begins: its first word, and the first word after a comma or colon
-    ("On New Year's Day, did any flight …"), unless the question opens by asking what, how or which: then a
-    comma sets a phrase apart inside that one question ("How heavy, in grams, was the heaviest …")."""
+    """Where a clause of the question begins: its first word, and the first word after a comma, a colon or a
+    dash set apart by spaces ("On New Year's Day, did any flight …", "Hawaiian (HA) - did they …"), unless the
+    question opens by asking what, how or which: then a comma sets a phrase apart inside that one question
+    ("How heavy, in grams, was the heaviest …")."""
     starts = [0]
     if reading.norm(0) in _ASKING_WORDS:
         return starts
     for index in range(1, len(reading.tokens)):
         between = text[reading.tokens[index - 1].end:reading.tokens[index].start]
-        if "," in between or ":" in between:
+        if "," in between or ":" in between or any(dash in between.split() for dash in _DASHES):
             starts.append(index)
     return starts
+
+
+_DASHES = ("-", "\u2013", "\u2014")
 
 
 def read_exists(reading: _Reading, text: str) -> None:
@@ -85,8 +91,8 @@ def _asks_whether(reading: _Reading, start: int) -> list[int]:
             return said  # "are there flights from JFK to Honolulu?"
     found = next((i for i in range(after, min(len(reading.tokens), after + 4))
                   if reading.norm(i) in _ANY and reading.free(i)), None)
-    if found is None:
-        return []
+    if found is None or any(reading.norm(i) in ONLY_WORDS and reading.free(i) for i in range(after, found)):
+        return []  # ("did they only ever fly to HNL": whether every one did, not whether any did)
     _take_row_noun(reading, found + 1)
     return [*said, found]
 

@@ -118,6 +118,17 @@ def test_shares_compared_between_values_are_each_values_share(data: duckdb.DuckD
 
 
 @pytest.mark.parametrize(("question", "expected"), [
+    # (each share alone had been answered: the figures, not whether one is lower)
+    ("Is HAR's scrapped rate lower than NTH's?", (True, pytest.approx(100 / 3), pytest.approx(50.0))),
+    ("Is the scrapped rate higher at HAR than at NTH?", (False, pytest.approx(100 / 3), pytest.approx(50.0))),
+    ("By how much is the scrapped rate at NTH higher than at HAR?", (pytest.approx(50.0 - 100 / 3),)),
+])
+def test_shares_set_against_each_other_by_than_answer_what_is_asked(data: duckdb.DuckDBPyConnection, question: str,
+                                                                    expected: tuple[object, ...]) -> None:
+    assert answer(data, question) == [expected]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
     ("What proportion of the Islander trips head to MOR? As a percentage please.", 50.0),
     ("What percentage of Northwind trips sail to SKY?", 100.0),
 ])

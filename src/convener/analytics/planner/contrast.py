@@ -244,12 +244,15 @@ def _measure(reading: _Reading, comparative: int, said: list[int]) -> str | None
 def settle_shares_contrasted(reading: _Reading) -> None:
     """"Is the cancellation rate higher at LGA than at EWR?": a share set against another by a comparative is
     each group's share, side by side, as "higher at LGA or at EWR" asks (the groups, one value each of one
-    column, kept by their condition). Settled once the share and the measures are read."""
+    column, kept by their condition) where both figures are asked for ("… ? show both percentages"); else the
+    shares are set against each other as asked. Settled once the share and the measures are read."""
     if reading.contrast is None or reading.share_split is None or reading.measures or reading.count:
         return
     first, second, _, _ = reading.contrast
     if first.column != second.column or first.kind != "value" or second.kind != "value":
         return
+    if not any(token.norm in ("both", "each") for token in reading.tokens):
+        return  # "is JFK's cancellation rate lower than Newark's?": yes or no (or by how much), each side's share
     reading.filters.append(_Filter(first.column, "in", (*first.values, *second.values), "value", first.start))
     reading.contrast = None
     reading.compare = True

@@ -185,6 +185,16 @@ def _build_contrast(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
             return _hits(reading, [item], dialect)
         alias = f"number_of_{_rows_called(reading.base)}"
         words = f"the number of rows of {reading.table.name} where {groups}"
+    elif not measures and reading.share_split is not None:
+        # "is JFK's cancellation rate lower than Newark's": each group's share of its own rows
+        _, alias = _share_expression(reading, dialect)  # (takes the share's conditions out of the filters)
+
+        def of(item: _Filter) -> exp.Expr:
+            part = exp.Mul(this=exp.Literal.number("100.0"),
+                           expression=_hits(reading, [item, *reading.share_conditions], dialect))
+            return exp.Div(this=part, expression=_hits(reading, [item], dialect))
+        counted = _describe_filters(reading.share_conditions).removeprefix(", where ")
+        words = f"the percentage of rows where {counted} among the rows of {reading.table.name} where {groups}"
     else:
         if len(measures) != 1:
             raise NoPlan("two groups are compared on one measure at a time; name the one to compare")

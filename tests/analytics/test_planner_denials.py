@@ -13,7 +13,7 @@ import pytest
 
 from convener.analytics.planner import NoPlan, Plan, Relationship, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
-from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, answerer, database, joined_planner
+from tests.analytics.small_tables import PORT_ROWS, PORT_VALUES, PORTS, answerer, database, joined_planner, planner
 
 TRIPS = TableInfo("trips", (
     ColumnInfo("trip_id", "INTEGER", "Identifier of the trip"),
@@ -59,6 +59,25 @@ answer = answerer(plan)
 def test_groups_that_lack_rows_said_with_a_denial(data: duckdb.DuckDBPyConnection, question: str,
                                                    expected: set[str]) -> None:
     assert {row[0] for row in answer(data, question)} == expected
+
+
+SAMPLED = TableInfo("penguins", (ColumnInfo("species", "STRING"),
+                                 ColumnInfo("study", "STRING", "Season the penguin was sampled in")),
+                    description="One row per penguin.")
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # (the value had been kept, "not" said as unused: 2 and 1)
+    ("How many Gentoos were not sampled in the PAL0708 season?", 1),
+    ("Count the penguins that weren't sampled during the PAL0809 study season.", 2),
+])
+def test_a_denial_before_a_verb_and_small_words_denies_the_value_after_them(question: str, expected: int) -> None:
+    made = planner(SAMPLED, {"species": ["Adelie", "Gentoo"], "study": ["PAL0708", "PAL0809"]})(question)
+    assert not made.unaccounted, made
+    with duckdb.connect() as data:
+        data.execute("CREATE TABLE penguins AS SELECT * FROM (VALUES ('Gentoo', 'PAL0708'), ('Gentoo', 'PAL0708'), "
+                     "('Gentoo', 'PAL0809'), ('Adelie', 'PAL0809')) AS t(species, study)")
+        assert data.execute(made.sql).fetchall() == [(expected,)], made.sql
 
 
 @pytest.mark.parametrize("question", [

@@ -617,6 +617,8 @@ def _read_values(reading: _Reading) -> None:
             negations = [leaving, mention.end]
         if not negations and reading.column(mention.target.column).type == BOOLEAN:
             negations = _clause_negation(reading, mention)
+        if not negations:
+            negations = _denied_verb_before(reading, begin)
         negated = bool(negations) or _continues_negated_list(reading, previous, mention)
         previous = (mention, negated)
         reading.used.update(negations)
@@ -764,6 +766,23 @@ def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
 
 
 _FAIL = frozenset({"fail", "fails", "failed", "failing"})
+
+
+def _denied_verb_before(reading: _Reading, begin: int) -> list[int]:
+    """"Gentoos that were not sampled in the PAL0708 season": a denial before a participle and the small words
+    that lead to a value ("in the") denies the value, however many of those words stand between."""
+    for index in range(begin - 1, max(-1, begin - 7), -1):
+        if reading.mention_at(index) is not None or not reading.free(index):
+            return []
+        word = reading.norm(index)
+        if word in ("not", *CONTRACTED_DENIALS):
+            return [index]
+        if not (reading.tokens[index].is_stopword or word.endswith(("ed", "en")) or word in _FROM_OR_BY):
+            return []
+    return []
+
+
+_FROM_OR_BY = frozenset({"from", "by", "during"})
 
 
 _LIST_JOINERS = frozenset({",", "and", "or", "nor"})

@@ -641,3 +641,22 @@ def test_a_denial_before_the_rows_and_the_way_to_a_joined_name_denies_the_name(
     # answer saying it could not use "excluding")
     made = plan(question)
     assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # a preposition ending the question points at the table named before it (declined: no join was chosen)
+    ("Which airports did DL fly to?", [("ATL", "Hartsfield Jackson Atlanta Intl"), ("MIA", "Miami Intl")]),
+    ("Give me the names of the airports UA flew to.", [("MIA", "Miami Intl")]),
+    ("Which airports did B6 fly from?", [("JFK", "John F Kennedy Intl")]),
+])
+def test_a_preposition_ending_the_question_points_at_the_table_named_before_it(
+        data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[str, str]]) -> None:
+    made = plan(question)
+    assert not made.unaccounted and sorted(data.execute(made.sql).fetchall()) == expected, made.sql
+
+
+def test_the_other_end_of_a_place_said_is_not_listed_as_the_end_asked() -> None:
+    # LaGuardia is an origin: "which airports … go to" asks for the destinations, not LaGuardia itself (answered so)
+    with pytest.raises(NoPlan, match="other end"):
+        plan_question("Which airports did LaGuardia flights go to?", [FLIGHTS], keys_of=keys_of,
+                      values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS, related=[AIRPORTS])

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
+from convener.analytics.planner.scope import _direction_of, stranded_direction
 from convener.analytics.planner.state import _Join, _Reading
 
 _NAME_WORDS = frozenset({"name", "names"})
@@ -39,6 +41,11 @@ def read_which_joined_rows(reading: _Reading, index: int) -> bool:
     key = joined_rows_key(reading, index + 1)
     if key is None or any(token.norm == "table" for token in reading.tokens):
         return False
+    pointed, column = stranded_direction(reading.tokens), reading.base.column(key)
+    if pointed is not None and column is not None and _direction_of(column) not in (None, pointed):
+        # "which airports did LaGuardia flights go to?": the airports joined for LaGuardia are the flights' origins
+        raise NoPlan(f"the {reading.tokens[index + 1].text} asked about are the other end of the rows than the one "
+                     f"the place said is read at")
     noun = reading.mention_at(index + 1)
     if noun is not None:
         # the key column itself named by the noun ("operators": operator_code, "code of the operator") is read

@@ -136,6 +136,18 @@ def _direction_of(column: ColumnInfo) -> str | None:
     return "toward" if toward and not away else "away" if away and not toward else None
 
 
+def stranded_at(tokens: Sequence[Token], index: int) -> bool:
+    """Whether a preposition of direction ends its clause at ``index`` ("which airports did VX fly to?")."""
+    return tokens[index].norm in _DIRECTION_PREPOSITIONS - {"out"} \
+        and (index + 1 == len(tokens) or parted(tokens, index, index + 1))
+
+
+def stranded_direction(tokens: Sequence[Token]) -> str | None:
+    """The direction a preposition ending a clause says ("… fly to?": toward), None where none does."""
+    ends = {"toward" if tokens[i].norm in _TOWARD else "away" for i in range(len(tokens)) if stranded_at(tokens, i)}
+    return ends.pop() if len(ends) == 1 else None
+
+
 def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Sequence[_Candidate],
                       keys: set[str]) -> dict[str, set[int]]:
     """The directions in which a question reaches ``other``'s rows: a word of direction right before a
@@ -185,6 +197,15 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
             before -= 1
         return before < 0 or tokens[before].norm not in ("which", "what", "many")
 
+    # (a place of the table said too, "which airports did LaGuardia flights go to", may be either end)
+    places = any(c.target.table == other.name and c.target.value is not None and c.target.column not in keys
+                 for c in candidates)  # (a value of the key, "JFK", is the queried table's own)
+
+    def stranded(index: int) -> bool:
+        # "which airports did Virgin America fly to?", "the airports VX flew to, by name": a preposition that
+        # ends its clause points at the table named before it
+        return stranded_at(tokens, index)
+
     asked: dict[str, set[int]] = {}
     for index, token in enumerate(tokens):
         before = names_other(content(range(index - 1, max(-1, index - 4), -1)))
@@ -195,7 +216,8 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         if direction is None:
             continue
         if points_forward(index) and names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
-                or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS and before:
+                or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS and before \
+                or stranded(index) and any(tokens[i].stem in words for i in range(index)) and not places:
             said = asked.setdefault(direction, set())
             said.add(index)
             if direction_of(index - 1) == direction:

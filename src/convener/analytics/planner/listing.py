@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words, named_as_rows
+from convener.analytics.planner.joined_rows import joined_name_column
 from convener.analytics.planner.routes import route_ends
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _note_term, _Reading
@@ -251,6 +252,20 @@ def settle_shown_columns(reading: _Reading) -> None:
         reading.shown[at] = compared[0]
     reading.shown = list(dict.fromkeys(reading.shown))
     reading.shown_unsettled = {}
+
+
+def with_joined_keys(reading: _Reading, shown: list[str]) -> list[str]:
+    """"The names of the airports Southwest flew to": a joined table's names, listed once each, beside the key that
+    joins them (dest before the airport's name), as "which airlines" lists them: a code says which row a name is,
+    and two rows may share a name."""
+    keyed: list[str] = []
+    for name in shown:
+        join = reading.join_of(name)
+        if join is not None and len(join.on) == 1 and joined_name_column(reading, join) == name \
+                and join.on[0][0] not in (*shown, *keyed):
+            keyed.append(join.on[0][0])
+        keyed.append(name)
+    return keyed
 
 
 def _abbreviates_number(reading: _Reading, index: int) -> bool:

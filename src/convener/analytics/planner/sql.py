@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import sqlglot
 from sqlglot import exp
@@ -11,7 +12,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _row_nouns, _table_words, named_as_rows
 from convener.analytics.planner.dates import _time_column
-from convener.analytics.planner.listing import identifies_rows
+from convener.analytics.planner.listing import identifies_rows, with_joined_keys
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_number_of, weekday_of
 from convener.analytics.planner.vocabulary import (
@@ -576,7 +577,11 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
         return _Query([exp.Star(), *added]), f"{snake(table)}_rows", f"Lists the rows of {reading.table.name}"
     if reading.shown:
         # "list the destinations of …": each value once, as a listing of them reads
-        shown = _with_own_key(reading, reading.shown) if reading.shown_per_row else reading.shown
+        shown = (_with_own_key if reading.shown_per_row else with_joined_keys)(reading, reading.shown)
+        # (a name listed beside the key added for it is a joined row's: a key no row of that table has names
+        # nothing)
+        reading.filters.extend(_Filter(name, "not null", (), "value") for key, name in pairwise(shown)
+                               if key not in reading.shown)
         query = _Query([_col(name) for name in shown], order=[exp.Literal.number(1)])
         # (the rows' identifiers are listed one per row, "the individual IDs of …", unless asked once each:
         # "the distinct IDs")

@@ -52,6 +52,7 @@ answer = answerer(plan)
 
 @pytest.mark.parametrize(("question", "expected"), [
     ("Which operators had no departures at all from Harbourton?", {"Islander"}),
+    ("Which operators had no trips at all from Harbourton (HAR)?", {"Islander"}),  # (the name glossing the code)
     ("Which operators did not have any scrapped trips?", {"Islander"}),
     ("Which operators didn't have a single scrapped trip?", {"Islander"}),
     ("Which operators never had a scrapped trip?", {"Islander"}),

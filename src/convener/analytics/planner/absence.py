@@ -52,6 +52,10 @@ def read_absence(reading: _Reading) -> None:
                 position = mention.end
                 continue
             word = reading.tokens[position]
+            if mention is None and position in reading.used and word.text[:1].isupper() and not found \
+                    and position > index + 1:
+                position += 1  # "no flights to Boston (BOS)": the value's name, read as glossing its code
+                continue
             # the word right after the negation, a column's, may name the rows ("no departures at all from
             # LaGuardia"): it is, when a value follows (else nothing is found, and the negation is left unread)
             rows_noun = position == index + 1 and mention is not None and not mention.is_value \

@@ -58,6 +58,9 @@ def test_a_yes_no_question_about_the_top_rows_without_a_value_asked_of_them_is_d
     ("Is the average body mass of Gentoo penguins over 5600 g?", True),
     ("Is the average body mass of the Gentoos more than 5700?", False),
     ("Is the total body mass of penguins on Dream at least 8200 g?", True),  # 4700 + 3500
+    # said by an adjective of measure: the average is what is heavier (each row had been compared, or declined)
+    ("Is the average body mass of Gentoo penguins heavier than 5600 g?", True),
+    ("Is the average Gentoo penguin lighter than 5600 g?", False),
 ])
 def test_a_number_compared_with_an_aggregate_in_a_yes_no_question_is_compared_with_it(
         data: duckdb.DuckDBPyConnection, question: str, expected: bool) -> None:

@@ -187,6 +187,13 @@ def _read_dimensions(reading: _Reading) -> None:
             number = reading.tokens[number_at] if number_at < len(reading.tokens) else None
             if number is None or number.number is None or number_at in reading.used:
                 continue
+            if _asks_of_aggregate(reading, index) and _column_after(reading, number_at + 1) is None:
+                # "Is the average flipper length of Gentoos longer than 210 mm?": the average is what is longer
+                reading.asked_bound = (">" if high else "<", number.number, number_at + 1)
+                reading.used.update(range(index, number_at + 1))
+                if unit_named(reading.norm(number_at + 1)) is not None:
+                    reading.used.add(number_at + 1)
+                continue
             column = _settle_column(reading, index, columns)
             if column is None:
                 raise NoPlan(f"could not tell which of {', '.join(columns)} '{token.text}' compares")

@@ -81,6 +81,8 @@ def test_a_superlative_with_nothing_it_ranks_is_never_dropped_silently(question:
     ("For how many orders is the channel not recorded?", [(2,)]),
     ("How many orders were there, leaving out the ones whose channel isn't known?", [(4,)]),
     ("How many orders were there, excluding those whose channel wasn't recorded?", [(4,)]),
+    ("For how many orders was the channel not determined?", [(2,)]),  # (declined: "determined" unread)
+    ("How many orders have an undetermined channel?", [(2,)]),
 ])
 def test_whose_column_is_recorded_is_a_condition_on_it_being_filled(
         data: duckdb.DuckDBPyConnection, question: str, expected: list[tuple[Any, ...]]) -> None:

@@ -2254,7 +2254,8 @@ _RECORD_NOUNS = VALUE_NOUNS | {"entry", "entries", "record", "records"}
 
 # whether each word says the column holds a value (True) or is left empty (False)
 _MISSING_WORDS = {"unknown": False, "missing": False, "null": False, "blank": False, "empty": False,
-                  "known": True, "recorded": True, "record": True,
+                  "undetermined": False, "unrecorded": False,
+                  "known": True, "recorded": True, "record": True, "determined": True,
                   # after the column, had: "penguins that have a delta 15 N measurement"
                   "measurement": True, "measurements": True, "reading": True, "readings": True}
 

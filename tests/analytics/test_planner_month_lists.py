@@ -57,6 +57,15 @@ def test_months_listed_or_denied(data: duckdb.DuckDBPyConnection, question: str,
     assert count(data, question) == expected
 
 
+@pytest.mark.parametrize("question", [
+    # the months after their noun, one period (declined: "June" no value, then the shares of each month)
+    "What share of dives were in the summer months June, July and August?",
+    "What percentage of the year's dives happened in the months June, July and August?",
+])
+def test_months_named_after_their_noun_are_one_period(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    assert answer(data, question) == [(pytest.approx(400 / 6),)]
+
+
 def test_a_column_missing_past_an_article(data: duckdb.DuckDBPyConnection) -> None:
     assert count(data, "What percent of dives are missing a depth measurement?") == pytest.approx(100 * 2 / 6)
 

@@ -649,7 +649,7 @@ def _check_understood(reading: _Reading, shape: str) -> tuple[str, ...]:
     if unsupported:
         raise NoPlan(f"'{unsupported}' asks for more than this planner computes (counts, totals, averages, "
                      "minima, maxima, rankings)")
-    several = any(f.op == "in" and len(f.values) > 1 and f.kind != "name" for f in reading.filters)
+    several = any(f.op == "in" and len(f.values) > 1 and f.kind != "name" and not f.either for f in reading.filters)
     if shape == "share" and (reading.compare or several and not any(t.norm == "or" for t in reading.tokens)):
         # "compare the share … on Dream and Biscoe": one share over both groups is not the share of each
         # ("… from JFK or LGA" is one share of their union)

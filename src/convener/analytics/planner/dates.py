@@ -283,11 +283,14 @@ def _read_month_list(reading: _Reading, column: ColumnInfo, index: int) -> bool:
     if not denied and (len(months) == 1 or len(months) == 2 and joiners == {"and"}):
         return False  # (one month, or two set side by side: "in June and July", "June and July compared")
     glossed = reading.norm(start) in ("in", "during") and any("(" in reading.gap(at) for at in range(start, index + 1))
-    if not denied and reading.norm(index - 1) not in ("in", "during", "of", "for") and not glossed:
+    # "in the summer months June, July and August": the months named after their noun, the list read from "in"
+    named = reading.norm(index - 1) in ("month", "months") and reading.norm(start) in ("in", "during")
+    if not denied and reading.norm(index - 1) not in ("in", "during", "of", "for") and not glossed and not named:
         return False  # ("June, July and August flights": not a list this reads; "in summer (June, …)" is one)
     values = tuple(dict.fromkeys(_month(reading.tokens[at]) or 0 for at in months))
     op = ("not in" if denied else "in") if len(values) > 1 else ("<>" if denied else "=")
-    reading.filters.append(_Filter(column.name, op, values, "month", index))
+    # (months named as one period, "the summer months June, July and August", are one condition, not groups)
+    reading.filters.append(_Filter(column.name, op, values, "month", index, either=named or glossed))
     reading.used.update(range(start - 1 if denied else start, end))
     return True
 

@@ -635,3 +635,17 @@ def test_an_average_over_each_distinct_joined_row_is_refused() -> None:
     # joined, a vessel counts once for every voyage on it: the average per voyage is not the one asked
     with pytest.raises(NoPlan, match="distinct"):
         plan("Across the distinct vessels of Ahab's voyages, what is the average year?")
+
+
+# --- "voyages whose captain is Ahab or Nemo": a relative "whose" asks no choice between the values ---------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # (each value had been counted apart, as if "whose" asked which of them)
+    ("How many voyages were there whose captain is Ahab or Nemo?", [(4,)]),
+    ("How many voyages sailed on vessels whose builder is Kvaerner or Ulstein?", [(5,)]),
+])
+def test_values_joined_by_or_after_a_relative_whose_are_one_condition(data: duckdb.DuckDBPyConnection, question: str,
+                                                                      expected: list[tuple[object, ...]]) -> None:
+    assert not plan(question).unaccounted
+    assert ask(data, question) == expected

@@ -119,7 +119,7 @@ from convener.analytics.planner.vocabulary import (
     _YEAR_PREPOSITIONS,
 )
 from convener.analytics.shapes import BOOLEAN, NUMBER_TYPES, STRING, TIME_TYPES, TableInfo
-from convener.analytics.wording import Token, phrase, snake, stem
+from convener.analytics.wording import Token, parted, phrase, snake, stem
 
 
 _MAGNITUDE_COMPARATIVES = frozenset({"higher", "lower", "greater", "smaller", "bigger", "larger", "worse", "better"})
@@ -717,13 +717,20 @@ def _said_as_alternatives(reading: _Reading, said: list[_Mention]) -> bool:
     """Whether the values were joined by "or" and nothing else that joins ("LAX or SFO", "AA, DL or UA"), in a
     question that does not ask to choose between them ("which had the longer sea time, Oslo or Bergen")."""
     between = {reading.norm(i) for first, second in zip(said, said[1:]) for i in range(first.end, second.start)}
-    choosing = any(token.norm in _CHOOSING or token.norm in OF_MEASURE for token in reading.tokens) \
-        or _more_rows_asked(reading) is not None
+    choosing = any(token.norm in _CHOOSING and not _relative(reading, index) or token.norm in OF_MEASURE
+                   for index, token in enumerate(reading.tokens)) or _more_rows_asked(reading) is not None
     return len(said) > 1 and "or" in between and not between & {"and", "vs", "versus", "against", "with"} \
         and not choosing
 
 
 _CHOOSING = frozenset({"which", "whose", "who", "whom"})
+
+
+def _relative(reading: _Reading, index: int) -> bool:
+    """Whether "whose" (or "who", "whom") at ``index`` opens a relative clause about the noun before it ("planes
+    whose manufacturer is AIRBUS or AIRBUS INDUSTRIE"), which asks no choice."""
+    return reading.norm(index) in ("whose", "who", "whom") and index > 0 \
+        and reading.tokens[index - 1].kind == "word" and not parted(reading.tokens, index - 1, index)
 
 
 def _more_rows_asked(reading: _Reading) -> int | None:

@@ -358,3 +358,20 @@ def test_a_stressed_superlative_keeps_the_word_that_stressed_it() -> None:
     kept = without_intensifiers(tokenize("the single worst delay, the very best day, which single day"))
     assert [t.norm for t in kept] == ["the", "worst", "delay", "the", "best", "day", "which", "day"]
     assert [t.stressed_by for t in kept if t.stressed_by] == ["single", "very"]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # a word right before a whole day bounds the days (each had been read as that day alone, the word dropped)
+    ("How many flights flew after 2013-07-05?", 4),
+    ("How many flights flew before 5 July 2013?", 2),
+    ("How many flights flew on or before July 5, 2013?", 3),
+    ("How many flights flew on or after 2013-08-31?", 3),
+    ("How many flights flew since 25 Dec 2013?", 2),
+    ("How many flights flew between 2013-07-03 and 2013-07-06?", 3),
+    ("How many flights flew from July 3, 2013 to July 5, 2013?", 2),
+    ("How many flights flew on 2013-07-05?", 1),
+])
+def test_a_word_before_a_whole_day_bounds_the_days(data: duckdb.DuckDBPyConnection, question: str,
+                                                  expected: int) -> None:
+    made = plan(question)
+    assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql

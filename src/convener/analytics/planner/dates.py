@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words, _time_columns
@@ -321,15 +321,56 @@ def _month(token: Token) -> int | None:
 
 
 def _add_day(reading: _Reading, column: ColumnInfo, year: int, month: int, day: int, span: list[int]) -> None:
-    """An equality filter on one day; an impossible date is refused."""
+    """A filter on one day, or on the days after or before it where a word right before says so ("after
+    2013-12-25", "on or before 20 Nov 2009", "between … and …"); an impossible date is refused."""
     try:
-        iso = date(year, month, day).isoformat()
+        said = date(year, month, day)
     except ValueError:
         raise NoPlan(f"{year}-{month:02d}-{day:02d} is not a date") from None
-    reading.filters.append(_Filter(column.name, "=", (iso,), "date", span[0]))
+    bound = _day_bound(reading, span[0])
+    if bound is None:
+        reading.filters.append(_Filter(column.name, "=", (said.isoformat(),), "date", span[0]))
+        if reading.norm(span[0] - 1) == "on":
+            reading.used.add(span[0] - 1)
+    else:
+        # as half-open bounds on whole days, which hold for a timestamp too: "after" the 25th is from the 26th on
+        starts, words = bound
+        first = said + timedelta(days=1) if starts in (">", "<=") else said
+        reading.filters.append(_Filter(column.name, ">=" if starts in (">", ">=") else "<", (first.isoformat(),),
+                                       "date", span[0]))
+        reading.used.update(words)
     reading.used.update(span)
-    if reading.norm(span[0] - 1) == "on":
-        reading.used.add(span[0] - 1)
+
+
+_DAY_BOUNDS = {"after": ">", "since": ">=", "from": ">=", "before": "<", "until": "<=", "till": "<=",
+               "through": "<=", "thru": "<=", "by": "<="}
+"""Words right before a day that bound the days asked ("after 2013-12-25": the days after it)."""
+
+
+def _day_bound(reading: _Reading, at: int) -> tuple[str, list[int]] | None:
+    """The bound a day at ``at`` sets and the words saying it: "after", "on or before", "between" (the first of
+    two days: from it on) and the "and" or "to" before the second day of a range ("between A and B", "from A to
+    B": up to B, B included); None for the day itself."""
+    before = at - 1
+    word = reading.norm(before)
+    if before < 0 or not reading.free(before):
+        return None
+    if word in ("after", "before") and reading.norm(before - 1) == "or" and reading.norm(before - 2) == "on":
+        return (">=" if word == "after" else "<=", [before - 2, before - 1, before])
+    if word == "between":
+        return (">=", [before])
+    if word in ("and", "to") and _range_opened(reading, before):
+        return ("<=", [before])
+    return (_DAY_BOUNDS[word], [before]) if word in _DAY_BOUNDS else None
+
+
+def _range_opened(reading: _Reading, joiner: int) -> bool:
+    """Whether the day before ``joiner`` ("and", "to") opened a range with "between" or "from" right before it."""
+    opened = [item for item in reading.filters if item.kind == "date" and item.op == ">=" and item.start < joiner]
+    if not opened:
+        return False
+    start = max(item.start for item in opened)
+    return reading.norm(start - 1) in ("between", "from")
 
 
 def _add_yearless_day(reading: _Reading, column: ColumnInfo, month: int, day: int, span: list[int]) -> None:

@@ -375,3 +375,19 @@ def test_a_word_before_a_whole_day_bounds_the_days(data: duckdb.DuckDBPyConnecti
                                                   expected: int) -> None:
     made = plan(question)
     assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # a day written with slashes, month first unless the first number cannot be a month (had been declined)
+    ("How many flights flew on 7/5/2013?", 1),
+    ("How many flights flew on 31/08/2013?", 1),
+    ("How many flights flew after 12/25/2013?", 1),
+])
+def test_a_day_written_with_slashes_is_that_day(data: duckdb.DuckDBPyConnection, question: str, expected: int) -> None:
+    made = plan(question)
+    assert not made.unaccounted and data.execute(made.sql).fetchall() == [(expected,)], made.sql
+
+
+def test_a_day_with_slashes_that_is_no_date_is_refused() -> None:
+    with pytest.raises(NoPlan, match="not a date"):
+        plan("How many flights flew on 13/13/2013?")

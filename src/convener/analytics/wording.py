@@ -28,7 +28,7 @@ CONTENT_STOPWORDS = frozenset(STOPWORDS - MEANINGFUL)
 """Words that say nothing in a question over data, not even its structure."""
 
 _TOKEN = re.compile(
-    r"(?P<date>\d{4}-\d{1,2}-\d{1,2})"
+    r"(?P<date>\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{4}(?![\d/]))"
     # a code of one digit and capitals, as airlines' are ("9E", Endeavor's), is one word ("9PM" is a time;
     # "15N", a number and a letter, stays "15" and "N", as a column delta_15n is read)
     r"|(?P<code>(?<![\w.])\d(?!AM\b|PM\b)[A-Z]{1,2}(?![\w]))"
@@ -111,6 +111,16 @@ def number_word(word: str) -> int | None:
 _ORDINAL_ENDINGS = frozenset({"st", "nd", "rd", "th"})
 
 
+def _iso_day(text: str) -> str:
+    """A day as written ("2013-12-25", "12/25/2013", "25/12/2013") as year-month-day: with slashes, month first
+    as in the US, unless the first number cannot be a month."""
+    if "/" not in text:
+        return text
+    first, second, year = (int(part) for part in text.split("/"))
+    month, day = (second, first) if first > 12 else (first, second)
+    return f"{year:04d}-{month:02d}-{day:02d}"
+
+
 def tokenize(text: str) -> list[Token]:
     """Every token of ``text``, in order, with character offsets into it."""
     tokens: list[Token] = []
@@ -121,7 +131,11 @@ def tokenize(text: str) -> list[Token]:
             number = float(raw.replace(",", "").replace("\u2212", "-"))
             tokens.append(Token(raw, raw, raw, "number", match.start(), match.end(), number))
             continue
-        if kind in ("date", "sign"):
+        if kind == "date":
+            iso = _iso_day(raw)
+            tokens.append(Token(raw, iso, iso, kind, match.start(), match.end()))
+            continue
+        if kind == "sign":
             tokens.append(Token(raw, raw, raw, kind, match.start(), match.end()))
             continue
         previous = tokens[-1] if tokens else None

@@ -192,7 +192,7 @@ def _read_full_dates(reading: _Reading, column: ColumnInfo) -> None:
         if index in reading.used:
             continue
         if token.kind == "date":
-            year, month, day = (int(part) for part in token.text.split("-"))
+            year, month, day = (int(part) for part in token.norm.split("-"))
             _add_day(reading, column, year, month, day, [index])
             continue
         month_at = index + 2 if reading.norm(index + 1) == "of" else index + 1

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from convener.analytics.planner.catalog import _table_words
-from convener.analytics.planner.catalog import _time_columns
+from convener.analytics.planner.catalog import _table_words, _time_columns
 from convener.analytics.planner.dates import _is_year
 from convener.analytics.planner.state import _Filter, _note_term, _numeric_mention, _Reading
 from convener.analytics.planner.vocabulary import _UNITS

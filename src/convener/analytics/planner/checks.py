@@ -12,9 +12,9 @@ from convener.analytics.planner.catalog import (
     _common,
     _named_vocabulary,
     _table_words,
+    _time_columns,
     named_as_rows,
 )
-from convener.analytics.planner.catalog import _time_columns
 from convener.analytics.planner.restated import restated_stems, said_as_described
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.units import unit_named, unit_of

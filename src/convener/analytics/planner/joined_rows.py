@@ -44,8 +44,8 @@ def read_which_joined_rows(reading: _Reading, index: int) -> bool:
     pointed, column = stranded_direction(reading.tokens), reading.base.column(key)
     if pointed is not None and column is not None and _direction_of(column) not in (None, pointed):
         # "which airports did LaGuardia flights go to?": the airports joined for LaGuardia are the flights' origins
-        raise NoPlan(f"the {reading.tokens[index + 1].text} asked about are the other end of the rows than the one "
-                     f"the place said is read at")
+        raise NoPlan(f"the {reading.tokens[index + 1].text} asked about are at the other end of the "
+                     f"{reading.base.name} from the place named, which is read as their {key}")
     noun = reading.mention_at(index + 1)
     if noun is not None:
         # the key column itself named by the noun ("operators": operator_code, "code of the operator") is read

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from convener.analytics.planner.catalog import _table_words
-from convener.analytics.planner.catalog import _time_columns
+from convener.analytics.planner.catalog import _table_words, _time_columns
 from convener.analytics.planner.sql import _Query
 from convener.analytics.planner.state import _Reading
 from convener.analytics.shapes import TIME_TYPES

@@ -19,8 +19,8 @@ from convener.analytics.planner.catalog import (
     _table_words,
     _Target,
     _time_columns,
-    date_columns,
     _vocabulary,
+    date_columns,
     named_as_rows,
 )
 from convener.analytics.planner.clock import _clock_columns, _read_clock_times, read_first_of_a_day, read_hour_of

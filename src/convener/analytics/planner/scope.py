@@ -197,14 +197,11 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
             before -= 1
         return before < 0 or tokens[before].norm not in ("which", "what", "many")
 
-    # (a place of the table said too, "which airports did LaGuardia flights go to", may be either end)
+    # "which airports did Virgin America fly to?", "the airports VX flew to, by name": a preposition that ends
+    # its clause points at the table named before it (a place of the table said too, "which airports did
+    # LaGuardia flights go to", may be either end)
     places = any(c.target.table == other.name and c.target.value is not None and c.target.column not in keys
                  for c in candidates)  # (a value of the key, "JFK", is the queried table's own)
-
-    def stranded(index: int) -> bool:
-        # "which airports did Virgin America fly to?", "the airports VX flew to, by name": a preposition that
-        # ends its clause points at the table named before it
-        return stranded_at(tokens, index)
 
     asked: dict[str, set[int]] = {}
     for index, token in enumerate(tokens):
@@ -217,7 +214,7 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
             continue
         if points_forward(index) and names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
                 or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS and before \
-                or stranded(index) and any(tokens[i].stem in words for i in range(index)) and not places:
+                or stranded_at(tokens, index) and any(tokens[i].stem in words for i in range(index)) and not places:
             said = asked.setdefault(direction, set())
             said.add(index)
             if direction_of(index - 1) == direction:

@@ -28,7 +28,7 @@ CONTENT_STOPWORDS = frozenset(STOPWORDS - MEANINGFUL)
 """Words that say nothing in a question over data, not even its structure."""
 
 _TOKEN = re.compile(
-    r"(?P<date>\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{4}(?![\d/]))"
+    r"(?P<date>\d{4}-\d{1,2}-\d{1,2}|(?<![\d/])\d{1,2}/\d{1,2}/\d{4}(?![\d/]))"
     # a code of one digit and capitals, as airlines' are ("9E", Endeavor's), is one word ("9PM" is a time;
     # "15N", a number and a letter, stays "15" and "N", as a column delta_15n is read)
     r"|(?P<code>(?<![\w.])\d(?!AM\b|PM\b)[A-Z]{1,2}(?![\w]))"

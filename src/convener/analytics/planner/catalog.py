@@ -994,9 +994,9 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
         raise NoPlan("the question does not mention any table, column or value of the data")
     best = scored[0][1]
     best = _one_reaching_the_values(candidates, scored, best, joins_of) or best
-    dated = _one_with_dates(catalog, tokens, scored, best, joins_of)
-    if dated is not None:
-        return catalog.tables[dated], candidates
+    with_dates = _one_with_dates(catalog, tokens, scored, best, joins_of)
+    if with_dates is not None:
+        return catalog.tables[with_dates], candidates
     counted = _counted_tables(tokens, [catalog.tables[name] for name in choosable])
     # "how many (different) planes flew to Denver" on flights joined to planes: the planes are told apart by
     # the flights' key to them (their distinct tail numbers), so the table the rest is about stays queried

@@ -15,6 +15,7 @@ from convener.analytics.planner.catalog import (
     _time_columns,
     named_as_rows,
 )
+from convener.analytics.planner.grouping import passive
 from convener.analytics.planner.restated import restated_stems, said_as_described
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.units import unit_named, unit_of
@@ -296,7 +297,7 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
             continue
         word, before = token.norm, reading.norm(index - 1)
         following = reading.tokens[index + 1] if index + 1 < len(reading.tokens) else None
-        if word in described and following is not None and (_participle(following.norm) or following.stem in stems
+        if word in described and following is not None and (passive(following.norm) or following.stem in stems
                                                              and following.kind == "word"):
             # "nests first seen with an egg", "first-egg observations" of a date "the nest was first observed with
             # one egg"
@@ -339,12 +340,6 @@ def _read_columns(reading: _Reading) -> set[str]:
     if reading.bucket is not None:
         names |= {column.name for column in _time_columns(reading.table)[:1]}
     return names
-
-
-def _participle(word: str) -> bool:
-    """A past participle ("observed", "seen"): what a word before it qualifies is an event, not a ranking."""
-    return len(word) > 3 and word.endswith("ed") or word in ("seen", "made", "built", "done", "taken", "given",
-                                                             "sold", "bought", "flown", "found", "born")
 
 
 def _amount_asked(reading: _Reading, index: int) -> bool:

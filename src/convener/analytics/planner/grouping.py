@@ -14,8 +14,11 @@ from convener.analytics.planner.state import _Join, _Reading
 def passive(word: str) -> bool:
     """A past participle ("operated", "flown", "made"): "by" after it names who did it, and one after a
     noun describes the noun ("planes made in 2005")."""
-    return len(word) > 3 and word.endswith("ed") or word in ("flown", "made", "built", "run", "seen", "done", "owned",
-                                                             "sold", "bought", "taken", "driven", "written")
+    return len(word) > 3 and word.endswith("ed") or word in _IRREGULAR_PARTICIPLES
+
+
+_IRREGULAR_PARTICIPLES = frozenset({"flown", "made", "built", "run", "seen", "done", "owned", "sold", "bought", "taken",
+                                    "driven", "written", "given", "found", "born"})
 
 
 def read_joined_key(reading: _Reading, start: int, end: int) -> bool:

@@ -791,12 +791,13 @@ def _denied_verb_before(reading: _Reading, begin: int) -> list[int]:
         word = reading.norm(index)
         if word in ("not", *CONTRACTED_DENIALS):
             return [index]
-        if not (reading.tokens[index].is_stopword or word.endswith(("ed", "en")) or word in _FROM_OR_BY):
+        if not (reading.tokens[index].is_stopword or passive(word) or word in _LEADING_TO_VALUE):
             return []
     return []
 
 
-_FROM_OR_BY = frozenset({"from", "by", "during"})
+_LEADING_TO_VALUE = frozenset({"from", "by", "during"})
+"""Prepositions, not stopwords, that may lead from a denied verb to its value ("not sampled during …")."""
 
 
 _LIST_JOINERS = frozenset({",", "and", "or", "nor"})

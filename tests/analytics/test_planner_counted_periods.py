@@ -71,6 +71,8 @@ def test_groups_of_other_keys_keep_those_that_have_some(data: duckdb.DuckDBPyCon
     "For each branch, how many of their loans were huge loans?",
     # a count of none said to be shown
     "For every branch, how many huge loans did it make (including zero)?",
+    "How many huge loans did each branch make (including branches with none)?",
+    "How many huge loans did each branch make, even those that had none?",
 ])
 def test_a_count_among_each_groups_own_rows_shows_every_group(data: duckdb.DuckDBPyConnection, question: str) -> None:
     made = plan(question)

@@ -259,6 +259,18 @@ def test_a_code_is_read_as_written_not_in_a_word_that_is_a_form_of_it() -> None:
     assert "'SIT'" in asked("What is the altitude of SIT?") and "'SIT'" in asked("altitude of sit")
 
 
+def test_sea_level_is_what_a_height_is_measured_from_not_a_code() -> None:
+    airports = TableInfo("airports", (ColumnInfo("faa", "STRING"), ColumnInfo("alt", "INTEGER", "Altitude in feet")),
+                         description="Airports: one row per airport.")
+    codes = {("airports", "faa"): ["DEN", "SEA"]}
+    made = plan_question("How many airports are more than 5,000 feet above sea level?", [airports],
+                         values_of=lambda t, c: codes.get((t, c), []))
+    assert not made.unaccounted, made
+    assert "'SEA'" not in made.sql and '"alt" > 5000' in made.sql, made.sql
+    assert "'SEA'" in plan_question("What is the altitude of SEA?", [airports],
+                                    values_of=lambda t, c: codes.get((t, c), [])).sql
+
+
 def test_values_of_two_columns_joined_by_or_are_declined_not_both_required() -> None:
     # "Atlanta" is read through the airports' names, "MIA" is a code of dest: both conditions at once is no
     # flight at all, which would be a confident 0

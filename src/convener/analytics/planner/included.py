@@ -39,6 +39,7 @@ def read_included(reading: _Reading) -> None:
         reading.used.update(said)
         _note_term(reading, mention)
     _read_every_row_included(reading, rows)
+    _read_zero_included(reading, rows)
 
 
 def _read_every_row_included(reading: _Reading, rows: set[str]) -> None:
@@ -51,3 +52,33 @@ def _read_every_row_included(reading: _Reading, rows: set[str]) -> None:
             reading.used.update(range(index, index + 3))
         elif reading.norm(index - 1) in _INCLUDING and reading.free(index - 1):
             reading.used.update(range(index - 1, index + 2))
+
+
+_NONE = frozenset({"none", "zero", "zeros", "zeroes", "0"})
+_HAVING = frozenset({"with", "having", "has", "have", "had"})
+
+
+def _read_zero_included(reading: _Reading, rows: set[str]) -> None:
+    """"(including zero)", "even zero", "including carriers with none", "even those that had none": a count of
+    none is an answer to show for each group. Between "including" and "with none" only the groups' noun (a
+    column's mention), the rows' or "those"/"them" may stand. ("With zero cancellations" alone is no such
+    thing: it asks for the groups without one.)"""
+    for index, token in enumerate(reading.tokens):
+        if token.norm not in _INCLUDING or not reading.free(index):
+            continue
+        at = index + 1
+        while at < len(reading.tokens) and at - index <= 4 and (
+                reading.norm(at) in _BETWEEN or reading.norm(at) in ("them", "that", "which")
+                or reading.tokens[at].stem in rows or any(m.start <= at < m.end and not m.is_value
+                                                          for m in reading.mentions)):
+            at += 1
+        having = at
+        while having < len(reading.tokens) and reading.norm(having) in _HAVING:
+            having += 1
+        if (having == at) != (at == index + 1) or reading.norm(having) not in _NONE or not reading.free(having) \
+                or having == index + 1 and reading.norm(having) == "none":
+            continue  # "including zero" straight after, or the groups then "with none" ("including none of …")
+        spoken = [i for i in range(index, having + 1) if reading.free(i)
+                  and not any(m.start <= i < m.end for m in reading.mentions)]
+        reading.used.update(spoken)
+        reading.zero_included = True

@@ -2537,6 +2537,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), text=text, bucket=bucket, scope=scope)
     _read_data_as_a_whole(reading)
+    _read_sea_level(reading)
     _read_period_of_the_data(reading)
     _read_participles_of_rows(reading)
     read_role_nouns(reading)
@@ -2775,6 +2776,28 @@ def _read_data_as_a_whole(reading: _Reading) -> None:
             continue
         reading.mentions.remove(mention)
         reading.used.update(range(at - 2, at + 1))
+
+
+def _read_sea_level(reading: _Reading) -> None:
+    """"Airports more than 5,000 feet above sea level": the level heights are measured from, no value of a
+    column, though "sea" is an airport's code. After a unit of length ("feet", "ft", "metres", "m") or a
+    number, "above"/"below"/"over" sea level says only what the height is measured from."""
+    for at in range(1, len(reading.tokens) - 1):
+        if (reading.norm(at), reading.norm(at + 1)) != ("sea", "level") or reading.tokens[at].text != "sea":
+            continue
+        start = at - 1 if reading.norm(at - 1) in ("above", "below", "over", "under") else at
+        previous = reading.tokens[start - 1] if start > 0 else None
+        if previous is None or not (previous.norm in _LENGTH_UNITS or previous.number is not None):
+            continue
+        mention = reading.mention_at(at)
+        if mention is not None:
+            if mention.end != at + 1:
+                continue
+            reading.mentions.remove(mention)
+        reading.used.update(range(start, at + 2))
+
+
+_LENGTH_UNITS = frozenset({"feet", "foot", "ft", "metres", "meters", "metre", "meter", "m"})
 
 
 def _read_named_again(reading: _Reading) -> None:

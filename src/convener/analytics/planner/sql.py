@@ -861,14 +861,7 @@ def _of_own_rows(reading: _Reading) -> bool:
     says the groups with none count too ("how many cancelled flights did it have (including zero)?")."""
     rows = _table_words(reading.base)
     return any(reading.norm(i) == "of" and reading.norm(i + 1) in ("its", "their") and reading.tokens[i + 2].stem in rows
-               for i in range(len(reading.tokens) - 2)) or _zero_included(reading)
-
-
-def _zero_included(reading: _Reading) -> bool:
-    """"(including zero)", "even zero": a count of none is an answer to show ("with zero cancellations" is no such
-    thing: it asks for the groups without one)."""
-    return any(token.norm in ("zero", "zeros", "zeroes") and reading.norm(index - 1) in ("including", "incl", "even")
-               for index, token in enumerate(reading.tokens))
+               for i in range(len(reading.tokens) - 2)) or reading.zero_included
 
 
 def _render(reading: _Reading, query: _Query, dialect: str) -> str:

@@ -117,6 +117,9 @@ class _Reading:
     January"): each aggregate is computed over each side's rows (see ``sides``)."""
     ratio: tuple[_Filter, _Filter] | None = None
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
+    zero_included: bool = False
+    """The groups with no row counted are to be shown with 0 ("(including zero)", "including carriers with
+    none"): each group's own rows are counted, not the rows that met the conditions grouped."""
     shown: list[str] = field(default_factory=list)
     """Columns a listing names right after its verb ("list the destinations of …"): what it shows."""
     shown_per_row: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,8 @@ RRF_K = 60
 FUSION_WINDOW = 200
 """How deep each ranking is read for fusion; results beyond it are not returned in hybrid mode."""
 HEADING_WEIGHT = 2.0
+TEXT_VECTORS = 4096
+"""Vectors of short texts (pages' summaries) kept in memory by ``VectorIndex.closeness``: 1.5 KB each."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class VectorIndex:
         self._version: tuple[int, int] | None = None
         self._row_ids = np.zeros(0, dtype=np.int64)
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._texts: OrderedDict[str, Vectors] = OrderedDict()
+        self._last: tuple[str, Vectors] | None = None
 
     def _refresh(self, connection: Connection) -> None:
         # Chunks are only ever inserted (with new row IDs) or deleted, so their count and highest row ID change
@@ -130,7 +135,7 @@ class VectorIndex:
             row_ids, matrix = self._row_ids, self._matrix
         if len(row_ids) == 0:
             return []
-        scores = matrix @ self.embedder.embed([query])[0]
+        scores = matrix @ self._vector(query)
         if condition is not None:
             allowed = connection.execute(
                 select(chunks.c.row_id).select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
@@ -143,6 +148,35 @@ class VectorIndex:
         top = np.argpartition(-scores, count - 1)[:count]
         ordered = sorted(top, key=lambda i: (-scores[i], row_ids[i]))
         return [Ranked(int(row_ids[i]), float(scores[i])) for i in ordered]
+
+
+    def closeness(self, query: str, texts: Sequence[str]) -> list[float]:
+        """The cosine of each of ``texts`` to ``query``. Meant for short texts that come back from query to query
+        (pages' titles and descriptions): their vectors are kept, the last ``TEXT_VECTORS`` used."""
+        if not texts:
+            return []
+        with self._lock:
+            known = {text: self._texts[text] for text in texts if text in self._texts}
+        missing = [text for text in dict.fromkeys(texts) if text not in known]
+        if missing:
+            known.update(zip(missing, self.embedder.embed(missing), strict=True))
+        with self._lock:
+            for text, vector in known.items():
+                self._texts[text] = vector
+                self._texts.move_to_end(text)
+            while len(self._texts) > TEXT_VECTORS:
+                self._texts.popitem(last=False)
+        return [float(score) for score in np.vstack([known[text] for text in texts]) @ self._vector(query)]
+
+    def _vector(self, query: str) -> Vectors:
+        """The query's vector, kept for the next call: an answer ranks by it, then weighs its pages by it."""
+        with self._lock:
+            if self._last is not None and self._last[0] == query:
+                return self._last[1]
+        vector: Vectors = self.embedder.embed([query])[0]
+        with self._lock:
+            self._last = (query, vector)
+        return vector
 
 
 def fuse(rankings: Sequence[Sequence[Ranked]], k: int = RRF_K) -> list[Ranked]:

@@ -222,7 +222,7 @@ class KnowledgeService:
                 semantic = self.vectors.search(connection, query, None, depth)
                 similarity = {r.row_id: r.score for r in semantic}
                 ranked = retrieval.fuse([self._lexical(connection, terms, None, depth), semantic])[:ANSWER_WINDOW]
-            passages = self._passages(connection, ranked, similarity)
+            passages = self._passages(connection, ranked, similarity, query)
             evidence = self._evidence(connection, query, terms)
         provider = self.provider()
         if provider is not None and passages:
@@ -273,18 +273,25 @@ class KnowledgeService:
         return [text for row in rows for text in (row.content, row.heading)]
 
     def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked],
-                  similarity: dict[int, float] | None = None) -> list[Passage]:
+                  similarity: dict[int, float] | None = None, query: str = "") -> list[Passage]:
+        """The ranked chunks as passages; with ``similarity`` (the chunks' cosines to ``query``), each also
+        carries its own and its document's summary's closeness to the question."""
         if not ranked:
             return []
         rows = {row.row_id: row for row in connection.execute(
-            select(chunks.c.row_id, chunks.c.content, chunks.c.start_byte, chunks.c.heading, documents.c.name)
+            select(chunks.c.row_id, chunks.c.content, chunks.c.start_byte, chunks.c.heading, documents.c.name,
+                   documents.c.title, documents.c.description)
             .select_from(chunks.join(documents, documents.c.doc_id == chunks.c.doc_id))
             .where(chunks.c.row_id.in_([r.row_id for r in ranked])))}
+        found = [rows[r.row_id] for r in ranked if r.row_id in rows]
+        if not similarity or self.vectors is None:
+            return [Passage(row.name, row.content, row.start_byte, row.heading) for row in found]
         # A passage beyond the semantic window is no closer to the question than the last one in it.
-        floor = min(similarity.values(), default=0.0) if similarity else 0.0
-        return [Passage(rows[r.row_id].name, rows[r.row_id].content, rows[r.row_id].start_byte, rows[r.row_id].heading,
-                        similarity.get(r.row_id, floor) if similarity else None)
-                for r in ranked if r.row_id in rows]
+        floor = min(similarity.values(), default=0.0)
+        summaries = {row.name: _summary(row.title, row.description) for row in found}
+        closeness = dict(zip(summaries, self.vectors.closeness(query, list(summaries.values())), strict=True))
+        return [Passage(row.name, row.content, row.start_byte, row.heading, similarity.get(row.row_id, floor),
+                        closeness[row.name]) for row in found]
 
     # -- administration ------------------------------------------------------------------------------
 
@@ -404,3 +411,13 @@ def _document(row: Any, view: DocumentView) -> Document:
         document.content = row.content
         document.content_length_bytes = row.content_length_bytes
     return document
+
+
+def _summary(title: str, description: str) -> str:
+    """What a document is about in a line: its title, and its description where that says more than the title
+    ("git-worktree(1): git-worktree - Manage multiple working trees"; a description of a word or two, or one the
+    title holds, adds nothing)."""
+    description = description.strip()
+    if len(description.split()) < 3 or description in title:
+        return title
+    return f"{title}: {description}"

@@ -672,3 +672,12 @@ def test_the_other_end_of_a_place_said_is_not_listed_as_the_end_asked() -> None:
     with pytest.raises(NoPlan, match="other end"):
         plan_question("Which airports did LaGuardia flights go to?", [FLIGHTS], keys_of=keys_of,
                       values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS, related=[AIRPORTS])
+
+
+def test_a_value_right_after_its_column_names_it_even_after_by(data: duckdb.DuckDBPyConnection) -> None:
+    # ("every flight by carrier DL" had been the number of DL's flights, grouped by carrier)
+    made = plan("List every flight by carrier DL with its date and origin.")
+    assert not made.unaccounted and "GROUP BY" not in made.sql, made.sql
+    assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == [2, 3, 5]
+    # a key asked for, and a condition of its own after it
+    assert answer(data, "Number of flights by carrier, excluding UA") == [("AA", 1), ("B6", 1), ("DL", 3)]

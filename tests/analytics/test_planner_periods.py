@@ -358,9 +358,11 @@ def test_the_single_greatest_of_a_column_with_columns_asked_is_that_row(data: du
 
 def test_a_stressed_superlative_keeps_the_word_that_stressed_it() -> None:
     # ("single" is dropped before reading, yet says the answer is one row's: the superlative carries it)
-    kept = without_intensifiers(tokenize("the single worst delay, the very best day, which single day"))
-    assert [t.norm for t in kept] == ["the", "worst", "delay", "the", "best", "day", "which", "day"]
-    assert [t.stressed_by for t in kept if t.stressed_by] == ["single", "very"]
+    kept = without_intensifiers(tokenize("the single worst delay, the very best day, which single day, "
+                                         "the busiest single day"))
+    assert [t.norm for t in kept] == ["the", "worst", "delay", "the", "best", "day", "which", "day", "the",
+                                      "busiest", "day"]
+    assert [t.stressed_by for t in kept if t.stressed_by] == ["single", "very", "single"]
 
 
 @pytest.mark.parametrize(("question", "expected"), [

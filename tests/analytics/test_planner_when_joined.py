@@ -66,7 +66,8 @@ def test_a_table_with_a_year_of_its_own_keeps_the_question(data: duckdb.DuckDBPy
 
 
 @pytest.mark.parametrize("question", ["the busiest month of the year",
-                                      "What was the single busiest month of the year?"])
+                                      "What was the single busiest month of the year?",
+                                      "What was the busiest single month of the year?"])
 def test_periods_of_the_year_are_asked_of_the_rows_that_have_dates(data: duckdb.DuckDBPyConnection,
                                                                   question: str) -> None:
     # ("year" had picked the ferries, and the most frequent year of building was answered)

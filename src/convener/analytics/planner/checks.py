@@ -84,8 +84,9 @@ _INTENSIFIERS = frozenset({"single", "very", "absolute"})
 def without_intensifiers(tokens: list[Token]) -> list[Token]:
     """The question's words without those that only stress the superlative after them ("the single longest
     delay", "the absolute highest"): it ranks the same, and every reading of a superlative looks right before it
-    for "the"; the superlative keeps the word as a mark ("single" says one row's). Nor "single" after "which" or
-    "every" ("which single day", "every single nest")."""
+    for "the"; the superlative keeps the word as a mark ("single" says one row's), as it does "single" right after
+    it ("the busiest single day"). Nor "single" after "which" or "every" ("which single day", "every single
+    nest")."""
     tokens, kept = list(tokens), []
     for index, token in enumerate(tokens):
         following = tokens[index + 1] if index + 1 < len(tokens) else None
@@ -93,6 +94,9 @@ def without_intensifiers(tokens: list[Token]) -> list[Token]:
             kept.append(token)
         elif token.norm in _INTENSIFIERS and _superlative(following.norm) and tokens[index - 1].norm == "the":
             tokens[index + 1] = replace(following, stressed_by=token.norm)
+        elif token.norm == "single" and _superlative(tokens[index - 1].norm) and tokens[index - 2].norm == "the" \
+                and kept[-1] is tokens[index - 1] and following.kind == "word":
+            kept[-1] = replace(kept[-1], stressed_by=token.norm)  # "the busiest single day"
         # "which single day had the most flights", "every single nest": one, each, as said without it
         elif not (token.norm == "single" and tokens[index - 1].norm in ("which", "what", "every")
                   and following.kind == "word"):

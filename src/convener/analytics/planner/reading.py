@@ -886,7 +886,9 @@ def _drop_named_column(reading: _Reading, value: _Mention) -> None:
     while keyed is not None and reading.norm(keyed.start - 1) == "and":
         earlier = reading.mention_at(keyed.start - 2)
         keyed = earlier if earlier is not None and not earlier.is_value else None
-    grouped = keyed is not None and any(
+    # ("every flight by carrier HA": the value right after its column, nothing between, names it; no key)
+    named = preceding is not None and preceding.end == value.start and reading.gap(value.start).strip() == ""
+    grouped = keyed is not None and not named and any(
         tuple(reading.norm(keyed.start - len(marker) + offset) for offset in range(len(marker))) == marker
         and not (marker == ("by",) and passive(reading.norm(keyed.start - 2)))
         for marker in _GROUP_MARKERS)

@@ -210,7 +210,9 @@ def test_runs(runs: duckdb.DuckDBPyConnection, question: str, expected: list[tup
 
 def test_a_unit_that_cannot_be_converted_is_refused() -> None:
     with pytest.raises(NoPlan, match="in miles"):
-        plan_question("How many runs had a distance over 5 km?", [RUNS])
+        plan_question("How many runs had a distance over 5 metres?", [RUNS])
+    # kilometres are miles by a factor of their definition
+    assert '"distance" > 3.10' in plan_question("How many runs had a distance over 5 km?", [RUNS]).sql
 
 
 # --- Conditions on each group's rows; the values a which-question lists ------------------------------------

@@ -87,6 +87,18 @@ def test_a_total_in_another_unit_than_the_columns(data: duckdb.DuckDBPyConnectio
     assert hours == {"Northwind": pytest.approx(95 / 60), "Islander": pytest.approx(108 / 60)}
 
 
+@pytest.mark.parametrize(("question", "factor"), [
+    # exact by definition
+    ("Average distance of the trips to MOR in kilometres", 1.609344),
+    # the question's own factor, which says how to convert and is no condition
+    ("Average distance of the trips to MOR in km (1 mile = 1.609344 km)", 1.609344),
+    ("Average distance of the trips to MOR in km, where 1 mile is 1.6 km", 1.6),
+    ("Average distance of the trips to MOR in km (1 km = 0.625 miles)", 1.6),
+])
+def test_a_measure_in_another_unit_of_length(data: duckdb.DuckDBPyConnection, question: str, factor: float) -> None:
+    assert answer(data, question) == [(pytest.approx(92.5 * factor),)]
+
+
 @pytest.mark.parametrize("question", [
     "Average distance of trips excluding the ones to SKY",
     "Average distance of trips except those to SKY",

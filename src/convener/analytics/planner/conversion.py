@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.state import _Reading
-from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
+from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.shapes import FLOAT, ColumnInfo
 from convener.analytics.wording import snake
 
@@ -33,7 +33,7 @@ def read_measure_unit(reading: _Reading) -> None:
         reading.used.update((index + 1,) if counted else (index, index + 1))
         if own == said:
             return
-        factor = CONVERSIONS.get((own, said))
+        factor = reading.factor(own, said)
         if factor is None:
             raise NoPlan(f"{column} is in {own}, not {said}")
         name = f"{snake(column)}_in_{said}"
@@ -43,6 +43,33 @@ def read_measure_unit(reading: _Reading) -> None:
                                                                                            f"{column} in {said}")))
         reading.measures = [(name, agg) for _, agg in reading.measures]
         return
+
+
+_EQUALS = frozenset({"=", "is", "equals"})
+
+
+def read_stated_conversion(reading: _Reading) -> None:
+    """"(1 mile = 1.609344 km)", "1 kg is 1000 g": a factor between two units the question states, which says
+    how to convert, not which rows to take. Read before any number is, so that the numbers are not taken for
+    conditions; kept for the conversion (``read_measure_unit``)."""
+    tokens = reading.tokens
+    for start in range(len(tokens) - 4):
+        sign, number, unit = start + 2, start + 3, start + 4
+        first, second = unit_named(reading.norm(start + 1)), unit_named(reading.norm(unit))
+        factor = tokens[number].number
+        # (a unit may have been taken for the column measured in it: "mile" of the distance)
+        units = [mention for mention in reading.mentions if mention.start in (start + 1, unit)
+                 and mention.end == mention.start + 1 and not mention.is_value]
+        said = set(range(start, unit + 1)) - {mention.start for mention in units}
+        if tokens[start].number != 1 or reading.norm(sign) not in _EQUALS or factor is None or factor <= 0 \
+                or first is None or second is None or first == second \
+                or not all(reading.free(index) for index in said):
+            continue
+        for mention in units:
+            reading.mentions.remove(mention)
+        reading.stated_factors[(first, second)] = factor
+        reading.stated_factors.setdefault((second, first), 1 / factor)
+        reading.used.update(range(start, unit + 1))
 
 
 def drop_restated_unit(reading: _Reading) -> None:

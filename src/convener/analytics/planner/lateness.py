@@ -10,7 +10,7 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _Mention, _Target
 from convener.analytics.planner.scope import _direction_of
 from convener.analytics.planner.state import _Filter, _matches, _Reading, groups_set_against
-from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
+from convener.analytics.planner.units import unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     _AWAY,
     _COMPARATORS,
@@ -232,7 +232,7 @@ def _read_one(reading: _Reading, index: int, size: int, op: str, delays: list[Co
     if column is None:
         return
     own = unit_of(column)
-    value = amount if own == unit else amount * CONVERSIONS.get((unit, own or ""), 0)
+    value = amount if own == unit else amount * (reading.factor(unit, own or "") or 0)
     if not value:
         return
     if early:

@@ -41,7 +41,7 @@ from convener.analytics.planner.absence import read_absence, settle_presence
 from convener.analytics.planner.arithmetic import read_arithmetic
 from convener.analytics.planner.bounds import read_measure_of_number, read_open_bounds, settle_open_bounds
 from convener.analytics.planner.contrast import OF_MEASURE, read_contrast, settle_shares_contrasted
-from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit
+from convener.analytics.planner.conversion import drop_restated_unit, read_measure_unit, read_stated_conversion
 from convener.analytics.planner.dimensions import (
     _measured_columns,
     read_asked_measure,
@@ -78,7 +78,7 @@ from convener.analytics.planner.listing import (
 from convener.analytics.planner.sides import more_rows_at
 from convener.analytics.planner.weekdays import read_weekdays
 from convener.analytics.planner.yesno import read_any_row, read_exists
-from convener.analytics.planner.units import CONVERSIONS, UNIT_NAMES, described_in, unit_named, unit_of
+from convener.analytics.planner.units import UNIT_NAMES, described_in, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     CONTRACTED_DENIALS,
     LEAVE_OUT,
@@ -446,7 +446,7 @@ def _in_column_unit(reading: _Reading, column: str, number: float, unit_at: int)
     own = unit_of(found) if found is not None else None
     if own is None or own == said:
         return number
-    factor = CONVERSIONS.get((said, own))
+    factor = reading.factor(said, own)
     if factor is None:
         raise NoPlan(f"{column} is in {own}, not {said}")
     return number * factor
@@ -2538,6 +2538,7 @@ def _read(table: TableInfo, tokens: list[Token], mentions: list[_Mention], used:
     it did not consume: rankings, comparisons and dates claim their numbers first, values become filters,
     then keys, counts and finally measures with their aggregates."""
     reading = _Reading(table, tokens, list(mentions), set(used), text=text, bucket=bucket, scope=scope)
+    read_stated_conversion(reading)
     _read_data_as_a_whole(reading)
     _read_sea_level(reading)
     _read_period_of_the_data(reading)

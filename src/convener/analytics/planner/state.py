@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from convener.analytics.planner.catalog import _Mention
+from convener.analytics.planner.units import CONVERSIONS
 from convener.analytics.shapes import NUMBER_TYPES, ColumnInfo, TableInfo
 from convener.analytics.wording import Token
 
@@ -117,6 +118,9 @@ class _Reading:
     January"): each aggregate is computed over each side's rows (see ``sides``)."""
     ratio: tuple[_Filter, _Filter] | None = None
     """"the ratio of male to female penguins": the rows of the first over the rows of the second."""
+    stated_factors: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Factors between units the question states ("(1 mile = 1.609344 km)": (miles, km) 1.609344 and back):
+    a conversion to the unit asked for uses the question's own factor."""
     zero_included: bool = False
     """The groups with no row counted are to be shown with 0 ("(including zero)", "including carriers with
     none"): each group's own rows are counted, not the rows that met the conditions grouped."""
@@ -191,6 +195,11 @@ class _Reading:
 
     def free(self, index: int) -> bool:
         return 0 <= index < len(self.tokens) and index not in self.used and self.mention_at(index) is None
+
+    def factor(self, source: str, target: str) -> float | None:
+        """What a measure in the unit ``source`` is multiplied by to be in ``target``: the question's own factor
+        when it states one ("1 mile = 1.6 km"), else the known one, if any."""
+        return self.stated_factors.get((source, target), CONVERSIONS.get((source, target)))
 
     def gap(self, index: int) -> str:
         """The characters between the token before ``index`` and the one at it, as the question wrote them."""

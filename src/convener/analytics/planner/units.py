@@ -26,8 +26,12 @@ CONVERSIONS: dict[tuple[str, str], float] = {
     ("minutes", "seconds"): 60, ("seconds", "minutes"): 1 / 60, ("kilograms", "grams"): 1000,
     ("grams", "kilograms"): 1 / 1000, ("km", "metres"): 1000, ("metres", "km"): 1 / 1000,
     ("centimetres", "millimetres"): 10, ("millimetres", "centimetres"): 1 / 10,
+    # exact by definition (the international mile, foot, inch and pound)
+    ("miles", "km"): 1.609344, ("km", "miles"): 1 / 1.609344, ("feet", "metres"): 0.3048,
+    ("metres", "feet"): 1 / 0.3048, ("inches", "centimetres"): 2.54, ("centimetres", "inches"): 1 / 2.54,
+    ("pounds", "kilograms"): 0.45359237, ("kilograms", "pounds"): 1 / 0.45359237,
 }
-"""Factors from a unit a question writes to the unit a column is in."""
+"""Factors from the unit a column is in to the unit a question asks for."""
 
 
 def unit_named(word: str) -> str | None:

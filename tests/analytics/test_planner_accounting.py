@@ -178,6 +178,16 @@ def test_rows_set_against_each_other_by_the_same_are_not_all_the_rows() -> None:
     assert said_or_refused("Which flights were flown on the same day?") != ()
 
 
+def test_each_joined_row_once_is_said_when_not_read() -> None:
+    # ("the average engines across the distinct UA planes" averaged over flights: a plane once a flight)
+    assert said_or_refused("Across the distinct UA planes, what is the average number of engines?") \
+        in (None, ("distinct",))
+    # a listing reads it, and the rows of a table are distinct already
+    assert plan("List the distinct carriers of the flights with a late arrival").unaccounted == ()
+    distinct = plan_question("What is the average number of engines across distinct planes?", [PLANES])
+    assert distinct.unaccounted == (), distinct
+
+
 def test_a_sign_of_a_word_several_columns_share_is_declined_not_given_to_one() -> None:
     with pytest.raises(NoPlan, match="say which"):
         plan("How many flights had a negative delay?")

@@ -316,6 +316,12 @@ def _unaccounted_structure(reading: _Reading) -> set[int]:
             found.add(index)
         elif word in _SAMENESS:
             found.add(index)  # "penguins sampled on the same day": rows set against each other, never read
+        elif word in ("distinct", "unique") and not reading.shown and not any(
+                token.stem in _table_words(reading.base) for token in reading.tokens[index + 1:index + 3]):
+            # "the average seats across the distinct planes" of flights: each plane once, never read (a listing of
+            # columns reads it when it is built, "the distinct destinations"; the rows themselves are distinct,
+            # "across distinct planes" of the planes)
+            found.add(index)
         elif word in _DENIALS and before != "or" or word == "other" and reading.norm(index + 1) == "than" \
                 and reading.free(index + 1):  # (not "whether or not")
             found.add(index)  # "carriers that had no departures at all from LaGuardia": those that had some

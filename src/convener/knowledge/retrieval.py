@@ -149,7 +149,6 @@ class VectorIndex:
         ordered = sorted(top, key=lambda i: (-scores[i], row_ids[i]))
         return [Ranked(int(row_ids[i]), float(scores[i])) for i in ordered]
 
-
     def closeness(self, query: str, texts: Sequence[str]) -> list[float]:
         """The cosine of each of ``texts`` to ``query``. Meant for short texts that come back from query to query
         (pages' titles and descriptions): their vectors are kept, the last ``TEXT_VECTORS`` used."""

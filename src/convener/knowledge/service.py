@@ -273,7 +273,7 @@ class KnowledgeService:
         return [text for row in rows for text in (row.content, row.heading)]
 
     def _passages(self, connection: Connection, ranked: Sequence[retrieval.Ranked],
-                  similarity: dict[int, float] | None = None, query: str = "") -> list[Passage]:
+                  similarity: dict[int, float], query: str) -> list[Passage]:
         """The ranked chunks as passages; with ``similarity`` (the chunks' cosines to ``query``), each also
         carries its own and its document's summary's closeness to the question."""
         if not ranked:

@@ -75,9 +75,12 @@ def _read_zero_included(reading: _Reading, rows: set[str]) -> None:
         having = at
         while having < len(reading.tokens) and reading.norm(having) in _HAVING:
             having += 1
-        if (having == at) != (at == index + 1) or reading.norm(having) not in _NONE or not reading.free(having) \
-                or having == index + 1 and reading.norm(having) == "none":
-            continue  # "including zero" straight after, or the groups then "with none" ("including none of …")
+        if at == index + 1:  # "including zero" ("including none of …" is a count of none of them)
+            said = having == at and reading.norm(at) in _NONE - {"none"}
+        else:  # "including carriers with none": the groups, then what they have
+            said = having > at and reading.norm(having) in _NONE
+        if not said or not reading.free(having):
+            continue
         spoken = [i for i in range(index, having + 1) if reading.free(i)
                   and not any(m.start <= i < m.end for m in reading.mentions)]
         reading.used.update(spoken)

@@ -2790,7 +2790,7 @@ def _read_sea_level(reading: _Reading) -> None:
             continue
         start = at - 1 if reading.norm(at - 1) in ("above", "below", "over", "under") else at
         previous = reading.tokens[start - 1] if start > 0 else None
-        if previous is None or not (previous.norm in _LENGTH_UNITS or previous.number is not None):
+        if previous is None or not (unit_named(previous.norm) in ("feet", "metres") or previous.number is not None):
             continue
         mention = reading.mention_at(at)
         if mention is not None:
@@ -2798,9 +2798,6 @@ def _read_sea_level(reading: _Reading) -> None:
                 continue
             reading.mentions.remove(mention)
         reading.used.update(range(start, at + 2))
-
-
-_LENGTH_UNITS = frozenset({"feet", "foot", "ft", "metres", "meters", "metre", "meter", "m"})
 
 
 def _read_named_again(reading: _Reading) -> None:

@@ -12,7 +12,7 @@ from datetime import date
 import duckdb
 import pytest
 
-from convener.analytics.planner import Plan, plan_question
+from convener.analytics.planner import NoPlan, Plan, plan_question
 from convener.analytics.shapes import ColumnInfo, TableInfo
 from tests.analytics.small_tables import answerer, database
 
@@ -97,6 +97,14 @@ def test_a_total_in_another_unit_than_the_columns(data: duckdb.DuckDBPyConnectio
 ])
 def test_a_measure_in_another_unit_of_length(data: duckdb.DuckDBPyConnection, question: str, factor: float) -> None:
     assert answer(data, question) == [(pytest.approx(92.5 * factor),)]
+
+
+@pytest.mark.parametrize("question", ["Average distance of the trips to MOR in km (1 mile = 0 km)",
+                                      "Average distance of the trips to MOR in km (1 mile = -1.6 km)"])
+def test_a_stated_factor_that_is_no_factor_is_not_read(question: str) -> None:
+    # (its numbers are left unread: the question is declined, never answered with a factor of 0 or below)
+    with pytest.raises(NoPlan):
+        plan(question)
 
 
 @pytest.mark.parametrize("question", [

@@ -94,8 +94,8 @@ def without_intensifiers(tokens: list[Token]) -> list[Token]:
             kept.append(token)
         elif token.norm in _INTENSIFIERS and _superlative(following.norm) and tokens[index - 1].norm == "the":
             tokens[index + 1] = replace(following, stressed_by=token.norm)
-        elif token.norm == "single" and _superlative(tokens[index - 1].norm) and tokens[index - 2].norm == "the" \
-                and kept[-1] is tokens[index - 1] and following.kind == "word":
+        elif token.norm == "single" and index >= 2 and _superlative(tokens[index - 1].norm) \
+                and tokens[index - 2].norm == "the" and kept[-1] is tokens[index - 1] and following.kind == "word":
             kept[-1] = replace(kept[-1], stressed_by=token.norm)  # "the busiest single day"
         # "which single day had the most flights", "every single nest": one, each, as said without it
         elif not (token.norm == "single" and tokens[index - 1].norm in ("which", "what", "every")

@@ -69,8 +69,7 @@ def _read_zero_included(reading: _Reading, rows: set[str]) -> None:
         at = index + 1
         while at < len(reading.tokens) and at - index <= 4 and (
                 reading.norm(at) in _BETWEEN or reading.norm(at) in ("them", "that", "which")
-                or reading.tokens[at].stem in rows or any(m.start <= at < m.end and not m.is_value
-                                                          for m in reading.mentions)):
+                or reading.tokens[at].stem in rows or _names_column(reading, at)):
             at += 1
         having = at
         while having < len(reading.tokens) and reading.norm(having) in _HAVING:
@@ -81,7 +80,10 @@ def _read_zero_included(reading: _Reading, rows: set[str]) -> None:
             said = having > at and reading.norm(having) in _NONE
         if not said or not reading.free(having):
             continue
-        spoken = [i for i in range(index, having + 1) if reading.free(i)
-                  and not any(m.start <= i < m.end for m in reading.mentions)]
-        reading.used.update(spoken)
+        reading.used.update(i for i in range(index, having + 1) if reading.free(i))  # (the groups' noun stays)
         reading.zero_included = True
+
+
+def _names_column(reading: _Reading, index: int) -> bool:
+    mention = reading.mention_at(index)
+    return mention is not None and not mention.is_value

@@ -714,3 +714,13 @@ def test_late_or_early_near_a_verb_of_one_end_is_that_ends_delay(question: str) 
         assert connection.execute(made.sql).fetchall() == [(-3.0,)], made.sql
     finally:
         connection.close()
+
+
+def test_a_name_said_whole_outweighs_a_longer_phrase_that_takes_its_last_word() -> None:
+    """"air time of departures": the column air_time, said whole, not "time of departures" (dep_time) with
+    "air" left over; a phrase's stopwords make it no longer."""
+    departures = TableInfo("departures", (ColumnInfo("origin", "STRING"), ColumnInfo("dep_time", "INTEGER"),
+                                          ColumnInfo("air_time", "INTEGER")), description="One row per departure.")
+    sql = plan_question("Compare the average air time of departures from JFK with those from EWR.", [departures],
+                        values_of=lambda table, column: ["EWR", "JFK"] if column == "origin" else []).sql
+    assert 'AVG("air_time")' in sql and "dep_time" not in sql

@@ -842,10 +842,16 @@ class _Mention:
         return self.target.value is not None
 
 
-def _resolve(candidates: list[_Candidate]) -> list[_Mention]:
+def _resolve(candidates: list[_Candidate], tokens: Sequence[Token]) -> list[_Mention]:
     """Non-overlapping mentions, longest and strongest first; equally strong rivals for the same span are
-    kept as ``ambiguous`` so that a measure that could be two columns is refused, not guessed."""
-    ordered = sorted(candidates, key=lambda c: (-(c.end - c.start), -c.strength, c.start))
+    kept as ``ambiguous`` so that a measure that could be two columns is refused, not guessed. A phrase's
+    length is its words but the stopwords between them: "time of departures" (dep_time) is no longer than the
+    "air time" said right before it."""
+    def length(candidate: _Candidate) -> int:
+        inside = range(candidate.start + 1, candidate.end - 1)
+        return candidate.end - candidate.start - sum(tokens[i].is_stopword for i in inside)
+
+    ordered = sorted(candidates, key=lambda c: (-length(c), -c.strength, c.start))
     taken: set[int] = set()
     mentions: list[_Mention] = []
     for index, candidate in enumerate(ordered):
@@ -972,12 +978,12 @@ def _choose_table(catalog: _Catalog, tokens: list[Token], used: set[int], choosa
     for name in choosable:
         table = catalog.tables[name]
         mentions = _resolve([c for c in candidates if c.target.table == name
-                             and all(described.get(i, name) == name for i in range(c.start, c.end))])
+                             and all(described.get(i, name) == name for i in range(c.start, c.end))], tokens)
         score = sum(_strength(candidates, m) for m in mentions)
         taken = {i for m in mentions for i in range(m.start, m.end)}
         for other in joins_of(name):
             reached = _resolve([c for c in candidates if c.target.table == other
-                                and not taken.intersection(range(c.start, c.end))])
+                                and not taken.intersection(range(c.start, c.end))], tokens)
             score += 0.9 * sum(_strength(candidates, m) for m in reached)
         words = _table_words(table)
         score += 3.0 * len({t.stem for i, t in enumerate(tokens) if t.stem in words and t.kind == "word"

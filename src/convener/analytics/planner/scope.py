@@ -530,7 +530,7 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
             own.append(_Candidate(candidate.start, candidate.end, moved, candidate.strength - 0.05,
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))
-    mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own)]
+    mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own, tokens)]
     for glossing in _glossing_name_words(table, joins, candidates, mentions, codes):
         mentions.remove(glossing)
         said.update(range(glossing.start, glossing.end))

@@ -535,6 +535,11 @@ def test_a_joined_tables_column_said_of_another_tables_rows_is_refused() -> None
     with pytest.raises(NoPlan, match="is of airports"):
         plan_question("What is the name of the airport with the most flights?", [FLIGHTS],
                       relationships=relationships, related=[airlines, AIRPORTS])
+    # said before the column as well: "the airport names", where only the airlines' names are reached
+    with pytest.raises(NoPlan, match="is of airports"):
+        plan_question("For United Air Lines, how many flights per origin? Use the airport names.", [FLIGHTS],
+                      values_of=lambda t, c: ["United Air Lines"] if (t, c) == ("airlines", "name") else [],
+                      relationships=relationships, related=[airlines, AIRPORTS])
 
 
 NYC_FLIGHTS = TableInfo("flights", (
@@ -681,3 +686,12 @@ def test_a_value_right_after_its_column_names_it_even_after_by(data: duckdb.Duck
     assert sorted(row[0] for row in data.execute(made.sql).fetchall()) == [2, 3, 5]
     # a key asked for, and a condition of its own after it
     assert answer(data, "Number of flights by carrier, excluding UA") == [("AA", 1), ("B6", 1), ("DL", 3)]
+
+
+def test_a_key_asked_twice_is_grouped_by_once() -> None:
+    """"from each airport, by airport name": the name shown beside the key's code and the name asked by are
+    one column of the result."""
+    sql = plan_question("How many flights left from each airport, by airport name?", [FLIGHTS],
+                        values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
+                        related=[AIRPORTS]).sql
+    assert sql.count('"airports"."name"') == 2, sql  # once selected, once grouped by

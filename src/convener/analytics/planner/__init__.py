@@ -150,6 +150,8 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     aggregated = {column for column, aggregate in reading.measures if aggregate}
     reading.measures = list(dict.fromkeys(measure for measure in reading.measures
                                           if measure[1] or measure[0] not in aggregated))
+    # ("from each airport, by airport name": the name the key's join shows, and the name asked by: one key)
+    reading.keys = list(dict.fromkeys(reading.keys))
     _settle_count(reading)
     read_sides(reading, _disjoint_periods)
     shape = _shape(reading)

@@ -463,7 +463,11 @@ def _check_owner(mention: _Mention, tokens: Sequence[Token], virtual: dict[str, 
     moved = renamed.get((others[0], expression.name)) if others else None
     if moved is not None:
         return _Mention(mention.start, mention.end, replace(mention.target, column=moved), mention.source)
-    if said_of and others and others[0] != queried.name:
+    # ("the airport names" where only the airlines' names are reached: the word before is a table that has
+    # the column too)
+    said_before = bool(others) and any(table.name == others[0] and table.column(expression.name) is not None
+                                       for table in tables)
+    if (said_of or said_before) and others and others[0] != queried.name:
         raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which the "
                      f"question does not say how to reach from {queried.name}")
     return mention

@@ -695,3 +695,27 @@ def test_a_key_asked_twice_is_grouped_by_once() -> None:
                         values_of=lambda t, c: VALUES.get((t, c), []), relationships=RELATIONSHIPS,
                         related=[AIRPORTS]).sql
     assert sql.count('"airports"."name"') == 2, sql  # once selected, once grouped by
+
+
+VOYAGES = TableInfo("voyages", (ColumnInfo("voyage_id", "INTEGER"), ColumnInfo("dest", "STRING")),
+                    description="One row per voyage.")
+PORTS = TableInfo("ports", (ColumnInfo("code", "STRING"), ColumnInfo("country", "STRING")),
+                  description="One row per port.")
+
+
+def plan_voyage(question: str) -> str:
+    values = {("voyages", "dest"): ["MCO", "FLL", "Florida Keys", "Oslo"]}
+    return plan_question(question, [VOYAGES], values_of=lambda t, c: values.get((t, c), []), related=[PORTS],
+                         relationships=[Relationship("voyages", ("dest",), "ports", ("code",))]).sql
+
+
+def test_a_value_before_a_plural_noun_and_a_list_of_values_describes_the_list() -> None:
+    """"the Florida ports MCO or FLL": "Florida" heads the list, as a heading does; alone it is a value."""
+    assert plan_voyage("How many voyages went to the Florida ports MCO or FLL?").endswith(
+        """WHERE "dest" IN ('MCO', 'FLL')""")
+    assert plan_voyage("How many voyages went to Florida?").endswith("""WHERE "dest" = 'Florida Keys'""")
+
+
+@pytest.mark.parametrize("question", ["Did any voyage bound for Oslo exist?", "Pull up the voyages to Oslo."])
+def test_words_of_going_and_of_showing_are_read_as_such(question: str) -> None:
+    assert """"dest" = 'Oslo'""" in plan_voyage(question)

@@ -358,6 +358,21 @@ def _glossing_name_words(table: TableInfo, joins: Sequence[_Join], candidates: S
     return glossing
 
 
+def _naming_a_list(mentions: Sequence[_Mention], tokens: Sequence[Token],
+                   tables: Sequence[TableInfo]) -> list[_Mention]:
+    """"The Florida airports MCO, FLL, MIA or TPA": a value said before a plural noun of some table's rows and
+    the values of the same column that follow it describes them, as a heading does; it is no value of its own
+    (one airport has "Florida" in its name, and it is not in the list)."""
+    describing: list[_Mention] = []
+    for mention, after in zip(mentions, mentions[1:]):
+        noun = mention.end
+        if mention.is_value and after.is_value and after.start == noun + 1 \
+                and after.target.column == mention.target.column and tokens[noun].norm != tokens[noun].stem \
+                and _names_a_table(tokens[noun], tables):
+            describing.append(mention)
+    return describing
+
+
 def _said_with_codes(table: TableInfo, joins: Sequence[_Join], candidates: Sequence[_Candidate],
                      codes: Codes | None) -> dict[int, _Target]:
     """Names of a joined table said beside codes of the column that joins it ("JFK versus LaGuardia",
@@ -535,7 +550,8 @@ def _scope(table: TableInfo, tables: Sequence[TableInfo], relationships: Sequenc
                                   candidate.source))
     effective = replace(table, columns=tuple(columns))
     mentions = [_settle_by_table(m, tokens, renamed, tables) for m in _resolve(own, tokens)]
-    for glossing in _glossing_name_words(table, joins, candidates, mentions, codes):
+    for glossing in (*_glossing_name_words(table, joins, candidates, mentions, codes),
+                     *_naming_a_list(mentions, tokens, tables)):
         mentions.remove(glossing)
         said.update(range(glossing.start, glossing.end))
     mentions = [_check_owner(mention, tokens, virtual, renamed, tables, table) for mention in mentions]

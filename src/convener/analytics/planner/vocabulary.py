@@ -103,8 +103,8 @@ _UNITS = frozenset({"mm", "cm", "millimetres", "millimeters", "centimetres", "ce
 _FILLER = frozenset({
     "placed", "made", "sold", "bought", "purchased", "came", "come", "comes", "happened", "occurred", "took",
     "went", "go", "goes", "going", "flew", "flown", "arrived", "departed", "landed", "operated", "seen", "saw", "makes",
-    "headed", "heading", "reach",
-    "show", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data", "need",
+    "headed", "heading", "bound", "reach",
+    "show", "pull", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data", "need",
     "want",
     "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
     "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",

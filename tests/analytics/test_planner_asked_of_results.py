@@ -108,3 +108,14 @@ def test_weighing_more_or_less_than_is_a_contrast_of_mass(data: duckdb.DuckDBPyC
                                                           expected: bool) -> None:
     rows = data.execute(plan(question).sql).fetchall()
     assert rows[0][0] is expected, plan(question).sql
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Do Gentoo penguins weigh more than 5,000 grams on average?", True),  # (6300 + 5000) / 2
+    ("Do Gentoo penguins weigh more than 6,000 grams on average?", False),  # though one of them does
+    ("Do penguins on Dream have a body mass under 4 kg on average?", False),  # 4100 g
+])
+def test_on_average_after_the_number_compares_the_average(data: duckdb.DuckDBPyConnection, question: str,
+                                                          expected: bool) -> None:
+    rows = data.execute(plan(question).sql).fetchall()
+    assert rows == [(expected,)], plan(question).sql

@@ -333,6 +333,14 @@ def _read_comparisons(reading: _Reading) -> None:
                 if unit_named(reading.norm(number_at + 1)) is not None:
                     reading.used.add(number_at + 1)  # its unit: no measure of its own
                 break
+            averaged_at = number_at + 1 + (unit_named(reading.norm(number_at + 1)) is not None)
+            if _averaged_after(reading, averaged_at) and (column := _column_before(reading, index)
+                                                          or _column_of_unit(reading, number_at + 1)) is not None:
+                # "Do Gentoos weigh more than 5,000 grams on average?": the average is what is over it
+                reading.asked_bound = (op, number.number, number_at + 1)
+                reading.measures.append((column, "AVG"))
+                reading.used.update(range(index, averaged_at + 2))
+                break
             column = _column_after(reading, number_at + 1) or _column_before(reading, index) \
                 or _column_of_unit(reading, number_at + 1)
             if column is not None and unit_named(reading.norm(number_at + 1)) is not None \
@@ -380,6 +388,12 @@ def _asks_of_aggregate(reading: _Reading, comparison: int) -> bool:
     ``comparison``, so that the number is compared with the aggregate rather than with each row."""
     return reading.norm(0) in AUXILIARIES and reading.free(0) and reading.asked_bound is None \
         and any(reading.norm(i) in _ASKED_AGGREGATES for i in range(1, comparison))
+
+
+def _averaged_after(reading: _Reading, index: int) -> bool:
+    """Whether a yes/no question says "on average" at ``index``, after the number it compares."""
+    return reading.norm(0) in AUXILIARIES and reading.asked_bound is None \
+        and reading.norm(index) == "on" and reading.norm(index + 1) == "average"
 
 
 _ASKED_AGGREGATES = frozenset({"average", "mean", "median", "total"})

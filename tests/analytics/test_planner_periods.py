@@ -363,6 +363,9 @@ def test_a_stressed_superlative_keeps_the_word_that_stressed_it() -> None:
     assert [t.norm for t in kept] == ["the", "worst", "delay", "the", "best", "day", "which", "day", "the",
                                       "busiest", "day"]
     assert [t.stressed_by for t in kept if t.stressed_by] == ["single", "very", "single"]
+    # "away" after a word of distance repeats it; elsewhere it stays a word to read
+    assert [t.norm for t in without_intensifiers(tokenize("the farthest away, far away, away from"))] == [
+        "the", "farthest", "far", "away", "from"]
 
 
 @pytest.mark.parametrize(("question", "expected"), [

@@ -86,10 +86,12 @@ def without_intensifiers(tokens: list[Token]) -> list[Token]:
     delay", "the absolute highest"): it ranks the same, and every reading of a superlative looks right before it
     for "the"; the superlative keeps the word as a mark ("single" says one row's), as it does "single" right after
     it ("the busiest single day"). Nor "single" after "which" or "every" ("which single day", "every single
-    nest")."""
+    nest"), nor "away" after a word of distance ("the farthest away")."""
     tokens, kept = list(tokens), []
     for index, token in enumerate(tokens):
         following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if index > 0 and token.norm == "away" and tokens[index - 1].norm in _FAR:
+            continue
         if following is None or index == 0:
             kept.append(token)
         elif token.norm in _INTENSIFIERS and _superlative(following.norm) and tokens[index - 1].norm == "the":
@@ -103,6 +105,9 @@ def without_intensifiers(tokens: list[Token]) -> list[Token]:
             kept.append(token)
     return kept
 
+
+_FAR = frozenset({"far", "farther", "farthest", "further", "furthest"})
+"""Words of distance that "away" after them only repeats ("the farthest away")."""
 
 _SHORT_UNITS = {"min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hours"}
 """Units written short that are also other words ("min" is the least of something) when no number is before them."""

@@ -108,7 +108,7 @@ _FILLER = frozenset({
     "want",
     "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
     "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",
-    "ever", "still", "studied", "sampled", "surveyed", "recorded", "observed", "measured", "overall", "whole",
+    "ever", "still", "studied", "sampled", "surveyed", "recorded", "observed", "measured", "judged", "overall", "whole",
     "entire", "there", "exist", "exists",
     "have", "has", "had", "all", "every", "each", "per", "by", "kind", "type", "types", "kinds", "group",
     "grouped", "broken", "break", "split", "across", "compare", "compared", "vs", "versus", "against", "between",

@@ -719,3 +719,14 @@ def test_a_value_before_a_plural_noun_and_a_list_of_values_describes_the_list() 
 @pytest.mark.parametrize("question", ["Did any voyage bound for Oslo exist?", "Pull up the voyages to Oslo."])
 def test_words_of_going_and_of_showing_are_read_as_such(question: str) -> None:
     assert """"dest" = 'Oslo'""" in plan_voyage(question)
+
+
+def test_a_number_a_comparison_binds_is_no_value_of_another_column() -> None:
+    """"an arrival delay over 60 minutes" where some joined row's name is "60": the number is the delay's bound
+    (a plane model "60" had been a condition beside it)."""
+    values = {**VALUES, ("airports", "name"): ["60", "Miami Intl"]}
+    for question, op in (("How many flights to Miami Intl had an arrival delay over 60 minutes?", ">"),
+                         ("How many flights to Miami Intl had an arrival delay of at least 60 minutes?", ">=")):
+        sql = plan_question(question, [FLIGHTS], values_of=lambda t, c: values.get((t, c), []), related=[AIRPORTS],
+                            relationships=[Relationship("flights", ("dest",), "airports", ("faa",))]).sql
+        assert sql.endswith(f"""WHERE "flights"."arr_delay" {op} 60 AND "airports"."name" = 'Miami Intl'"""), sql

@@ -26,6 +26,7 @@ from convener.analytics.planner.vocabulary import (
     _AGG_WORDS,
     _AGG_WORDS_PLAIN,
     _BUCKETS,
+    _COMPARATORS,
     _DIMENSIONS,
     _DIRECTION_PREPOSITIONS,
     _FILLER,
@@ -334,7 +335,15 @@ class _Catalog:
                 found.extend(_adjective_spans(tokens, used, keys, values))
                 found.extend(_first_word_spans(tokens, used, keys, list(values)))
             found.extend(_name_word_spans(tokens, used | self._row_word_indexes(tokens), keys, values))
-        return found
+        # "an arrival delay over 60 minutes": the number a comparison binds is no value ("60", a plane model)
+        return [c for c in found if not (c.end - c.start == 1 and tokens[c.start].kind == "number"
+                                         and _compared(tokens, c.start))]
+
+
+def _compared(tokens: Sequence[Token], index: int) -> bool:
+    """Whether the words right before ``index`` compare with it ("over", "more than", "at least")."""
+    return any(index >= len(words) and tuple(t.norm for t in tokens[index - len(words):index]) == words
+               for words, _ in _COMPARATORS)
 
 
 def _unit_spans(tokens: list[Token], content: list[int], columns: Sequence[_ColumnKeys]) -> list[_Candidate]:

@@ -142,6 +142,12 @@ def test_a_condition_defined_on_one_end_of_the_trip_is_not_read_of_the_other(dat
     assert '"dep_delay" > 120' in plan_question("Was any flight more than 2 hours late leaving?", [FLIGHTS], [LATE]).sql
     with pytest.raises(NoPlan):
         plan_question("List the flights and how late they left", [FLIGHTS], [LATE])
+    # asked how late of the glossary's own end: the delay, no condition ("the flights and how late they arrived"
+    # had listed the late arrivals alone)
+    late = Term(LATE.name, LATE.description, ("late", "arrived late", "late flights"))
+    for question in ("List the flights and how late they arrived", "how late did the flights arrive"):
+        made = plan_question(question, [FLIGHTS], [late])
+        assert "> 15" not in made.sql and data.execute(made.sql).fetchall() != [], made.sql
 
 
 def test_any_before_the_rows_noun_speaks_of_the_rows(data: duckdb.DuckDBPyConnection) -> None:

@@ -188,9 +188,10 @@ def _read_phrasal(reading: _Reading, particle: int) -> None:
         reading.used.add(particle - 1)
 
 
-def _direction(reading: _Reading, index: int) -> str | None:
-    """The end of the trip the verb at ``index`` names ("arrived", the "in" of "got in"): toward or away."""
-    if index < 0 or index in reading.used:
+def _direction(reading: _Reading, index: int, read_already: bool = False) -> str | None:
+    """The end of the trip the verb at ``index`` names ("arrived", the "in" of "got in"): toward or away;
+    a verb another reading took is none, unless ``read_already`` says it may have been."""
+    if index < 0 or index in reading.used and not read_already:
         return None
     phrasal = _PHRASAL.get((reading.norm(index - 1), reading.norm(index)))
     if phrasal is not None:
@@ -317,13 +318,17 @@ def read_how_late(reading: _Reading) -> None:
     delays = _delay_columns(reading)
     for index, token in enumerate(reading.tokens[:-2]):
         late = reading.mention_at(index + 1)
+        # ("how late they arrived": the glossary's "late arrival" read as its adjective and verb is no condition)
         if token.norm != "how" or reading.norm(index + 1) != "late" or not reading.free(index) \
-                or index + 1 in reading.used or late is not None and (late.start != index + 1 or not late.is_value):
+                or index + 1 in reading.used and (late is None or late.source != "glossary") \
+                or late is not None and (late.start != index + 1 or not late.is_value):
             continue  # (the glossary's "late", or its "late arrival" read across "were": "late were arrivals")
         for at in range(index + 2, min(index + 6, len(reading.tokens))):
             word = reading.norm(at)
-            end = _direction(reading, at) or ("toward" if word == "arrivals" else "away" if word == "departures"
-                                               else None)
+            # (the glossary's term took its verb with "late": "how late they arrived")
+            glossed = late is not None and late.source == "glossary"
+            end = _direction(reading, at, glossed) \
+                or ("toward" if word == "arrivals" else "away" if word == "departures" else None)
             if end is None:
                 continue
             columns = [column for column in delays if _direction_of(column) == end]

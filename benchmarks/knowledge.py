@@ -88,11 +88,11 @@ from convener.knowledge.tables import chunks, documents
 from convener.services import Services
 
 GOLD_FOLDER = Path(__file__).with_name("knowledge_gold")
-ROUNDS = ("round2", "round3", "round4", "round5", "round6", "round7", "round8")
+ROUNDS = ("round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9")
 """Earlier rounds' held-out sets (``knowledge_gold/<round>-held-out.json``, both corpora in one file), scored
 once each and tuning data since: each is a split of its own."""
-HELD_OUT = "round9-held-out"
-"""The current round's held-out questions (``knowledge_gold/round9-held-out.json``, the same format): scored
+HELD_OUT = "round10-held-out"
+"""The current round's held-out questions (``knowledge_gold/round10-held-out.json``, the same format): scored
 only with ``--held-out``, once, at the end of a round; their texts are never printed. Until the round's set is
 written there is none, and ``--held-out`` says so."""
 HELD_OUT_FILE = GOLD_FOLDER / f"{HELD_OUT}.json"
@@ -672,7 +672,7 @@ def split_rows(results: Results, questions: Sequence[Question]) -> list[tuple[st
 
 def print_splits(results: Results, questions: Sequence[Question]) -> None:
     parts = list(results.by_split)
-    width = max(12, *(len(part) + 2 for part in parts))  # "round9-held-out" is wider than a figure
+    width = max(12, *(len(part) + 2 for part in parts))  # "round10-held-out" is wider than a figure
     print(f"\n  {'by split':<64}" + "".join(f"{p:>{width}}" for p in parts))
     for label, cells in split_rows(results, questions):
         print(f"  {label:<64}" + "".join(f"{cell:>{width}}" for cell in cells))

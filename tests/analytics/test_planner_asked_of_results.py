@@ -103,6 +103,8 @@ def test_a_yes_no_question_about_every_row_with_a_condition_before_every_is_decl
     ("Do Gentoo penguins weigh more than Adelie penguins on average?", True),
     ("On average, do Chinstraps weigh less than Adelies?", True),
     ("Do Gentoos weigh less than Adelies on average?", False),
+    # the column said before each value is that value's ("species Gentoo")
+    ("Does species Gentoo weigh more than species Adelie on average?", True),
 ])
 def test_weighing_more_or_less_than_is_a_contrast_of_mass(data: duckdb.DuckDBPyConnection, question: str,
                                                           expected: bool) -> None:

@@ -77,7 +77,10 @@ def read_contrast(reading: _Reading) -> None:
             end = joined[-1].end
             reading.used.update(i for i in range(after.end, end + 1) if reading.norm(i) in _UNION)
         reading.contrast = (_side(before), second, word in _HIGHER, kind)
-        for mention in (before, after, *joined):
+        # "carrier UA … than carrier DL": the column said right before its value is that value's
+        named = [m for value in (before, after) if (m := reading.mention_at(value.start - 1)) is not None
+                 and not m.is_value and m.end == value.start and m.target.column == value.target.column]
+        for mention in (before, after, *joined, *named):
             reading.mentions.remove(mention)
             reading.used.update(range(mention.start, mention.end))
             _note_term(reading, mention)

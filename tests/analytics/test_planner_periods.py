@@ -409,3 +409,17 @@ def test_digits_run_into_a_slashed_day_are_no_day() -> None:
     # ("112/25/2013" had been read as 12/25/2013, its first digit left over)
     assert [t.kind for t in tokenize("112/25/2013")] == ["number", "number", "number"]
     assert [t.norm for t in tokenize("12/25/2013")] == ["2013-12-25"]
+
+
+@pytest.mark.parametrize("question", ["List the two busiest months.", "Which were the two busiest months?",
+                                      "the two busiest months by flight count"])
+def test_periods_ranked_with_no_other_word_are_of_the_one_table_with_dates(data: duckdb.DuckDBPyConnection,
+                                                                         question: str) -> None:
+    """"the ten busiest days" names no table: the periods are of the rows of the one table that has dates
+    (planes have none), and a number spelled out ranks as one written in digits."""
+    planes = TableInfo("planes", (ColumnInfo("tailnum", "STRING"), ColumnInfo("seats", "INTEGER")),
+                       description="One row per plane.")
+    made = plan_question(question, [FLIGHTS, planes])
+    rows = data.execute(made.sql).fetchall()
+    # July 2013 has three flights; four months tie for second with one each, all kept
+    assert made.tables == ("flights",) and (rows[0][0].month, rows[0][-1]) == (7, 3) and len(rows) == 5, made.sql

@@ -110,9 +110,10 @@ def _ranked_before(tokens: list[Token], index: int) -> bool:
     before, earlier = at(index - 1), at(index - 2)
     if before is None or earlier is None:
         return False
-    if before.kind == "number" and earlier.norm in ("top", "bottom"):  # ("the last 3 days": a period)
+    # (a number spelled out is one too: "the ten busiest days")
+    if before.number is not None and earlier.norm in ("top", "bottom"):  # ("the last 3 days": a period)
         return True
-    return earlier.kind == "number" and (before.norm.endswith("est") or before.norm in ("most", "least"))
+    return earlier.number is not None and (before.norm.endswith("est") or before.norm in ("most", "least"))
 
 
 def _read_dates(reading: _Reading) -> None:

@@ -724,3 +724,14 @@ def test_a_name_said_whole_outweighs_a_longer_phrase_that_takes_its_last_word() 
     sql = plan_question("Compare the average air time of departures from JFK with those from EWR.", [departures],
                         values_of=lambda table, column: ["EWR", "JFK"] if column == "origin" else []).sql
     assert 'AVG("air_time")' in sql and "dep_time" not in sql
+
+
+def test_a_word_the_description_says_before_a_name_said_in_other_words_is_part_of_it() -> None:
+    """"actual departure time" of dep_time, described "Actual departure time": one mention, as "full name" of
+    "Full name of the airline" was; "actual" had been left over, and the listed columns declined."""
+    flights = TableInfo("flights", (ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("carrier", "STRING"),
+                                    ColumnInfo("sched_dep_time", "INTEGER", "Scheduled departure time, as HHMM"),
+                                    ColumnInfo("dep_time", "INTEGER", "Actual departure time, as HHMM")),
+                        description="One row per flight.")
+    made = plan_question("Show the flights: flight number, carrier and actual departure time.", [flights])
+    assert made.sql == 'SELECT "flight", "carrier", "dep_time" FROM "flights" ORDER BY 1', made.sql

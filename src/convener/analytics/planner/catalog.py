@@ -478,10 +478,14 @@ def _said_before_name(column: ColumnInfo, tokens: list[Token], content: list[int
     that name ("full name": "Full name of the airline"), so that the two are one mention."""
     said = phrase(column.description or "")
     before = start - 1
+    # the name as the question says it, where the description says it so too ("actual departure time": dep_time,
+    # "Actual departure time, local")
+    spoken = tuple(tokens[i].stem for i in content if i >= start)[:len(words)]
     # (a word of structure is the question's own: "average wind" where wind is "Average wind speed")
     return before in content and tokens[before].kind == "word" and not _common(tokens[before].norm) \
         and not parted(tokens, before, start) and any(
-        said[i + 1:i + 1 + len(words)] == words and said[i] == tokens[before].stem for i in range(len(said) - len(words)))
+        said[i + 1:i + 1 + len(words)] in (words, spoken) and said[i] == tokens[before].stem
+        for i in range(len(said) - len(words)))
 
 
 def _describes(column: ColumnInfo, tokens: list[Token], index: int) -> bool:

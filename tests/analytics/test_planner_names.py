@@ -730,3 +730,10 @@ def test_a_number_a_comparison_binds_is_no_value_of_another_column() -> None:
         sql = plan_question(question, [FLIGHTS], values_of=lambda t, c: values.get((t, c), []), related=[AIRPORTS],
                             relationships=[Relationship("flights", ("dest",), "airports", ("faa",))]).sql
         assert sql.endswith(f"""WHERE "flights"."arr_delay" {op} 60 AND "airports"."name" = 'Miami Intl'"""), sql
+
+
+def test_originating_is_a_word_of_the_trips_start() -> None:
+    """"flights originated at each airport": the origins (the destinations had been taken, the list of
+    origins a condition on them: a confidently wrong share)."""
+    sql = plan("How many flights originated at each airport?").sql
+    assert 'GROUP BY "flights"."origin"' in sql and '"dest"' not in sql, sql

@@ -212,6 +212,8 @@ def _directions_asked(tokens: Sequence[Token], other: TableInfo, candidates: Seq
         direction = direction_of(index)
         if direction is None:
             continue
+        if token.norm == "at" and (verb := direction_of(index - 1)) is not None:
+            direction = verb  # "originated at": "at" places, the verb says which end
         if points_forward(index) and names_other(content(range(index + 1, min(len(tokens), index + 4)))) \
                 or token.norm not in _DIRECTION_PREPOSITIONS | _ROLE_NOUNS and before \
                 or stranded_at(tokens, index) and any(tokens[i].stem in words for i in range(index)) and not places:

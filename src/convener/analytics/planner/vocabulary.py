@@ -201,7 +201,8 @@ _TOWARD = frozenset({"to", "into", "at", "toward", "towards", "landed", "land", 
                      "arrives", "arriving", "arrival", "arrivals", "received", "receive", "receives", "receiving",
                      "destination", "destinations", "heading", "headed", "bound", "inbound", "reached", "reaching"})
 _AWAY = frozenset({"from", "out", "leaving", "left", "leave", "leaves", "depart", "departed", "departing", "departs",
-                   "departure", "departures", "origin", "origins", "outbound"})
+                   "departure", "departures", "origin", "origins", "originated", "originating", "originate",
+                   "originates", "outbound"})
 """Words of a question that reach the rows of another table as where a row goes (``_TOWARD``) or comes from."""
 _DIRECTION_PREPOSITIONS = frozenset({"to", "into", "at", "toward", "towards", "from", "out"})
 """Words of direction that point only forward ("to San Francisco"), where a verb may follow what it points at

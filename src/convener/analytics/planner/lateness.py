@@ -323,10 +323,10 @@ def read_how_late(reading: _Reading) -> None:
                 or index + 1 in reading.used and (late is None or late.source != "glossary") \
                 or late is not None and (late.start != index + 1 or not late.is_value):
             continue  # (the glossary's "late", or its "late arrival" read across "were": "late were arrivals")
+        # (the glossary's term may have taken its verb with "late": "how late they arrived")
+        glossed = late is not None and late.source == "glossary"
         for at in range(index + 2, min(index + 6, len(reading.tokens))):
             word = reading.norm(at)
-            # (the glossary's term took its verb with "late": "how late they arrived")
-            glossed = late is not None and late.source == "glossary"
             end = _direction(reading, at, glossed) \
                 or ("toward" if word == "arrivals" else "away" if word == "departures" else None)
             if end is None:

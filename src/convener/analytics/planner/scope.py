@@ -482,8 +482,8 @@ def _check_owner(mention: _Mention, tokens: Sequence[Token], virtual: dict[str, 
         return _Mention(mention.start, mention.end, replace(mention.target, column=moved), mention.source)
     # ("the airport names" where only the airlines' names are reached: the word before is a table that has
     # the column too)
-    said_before = bool(others) and any(table.name == others[0] and table.column(expression.name) is not None
-                                       for table in tables)
+    said_before = any(table.name == others[0] and table.column(expression.name) is not None
+                      for table in tables) if others else False
     if (said_of or said_before) and others and others[0] != queried.name:
         raise NoPlan(f"'{' '.join(t.text for t in tokens[mention.start:at + 1])}' is of {others[0]}, which the "
                      f"question does not say how to reach from {queried.name}")

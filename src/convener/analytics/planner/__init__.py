@@ -132,16 +132,16 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     def joins_of(many: str) -> list[str]:
         return [one for name, one in pairs if name == many]
 
+    # (a period named without being read as the buckets yet: "the busiest month of the year")
+    periods = {bucket, *(_BUCKETS.get(token.norm) for token in tokens)}
     try:
         table, candidates = _choose_table(catalog, tokens, used, choosable, joins_of)
     except NoPlan:
         # "the ten busiest days": periods ranked, and no other word of the data, of the one table that has dates
         with_dates = [name for name in choosable if dated(catalog.tables[name])]
-        if not any(_BUCKETS.get(token.norm) for token in tokens) or len(with_dates) != 1:
+        if periods == {None} or len(with_dates) != 1:
             raise
         table, candidates = catalog.tables[with_dates[0]], catalog.candidates(tokens, used)
-    # (a period named without being read as the buckets yet: "the busiest month of the year")
-    periods = {bucket, *(_BUCKETS.get(token.norm) for token in tokens)}
     if periods & {"day", "week", "month", "quarter", "weekday"} and not dated(table):
         # "the 3 busiest days of the year" read on planes (a year of manufacture, no date): periods asked of
         # rows that have no dates, where another table's rows do: those rows are the ones asked about

@@ -21,17 +21,16 @@ UNIT_KEYS = {group: name for group, name in zip(UNIT_NAMES, (
     "grams", "kilograms", "feet", "miles", "km", "millimetres", "centimetres", "metres", "minutes", "hours",
     "seconds", "pounds", "inches"), strict=True)}
 
-CONVERSIONS: dict[tuple[str, str], float] = {
-    ("hours", "minutes"): 60, ("minutes", "hours"): 1 / 60, ("hours", "seconds"): 3600,
-    ("minutes", "seconds"): 60, ("seconds", "minutes"): 1 / 60, ("kilograms", "grams"): 1000,
-    ("grams", "kilograms"): 1 / 1000, ("km", "metres"): 1000, ("metres", "km"): 1 / 1000,
-    ("centimetres", "millimetres"): 10, ("millimetres", "centimetres"): 1 / 10,
+_FACTORS: dict[tuple[str, str], float] = {
+    ("hours", "minutes"): 60, ("hours", "seconds"): 3600, ("minutes", "seconds"): 60, ("kilograms", "grams"): 1000,
+    ("km", "metres"): 1000, ("centimetres", "millimetres"): 10,
     # exact by definition (the international mile, foot, inch and pound)
-    ("miles", "km"): 1.609344, ("km", "miles"): 1 / 1.609344, ("feet", "metres"): 0.3048,
-    ("metres", "feet"): 1 / 0.3048, ("inches", "centimetres"): 2.54, ("centimetres", "inches"): 1 / 2.54,
-    ("pounds", "kilograms"): 0.45359237, ("kilograms", "pounds"): 1 / 0.45359237,
+    ("miles", "km"): 1.609344, ("feet", "metres"): 0.3048, ("inches", "centimetres"): 2.54,
+    ("pounds", "kilograms"): 0.45359237,
 }
-"""Factors from the unit a column is in to the unit a question asks for."""
+CONVERSIONS: dict[tuple[str, str], float] = {
+    **_FACTORS, **{(target, source): 1 / factor for (source, target), factor in _FACTORS.items()}}
+"""Factors from the unit a column is in to the unit a question asks for: each one way, its inverse derived."""
 
 
 def unit_named(word: str) -> str | None:

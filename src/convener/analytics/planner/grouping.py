@@ -48,17 +48,16 @@ def read_joined_key(reading: _Reading, start: int, end: int) -> bool:
 def read_keys_by_name(reading: _Reading) -> None:
     """"by destination airport name", "which destination airport, by name, …", "top 5 destination airports …
     show the airport names": a group key that joins another table (``dest`` the airports) and that table's name
-    column said and read as nothing else: the groups are told by that name rather than by the key's code."""
+    column said and read as nothing else: the groups are told by that name beside the key's code."""
     for mention in list(reading.mentions):
         join = None if mention.is_value else reading.join_of(mention.target.column)
         if join is None or len(join.on) != 1 or join.on[0][0] not in reading.keys \
                 or mention.target.column in reading.keys or joined_name_column(reading, join) != mention.target.column:
             continue
-        at = reading.keys.index(join.on[0][0])
-        if _said_beside(reading, mention.start, join):
-            reading.keys.insert(at + 1, mention.target.column)  # "… with the airport names": the codes and names
-        else:
-            reading.keys[at] = mention.target.column
+        # The groups stay those of the key: two airports of one name are two groups, told apart by their codes
+        reading.keys.insert(reading.keys.index(join.on[0][0]) + 1, mention.target.column)
+        if not _said_beside(reading, mention.start, join):  # ("… with the airport names" labels each code)
+            reading.telling_names_apart.add(join.on[0][0])
         reading.mentions.remove(mention)
         reading.used.update(range(mention.start, mention.end))
     _read_not_codes(reading)
@@ -100,3 +99,11 @@ def _read_not_codes(reading: _Reading) -> None:
                 if said is not None:
                     reading.mentions.remove(said)
                 reading.used.update(range(index, at + 1))
+                _drop_codes(reading)
+
+
+def _drop_codes(reading: _Reading) -> None:
+    """The codes turned down are not shown: groups of a joined table's key are told by its names alone."""
+    for join in reading.scope.joins if reading.scope else ():
+        if joined_name_column(reading, join) in reading.keys and join.on[0][0] in reading.keys:
+            reading.keys.remove(join.on[0][0])

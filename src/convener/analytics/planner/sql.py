@@ -972,7 +972,7 @@ def _resolve_virtual(reading: _Reading, select: exp.Select) -> exp.Select:
         alias = _alias(join.table.name)
         # (grouped by the key too, "per destination, with its name", the name only labels each group: a code the
         # joined table lacks is a group of its own, with no name)
-        labelled = all(mine in reading.keys for mine, _ in join.on)
+        labelled = all(mine in reading.keys and mine not in reading.telling_names_apart for mine, _ in join.on)
         kind = "inner" if alias in grouped and not labelled else "left"
         on = exp.and_(*(exp.EQ(this=exp.column(mine, table=base, quoted=True),
                                expression=exp.column(theirs, table=alias, quoted=True)) for mine, theirs in join.on))

@@ -73,6 +73,9 @@ class _Reading:
     empty_grouped: set[str] = field(default_factory=set)
     """Group keys whose empty values are a group of their own ("with unknown sex as its own group")."""
     bucket: str | None = None
+    telling_names_apart: set[str] = field(default_factory=set)
+    """Group keys that join another table whose names, grouped by, are asked: a name the joined table lacks is no
+    group ("by destination airport name"), and the code beside it tells two places of one name apart."""
     hour_keys: set[str] = field(default_factory=set)
     """Group keys that hold times of day as HHMM numbers, grouped by their hour ("by scheduled departure hour")."""
     measures: list[tuple[str, str | None]] = field(default_factory=list)

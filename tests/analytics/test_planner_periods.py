@@ -362,6 +362,18 @@ def test_the_single_greatest_of_a_column_with_columns_asked_is_that_row(data: du
     assert len(rows) == 1 and {3, datetime.date(2013, 7, 5), 125, 130} <= set(rows[0]), made.sql
 
 
+@pytest.mark.parametrize("question", [
+    "On what date did the single worst departure delay happen?",
+    "When did the single biggest departure delay happen?",
+])
+def test_the_single_greatest_asked_when_is_that_row(data: duckdb.DuckDBPyConnection, question: str) -> None:
+    # (the day's greatest delay alone had been answered: the date and the delay, not the flight that had it)
+    made = plan(question)
+    assert not made.unaccounted, made
+    rows = data.execute(made.sql).fetchall()
+    assert len(rows) == 1 and {3, datetime.date(2013, 7, 5), 130} <= set(rows[0]), made.sql
+
+
 def test_a_stressed_superlative_keeps_the_word_that_stressed_it() -> None:
     # ("single" is dropped before reading, yet says the answer is one row's: the superlative carries it)
     kept = without_intensifiers(tokenize("the single worst delay, the very best day, which single day, "

@@ -2654,13 +2654,20 @@ def _read_extreme_row_shown(reading: _Reading) -> None:
             or reading.keys and not asked_date or reading.bucket not in (None, "day") or reading.top not in (None, 1):
         return
     column, aggregate = extremes[0]
-    if len([name for name in reading.shown if name != column]) < 2:
-        return  # (one column alone may not tell the row apart: a flight number is shared by carriers)
-    if asked_date or reading.bucket == "day" or reading.norm(0) == "when":
+    besides = [name for name in reading.shown if name != column]
+    when = asked_date or reading.bucket == "day" or reading.norm(0) == "when"
+    # One column alone may not tell the row apart (a flight number is shared by carriers). Asked only when it
+    # happened ("On what date did the single worst departure delay happen?"), the row is shown with the columns
+    # that tell it apart, its date among them: the day's greatest delay alone did not say which flight had it.
+    if len(besides) < 2 and (besides or not when):
+        return
+    if besides and when:
         reading.shown = [*dates[:1], *(name for name in reading.shown if name not in dates[:1])]
     reading.keys, reading.bucket, reading.measures = [], None, []
     reading.order_measure, reading.direction, reading.top = column, aggregate == MAX, 1
-    if column not in reading.shown:
+    if not besides:
+        reading.shown = []
+    elif column not in reading.shown:
         reading.shown.append(column)
     reading.used.update(i for i, token in enumerate(reading.tokens) if token.norm == "when")
 

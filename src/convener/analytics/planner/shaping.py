@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.contrast import COMPARATIVES
+from convener.analytics.planner.joined_rows import codes_of_names
 from convener.analytics.planner.vocabulary import SUM
 from convener.analytics.planner.yesno import ONLY_WORDS
 from convener.analytics.planner.state import _Filter, _Reading
@@ -75,7 +76,8 @@ def _shape_asked(reading: _Reading) -> str:
         compared = _shares_compared(reading, multi)
         if compared is None:
             return "share"
-        reading.keys.append(compared)  # the share of each group, the groups kept by their condition
+        # the share of each group, the groups kept by their condition (told by their codes where said by name)
+        reading.keys.extend([*codes_of_names(reading, compared), compared])
         return "group"
     if reading.top is not None:
         return "top"

@@ -12,6 +12,7 @@ from sqlglot import exp
 from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _row_nouns, _table_words, named_as_rows
 from convener.analytics.planner.dates import _time_column
+from convener.analytics.planner.joined_rows import codes_of_names
 from convener.analytics.planner.listing import identifies_rows, with_joined_keys
 from convener.analytics.planner.state import _Filter, _Reading
 from convener.analytics.planner.weekdays import weekday_number_of, weekday_of
@@ -314,26 +315,12 @@ def _build_compare(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     multi = next(f for f in reading.filters if f.op == "in" and f.kind in ("value", "year", "weekday"))
     if multi.kind in ("year", "weekday"):
         reading.bucket = multi.kind
-    compared = [*_joined_by(reading, multi.column), multi.column]
+    compared = [*codes_of_names(reading, multi.column), multi.column]
     # the groups asked for first ("… of each species"), then the values listed within each
     reading.keys = [*reading.keys, *compared]
     query, name, explanation = _build_group(reading, dialect)
     listed = " and ".join(str(_plain(v)) for v in multi.values)
     return query, name, f"Compares {listed}: {explanation[0].lower()}{explanation[1:]}"
-
-
-def _joined_by(reading: _Reading, column: str) -> list[str]:
-    """The queried table's column that a joined table's ``column`` is reached by ("United vs American": the
-    airlines' names, reached by flights.carrier), or none. Groups compared by such names are that column's
-    values (what the rows themselves say), the names shown beside them as the question said them. A column
-    that is not the joined rows' name ("AIRBUS vs BOEING": planes' manufacturer) is what many of them share:
-    the groups are its values alone."""
-    expression = reading.scope.virtual.get(column) if reading.scope else None
-    if reading.scope is None or not isinstance(expression, exp.Column) or not expression.table \
-            or "name" not in split_identifier(expression.name).lower().split():
-        return []
-    return [mine for join in reading.scope.joins if join.table.name.split(".")[-1] == expression.table
-            for mine, _ in join.on if mine not in reading.keys][:1]
 
 
 def _build_time_series(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:

@@ -178,6 +178,7 @@ def test_the_full_name_of_the_destination_port_is_the_ports_not_the_operators(da
 
 def test_shares_compared_between_places_said_by_name_are_told_by_their_codes(data: duckdb.DuckDBPyConnection) -> None:
     # (grouped by the name alone, the codes the rows hold were not shown beside the names)
-    rows = answer(data, "Compare the share of sailings with a delay over 10 minutes from Harbourton and from Northwick.")
+    question = "Compare the share of sailings with a delay over 10 minutes from Harbourton and from Northwick."
+    rows = answer(data, question)
     assert [(code, name, round(share, 1)) for code, name, share in rows] == [
         ("HAR", "Harbourton", 33.3), ("NTH", "Northwick", 66.7)]

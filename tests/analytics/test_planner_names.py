@@ -737,3 +737,9 @@ def test_originating_is_a_word_of_the_trips_start() -> None:
     origins a condition on them: a confidently wrong share)."""
     sql = plan("How many flights originated at each airport?").sql
     assert 'GROUP BY "flights"."origin"' in sql and '"dest"' not in sql, sql
+
+
+def test_words_of_the_rows_doing_what_they_are_counted_for_are_read_as_such() -> None:
+    # ("operate" and "racked" had no reading: the questions were declined)
+    assert plan_voyage("Did the line operate any voyage to Oslo?").endswith("""WHERE "dest" = 'Oslo'""")
+    assert 'GROUP BY "dest"' in plan_voyage("Which destination racked up the most voyages?")

@@ -137,6 +137,9 @@ _FILLER = frozenset({
     # words for the data as a whole and its rows' being in it: "how many flights does the sample contain",
     # "how many Chinstrap penguins were sampled", "among the penguins whose …"
     "sample", "sampled", "contain", "contains", "contained", "appear", "appears", "appeared", "among", "considering",
+    # the rows' doing what they are counted or summed for: "operate any flight", "which dates racked up the most
+    # delay minutes", "accumulated the most distance"
+    "operate", "operates", "operating", "racked", "rack", "accumulated", "accumulate", "amassed", "tallied",
     # emphasis: "only the flights that actually departed"
     "actually", "really", "truly",
     # the asker and how to lay the answer out: "I'd like to see LaGuardia and JFK next to each other", "put the

@@ -105,6 +105,23 @@ def test_a_unit_finds_the_column_measured_in_it() -> None:
         plan_question("How many flights had more than 5 litres?", [table])
 
 
+def test_a_unit_the_rows_own_column_converts_to_is_not_another_tables_column_in_it() -> None:
+    """"Total hours in the air … for flights out of Harbourton": the flights' minutes in the air, in hours (the
+    ports' time zone offset, their one column in hours, had been summed)."""
+    flights = TableInfo("flights", (
+        ColumnInfo("flight_id", "INTEGER"), ColumnInfo("origin", "STRING", "Code of the port the flight left from"),
+        ColumnInfo("flight_date", "DATE"),
+        ColumnInfo("air_time", "INTEGER", description="Time spent in the air, in minutes")))
+    ports = TableInfo("ports", (ColumnInfo("code", "STRING"), ColumnInfo("name", "STRING"),
+                                ColumnInfo("tz", "INTEGER", "Offset of the port's time zone from GMT, in hours")))
+    values = {("ports", "name"): ["Harbourton"], ("ports", "code"): ["HAR"], ("flights", "origin"): ["HAR"]}
+    sql = plan_question("Total hours in the air per month for flights out of Harbourton", [flights],
+                        values_of=lambda t, c: values.get((t, c), []), related=[ports],
+                        keys_of=lambda table, key, column, names: ["HAR"] if column == "name" else list(names),
+                        relationships=[Relationship("flights", ("origin",), "ports", ("code",))]).sql
+    assert '"air_time" * 0.01666' in sql and '"tz"' not in sql, sql
+
+
 def test_a_share_written_in_percent_is_a_share() -> None:
     assert "100.0 *" in plan("What share of flights were cancelled, in percent?").sql
     assert "100.0 *" in plan("What proportion of UA flights were cancelled, as a percentage?").sql

@@ -18,7 +18,7 @@ from sqlglot.errors import SqlglotError
 from convener.analytics.planner.base import MAX_VALUES_PER_COLUMN, NoPlan, Term, ValuesOf
 from convener.analytics.planner.fronted import fronted_spans, verbs_before_amounts
 from convener.analytics.planner.described import described_initials, described_spans, unsaid_spans, what_it_is_spans
-from convener.analytics.planner.units import unit_named, unit_of
+from convener.analytics.planner.units import CONVERSIONS, unit_named, unit_of
 from convener.analytics.planner.vocabulary import (
     KINDS,
     _ADJECTIVE_SUFFIXES,
@@ -355,11 +355,18 @@ def _unit_spans(tokens: list[Token], content: list[int], columns: Sequence[_Colu
         if unit is None:
             continue
         by_table: dict[str, list[_ColumnKeys]] = {}
+        converted: set[str] = set()  # tables with a column the unit is a conversion of
         for keys in columns:
-            if keys.column.type in NUMBER_TYPES and unit_of(keys.column) == unit:
+            if keys.column.type not in NUMBER_TYPES:
+                continue
+            if (found_in := unit_of(keys.column)) == unit:
                 by_table.setdefault(keys.table.name, []).append(keys)
+            elif found_in is not None and (found_in, unit) in CONVERSIONS:
+                converted.add(keys.table.name)
+        # ("Total hours in the air … for flights out of LaGuardia": the flights' minutes in the air, in hours,
+        # not the airports' time zones, the one column of theirs in hours)
         found.extend(_Candidate(index, index + 1, _Target(table, only[0].column.name), 2.0, "partial")
-                     for table, only in by_table.items() if len(only) == 1)
+                     for table, only in by_table.items() if len(only) == 1 and not converted - {table})
     return found
 
 

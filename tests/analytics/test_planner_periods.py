@@ -435,3 +435,9 @@ def test_periods_ranked_with_no_other_word_are_of_the_one_table_with_dates(data:
     rows = data.execute(made.sql).fetchall()
     # July 2013 has three flights; four months tie for second with one each, all kept
     assert made.tables == ("flights",) and (rows[0][0].month, rows[0][-1]) == (7, 3) and len(rows) == 5, made.sql
+
+
+def test_a_measure_a_ranking_of_rows_leaves_unused_is_said() -> None:
+    # (the earliest dates were ranked, the delay said in parentheses passed over: a confidently wrong answer)
+    made = plan("Which flight was the earliest (lowest departure delay)?")
+    assert made.unaccounted == ("dep_delay",), made

@@ -190,6 +190,9 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
             query.select, [exp.and_(*(_condition(reading, f, dialect) for f in side)) for side in reading.sides]))
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
+    if shape == "top":
+        unaccounted = (*unaccounted, *(name for name in _measures_not_computed(reading, sql, dialect)
+                                       if name not in unaccounted))
     where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_listed(listed) \
         + describe_counted([f for f in counted if f not in listed]) \
         + _describe_group_conditions(reading) + "".join(
@@ -215,6 +218,19 @@ def _columns_not_listed(reading: _Reading, shape: str) -> tuple[str, ...]:
     every_own = not reading.shown or reading.shown_whole  # (the rows' own columns all shown)
     return tuple(dict.fromkeys(column for column, aggregate in reading.measures if aggregate is None
                                and column not in reading.shown and not (every_own and not reading.virtual(column))))
+
+
+def _measures_not_computed(reading: _Reading, sql: str, dialect: str) -> list[str]:
+    """Measures read that a ranking does not compute, show or rank by: said, so that the answer says it could not
+    use them ("the earliest arrival (most negative arr delay)": the earliest dates ranked, the delay unused)."""
+    computed = {column.name.lower() for column in sqlglot.parse_one(sql, read=dialect).find_all(exp.Column)}
+    virtual = reading.scope.virtual if reading.scope is not None else {}
+
+    def columns_of(name: str) -> set[str]:
+        expression = virtual.get(name)
+        return {column.name.lower() for column in expression.find_all(exp.Column)} if expression else {name.lower()}
+
+    return [column for column, _ in reading.measures if not columns_of(column) & computed]
 
 
 def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:

@@ -36,3 +36,18 @@ def test_leaving_out_the_rows_named_again_excludes_the_value(data: duckdb.DuckDB
                                                              question: str) -> None:
     made = plan(question)
     assert not made.unaccounted and data.execute(made.sql).fetchall() == [(45.0,)]
+
+
+def test_leaving_out_the_ones_that_meet_a_true_false_condition_keeps_the_others() -> None:
+    # (the condition had been kept, "leaving out" passed over: the total of the very rows to leave out)
+    flown = planner(TableInfo("flights", (ColumnInfo("flight_id", "INTEGER"), ColumnInfo("distance", "INTEGER"),
+                                          ColumnInfo("cancelled", "BOOLEAN", "Whether the flight was cancelled")),
+                              description="Flights: one row per flight."), {})
+    made = flown("Total distance of the flights, leaving out the ones that got cancelled?")
+    assert 'WHERE NOT "cancelled"' in made.sql and not made.unaccounted, made
+
+
+def test_birds_that_left_out_of_a_site_left_from_it() -> None:
+    # ("left out of North" had excluded North)
+    assert plan("How many birds left out of North?").sql.endswith("""WHERE "site" = 'North'""")
+    assert plan("Quick check: how many birds are there?").sql.startswith("SELECT COUNT(*)")

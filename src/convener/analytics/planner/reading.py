@@ -612,11 +612,14 @@ def _read_values(reading: _Reading) -> None:
         negations += [j for i in range(max(0, begin - 2), mention.start - 1) if reading.norm(i) == "none"
                       and reading.norm(i + 1) == "of" and reading.free(i) for j in (i, i + 1)]
         negations += _all_but(reading, begin)
+        # ("flights that left out of JFK" say where they left from)
         negations += [j for i in range(max(1, begin - 2), mention.start) if reading.norm(i) == "out"
-                      and reading.norm(i - 1) in LEAVE_OUT and reading.free(i) for j in (i - 1, i)]
+                      and reading.norm(i - 1) in LEAVE_OUT and reading.norm(i + 1) != "of" and reading.free(i)
+                      for j in (i - 1, i)]
         # "leaving out the ones to LAX", "ruling out those from JFK": the rows named again between
         out = next((i for i in range(begin - 1, max(0, begin - 5), -1) if reading.norm(i) == "out"), None)
         if not negations and out is not None and reading.norm(out - 1) in LEAVE_OUT and reading.free(out) \
+                and reading.norm(out + 1) != "of" \
                 and all(reading.norm(i) in _NAMED_AGAIN and (reading.free(i) or i == begin - 1)
                         or _rows_noun(reading, i)
                         for i in range(out + 1, begin)):  # "leave out birds from North": the rows' noun
@@ -778,7 +781,8 @@ _NAMED_AGAIN = frozenset({"the", "ones", "those", "one", "that", "to", "from", "
 
 
 def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
-    """"nests not observed with a full clutch", "flights that never departed": a negation further back than a
+    """"nests not observed with a full clutch", "flights that never departed", "leaving out the ones that got
+    cancelled": a negation further back than a
     value's own words still negates a true/false condition when only free words (no other mention) stand
     between them."""
     for index in range(mention.start - 1, max(-1, mention.start - 7), -1):
@@ -788,6 +792,9 @@ def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
         # a flight, but of the airlines without one)
         if reading.norm(index) in _NEGATIONS or reading.norm(index) == "never" and index == mention.start - 1:
             return [index]
+        # "leaving out the ones that got cancelled"
+        if reading.norm(index) == "out" and reading.norm(index - 1) in LEAVE_OUT and reading.free(index - 1):
+            return [index - 1, index]
         if reading.norm(index) in _FAIL and reading.norm(index + 1) == "to":  # "nests that failed to reach a …"
             return [index, index + 1]
     return []

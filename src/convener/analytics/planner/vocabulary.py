@@ -105,7 +105,7 @@ _FILLER = frozenset({
     "went", "go", "goes", "going", "flew", "flown", "arrived", "departed", "landed", "operated", "seen", "saw", "makes",
     "headed", "heading", "bound", "reach",
     "show", "pull", "list", "display", "find", "give", "get", "return", "see", "tell", "please", "me", "us", "data",
-    "need", "want",
+    "need", "want", "quick", "quickly", "check",
     "dataset", "table", "tables", "row", "rows", "record", "records", "entry", "entries", "value", "values",
     "many", "much", "number", "count", "total", "figure", "figures", "know", "like", "look", "looking",
     "ever", "still", "studied", "sampled", "surveyed", "recorded", "observed", "measured", "judged", "overall", "whole",

@@ -182,3 +182,11 @@ def test_shares_compared_between_places_said_by_name_are_told_by_their_codes(dat
     rows = answer(data, question)
     assert [(code, name, round(share, 1)) for code, name, share in rows] == [
         ("HAR", "Harbourton", 33.3), ("NTH", "Northwick", 66.7)]
+
+
+def test_groups_ranked_while_a_condition_holds_them_to_the_value_named_are_refused() -> None:
+    # Read as the ports the sailings left from, the ranking's one group was Harbourton itself: the answer the
+    # question gave, passed off as the port that received the most (a confidently wrong answer)
+    with pytest.raises(NoPlan, match="held to one value"):
+        plan("Which port, by its name, received the most sailings from Harbourton?")
+    assert "\"origin\" = 'HAR'" in plan("Which port received the most sailings from Harbourton?").sql

@@ -55,6 +55,7 @@ from convener.analytics.planner.checks import (
     _guard,
     check_counted_keys,
     check_joined_averages,
+    check_ranked_groups_open,
     check_missing_and_known,
     check_roles_read,
     check_rows_asked,
@@ -165,6 +166,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     check_counted_keys(reading, relationships)
     check_roles_read(reading, relationships)
     check_joined_averages(reading)
+    check_ranked_groups_open(reading, shape)
     unaccounted = (*_check_understood(reading, shape), *_columns_not_listed(reading, shape))
     check_rows_asked(reading, shape, [other for other in everything if other.name != reading.base.name])
     check_periods_held(reading, span_of)

@@ -609,6 +609,19 @@ def check_joined_averages(reading: _Reading) -> None:
                          f"computes (joined, each counts once for every row of {reading.base.name})")
 
 
+def check_ranked_groups_open(reading: _Reading, shape: str) -> None:
+    """"Which port, by its name, received the most sailings from Harbourton?" read as the ports the sailings left
+    from, Harbourton among them: groups ranked where a condition holds their key to one value rank that value
+    alone, the answer the question gave. Refused rather than answered with the place it named."""
+    if shape != "top" or not reading.keys:
+        return
+    # (one name may name several values: "Newark", two airports' names)
+    held = [f.column for f in reading.filters if f.column in reading.keys
+            and (f.op == "=" and len(f.values) == 1 or f.kind == "name" and f.op in ("=", "in"))]
+    if held:
+        raise NoPlan(f"the groups ranked are held to one value of {held[0]} by a condition of the question")
+
+
 def check_counted_keys(reading: _Reading, relationships: Sequence[Relationship]) -> None:
     """"Which 3 planes (tail numbers) flew the most", read on the planes: rows counted per the column other
     tables join them by, their own key, are one each; the count asked for is of the rows that join them (the

@@ -782,9 +782,8 @@ _NAMED_AGAIN = frozenset({"the", "ones", "those", "one", "that", "to", "from", "
 
 def _clause_negation(reading: _Reading, mention: _Mention) -> list[int]:
     """"nests not observed with a full clutch", "flights that never departed", "leaving out the ones that got
-    cancelled": a negation further back than a
-    value's own words still negates a true/false condition when only free words (no other mention) stand
-    between them."""
+    cancelled": a negation further back than a value's own words still negates a true/false condition when only
+    free words (no other mention) stand between them."""
     for index in range(mention.start - 1, max(-1, mention.start - 7), -1):
         if reading.mention_at(index) is not None or not reading.free(index):
             return []

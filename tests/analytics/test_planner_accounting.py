@@ -241,3 +241,13 @@ def test_a_verb_of_measure_without_its_measure_is_a_condition_not_filler(questio
 def test_a_verb_of_measure_carries_the_measure_after_it() -> None:
     made = plan_question("How many parcels weighed over 500 grams?", [PARCELS])
     assert "mass_g" in made.sql and not made.unaccounted, made
+
+
+def test_the_rows_own_noun_with_an_aggregate_and_a_bound_in_a_unit_averages_the_unit_s_column() -> None:
+    # ("the average UA flight": the flight number had been a second measure, and the question declined)
+    table = TableInfo("flights", (
+        ColumnInfo("flight", "INTEGER", "Flight number"), ColumnInfo("carrier", "STRING"),
+        ColumnInfo("distance", "INTEGER", "Distance flown, in miles")), description="Flights: one row per flight.")
+    made = plan_question("Is the average UA flight longer than 1,000 miles?", [table],
+                         values_of=lambda _, column: ["UA"] if column == "carrier" else [])
+    assert made.sql == """SELECT AVG("distance") > 1000 AS "answer" FROM "flights" WHERE "carrier" = 'UA'""", made

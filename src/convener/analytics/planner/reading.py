@@ -2685,6 +2685,13 @@ def _settle_asked_bound(reading: _Reading) -> None:
         return
     op, number, unit_at = reading.asked_bound
     columns = {column for column, _ in reading.measures}
+    # "Is the average UA flight longer than 1,000 miles?": the rows' own noun (``flight``, each flight's number)
+    # measures nothing; the aggregate said with it is the other column's
+    own = {column for column in columns if named_as_rows(reading.base, column)}
+    if len(columns - own) == 1 and own:
+        aggregate = next((aggregate for _, aggregate in reading.measures if aggregate), None)
+        columns -= own
+        reading.measures = [(column, aggregate) for column in columns]
     if len(columns) != 1:
         raise NoPlan("a yes/no question compares one aggregate with a number")
     # the column said twice ("the total body mass … 200,000 g", its unit naming it again) is one measure

@@ -251,3 +251,13 @@ def test_the_rows_own_noun_with_an_aggregate_and_a_bound_in_a_unit_averages_the_
     made = plan_question("Is the average UA flight longer than 1,000 miles?", [table],
                          values_of=lambda _, column: ["UA"] if column == "carrier" else [])
     assert made.sql == """SELECT AVG("distance") > 1000 AS "answer" FROM "flights" WHERE "carrier" = 'UA'""", made
+
+
+def test_worse_and_better_between_two_groups_are_the_measures_ends() -> None:
+    # (a worse delay is a longer one, a better one shorter; the comparatives had been unread, the question declined)
+    assert plan("Is the average arrival delay of UA flights worse than that of AA flights?").sql.startswith(
+        """SELECT AVG(CASE WHEN "carrier" = 'UA' THEN "arr_delay" END) > AVG(CASE WHEN "carrier" = 'AA'""")
+    assert plan("Is the average arrival delay of UA flights better than that of AA flights?").sql.startswith(
+        """SELECT AVG(CASE WHEN "carrier" = 'AA' THEN "arr_delay" END) > AVG(CASE WHEN "carrier" = 'UA'""")
+    with pytest.raises(NoPlan, match="worse means higher or lower"):
+        plan("Is the average distance of UA flights worse than that of AA flights?")

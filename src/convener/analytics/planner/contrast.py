@@ -23,6 +23,8 @@ _LOWER = frozenset({"less", "lower", "fewer", "smaller", "earlier", "shorter", "
 _OF_NUMBER = frozenset({"more", "fewer", "less"})
 """Comparatives that, before the rows' noun, compare how many rows each group has."""
 COMPARATIVES = _HIGHER | _LOWER
+JUDGING = frozenset({"worse", "better"})
+"""Comparatives of judgement: which end they mean is the measure's (a worse delay is a longer one)."""
 OF_MEASURE = COMPARATIVES - _OF_NUMBER
 """Comparatives of a measure ("longer", "later"): said of two things, they ask which one."""
 _FILLER_AFTER_THAN = frozenset({"that", "those", "the", "of", "for", "one", "ones"})
@@ -36,7 +38,7 @@ def read_contrast(reading: _Reading) -> None:
         return
     # the comparative nearest before "than": "heavier than", "longer, on average, are flights from JFK than"
     comparative = next((i for i in range(than - 1, max(-1, than - 13), -1)
-                        if reading.norm(i) in _HIGHER | _LOWER and reading.free(i)), None)
+                        if reading.norm(i) in _HIGHER | _LOWER | JUDGING and reading.free(i)), None)
     if comparative is None:
         return
     word = reading.norm(comparative)
@@ -86,6 +88,8 @@ def read_contrast(reading: _Reading) -> None:
             _note_term(reading, mention)
         reading.used.update(i for i in range(than + 1, after.start) if reading.norm(i) in _FILLER_AFTER_THAN)
     reading.used.update((comparative, than, *said))
+    if word in JUDGING and reading.contrast is not None:
+        reading.contrast_judged = word  # (higher or lower once the measure is read: ``_read_judgement``)
     if measure is not None:
         reading.measures.append((measure, AVG))
         # "the average Gentoo … the average Adelie", "on average": the aggregate of the measure named here

@@ -25,7 +25,9 @@ def _more_is_better(reading: _Reading, column: str) -> bool | None:
 
 def _read_judgement(reading: _Reading) -> None:
     """"the worst departure delay" is the largest delay, "the worst fuel economy" the lowest: the end a
-    judgement word read as high or low is set by the column it judges."""
+    judgement word read as high or low is set by the column it judges ("is JFK's average delay worse than
+    LaGuardia's": higher)."""
+    _read_contrast_judged(reading)
     judged = [token.norm for token in reading.tokens if token.norm in _JUDGEMENTS]
     if not judged:
         return
@@ -45,3 +47,14 @@ def _read_judgement(reading: _Reading) -> None:
             reading.descending = high
             if reading.direction is not None:
                 reading.direction = high
+
+
+def _read_contrast_judged(reading: _Reading) -> None:
+    if reading.contrast_judged is None or reading.contrast is None:
+        return
+    measured = {name for name, _ in reading.measures}
+    polarity = _more_is_better(reading, measured.pop()) if len(measured) == 1 else None
+    if polarity is None:
+        raise NoPlan(f"could not tell whether {reading.contrast_judged} means higher or lower here")
+    first, second, _, kind = reading.contrast
+    reading.contrast = (first, second, polarity == (reading.contrast_judged == "better"), kind)

@@ -144,6 +144,8 @@ class _Reading:
     """Two groups set against each other ("is the average … of males greater than that of females"): the
     first's condition, the second's, whether the comparative says higher, and what is asked ("whether" or
     "difference")."""
+    contrast_judged: str | None = None
+    """The contrast's comparative when it judges ("worse", "better"): higher or lower by what the measure is."""
     yes_no: bool = False
     """The question opens with an auxiliary ("did United fly to Denver?"): about rows, it asks whether any
     exist."""

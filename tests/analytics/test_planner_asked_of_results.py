@@ -121,3 +121,10 @@ def test_on_average_after_the_number_compares_the_average(data: duckdb.DuckDBPyC
                                                           expected: bool) -> None:
     rows = data.execute(plan(question).sql).fetchall()
     assert rows == [(expected,)], plan(question).sql
+
+
+def test_every_measured_row_is_those_with_a_value_of_the_column_compared() -> None:
+    # ("measured" had been read as nothing: a penguin never weighed made every answer "No")
+    made = plan("Do all measured Gentoos weigh more than 4,000 grams?")
+    assert 'NOT "body_mass_g" IS NULL' in made.sql, made.sql
+    assert "IS NULL" not in plan("Do all Gentoos weigh more than 4,000 grams?").sql

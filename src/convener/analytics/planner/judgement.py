@@ -50,6 +50,8 @@ def _read_judgement(reading: _Reading) -> None:
 
 
 def _read_contrast_judged(reading: _Reading) -> None:
+    """A contrast said with "worse" or "better" asks for the end its one measure's words say is worse or better;
+    declined where they say neither (a worse distance)."""
     if reading.contrast_judged is None or reading.contrast is None:
         return
     measured = {name for name, _ in reading.measures}

@@ -75,6 +75,7 @@ from convener.analytics.planner.shaping import _settle_count, _shape
 from convener.analytics.planner.sides import answered_sides, read_sides, split_into_sides
 from convener.analytics.planner.sql import (
     _BUILDERS,
+    _Query,
     _condition,
     _describe_filters,
     _describe_group_conditions,
@@ -193,7 +194,7 @@ def plan_question(question: str, tables: Sequence[TableInfo], terms: Sequence[Te
     apply_sort_order(reading, query)
     sql = _render(reading, query, dialect)
     if shape == "top":
-        unaccounted = (*unaccounted, *(name for name in _measures_not_computed(reading, sql, dialect)
+        unaccounted = (*unaccounted, *(name for name in _measures_not_computed(reading, query)
                                        if name not in unaccounted))
     where = _describe_filters([f for f in reading.filters if f not in counted]) + describe_listed(listed) \
         + describe_counted([f for f in counted if f not in listed]) \
@@ -222,17 +223,13 @@ def _columns_not_listed(reading: _Reading, shape: str) -> tuple[str, ...]:
                                and column not in reading.shown and not (every_own and not reading.virtual(column))))
 
 
-def _measures_not_computed(reading: _Reading, sql: str, dialect: str) -> list[str]:
-    """Measures read that a ranking does not compute, show or rank by: said, so that the answer says it could not
-    use them ("the earliest arrival (most negative arr delay)": the earliest dates ranked, the delay unused)."""
-    computed = {column.name.lower() for column in sqlglot.parse_one(sql, read=dialect).find_all(exp.Column)}
-    virtual = reading.scope.virtual if reading.scope is not None else {}
-
-    def columns_of(name: str) -> set[str]:
-        expression = virtual.get(name)
-        return {column.name.lower() for column in expression.find_all(exp.Column)} if expression else {name.lower()}
-
-    return [column for column, _ in reading.measures if not columns_of(column) & computed]
+def _measures_not_computed(reading: _Reading, query: _Query) -> list[str]:
+    """Measures read that a ranking does not compute, show, rank by or hold to a condition: said, so that the answer
+    says it could not use them ("the earliest arrival (most negative arr delay)": the earliest dates ranked, the
+    delay unused). The query names a joined table's column or a formula by its reading's name until rendered."""
+    computed = {column.name for part in (*query.select, *query.order, *query.where)
+                for column in part.find_all(exp.Column)}
+    return [column for column, _ in reading.measures if column not in computed]
 
 
 def _codes(values_of: ValuesOf, keys_of: KeysOf) -> Codes:

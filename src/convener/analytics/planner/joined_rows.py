@@ -11,7 +11,6 @@ from convener.analytics.planner.base import NoPlan
 from convener.analytics.planner.catalog import _table_words
 from convener.analytics.planner.scope import _direction_of, stranded_direction
 from convener.analytics.planner.state import _Join, _Reading
-from convener.analytics.wording import split_identifier
 
 _NAME_WORDS = frozenset({"name", "names"})
 _CODE_WORDS = frozenset({"code", "codes"})
@@ -87,14 +86,12 @@ def joined_name_column(reading: _Reading, join: _Join) -> str | None:
 
 
 def codes_of_names(reading: _Reading, column: str) -> list[str]:
-    """The queried table's column that a joined table's ``column`` is reached by ("United vs American": the
+    """The queried table's column that a joined table's name ``column`` is reached by ("United vs American": the
     airlines' names, reached by flights.carrier), or none. Groups compared by such names are that column's
     values (what the rows themselves say), the names shown beside them as the question said them. A column
     that is not the joined rows' name ("AIRBUS vs BOEING": planes' manufacturer) is what many of them share:
     the groups are its values alone."""
-    expression = reading.scope.virtual.get(column) if reading.scope else None
-    if reading.scope is None or not isinstance(expression, exp.Column) or not expression.table \
-            or "name" not in split_identifier(expression.name).lower().split():
+    join = reading.join_of(column)
+    if join is None or joined_name_column(reading, join) != column:
         return []
-    return [mine for join in reading.scope.joins if join.table.name.split(".")[-1] == expression.table
-            for mine, _ in join.on if mine not in reading.keys][:1]
+    return [mine for mine, _ in join.on if mine not in reading.keys][:1]

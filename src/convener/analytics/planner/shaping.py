@@ -50,6 +50,7 @@ def _shape(reading: _Reading) -> str:
             # "Are all Chinstrap penguins on Dream?": whether every row is so, which rows that are cannot say
             reading.asked_of_all = _asked_of_all(reading)
             reading.filters.remove(reading.asked_of_all)
+            _keep_measured(reading, reading.asked_of_all)
             return "all"
         reading.exists = True
     if not reading.exists or reading.count:
@@ -135,6 +136,17 @@ def _at_all(reading: _Reading, index: int) -> bool:
     """Whether "all" at ``index`` is said in "at all" ("does Southwest fly out of JFK at all"), which asks
     whether any row is so, not whether every one is."""
     return reading.norm(index) == "all" and reading.norm(index - 1) == "at"
+
+
+_HAVING_A_VALUE = frozenset({"measured", "recorded"})
+
+
+def _keep_measured(reading: _Reading, asked: _Filter) -> None:
+    """"Do all measured gentoos have flippers longer than 200 mm?": the rows with a value of the column compared
+    (not "does every flight have a tail number recorded", which asks for the value itself)."""
+    if asked.kind == "number" and asked.op in ("<", "<=", ">", ">=") \
+            and any(token.norm in _HAVING_A_VALUE for token in reading.tokens[:asked.start]):
+        reading.filters.append(_Filter(asked.column, "not null", (), "number"))
 
 
 def _asked_of_all(reading: _Reading) -> _Filter:

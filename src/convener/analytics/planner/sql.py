@@ -585,19 +585,10 @@ def _build_rows(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
 def _build_all(reading: _Reading, dialect: str) -> tuple[_Query, str, str]:
     """Whether every row the conditions keep meets the one asked of them all (yes or no): the least of 1 for
     each row that does and 0 for each that does not is 1 (a row it cannot tell, a NULL, does not)."""
-    compared = reading.asked_of_all
-    assert compared is not None
-    if compared.kind == "number" and compared.op in ("<", "<=", ">", ">=") \
-            and any(token.norm in _HAVING_A_VALUE for token in reading.tokens[:compared.start]):
-        # "do all measured gentoos have flippers longer than 200 mm?": those with a value of the column compared
-        # (not "does every flight have a tail number recorded", which asks for the value itself)
-        reading.filters.append(_Filter(compared.column, "not null", (), "number"))
-    answer = _every_row_meets(_condition(reading, compared, dialect))
-    asked = _describe_filters([compared]).removeprefix(", where ")
+    assert reading.asked_of_all is not None
+    answer = _every_row_meets(_condition(reading, reading.asked_of_all, dialect))
+    asked = _describe_filters([reading.asked_of_all]).removeprefix(", where ")
     return _Query([answer]), "answer", f"Tells whether {asked} for every row of {reading.table.name}"
-
-
-_HAVING_A_VALUE = frozenset({"measured", "recorded"})
 
 
 def _every_row_meets(condition: exp.Expr) -> exp.Expr:
